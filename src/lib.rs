@@ -1,0 +1,14 @@
+//! draguard: a Kubernetes admission webhook and CI checker for taints,
+//! tolerations and Dynamic Resource Allocation device requests.
+//!
+//! One pure decision core ([`review::review`]) answers every question; the
+//! HTTPS server ([`server`]) and the command line are doors into it.
+
+pub mod admission;
+pub mod cli;
+pub mod cluster;
+pub mod field;
+pub mod objects;
+pub mod review;
+pub mod rules;
+pub mod server;

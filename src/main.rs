@@ -1,0 +1,14 @@
+//! The `draguard` binary: parse the command line, dispatch, exit.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use draguard::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => draguard::cli::serve::run(args),
+        Command::Review(args) => draguard::cli::review::run(args),
+    }
+}

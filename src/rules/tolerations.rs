@@ -1,0 +1,128 @@
+//! DRA device tolerations (`validateDeviceToleration`, validation.go) and
+//! draguard's own limit of 16 per list (SPEC.md §3).
+
+use crate::field::{FieldError, Path};
+use crate::objects::claim::DeviceToleration;
+use crate::rules::{invalid_each, names, validate_slice};
+
+/// `resource.DeviceTolerationsMaxLength`: documented by the API, not enforced
+/// by the apiserver; draguard enforces it.
+pub const DEVICE_TOLERATIONS_MAX: usize = 16;
+
+/// Device taint and toleration effects, in the order `sets.List` prints them.
+pub const DEVICE_TAINT_EFFECTS: &[&str] = &["NoExecute", "NoSchedule", "None"];
+pub const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
+
+/// A toleration list (`exactly.tolerations` or `firstAvailable[j].tolerations`).
+pub fn validate_device_tolerations(tolerations: &[DeviceToleration], path: &Path) -> Vec<FieldError> {
+    validate_slice(tolerations, DEVICE_TOLERATIONS_MAX, path, validate_device_toleration)
+}
+
+pub fn validate_device_toleration(t: &DeviceToleration, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if !t.key.is_empty() {
+        let key_path = path.child("key");
+        errs.extend(invalid_each(&key_path, &t.key, names::label_key(&t.key)));
+    }
+    match t.operator.as_str() {
+        "Exists" => {
+            if !t.value.is_empty() {
+                errs.push(FieldError::invalid(
+                    path.child("value"),
+                    &t.value,
+                    "must be empty for operator `Exists`",
+                ));
+            }
+        }
+        "Equal" => {
+            let value_path = path.child("value");
+            errs.extend(invalid_each(&value_path, &t.value, names::label_value(&t.value)));
+        }
+        "" => errs.push(FieldError::required(path.child("operator"), "")),
+        other => errs.push(FieldError::not_supported(
+            path.child("operator"),
+            other,
+            TOLERATION_OPERATORS,
+        )),
+    }
+    if !t.effect.is_empty() && !DEVICE_TAINT_EFFECTS.contains(&t.effect.as_str()) {
+        errs.push(FieldError::not_supported(
+            path.child("effect"),
+            &t.effect,
+            DEVICE_TAINT_EFFECTS,
+        ));
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tol(key: &str, op: &str, value: &str, effect: &str) -> DeviceToleration {
+        DeviceToleration {
+            key: key.into(),
+            operator: op.into(),
+            value: value.into(),
+            effect: effect.into(),
+            toleration_seconds: None,
+        }
+    }
+
+    fn rendered(errs: &[FieldError]) -> Vec<String> {
+        errs.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn valid_tolerations() {
+        let p = Path::new("t");
+        assert!(validate_device_toleration(&tol("example.com/gpu", "Exists", "", "NoSchedule"), &p).is_empty());
+        assert!(validate_device_toleration(&tol("k", "Equal", "v", "None"), &p).is_empty());
+        // Unlike pod tolerations, an empty key is fine with any operator.
+        assert!(validate_device_toleration(&tol("", "Equal", "", ""), &p).is_empty());
+    }
+
+    #[test]
+    fn exists_with_value() {
+        let errs = validate_device_toleration(&tol("k", "Exists", "v", ""), &Path::new("t"));
+        assert_eq!(rendered(&errs), vec![r#"t.value: Invalid value: "v": must be empty for operator `Exists`"#]);
+    }
+
+    #[test]
+    fn unknown_operator_and_effect() {
+        let errs = validate_device_toleration(&tol("k", "In", "", "PreferNoSchedule"), &Path::new("t"));
+        assert_eq!(
+            rendered(&errs),
+            vec![
+                r#"t.operator: Unsupported value: "In": supported values: "Equal", "Exists""#,
+                r#"t.effect: Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None""#,
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_key_and_value() {
+        let errs = validate_device_toleration(&tol("a/b/c", "Equal", "-bad", ""), &Path::new("t"));
+        assert_eq!(errs.len(), 2);
+        assert_eq!(errs[0].field.as_str(), "t.key");
+        assert_eq!(errs[1].field.as_str(), "t.value");
+    }
+
+    #[test]
+    fn empty_operator_is_required() {
+        let errs = validate_device_toleration(&tol("k", "", "", ""), &Path::new("t"));
+        assert_eq!(rendered(&errs), vec!["t.operator: Required value"]);
+    }
+
+    #[test]
+    fn at_most_sixteen_per_list() {
+        let list: Vec<_> = (0..16).map(|i| tol(&format!("k{i}"), "Exists", "", "")).collect();
+        assert!(validate_device_tolerations(&list, &Path::new("t")).is_empty());
+        let mut list17 = list.clone();
+        list17.push(tol("k16", "Exists", "", ""));
+        assert_eq!(
+            rendered(&validate_device_tolerations(&list17, &Path::new("t"))),
+            vec!["t: Too many: 17: must have at most 16 items"]
+        );
+    }
+}
