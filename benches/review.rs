@@ -1,1 +1,80 @@
-fn main(){}
+//! Time per review of the core, from request bytes to response JSON, the
+//! same path the server takes for every call.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use draguard::admission::Incoming;
+use draguard::cluster::NoCluster;
+use draguard::review::{Context, Phase};
+use serde_json::json;
+
+/// A typical claim: one exact GPU request with a CEL selector and a
+/// toleration, one prioritized list of three alternatives, a constraint and
+/// an opaque config.
+fn typical_claim_review() -> Vec<u8> {
+    let claim = json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "train-0", "namespace": "ml"},
+        "spec": {"devices": {
+            "requests": [
+                {"name": "gpu", "exactly": {
+                    "deviceClassName": "gpu.example.com",
+                    "allocationMode": "ExactCount", "count": 2,
+                    "selectors": [{"cel": {"expression":
+                        "device.attributes[\"gpu.example.com\"].model == \"a100\" && device.capacity[\"gpu.example.com\"].memory.compareTo(quantity(\"40Gi\")) >= 0"}}],
+                    "tolerations": [{"key": "example.com/maintenance", "operator": "Exists", "effect": "NoSchedule"}]
+                }},
+                {"name": "nic", "firstAvailable": [
+                    {"name": "fast", "deviceClassName": "nic.example.com", "count": 1,
+                     "selectors": [{"cel": {"expression": "device.attributes[\"nic.example.com\"].speed >= 400"}}]},
+                    {"name": "medium", "deviceClassName": "nic.example.com", "count": 2},
+                    {"name": "slow", "deviceClassName": "nic.example.com", "allocationMode": "All",
+                     "tolerations": [{"key": "example.com/degraded", "operator": "Equal", "value": "true", "effect": "NoExecute", "tolerationSeconds": 60}]}
+                ]}
+            ],
+            "constraints": [{"requests": ["gpu", "nic"], "matchAttribute": "example.com/numa"}],
+            "config": [{"requests": ["gpu"], "opaque": {"driver": "gpu.example.com", "parameters": {"mode": "exclusive"}}}]
+        }}
+    });
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "0b9c9d3e-6f0e-4d8b-9d4a-2f1b2f5f9a10",
+            "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
+            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
+            "name": "train-0", "namespace": "ml", "operation": "CREATE",
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": claim, "oldObject": null, "dryRun": false
+        }
+    }))
+    .expect("serializable")
+}
+
+fn bench_review(c: &mut Criterion) {
+    let body = typical_claim_review();
+    let now: jiff::Timestamp = "2026-11-21T10:00:00Z".parse().expect("time");
+    let ctx = Context {
+        now,
+        cluster: &NoCluster,
+        phase: Phase::Validate,
+    };
+    // Guard the benchmark against measuring a denial path by accident.
+    let (decision, _) = Incoming::parse(&body).expect("review").answer(&ctx);
+    assert!(
+        decision.allowed,
+        "the typical claim must be admitted: {:?}",
+        decision.status
+    );
+
+    c.bench_function("review typical claim (parse + validate + render)", |b| {
+        b.iter(|| {
+            let incoming = Incoming::parse(std::hint::black_box(&body)).expect("review");
+            let (_, response) = incoming.answer(&ctx);
+            serde_json::to_vec(&response).expect("serializable")
+        })
+    });
+}
+
+criterion_group!(benches, bench_review);
+criterion_main!(benches);

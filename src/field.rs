@@ -302,7 +302,10 @@ mod tests {
             .child("firstAvailable")
             .index(8);
         assert_eq!(p.as_str(), "spec.devices.requests[1].firstAvailable[8]");
-        assert_eq!(Path::new("metadata").child("labels").key("a/b").as_str(), "metadata.labels[a/b]");
+        assert_eq!(
+            Path::new("metadata").child("labels").key("a/b").as_str(),
+            "metadata.labels[a/b]"
+        );
     }
 
     #[test]
@@ -317,15 +320,30 @@ mod tests {
             FieldError::invalid(p.clone(), BadValue::Null, "x").body(),
             "Invalid value: null: x"
         );
-        assert_eq!(FieldError::invalid(p.clone(), -1i64, "must be greater than zero").body(), "Invalid value: -1: must be greater than zero");
+        assert_eq!(
+            FieldError::invalid(p.clone(), -1i64, "must be greater than zero").body(),
+            "Invalid value: -1: must be greater than zero"
+        );
         assert_eq!(
             FieldError::not_supported(p.clone(), "In", &["Equal", "Exists"]).body(),
             r#"Unsupported value: "In": supported values: "Equal", "Exists""#
         );
-        assert_eq!(FieldError::too_many(p.clone(), 9, 8).body(), "Too many: 9: must have at most 8 items");
-        assert_eq!(FieldError::too_many(p.clone(), 2, 1).body(), "Too many: 2: must have at most 1 item");
-        assert_eq!(FieldError::too_long(p.clone(), 10240).body(), "Too long: may not be more than 10240 bytes");
-        assert_eq!(FieldError::duplicate(p.clone(), "foo").body(), r#"Duplicate value: "foo""#);
+        assert_eq!(
+            FieldError::too_many(p.clone(), 9, 8).body(),
+            "Too many: 9: must have at most 8 items"
+        );
+        assert_eq!(
+            FieldError::too_many(p.clone(), 2, 1).body(),
+            "Too many: 2: must have at most 1 item"
+        );
+        assert_eq!(
+            FieldError::too_long(p.clone(), 10240).body(),
+            "Too long: may not be more than 10240 bytes"
+        );
+        assert_eq!(
+            FieldError::duplicate(p.clone(), "foo").body(),
+            r#"Duplicate value: "foo""#
+        );
         assert_eq!(FieldError::forbidden(p, "nope").body(), "Forbidden: nope");
     }
 

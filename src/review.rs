@@ -102,7 +102,11 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
     match validate(kind, req, object, ctx) {
         Ok(errs) if errs.is_empty() => Decision::allow(),
         Ok(errs) => Decision::deny(target.invalid(&errs)),
-        Err(e) => Decision::deny(bad_request(format!("{} could not be decoded: {}", target.describe(), e.message))),
+        Err(e) => Decision::deny(bad_request(format!(
+            "{} could not be decoded: {}",
+            target.describe(),
+            e.message
+        ))),
     }
 }
 
@@ -122,7 +126,8 @@ fn validate(kind: Kind, req: &Request, object: &Value, ctx: &Context<'_>) -> Res
                 Some(old) => {
                     let old_spec = ClaimSpec::decode(field(old, "spec"), version)
                         .map_err(|e| DecodeError::new(format!("oldObject: {}", e.message)))?;
-                    let mut errs = rules::meta::validate_object_meta(&object_meta(object)?, true, &Path::new("metadata"));
+                    let mut errs =
+                        rules::meta::validate_object_meta(&object_meta(object)?, true, &Path::new("metadata"));
                     errs.extend(validate_meta_update(object, old)?);
                     errs.extend(immutable(spec != old_spec, object, "spec"));
                     Ok(errs)
@@ -134,7 +139,8 @@ fn validate(kind: Kind, req: &Request, object: &Value, ctx: &Context<'_>) -> Res
             let spec = ClaimSpec::decode(field(template_spec, "spec"), version)?;
             match old {
                 None => {
-                    let mut errs = rules::meta::validate_object_meta(&object_meta(object)?, true, &Path::new("metadata"));
+                    let mut errs =
+                        rules::meta::validate_object_meta(&object_meta(object)?, true, &Path::new("metadata"));
                     let spec_path = Path::new("spec");
                     errs.extend(rules::meta::validate_labels_and_annotations(
                         &object_meta(template_spec)?,
@@ -142,15 +148,14 @@ fn validate(kind: Kind, req: &Request, object: &Value, ctx: &Context<'_>) -> Res
                     ));
                     let claim_path = spec_path.child("spec");
                     errs.extend(rules::claim::validate_claim_spec(&spec, &claim_path));
-                    errs.extend(admin_access(&spec, &claim_path, namespace, ctx));
+                    errs.extend(admin_access(&spec, namespace, ctx));
                     Ok(errs)
                 }
                 Some(old) => {
                     let old_template_spec = field(old, "spec");
                     let old_spec = ClaimSpec::decode(field(old_template_spec, "spec"), version)
                         .map_err(|e| DecodeError::new(format!("oldObject: {}", e.message)))?;
-                    let changed = spec != old_spec
-                        || object_meta(template_spec)? != object_meta(old_template_spec)?;
+                    let changed = spec != old_spec || object_meta(template_spec)? != object_meta(old_template_spec)?;
                     let mut errs = validate_meta_update(object, old)?;
                     errs.extend(immutable(changed, object, "spec"));
                     Ok(errs)
@@ -169,13 +174,13 @@ fn validate_claim_create(
     let mut errs = rules::meta::validate_object_meta(&object_meta(object)?, true, &Path::new("metadata"));
     let spec_path = Path::new("spec");
     errs.extend(rules::claim::validate_claim_spec(spec, &spec_path));
-    errs.extend(admin_access(spec, &spec_path, namespace, ctx));
+    errs.extend(admin_access(spec, namespace, ctx));
     Ok(errs)
 }
 
-fn admin_access(spec: &ClaimSpec, spec_path: &Path, namespace: &str, ctx: &Context<'_>) -> Vec<FieldError> {
+fn admin_access(spec: &ClaimSpec, namespace: &str, ctx: &Context<'_>) -> Vec<FieldError> {
     let labels = ctx.cluster.namespace_labels(namespace);
-    rules::claim::validate_admin_access(spec, &spec_path.child("devices").child("requests"), labels.as_ref())
+    rules::claim::validate_admin_access(spec, labels.as_ref())
 }
 
 /// `ValidateObjectMetaUpdate`: name and namespace never change.

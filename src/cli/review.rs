@@ -58,9 +58,7 @@ pub fn run(args: ReviewArgs) -> ExitCode {
 
 fn read_input(file: Option<&PathBuf>) -> Result<Vec<u8>, String> {
     match file {
-        Some(p) if p.as_os_str() != "-" => {
-            std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
-        }
+        Some(p) if p.as_os_str() != "-" => std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display())),
         _ => {
             let mut buf = Vec::new();
             std::io::stdin()

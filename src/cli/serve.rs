@@ -1,10 +1,264 @@
-//! `draguard serve` (being written).
+//! `draguard serve`: the HTTPS admission webhook.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::cluster::live::LiveView;
+use crate::server::{self, DEFAULT_MAX_BODY, ServerConfig, TlsSource};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
 
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {}
+pub struct ServeArgs {
+    /// Address and port to serve HTTPS on.
+    #[arg(long, default_value = "0.0.0.0:8443", value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// PEM certificate (chain) to serve; reloaded when the file changes.
+    #[arg(long, requires = "tls_key", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Without --tls-cert: folder where a development CA and certificate are
+    /// generated, and reused on the next start.
+    #[arg(long, default_value = "certs", value_name = "DIR")]
+    pub certs_dir: PathBuf,
+    /// Extra DNS name or IP address for the generated certificate (repeatable),
+    /// e.g. `draguard.draguard-system.svc`.
+    #[arg(long = "san", value_name = "NAME", conflicts_with = "tls_cert")]
+    pub sans: Vec<String>,
+    /// Largest request body accepted, in bytes; suffixes Ki, Mi, Gi (and
+    /// k, M, G) are understood.
+    #[arg(long, default_value = "3Mi", value_parser = parse_size, value_name = "BYTES")]
+    pub max_body: usize,
+    /// Policy folder.
+    #[arg(long, default_value = "policies", value_name = "DIR")]
+    pub policies: PathBuf,
+    /// Do not look for a cluster: judge with the request alone.
+    #[arg(long, conflicts_with = "kubeconfig")]
+    pub no_cluster: bool,
+    /// Kubeconfig to watch the cluster with (default: $KUBECONFIG,
+    /// ~/.kube/config, then the in-cluster service account).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Log output format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
 
-pub fn run(_args: ServeArgs) -> ExitCode {
-    ExitCode::FAILURE
+/// Exit 0 after a clean shutdown, 2 when the server cannot start.
+pub fn run(args: ServeArgs) -> ExitCode {
+    let json = args.log_format == LogFormat::Json;
+    super::init_logging(json);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => return startup_failed(json, &format!("cannot start the async runtime: {e}")),
+    };
+    let result = runtime.block_on(serve(args));
+    // A review stuck past its deadline must not keep the process alive.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => startup_failed(json, &message),
+    }
+}
+
+fn startup_failed(json: bool, message: &str) -> ExitCode {
+    // Some errors (YAML parse errors) come with a source excerpt; the
+    // first line says what is wrong.
+    let message = message.lines().next().unwrap_or(message);
+    if json {
+        tracing::error!(error = message, "draguard serve cannot start");
+    } else {
+        eprintln!("draguard serve: {message}");
+    }
+    ExitCode::from(2)
+}
+
+async fn serve(args: ServeArgs) -> Result<(), String> {
+    server::install_crypto_provider();
+    // Policies are not implemented yet; say which folder would be used.
+    tracing::info!(policies = %args.policies.display(), "policy folder (not loaded yet)");
+    let tls = tls_source(&args);
+    let mut config = ServerConfig::new(args.listen, tls.clone());
+    config.max_body = args.max_body;
+    if let Some(view) = live_view(&args).await? {
+        config = config.with_live_view(view);
+    }
+    let running = server::start(config).await.map_err(|e| e.to_string())?;
+    tracing::info!(listen = %running.local_addr(), %tls, max_body = args.max_body, "serving admission reviews");
+    let stop = running.shutdown_handle();
+    tokio::spawn(async move {
+        server::shutdown_signal().await;
+        tracing::info!("shutdown requested");
+        stop.shutdown();
+    });
+    running.wait().await.map_err(|e| e.to_string())?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn tls_source(args: &ServeArgs) -> TlsSource {
+    match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => TlsSource::Files {
+            cert: cert.clone(),
+            key: key.clone(),
+        },
+        _ => TlsSource::Generate {
+            dir: args.certs_dir.clone(),
+            sans: args.sans.clone(),
+        },
+    }
+}
+
+/// The watched cluster caches, or `None` to run without a cluster.
+async fn live_view(args: &ServeArgs) -> Result<Option<LiveView>, String> {
+    let Some(config) = cluster_config(args).await? else {
+        return Ok(None);
+    };
+    tracing::info!(apiserver = %config.cluster_url, "watching the cluster");
+    let client = kube::Client::try_from(config).map_err(|e| format!("cannot create the Kubernetes client: {e}"))?;
+    Ok(Some(LiveView::start(client)))
+}
+
+async fn cluster_config(args: &ServeArgs) -> Result<Option<kube::Config>, String> {
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    if args.no_cluster {
+        tracing::info!("--no-cluster: running without a cluster");
+        return Ok(None);
+    }
+    if let Some(path) = &args.kubeconfig {
+        // Asked for explicitly: a broken file is an error, not a fallback.
+        let broken = |e: &dyn std::fmt::Display| format!("cannot use kubeconfig {}: {e}", path.display());
+        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| broken(&e))?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| broken(&e))?;
+        return Ok(Some(config));
+    }
+    match kube::Config::infer().await {
+        Ok(config) => Ok(Some(config)),
+        Err(e) => {
+            tracing::info!(reason = %e, "no kubeconfig or in-cluster config found; running without a cluster");
+            Ok(None)
+        }
+    }
+}
+
+/// `3145728`, `3Mi`, `512Ki`, `1G`: a byte count for `--max-body`.
+fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, suffix) = text.split_at(digits);
+    let number: usize = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (examples: 1048576, 512Ki, 3Mi)"))?;
+    let unit: usize = match suffix {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "k" | "K" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        _ => {
+            return Err(format!("unknown size suffix {suffix:?} (use Ki, Mi, Gi, k, M or G)"));
+        }
+    };
+    let size = number
+        .checked_mul(unit)
+        .ok_or_else(|| format!("{text:?} is too large"))?;
+    if size == 0 {
+        return Err("the body limit must be above zero".into());
+    }
+    Ok(size)
+}
+
+// The default above is spelled `3Mi`; keep it equal to the library's.
+const _: () = assert!(DEFAULT_MAX_BODY == 3 << 20);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, clap::Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        Wrapper::try_parse_from(std::iter::once("serve").chain(args.iter().copied())).map(|w| w.serve)
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("3Mi"), Ok(3 << 20));
+        assert_eq!(parse_size("512Ki"), Ok(512 << 10));
+        assert_eq!(parse_size("1024"), Ok(1024));
+        assert_eq!(parse_size("2k"), Ok(2000));
+        assert!(parse_size("3MB").is_err());
+        assert!(parse_size("Mi").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("99999999999999999999Gi").is_err());
+    }
+
+    #[test]
+    fn defaults() {
+        let args = parse(&[]).unwrap();
+        assert_eq!(args.listen, "0.0.0.0:8443".parse().unwrap());
+        assert_eq!(args.max_body, DEFAULT_MAX_BODY);
+        assert_eq!(args.certs_dir, PathBuf::from("certs"));
+        assert_eq!(args.policies, PathBuf::from("policies"));
+        assert_eq!(args.log_format, LogFormat::Text);
+        assert_eq!(
+            tls_source(&args),
+            TlsSource::Generate {
+                dir: "certs".into(),
+                sans: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn cert_and_key_come_together() {
+        assert!(parse(&["--tls-cert", "a.crt"]).is_err());
+        assert!(parse(&["--tls-key", "a.key"]).is_err());
+        let args = parse(&["--tls-cert", "a.crt", "--tls-key", "a.key"]).unwrap();
+        assert_eq!(
+            tls_source(&args),
+            TlsSource::Files {
+                cert: "a.crt".into(),
+                key: "a.key".into()
+            }
+        );
+    }
+
+    #[test]
+    fn flags() {
+        let args = parse(&[
+            "--san",
+            "a.example",
+            "--san",
+            "10.0.0.1",
+            "--max-body",
+            "512Ki",
+            "--log-format",
+            "json",
+        ])
+        .unwrap();
+        assert_eq!(args.sans, ["a.example", "10.0.0.1"]);
+        assert_eq!(args.max_body, 512 << 10);
+        assert_eq!(args.log_format, LogFormat::Json);
+        assert!(parse(&["--no-cluster", "--kubeconfig", "k"]).is_err());
+        assert!(parse(&["--listen", "nowhere"]).is_err());
+    }
 }

@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use futures::StreamExt;
 
 use super::ClusterView;
 

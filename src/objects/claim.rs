@@ -156,7 +156,11 @@ struct FlatRequest {
 }
 
 #[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", default, bound(deserialize = "R: Deserialize<'de> + Default"))]
+#[serde(
+    rename_all = "camelCase",
+    default,
+    bound(deserialize = "R: Deserialize<'de> + Default")
+)]
 struct WireDeviceClaim<R> {
     #[serde(deserialize_with = "nullable")]
     requests: Vec<R>,

@@ -7,6 +7,9 @@
 //! syntax and undeclared variables, and leaves the cost budget to the
 //! apiserver (see README, "Known differences").
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
 use kube_cel::cel::Program;
 
 use crate::field::{FieldError, Path};
@@ -23,27 +26,78 @@ pub fn validate_expression(expression: &str, path: &Path) -> Vec<FieldError> {
     }
     match compile(expression) {
         Ok(()) => Vec::new(),
-        Err(CompileError::Required) => vec![FieldError::required(path.clone(), "expression is required")],
         Err(CompileError::Invalid(detail)) => vec![FieldError::invalid(path.clone(), expression, detail)],
     }
 }
 
-#[derive(Debug, PartialEq)]
+/// Why an expression does not compile; the detail is the message of the
+/// `field.Invalid` the apiserver returns (`compilation failed: ...`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum CompileError {
-    Required,
     Invalid(String),
 }
 
+/// Stack for the compiling thread. The generated ANTLR parser recurses per
+/// nesting level, with frames big enough that 20 levels overflow a 2 MiB
+/// stack in a debug build; the parser stops at 96 levels by itself, and a
+/// 64 MiB reservation (address space, not memory) covers that in any build.
+const COMPILE_STACK: usize = 64 << 20;
+/// The memo of compile results holds at most this many expression bytes.
+const MEMO_MAX_BYTES: usize = 4 << 20;
+
 /// Parses `expression` and rejects references to undeclared variables.
+/// Results are memoized: claims stamped from one template repeat their
+/// selectors, and a compile costs a thread.
 pub fn compile(expression: &str) -> Result<(), CompileError> {
-    if expression.trim().is_empty() {
-        return Err(CompileError::Required);
+    if let Some(hit) = memo().lock().ok().and_then(|m| m.get(expression).cloned()) {
+        return hit;
     }
-    // The parser is not expected to panic (it was fuzzed for it), but an
-    // admission webhook must never lose a request to a parser bug.
-    let parsed = std::panic::catch_unwind(|| Program::compile(expression))
-        .map_err(|_| CompileError::Invalid("compilation failed: the CEL parser could not handle this expression".into()))?;
-    let program = parsed.map_err(|e| CompileError::Invalid(format!("compilation failed: {e}")))?;
+    let result = compile_on_big_stack(expression);
+    if let Ok(mut m) = memo().lock() {
+        if m.bytes + expression.len() > MEMO_MAX_BYTES {
+            m.entries.clear();
+            m.bytes = 0;
+        }
+        m.bytes += expression.len();
+        m.entries.insert(expression.to_owned(), result.clone());
+    }
+    result
+}
+
+#[derive(Default)]
+struct Memo {
+    entries: HashMap<String, Result<(), CompileError>>,
+    bytes: usize,
+}
+
+impl Memo {
+    fn get(&self, expression: &str) -> Option<&Result<(), CompileError>> {
+        self.entries.get(expression)
+    }
+}
+
+fn memo() -> &'static Mutex<Memo> {
+    static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
+    MEMO.get_or_init(Mutex::default)
+}
+
+fn compile_on_big_stack(expression: &str) -> Result<(), CompileError> {
+    let failed = || CompileError::Invalid("compilation failed: the CEL parser could not handle this expression".into());
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("cel-compile".into())
+            .stack_size(COMPILE_STACK)
+            .spawn_scoped(scope, || parse_and_check(expression))
+            .map_err(|_| failed())
+            // A panic in the parser is a rejected expression, never a lost request.
+            .and_then(|handle| handle.join().map_err(|_| failed()))
+            .and_then(|r| r)
+    })
+}
+
+fn parse_and_check(expression: &str) -> Result<(), CompileError> {
+    let program =
+        Program::compile(expression).map_err(|e| CompileError::Invalid(format!("compilation failed: {e}")))?;
     let references = program.references();
     let mut undeclared: Vec<&str> = references
         .variables()
@@ -51,12 +105,12 @@ pub fn compile(expression: &str) -> Result<(), CompileError> {
         .filter(|v| !DECLARED_VARIABLES.contains(v))
         .collect();
     undeclared.sort_unstable();
-    if let Some(first) = undeclared.first() {
-        return Err(CompileError::Invalid(format!(
+    match undeclared.first() {
+        Some(first) => Err(CompileError::Invalid(format!(
             "compilation failed: ERROR: <input>: undeclared reference to '{first}' (in container '')"
-        )));
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -67,7 +121,9 @@ mod tests {
     fn accepts_dra_selectors() {
         assert_eq!(compile(r#"device.driver == "gpu.example.com""#), Ok(()));
         assert_eq!(
-            compile(r#"device.attributes["gpu.example.com"].model == "a100" && device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0"#),
+            compile(
+                r#"device.attributes["gpu.example.com"].model == "a100" && device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0"#
+            ),
             Ok(())
         );
     }
@@ -93,13 +149,16 @@ mod tests {
     }
 
     #[test]
-    fn empty_is_required() {
-        assert_eq!(compile("  "), Err(CompileError::Required));
+    fn empty_is_a_syntax_error() {
+        assert!(matches!(compile("  "), Err(CompileError::Invalid(m)) if m.starts_with("compilation failed: ")));
     }
 
     #[test]
     fn too_long_is_not_compiled() {
-        let long = format!("device.driver == \"{}\"", "a".repeat(CEL_SELECTOR_EXPRESSION_MAX_LENGTH));
+        let long = format!(
+            "device.driver == \"{}\"",
+            "a".repeat(CEL_SELECTOR_EXPRESSION_MAX_LENGTH)
+        );
         let errs = validate_expression(&long, &Path::new("x"));
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].body(), "Too long: may not be more than 10240 bytes");
@@ -111,5 +170,8 @@ mod tests {
         assert!(matches!(compile(&deep[..]), Err(CompileError::Invalid(_))));
         let deep_lists = format!("{}1{}", "[".repeat(3000), "]".repeat(3000));
         assert!(matches!(compile(&deep_lists[..]), Err(CompileError::Invalid(_))));
+        // The debug build's parser panics on long ternary chains.
+        let ternaries = format!("{}true", "true ? true : ".repeat(500));
+        assert!(matches!(compile(&ternaries[..]), Err(CompileError::Invalid(_))));
     }
 }

@@ -8,8 +8,7 @@ use serde_json::Value;
 use crate::field::{FieldError, Path};
 use crate::objects::claim::{
     ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec, DeviceClaim, DeviceClaimConfiguration,
-    DeviceConstraint, DeviceRequest, DeviceSelector, DeviceSubRequest, ExactDeviceRequest,
-    OpaqueDeviceConfiguration,
+    DeviceConstraint, DeviceRequest, DeviceSelector, DeviceSubRequest, ExactDeviceRequest, OpaqueDeviceConfiguration,
 };
 use crate::rules::tolerations::validate_device_tolerations;
 use crate::rules::{cel, invalid_each, names, validate_set, validate_slice};
@@ -120,16 +119,25 @@ fn validate_exact_request(request: &ExactDeviceRequest, path: &Path) -> Vec<Fiel
     let mut errs = validate_device_class(&request.device_class_name, &path.child("deviceClassName"));
     errs.extend(validate_selectors(&request.selectors, &path.child("selectors")));
     errs.extend(validate_allocation_mode(&request.allocation_mode, request.count, path));
-    errs.extend(validate_device_tolerations(&request.tolerations, &path.child("tolerations")));
+    errs.extend(validate_device_tolerations(
+        &request.tolerations,
+        &path.child("tolerations"),
+    ));
     errs
 }
 
 fn validate_subrequest(sub: &DeviceSubRequest, path: &Path) -> Vec<FieldError> {
     let mut errs = validate_request_name(&sub.name, &path.child("name"));
-    errs.extend(validate_device_class(&sub.device_class_name, &path.child("deviceClassName")));
+    errs.extend(validate_device_class(
+        &sub.device_class_name,
+        &path.child("deviceClassName"),
+    ));
     errs.extend(validate_selectors(&sub.selectors, &path.child("selectors")));
     errs.extend(validate_allocation_mode(&sub.allocation_mode, sub.count, path));
-    errs.extend(validate_device_tolerations(&sub.tolerations, &path.child("tolerations")));
+    errs.extend(validate_device_tolerations(
+        &sub.tolerations,
+        &path.child("tolerations"),
+    ));
     errs
 }
 
@@ -156,7 +164,11 @@ fn validate_allocation_mode(mode: &str, count: i64, path: &Path) -> Vec<FieldErr
             "must not be specified when allocationMode is 'All'",
         )],
         ALLOCATION_MODE_EXACT_COUNT if count <= 0 => {
-            vec![FieldError::invalid(path.child("count"), count, "must be greater than zero")]
+            vec![FieldError::invalid(
+                path.child("count"),
+                count,
+                "must be greater than zero",
+            )]
         }
         ALLOCATION_MODE_ALL | ALLOCATION_MODE_EXACT_COUNT => Vec::new(),
         other => vec![FieldError::not_supported(
@@ -217,7 +229,10 @@ fn validate_request_ref(reference: &str, path: &Path, names: &RequestNames) -> V
 
 fn validate_opaque(opaque: &OpaqueDeviceConfiguration, path: &Path) -> Vec<FieldError> {
     let mut errs = validate_driver_name(&opaque.driver, &path.child("driver"));
-    errs.extend(validate_raw_parameters(opaque.parameters.as_ref(), &path.child("parameters")));
+    errs.extend(validate_raw_parameters(
+        opaque.parameters.as_ref(),
+        &path.child("parameters"),
+    ));
     errs
 }
 
@@ -233,7 +248,11 @@ fn validate_raw_parameters(parameters: Option<&Value>, path: &Path) -> Vec<Field
         return vec![FieldError::too_long(path.clone(), OPAQUE_PARAMETERS_MAX)];
     }
     if !value.is_object() {
-        return vec![FieldError::invalid(path.clone(), "<value omitted>", "must be a valid JSON object")];
+        return vec![FieldError::invalid(
+            path.clone(),
+            "<value omitted>",
+            "must be a valid JSON object",
+        )];
     }
     Vec::new()
 }
@@ -284,7 +303,11 @@ pub fn validate_qualified_name(name: &str, path: &Path) -> Vec<FieldError> {
             }
             errs
         }
-        _ => vec![FieldError::invalid(path.clone(), name, "must not contain more than one slash")],
+        _ => vec![FieldError::invalid(
+            path.clone(),
+            name,
+            "must not contain more than one slash",
+        )],
     }
 }
 
@@ -299,12 +322,10 @@ fn validate_c_identifier(id: &str, path: &Path) -> Vec<FieldError> {
 
 /// `AuthorizedForAdmin` (pkg/registry/resource/utils.go): the first request
 /// asking for admin access needs the namespace label. `labels` is `None`
-/// when the namespace is unknown, in which case nothing can be said.
-pub fn validate_admin_access(
-    spec: &ClaimSpec,
-    requests_path: &Path,
-    labels: Option<&BTreeMap<String, String>>,
-) -> Vec<FieldError> {
+/// when the namespace is unknown, in which case nothing can be said. The
+/// path is the apiserver's, fixed at `spec.devices.requests[i].adminAccess`
+/// for claims and templates alike.
+pub fn validate_admin_access(spec: &ClaimSpec, labels: Option<&BTreeMap<String, String>>) -> Vec<FieldError> {
     let Some(labels) = labels else {
         return Vec::new();
     };
@@ -320,7 +341,417 @@ pub fn validate_admin_access(
         return Vec::new();
     }
     vec![FieldError::forbidden(
-        requests_path.index(i).child("exactly").child("adminAccess"),
-        format!("admin access to devices requires the `{ADMIN_ACCESS_NAMESPACE_LABEL}: true` label on the containing namespace"),
+        Path::new("spec")
+            .child("devices")
+            .child("requests")
+            .index(i)
+            .child("adminAccess"),
+        format!(
+            "admin access to devices requires the `{ADMIN_ACCESS_NAMESPACE_LABEL}: true` label on the containing namespace"
+        ),
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::ClaimVersion;
+    use serde_json::json;
+
+    fn check_version(spec: Value, version: ClaimVersion) -> Vec<String> {
+        let spec = ClaimSpec::decode(&spec, version).expect("decodable spec");
+        validate_claim_spec(&spec, &Path::new("spec"))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn check(spec: Value) -> Vec<String> {
+        check_version(spec, ClaimVersion::V1)
+    }
+
+    fn requests(reqs: Value) -> Value {
+        json!({"devices": {"requests": reqs}})
+    }
+
+    fn exactly(name: &str, extra: Value) -> Value {
+        let mut e = json!({"deviceClassName": "gpu.example.com"});
+        if let (Some(e), Some(x)) = (e.as_object_mut(), extra.as_object()) {
+            e.extend(x.clone());
+        }
+        json!({"name": name, "exactly": e})
+    }
+
+    fn sub(name: &str) -> Value {
+        json!({"name": name, "deviceClassName": "gpu.example.com"})
+    }
+
+    #[test]
+    fn valid_claim_has_no_errors() {
+        assert!(check(requests(json!([exactly("gpu", json!({}))]))).is_empty());
+        assert!(
+            check(requests(
+                json!([{"name": "gpu", "firstAvailable": [sub("big"), sub("small")]}])
+            ))
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn request_name_is_a_dns_label() {
+        let errs = check(requests(json!([exactly("Bad_Name", json!({}))])));
+        assert_eq!(errs.len(), 1);
+        assert!(
+            errs[0]
+                .starts_with(r#"spec.devices.requests[0].name: Invalid value: "Bad_Name": a lowercase RFC 1123 label"#)
+        );
+    }
+
+    #[test]
+    fn exactly_or_first_available() {
+        assert_eq!(
+            check(requests(json!([{"name": "a"}]))),
+            vec!["spec.devices.requests[0]: Required value: exactly one of `exactly` or `firstAvailable` is required"]
+        );
+        let both = json!([{"name": "a", "exactly": {"deviceClassName": "c"}, "firstAvailable": [sub("x")]}]);
+        assert_eq!(
+            check(requests(both)),
+            vec![
+                "spec.devices.requests[0]: Invalid value: null: exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set"
+            ]
+        );
+    }
+
+    #[test]
+    fn v1beta1_main_fields_beside_first_available() {
+        let spec = requests(json!([{"name": "a", "tolerations": [], "firstAvailable": [sub("x")]}]));
+        assert_eq!(
+            check_version(spec, ClaimVersion::V1beta1),
+            vec![
+                "spec.devices.requests[0]: Invalid value: null: exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set"
+            ]
+        );
+        let flat = requests(json!([{"name": "a", "deviceClassName": "c", "tolerations": [{"operator": "In"}]}]));
+        assert_eq!(
+            check_version(flat, ClaimVersion::V1beta1),
+            vec![
+                r#"spec.devices.requests[0].exactly.tolerations[0].operator: Unsupported value: "In": supported values: "Equal", "Exists""#
+            ]
+        );
+        let name_only = requests(json!([{"name": "a"}]));
+        assert_eq!(check_version(name_only, ClaimVersion::V1beta1).len(), 1);
+    }
+
+    #[test]
+    fn at_most_32_requests_and_unique_names() {
+        let reqs: Vec<Value> = (0..33).map(|i| exactly(&format!("r{i}"), json!({}))).collect();
+        assert_eq!(
+            check(requests(json!(reqs))),
+            vec!["spec.devices.requests: Too many: 33: must have at most 32 items"]
+        );
+        let dup = json!([exactly("a", json!({})), exactly("a", json!({}))]);
+        assert_eq!(
+            check(requests(dup)),
+            vec![r#"spec.devices.requests[1]: Duplicate value: "a""#]
+        );
+    }
+
+    #[test]
+    fn first_available_limits_and_names() {
+        let nine: Vec<Value> = (0..9).map(|i| sub(&format!("s{i}"))).collect();
+        assert_eq!(
+            check(requests(json!([{"name": "a", "firstAvailable": nine}]))),
+            vec!["spec.devices.requests[0].firstAvailable: Too many: 9: must have at most 8 items"]
+        );
+        let dup = json!([{"name": "a", "firstAvailable": [sub("x"), sub("x")]}]);
+        assert_eq!(
+            check(requests(dup)),
+            vec![r#"spec.devices.requests[0].firstAvailable[1]: Duplicate value: "x""#]
+        );
+        let bad = json!([{"name": "a", "firstAvailable": [sub("x.y")]}]);
+        assert_eq!(
+            check(requests(bad)),
+            vec![r#"spec.devices.requests[0].firstAvailable[0].name: Invalid value: "x.y": must not contain dots"#]
+        );
+    }
+
+    #[test]
+    fn device_class_name() {
+        let missing = json!([{"name": "a", "exactly": {}}]);
+        assert_eq!(
+            check(requests(missing)),
+            vec!["spec.devices.requests[0].exactly.deviceClassName: Required value"]
+        );
+        let bad = json!([{"name": "a", "firstAvailable": [{"name": "s", "deviceClassName": "Bad!"}]}]);
+        let errs = check(requests(bad));
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].starts_with(r#"spec.devices.requests[0].firstAvailable[0].deviceClassName: Invalid value: "Bad!": a lowercase RFC 1123 subdomain"#));
+    }
+
+    #[test]
+    fn allocation_mode_and_count() {
+        assert_eq!(
+            check(requests(json!([exactly("a", json!({"count": -1}))]))),
+            vec!["spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than zero"]
+        );
+        assert_eq!(
+            check(requests(json!([exactly(
+                "a",
+                json!({"allocationMode": "All", "count": 2})
+            )]))),
+            vec![
+                "spec.devices.requests[0].exactly.count: Invalid value: 2: must not be specified when allocationMode is 'All'"
+            ]
+        );
+        assert_eq!(
+            check(requests(json!([exactly("a", json!({"allocationMode": "Some"}))]))),
+            vec![
+                r#"spec.devices.requests[0].exactly.allocationMode: Unsupported value: "Some": supported values: "All", "ExactCount""#
+            ]
+        );
+        // Defaults: no mode means ExactCount, no count means 1.
+        assert!(
+            check(requests(json!([exactly(
+                "a",
+                json!({"allocationMode": "", "count": 0})
+            )])))
+            .is_empty()
+        );
+        assert!(check(requests(json!([exactly("a", json!({"allocationMode": "All"}))]))).is_empty());
+    }
+
+    #[test]
+    fn selectors() {
+        let many: Vec<Value> = (0..33).map(|_| json!({"cel": {"expression": "true"}})).collect();
+        assert_eq!(
+            check(requests(json!([exactly("a", json!({"selectors": many}))]))),
+            vec!["spec.devices.requests[0].exactly.selectors: Too many: 33: must have at most 32 items"]
+        );
+        assert_eq!(
+            check(requests(json!([exactly("a", json!({"selectors": [{}]}))]))),
+            vec!["spec.devices.requests[0].exactly.selectors[0].cel: Required value"]
+        );
+        let errs = check(requests(json!([exactly(
+            "a",
+            json!({"selectors": [{"cel": {"expression": "device.driver =="}}]})
+        )])));
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].starts_with(
+            r#"spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: "device.driver ==": compilation failed: ERROR: <input>:1:"#
+        ), "{}", errs[0]);
+        let long = "x".repeat(10241);
+        assert_eq!(
+            check(requests(
+                json!([{"name": "a", "firstAvailable": [{"name": "s", "deviceClassName": "c", "selectors": [{"cel": {"expression": long}}]}]}])
+            )),
+            vec![
+                "spec.devices.requests[0].firstAvailable[0].selectors[0].cel.expression: Too long: may not be more than 10240 bytes"
+            ]
+        );
+    }
+
+    fn with_constraints(constraints: Value) -> Value {
+        json!({"devices": {
+            "requests": [exactly("a", json!({})), {"name": "p", "firstAvailable": [sub("s")]}],
+            "constraints": constraints,
+        }})
+    }
+
+    #[test]
+    fn constraint_request_references() {
+        let ok = json!([{"requests": ["a", "p", "p/s"], "matchAttribute": "example.com/model"}]);
+        assert!(check(with_constraints(ok)).is_empty());
+        let msg =
+            "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'";
+        assert_eq!(
+            check(with_constraints(
+                json!([{"requests": ["missing"], "matchAttribute": "example.com/m"}])
+            )),
+            vec![format!(
+                r#"spec.devices.constraints[0].requests[0]: Invalid value: "missing": {msg}"#
+            )]
+        );
+        assert_eq!(
+            check(with_constraints(
+                json!([{"requests": ["a/s"], "matchAttribute": "example.com/m"}])
+            )),
+            vec![format!(
+                r#"spec.devices.constraints[0].requests[0]: Invalid value: "a/s": {msg}"#
+            )]
+        );
+        assert_eq!(
+            check(with_constraints(
+                json!([{"requests": ["p/s/t"], "matchAttribute": "example.com/m"}])
+            )),
+            vec![format!(
+                r#"spec.devices.constraints[0].requests[0]: Invalid value: "p/s/t": {msg}"#
+            )]
+        );
+        assert_eq!(
+            check(with_constraints(
+                json!([{"requests": ["a", "a"], "matchAttribute": "example.com/m"}])
+            )),
+            vec![r#"spec.devices.constraints[0].requests[1]: Duplicate value: "a""#]
+        );
+        let many: Vec<Value> = (0..33)
+            .map(|_| json!({"requests": ["a"], "matchAttribute": "example.com/m"}))
+            .collect();
+        assert_eq!(
+            check(with_constraints(json!(many))),
+            vec!["spec.devices.constraints: Too many: 33: must have at most 32 items"]
+        );
+    }
+
+    #[test]
+    fn constraint_attributes_are_fully_qualified() {
+        let one = |attr: Value| check(with_constraints(json!([attr])));
+        assert_eq!(
+            one(json!({"matchAttribute": "model"})),
+            vec![
+                r#"spec.devices.constraints[0].matchAttribute: Invalid value: "model": a fully qualified name must be a domain and a name separated by a slash"#
+            ]
+        );
+        assert_eq!(
+            one(json!({"distinctAttribute": "/model"})),
+            vec![r#"spec.devices.constraints[0].distinctAttribute: Invalid value: "": the domain must not be empty"#]
+        );
+        assert_eq!(
+            one(json!({"matchAttribute": "example.com/"})),
+            vec![r#"spec.devices.constraints[0].matchAttribute: Invalid value: "": the name must not be empty"#]
+        );
+        assert_eq!(
+            one(json!({"matchAttribute": "a/b/c"})),
+            vec![
+                r#"spec.devices.constraints[0].matchAttribute: Invalid value: "a/b/c": must not contain more than one slash"#
+            ]
+        );
+        let bad_id = one(json!({"matchAttribute": "example.com/1x"}));
+        assert_eq!(bad_id.len(), 1);
+        assert!(bad_id[0].contains("a valid C identifier"));
+        let long_id = one(json!({"matchAttribute": format!("example.com/{}", "x".repeat(33))}));
+        assert_eq!(
+            long_id,
+            vec!["spec.devices.constraints[0].matchAttribute: Too long: may not be more than 32 bytes"]
+        );
+        assert_eq!(
+            one(json!({})),
+            vec![
+                r#"spec.devices.constraints[0]: Required value: exactly one of "matchAttribute" or "distinctAttribute" is required, but multiple fields are set"#
+            ]
+        );
+    }
+
+    fn with_config(config: Value) -> Value {
+        json!({"devices": {"requests": [exactly("a", json!({}))], "config": config}})
+    }
+
+    #[test]
+    fn opaque_configuration() {
+        let ok = json!([{"requests": ["a"], "opaque": {"driver": "gpu.example.com", "parameters": {"x": 1}}}]);
+        assert!(check(with_config(ok)).is_empty());
+        assert_eq!(
+            check(with_config(json!([{}]))),
+            vec!["spec.devices.config[0].opaque: Required value"]
+        );
+        assert_eq!(
+            check(with_config(json!([{"opaque": {"driver": "d.example.com"}}]))),
+            vec!["spec.devices.config[0].opaque.parameters: Required value"]
+        );
+        assert_eq!(
+            check(with_config(
+                json!([{"opaque": {"driver": "d.example.com", "parameters": null}}])
+            )),
+            vec!["spec.devices.config[0].opaque.parameters: Required value"]
+        );
+        assert_eq!(
+            check(with_config(
+                json!([{"opaque": {"driver": "d.example.com", "parameters": [1]}}])
+            )),
+            vec![
+                r#"spec.devices.config[0].opaque.parameters: Invalid value: "<value omitted>": must be a valid JSON object"#
+            ]
+        );
+        let big = json!([{"opaque": {"driver": "d.example.com", "parameters": {"x": "y".repeat(10240)}}}]);
+        assert_eq!(
+            check(with_config(big)),
+            vec!["spec.devices.config[0].opaque.parameters: Too long: may not be more than 10240 bytes"]
+        );
+        let errs = check(with_config(json!([{"opaque": {"driver": "", "parameters": {}}}])));
+        assert_eq!(errs[0], "spec.devices.config[0].opaque.driver: Required value");
+        // Upper case passes: the driver name is checked lower-cased.
+        assert!(
+            check(with_config(
+                json!([{"opaque": {"driver": "GPU.example.com", "parameters": {}}}])
+            ))
+            .is_empty()
+        );
+        let long = format!("{}.com", "d".repeat(60));
+        assert_eq!(
+            check(with_config(json!([{"opaque": {"driver": long, "parameters": {}}}]))),
+            vec!["spec.devices.config[0].opaque.driver: Too long: may not be more than 63 bytes"]
+        );
+        let many: Vec<Value> = (0..33)
+            .map(|_| json!({"opaque": {"driver": "d.example.com", "parameters": {}}}))
+            .collect();
+        assert_eq!(
+            check(with_config(json!(many))),
+            vec!["spec.devices.config: Too many: 33: must have at most 32 items"]
+        );
+    }
+
+    #[test]
+    fn tolerations_in_every_subrequest() {
+        let spec = requests(json!([{"name": "a", "firstAvailable": [sub("x"), {
+            "name": "y", "deviceClassName": "c", "tolerations": [{"key": "k", "operator": "Exists", "value": "v"}]
+        }]}]));
+        assert_eq!(
+            check(spec),
+            vec![
+                r#"spec.devices.requests[0].firstAvailable[1].tolerations[0].value: Invalid value: "v": must be empty for operator `Exists`"#
+            ]
+        );
+        let seventeen: Vec<Value> = (0..17)
+            .map(|i| json!({"key": format!("k{i}"), "operator": "Exists"}))
+            .collect();
+        assert_eq!(
+            check(requests(json!([exactly("a", json!({"tolerations": seventeen}))]))),
+            vec!["spec.devices.requests[0].exactly.tolerations: Too many: 17: must have at most 16 items"]
+        );
+        // The operator defaults to Equal.
+        assert!(
+            check(requests(json!([exactly(
+                "a",
+                json!({"tolerations": [{"key": "k", "value": "v"}]})
+            )])))
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn admin_access_needs_the_namespace_label() {
+        let spec = ClaimSpec::decode(
+            &requests(json!([
+                exactly("a", json!({})),
+                exactly("b", json!({"adminAccess": true}))
+            ])),
+            ClaimVersion::V1,
+        )
+        .expect("spec");
+        let labelled: BTreeMap<String, String> = [(ADMIN_ACCESS_NAMESPACE_LABEL.to_owned(), "true".to_owned())].into();
+        assert!(validate_admin_access(&spec, Some(&labelled)).is_empty());
+        assert!(
+            validate_admin_access(&spec, None).is_empty(),
+            "unknown namespace: nothing to say"
+        );
+        let errs: Vec<String> = validate_admin_access(&spec, Some(&BTreeMap::new()))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errs,
+            vec![
+                "spec.devices.requests[1].adminAccess: Forbidden: admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the containing namespace"
+            ]
+        );
+    }
 }

@@ -26,18 +26,32 @@ pub fn validate_object_meta(meta: &ObjectMeta, namespaced: bool, path: &Path) ->
         // A manifest may rely on generateName; the apiserver fills the name
         // in before it validates.
         "" if !generate_name.is_empty() => {}
-        "" => errs.push(FieldError::required(path.child("name"), "name or generateName is required")),
-        name => errs.extend(invalid_each(&path.child("name"), name, names::dns_subdomain_name(name, false))),
+        "" => errs.push(FieldError::required(
+            path.child("name"),
+            "name or generateName is required",
+        )),
+        name => errs.extend(invalid_each(
+            &path.child("name"),
+            name,
+            names::dns_subdomain_name(name, false),
+        )),
     }
     let namespace = meta.namespace.as_deref().unwrap_or("");
     if namespaced {
         if namespace.is_empty() {
             errs.push(FieldError::required(path.child("namespace"), ""));
         } else {
-            errs.extend(invalid_each(&path.child("namespace"), namespace, names::dns1123_label(namespace)));
+            errs.extend(invalid_each(
+                &path.child("namespace"),
+                namespace,
+                names::dns1123_label(namespace),
+            ));
         }
     } else if !namespace.is_empty() {
-        errs.push(FieldError::forbidden(path.child("namespace"), "not allowed on this type"));
+        errs.push(FieldError::forbidden(
+            path.child("namespace"),
+            "not allowed on this type",
+        ));
     }
     errs.extend(validate_labels_and_annotations(meta, path));
     errs
@@ -83,7 +97,10 @@ mod tests {
     fn name_is_required_unless_generated() {
         let errs = validate_object_meta(&meta("", "ns"), true, &Path::new("metadata"));
         assert_eq!(errs.len(), 1);
-        assert_eq!(errs[0].to_string(), "metadata.name: Required value: name or generateName is required");
+        assert_eq!(
+            errs[0].to_string(),
+            "metadata.name: Required value: name or generateName is required"
+        );
         let mut generated = meta("", "ns");
         generated.generate_name = Some("claim-".into());
         assert!(validate_object_meta(&generated, true, &Path::new("metadata")).is_empty());

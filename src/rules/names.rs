@@ -13,7 +13,8 @@ const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lowe
 const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_KEY_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const LABEL_KEY_ERR: &str =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const C_IDENTIFIER_FMT: &str = "[A-Za-z_][A-Za-z0-9_]*";
@@ -70,7 +71,8 @@ fn matches_label_key_name(s: &str) -> bool {
         (Some(&f), Some(&l)) => {
             f.is_ascii_alphanumeric()
                 && l.is_ascii_alphanumeric()
-                && b.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+                && b.iter()
+                    .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
         }
         _ => false,
     }
@@ -86,7 +88,11 @@ pub fn dns1123_label(value: &str) -> Vec<String> {
         if matches_dns_subdomain(value) {
             errs.push("must not contain dots".to_owned());
         } else {
-            errs.push(regex_error(DNS1123_LABEL_ERR, DNS1123_LABEL_FMT, &["my-name", "123-abc"]));
+            errs.push(regex_error(
+                DNS1123_LABEL_ERR,
+                DNS1123_LABEL_FMT,
+                &["my-name", "123-abc"],
+            ));
         }
     }
     errs
@@ -99,7 +105,11 @@ pub fn dns1123_subdomain(value: &str) -> Vec<String> {
         errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX));
     }
     if !matches_dns_subdomain(value) {
-        errs.push(regex_error(DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
+        errs.push(regex_error(
+            DNS1123_SUBDOMAIN_ERR,
+            DNS1123_SUBDOMAIN_FMT,
+            &["example.com"],
+        ));
     }
     errs
 }
@@ -114,7 +124,11 @@ pub fn label_key(value: &str) -> Vec<String> {
             if prefix.is_empty() {
                 errs.push("prefix part must be non-empty".to_owned());
             } else {
-                errs.extend(dns1123_subdomain(prefix).into_iter().map(|m| format!("prefix part {m}")));
+                errs.extend(
+                    dns1123_subdomain(prefix)
+                        .into_iter()
+                        .map(|m| format!("prefix part {m}")),
+                );
             }
             *name
         }
@@ -147,7 +161,11 @@ pub fn label_value(value: &str) -> Vec<String> {
         errs.push(max_len_error(LABEL_VALUE_MAX));
     }
     if !value.is_empty() && !matches_label_key_name(value) {
-        errs.push(regex_error(LABEL_VALUE_ERR, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
+        errs.push(regex_error(
+            LABEL_VALUE_ERR,
+            LABEL_VALUE_FMT,
+            &["MyValue", "my_value", "12345"],
+        ));
     }
     errs
 }
@@ -156,22 +174,28 @@ pub fn label_value(value: &str) -> Vec<String> {
 pub fn c_identifier(value: &str) -> Vec<String> {
     let b = value.as_bytes();
     let ok = match b.first() {
-        Some(&f) => {
-            (f.is_ascii_alphabetic() || f == b'_') && b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
-        }
+        Some(&f) => (f.is_ascii_alphabetic() || f == b'_') && b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_'),
         None => false,
     };
     if ok {
         Vec::new()
     } else {
-        vec![regex_error(C_IDENTIFIER_ERR, C_IDENTIFIER_FMT, &["my_name", "MY_NAME", "MyName"])]
+        vec![regex_error(
+            C_IDENTIFIER_ERR,
+            C_IDENTIFIER_FMT,
+            &["my_name", "MY_NAME", "MyName"],
+        )]
     }
 }
 
 /// `path.ValidatePathSegmentName` / `NameIsDNSSubdomain`: with `prefix`, a
 /// trailing dash (as in `generateName`) is allowed.
 pub fn dns_subdomain_name(name: &str, prefix: bool) -> Vec<String> {
-    let name = if prefix { mask_trailing_dash(name) } else { name.to_owned() };
+    let name = if prefix {
+        mask_trailing_dash(name)
+    } else {
+        name.to_owned()
+    };
     dns1123_subdomain(&name)
 }
 
@@ -194,7 +218,9 @@ mod tests {
         assert_eq!(dns1123_label("a.b"), vec!["must not contain dots"]);
         assert_eq!(
             dns1123_label("Foo"),
-            vec!["a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"]
+            vec![
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+            ]
         );
         assert_eq!(dns1123_label(&"a".repeat(64)), vec!["must be no more than 63 bytes"]);
         assert_eq!(dns1123_label("").len(), 1);
@@ -206,7 +232,10 @@ mod tests {
         assert!(dns1123_subdomain("example.com").is_empty());
         assert_eq!(dns1123_subdomain("a..b").len(), 1);
         assert_eq!(dns1123_subdomain("").len(), 1);
-        assert_eq!(dns1123_subdomain(&"a".repeat(254)), vec!["must be no more than 253 bytes"]);
+        assert_eq!(
+            dns1123_subdomain(&"a".repeat(254)),
+            vec!["must be no more than 253 bytes"]
+        );
         assert!(dns_subdomain_name("gen-", true).is_empty());
         assert_eq!(dns_subdomain_name("gen-", false).len(), 1);
     }
@@ -215,14 +244,23 @@ mod tests {
     fn label_keys() {
         assert!(label_key("example.com/MyName").is_empty());
         assert!(label_key("my.name").is_empty());
-        assert_eq!(label_key(""), vec![
-            "name part must be non-empty".to_owned(),
-            format!("name part {}", regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])),
-        ]);
+        assert_eq!(
+            label_key(""),
+            vec![
+                "name part must be non-empty".to_owned(),
+                format!(
+                    "name part {}",
+                    regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
+                ),
+            ]
+        );
         assert_eq!(label_key("/a"), vec!["prefix part must be non-empty"]);
         assert_eq!(label_key("a/b/c").len(), 1);
         assert!(label_key("a/b/c")[0].starts_with("a valid label key must consist"));
-        assert_eq!(label_key(&"a".repeat(64)), vec!["name part must be no more than 63 bytes"]);
+        assert_eq!(
+            label_key(&"a".repeat(64)),
+            vec!["name part must be no more than 63 bytes"]
+        );
         assert_eq!(label_key("Bad_/x").len(), 1);
     }
 

@@ -85,7 +85,10 @@ mod tests {
     #[test]
     fn exists_with_value() {
         let errs = validate_device_toleration(&tol("k", "Exists", "v", ""), &Path::new("t"));
-        assert_eq!(rendered(&errs), vec![r#"t.value: Invalid value: "v": must be empty for operator `Exists`"#]);
+        assert_eq!(
+            rendered(&errs),
+            vec![r#"t.value: Invalid value: "v": must be empty for operator `Exists`"#]
+        );
     }
 
     #[test]

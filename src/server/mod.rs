@@ -1,1 +1,385 @@
+//! The HTTPS admission server: rustls (ring) over hyper, axum routes into the
+//! review core, certificate hot reload or generated development certificates,
+//! Prometheus metrics and graceful shutdown.
+//!
+//! [`start`] binds and returns at once with a [`RunningServer`]; the caller
+//! decides when to stop it (`draguard serve` on SIGTERM or Ctrl-C, tests when
+//! they are done).
 
+pub mod certs;
+mod duration;
+mod metrics;
+mod routes;
+mod tls;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+
+use crate::cluster::live::LiveView;
+use crate::cluster::{ClusterView, NoCluster};
+
+/// The apiserver caps an AdmissionReview at 3 MiB of object; the default
+/// body limit matches it.
+pub const DEFAULT_MAX_BODY: usize = 3 * 1024 * 1024;
+/// How often certificate files are checked for changes.
+pub const DEFAULT_RELOAD_EVERY: Duration = Duration::from_secs(10);
+/// A client that opens a socket and never finishes the handshake must not
+/// hold a task forever.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Below the default 30 s termination grace period of a pod.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Where the serving certificate comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TlsSource {
+    /// PEM files, reloaded when they change on disk.
+    Files { cert: PathBuf, key: PathBuf },
+    /// A development CA and certificate generated into (or reused from) `dir`,
+    /// valid for `localhost`, `127.0.0.1` and `sans`.
+    Generate { dir: PathBuf, sans: Vec<String> },
+}
+
+impl fmt::Display for TlsSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TlsSource::Files { cert, key } => {
+                write!(f, "files {} and {}", cert.display(), key.display())
+            }
+            TlsSource::Generate { dir, .. } => {
+                write!(f, "development certificate in {}", dir.display())
+            }
+        }
+    }
+}
+
+/// Tells `/readyz` whether the server may take traffic.
+pub type ReadyCheck = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Everything [`start`] needs.
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub tls: TlsSource,
+    /// Largest request body accepted; larger ones get HTTP 413.
+    pub max_body: usize,
+    pub cluster: Arc<dyn ClusterView>,
+    pub ready: ReadyCheck,
+    /// How often [`TlsSource::Files`] are checked for changes.
+    pub reload_every: Duration,
+}
+
+impl ServerConfig {
+    /// No cluster (always ready), 3 MiB bodies, reload every 10 s.
+    pub fn new(listen: SocketAddr, tls: TlsSource) -> Self {
+        ServerConfig {
+            listen,
+            tls,
+            max_body: DEFAULT_MAX_BODY,
+            cluster: Arc::new(NoCluster),
+            ready: Arc::new(|| true),
+            reload_every: DEFAULT_RELOAD_EVERY,
+        }
+    }
+
+    /// Judges with fixed cluster facts; always ready.
+    pub fn with_cluster(mut self, cluster: Arc<dyn ClusterView>) -> Self {
+        self.cluster = cluster;
+        self.ready = Arc::new(|| true);
+        self
+    }
+
+    /// Judges with watched caches; ready once they have their first list,
+    /// so that no request is judged against an empty cache.
+    pub fn with_live_view(mut self, view: LiveView) -> Self {
+        let probe = view.clone();
+        self.cluster = Arc::new(view);
+        self.ready = Arc::new(move || probe.is_ready());
+        self
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("{}: {reason}", path.display())]
+    BadCertificate { path: PathBuf, reason: String },
+    #[error("invalid --san {0:?}: it is neither an IP address nor a DNS name")]
+    BadSan(String),
+    #[error("cannot generate the development certificate: {0}")]
+    Generate(String),
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+    #[error("the server task failed: {0}")]
+    Crashed(String),
+}
+
+/// Asks a running server to stop accepting and drain. Cheap to clone.
+#[derive(Clone)]
+pub struct ShutdownHandle(Arc<watch::Sender<bool>>);
+
+impl ShutdownHandle {
+    pub fn shutdown(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+/// A server that is accepting connections. Dropping it (and every
+/// [`ShutdownHandle`]) stops the server as [`RunningServer::shutdown`] would.
+pub struct RunningServer {
+    local_addr: SocketAddr,
+    ca_file: Option<PathBuf>,
+    stop: ShutdownHandle,
+    task: JoinHandle<()>,
+}
+
+impl RunningServer {
+    /// The bound address (the real port when asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The CA that signed the generated certificate, for the webhook's caBundle.
+    pub fn ca_file(&self) -> Option<&Path> {
+        self.ca_file.as_deref()
+    }
+
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        self.stop.clone()
+    }
+
+    /// Stops accepting and lets in-flight requests finish (up to 20 s).
+    pub fn shutdown(&self) {
+        self.stop.shutdown();
+    }
+
+    /// Resolves once the server has stopped and drained.
+    pub async fn wait(self) -> Result<(), ServerError> {
+        // Keep the sender alive while waiting: dropping it would stop the server.
+        let _stop = self.stop;
+        self.task.await.map_err(|e| ServerError::Crashed(e.to_string()))
+    }
+
+    /// [`RunningServer::shutdown`], then [`RunningServer::wait`].
+    pub async fn stop(self) -> Result<(), ServerError> {
+        self.shutdown();
+        self.wait().await
+    }
+}
+
+/// Makes ring the process-wide rustls provider, for code (reqwest, kube)
+/// that asks rustls for the default. Installing twice is not an error.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Binds, prepares TLS and starts serving in the background.
+pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
+    install_crypto_provider();
+    let prepared = prepare_tls(&config.tls)?;
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| ServerError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+    let local_addr = listener.local_addr().map_err(|source| ServerError::Bind {
+        addr: config.listen,
+        source,
+    })?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    if let Some(reloader) = prepared.reloader {
+        tokio::spawn(reloader.run(config.reload_every, stop_rx.clone()));
+    }
+    let state = routes::AppState::new(config.cluster, config.ready);
+    let app = routes::router(state, config.max_body);
+    let acceptor = TlsAcceptor::from(Arc::new(prepared.rustls));
+    let task = tokio::spawn(accept_loop(listener, acceptor, app, stop_rx));
+    Ok(RunningServer {
+        local_addr,
+        ca_file: prepared.ca_file,
+        stop: ShutdownHandle(Arc::new(stop_tx)),
+        task,
+    })
+}
+
+/// Waits for SIGTERM (what the kubelet sends) or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {}
+        () = sigterm() => {}
+    }
+}
+
+#[cfg(unix)]
+async fn sigterm() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            term.recv().await;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM");
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+#[cfg(not(unix))]
+async fn sigterm() {
+    std::future::pending::<()>().await;
+}
+
+struct PreparedTls {
+    rustls: rustls::ServerConfig,
+    ca_file: Option<PathBuf>,
+    reloader: Option<tls::Reloader>,
+}
+
+fn prepare_tls(source: &TlsSource) -> Result<PreparedTls, ServerError> {
+    match source {
+        TlsSource::Files { cert, key } => {
+            let (store, reloader) = tls::Reloader::load(cert, key)?;
+            Ok(PreparedTls {
+                rustls: tls::server_config(store)?,
+                ca_file: None,
+                reloader: Some(reloader),
+            })
+        }
+        TlsSource::Generate { dir, sans } => {
+            let generated = certs::ensure_dev_certs(dir, sans)?;
+            tracing::info!(
+                reused = generated.reused,
+                "development certificate ready; put this in the webhook caBundle: base64 -w0 {}",
+                generated.ca_cert.display()
+            );
+            let store = tls::CertStore::load(&generated.cert, &generated.key)?;
+            Ok(PreparedTls {
+                rustls: tls::server_config(store)?,
+                ca_file: Some(generated.ca_cert),
+                reloader: None,
+            })
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, acceptor: TlsAcceptor, app: Router, mut stop: watch::Receiver<bool>) {
+    let graceful = GracefulShutdown::new();
+    let http = http_builder();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stopped(&mut stop) => break,
+        };
+        match accepted {
+            Ok((tcp, peer)) => {
+                let conn = connection(
+                    tcp,
+                    peer,
+                    acceptor.clone(),
+                    app.clone(),
+                    http.clone(),
+                    graceful.watcher(),
+                );
+                tokio::spawn(conn);
+            }
+            Err(e) => {
+                // Usually out of file descriptors: back off instead of spinning.
+                tracing::warn!(error = %e, "cannot accept a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    drop(listener);
+    tracing::info!(
+        connections = graceful.count(),
+        "stopped accepting; draining in-flight requests"
+    );
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
+        tracing::warn!("connections still open after {DRAIN_TIMEOUT:?}; closing them");
+    }
+}
+
+/// Resolves when shutdown is asked for, or when every sender is gone and
+/// nobody could ask for it any more.
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopping| *stopping).await;
+}
+
+/// HTTP/1.1 with keep-alive and HTTP/2, chosen by ALPN (or the h2 preface).
+fn http_builder() -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .keep_alive(true)
+        // hyper also runs this clock on idle keep-alive connections. Longer
+        // than the apiserver's 90 s idle timeout, so the client closes idle
+        // connections first and never sends into one we are closing; still
+        // a bound on clients that send headers slowly or vanish.
+        .header_read_timeout(Duration::from_secs(120))
+        // Headers and body in one buffer, so one write per response.
+        .writev(false);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        // Finds peers that vanished without closing (no FIN, no RST).
+        .keep_alive_interval(Duration::from_secs(60))
+        .keep_alive_timeout(Duration::from_secs(20));
+    builder
+}
+
+/// One accepted socket: Nagle off, TLS handshake under a deadline, then HTTP
+/// until the client leaves or shutdown drains it.
+async fn connection(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    acceptor: TlsAcceptor,
+    app: Router,
+    http: auto::Builder<TokioExecutor>,
+    watcher: Watcher,
+) {
+    // Without it, a response written in two segments waits ~40 ms for an ACK.
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
+    }
+    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            return;
+        }
+    };
+    let service = TowerToHyperService::new(app);
+    let conn = http.serve_connection(TokioIo::new(tls), service);
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::debug!(%peer, error = %e, "connection ended with an error");
+    }
+}

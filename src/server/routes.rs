@@ -1,0 +1,286 @@
+//! HTTP routes: the two admission endpoints and the operational ones.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, RawQuery, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use kube::core::admission::Operation;
+
+use super::ReadyCheck;
+use super::duration::review_deadline;
+use super::metrics::Metrics;
+use crate::admission::Incoming;
+use crate::cluster::ClusterView;
+use crate::objects::Kind;
+use crate::review::{Context, Decision, Phase};
+
+#[derive(Clone)]
+pub(crate) struct AppState {
+    cluster: Arc<dyn ClusterView>,
+    ready: ReadyCheck,
+    metrics: Arc<Metrics>,
+}
+
+impl AppState {
+    pub(crate) fn new(cluster: Arc<dyn ClusterView>, ready: ReadyCheck) -> Self {
+        AppState {
+            cluster,
+            ready,
+            metrics: Arc::default(),
+        }
+    }
+}
+
+pub(crate) fn router(state: AppState, max_body: usize) -> Router {
+    Router::new()
+        .route("/validate", post(validate))
+        .route("/mutate", post(mutate))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(state)
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Endpoint {
+    Validate,
+    Mutate,
+}
+
+impl Endpoint {
+    fn name(self) -> &'static str {
+        match self {
+            Endpoint::Validate => "validate",
+            Endpoint::Mutate => "mutate",
+        }
+    }
+
+    fn phase(self) -> Phase {
+        match self {
+            Endpoint::Validate => Phase::Validate,
+            Endpoint::Mutate => Phase::Mutate,
+        }
+    }
+}
+
+async fn validate(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    admit(state, Endpoint::Validate, query, body).await
+}
+
+async fn mutate(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    admit(state, Endpoint::Mutate, query, body).await
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    if (state.ready)() {
+        "ok".into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: cluster caches are still loading",
+        )
+            .into_response()
+    }
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let content_type = "text/plain; version=0.0.4; charset=utf-8";
+    ([(header::CONTENT_TYPE, content_type)], state.metrics.render()).into_response()
+}
+
+/// Reads the body, reviews it off the async workers under the apiserver's
+/// deadline, and answers.
+async fn admit(
+    state: AppState,
+    endpoint: Endpoint,
+    query: Option<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            // Too large (413) or the client went away mid-body.
+            state.metrics.bad_request();
+            tracing::info!(endpoint = endpoint.name(), status = %rejection.status(), "cannot read the request body");
+            return (rejection.status(), rejection.body_text()).into_response();
+        }
+    };
+    let deadline = review_deadline(query.as_deref());
+    let started = Instant::now();
+    let cluster = state.cluster.clone();
+    let task = tokio::task::spawn_blocking(move || decide(&body, endpoint, &*cluster));
+    let outcome = match tokio::time::timeout(deadline, task).await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(e)) => {
+            tracing::error!(endpoint = endpoint.name(), error = %e, "review task failed");
+            return (StatusCode::INTERNAL_SERVER_ERROR, "review failed").into_response();
+        }
+        Err(_) => {
+            // The apiserver has given up by now; its failurePolicy decides.
+            state.metrics.timed_out();
+            tracing::warn!(
+                endpoint = endpoint.name(),
+                ?deadline,
+                "review missed the apiserver's deadline"
+            );
+            let message = format!("review did not finish within {deadline:?}");
+            return (StatusCode::GATEWAY_TIMEOUT, message).into_response();
+        }
+    };
+    respond(&state.metrics, endpoint, outcome, started.elapsed())
+}
+
+fn respond(metrics: &Metrics, endpoint: Endpoint, outcome: Outcome, took: Duration) -> Response {
+    match outcome {
+        Outcome::NotAReview(message) => {
+            metrics.bad_request();
+            tracing::info!(endpoint = endpoint.name(), %message, "rejected a request that is not an AdmissionReview");
+            (StatusCode::BAD_REQUEST, message).into_response()
+        }
+        Outcome::Unrenderable(message) => {
+            tracing::error!(endpoint = endpoint.name(), %message, "cannot serialize the AdmissionReview response");
+            (StatusCode::INTERNAL_SERVER_ERROR, message).into_response()
+        }
+        Outcome::Answered { body, summary } => {
+            if !summary.handled && summary.decoded {
+                metrics.unhandled_kind();
+            }
+            metrics.answered(endpoint.name(), summary.kind_label(), summary.allowed, took);
+            summary.log(endpoint, took);
+            // One buffer with a known length: hyper sends it in one write.
+            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+        }
+    }
+}
+
+enum Outcome {
+    NotAReview(String),
+    Unrenderable(String),
+    Answered { body: Vec<u8>, summary: Summary },
+}
+
+/// The whole review: parse, judge, serialize. Runs on a blocking thread.
+fn decide(body: &[u8], endpoint: Endpoint, cluster: &dyn ClusterView) -> Outcome {
+    let incoming = match Incoming::parse(body) {
+        Ok(incoming) => incoming,
+        Err(e) => return Outcome::NotAReview(e.to_string()),
+    };
+    let ctx = Context {
+        now: jiff::Timestamp::now(),
+        cluster,
+        phase: endpoint.phase(),
+    };
+    let (decision, response) = incoming.answer(&ctx);
+    match serde_json::to_vec(&response) {
+        Ok(body) => Outcome::Answered {
+            body,
+            summary: Summary::new(&incoming, &decision),
+        },
+        Err(e) => Outcome::Unrenderable(e.to_string()),
+    }
+}
+
+/// What the log line and the metrics say about one answered review.
+struct Summary {
+    uid: String,
+    kind: String,
+    decoded: bool,
+    handled: bool,
+    namespace: String,
+    name: String,
+    operation: &'static str,
+    allowed: bool,
+    causes: usize,
+    message: String,
+}
+
+impl Summary {
+    fn new(incoming: &Incoming, decision: &Decision) -> Self {
+        let request = incoming.request().map(|r| &r.envelope);
+        let kind = request.map(|r| &r.kind);
+        Summary {
+            uid: incoming.uid().to_owned(),
+            handled: kind.is_some_and(|k| Kind::route(&k.group, &k.version, &k.kind).is_some()),
+            kind: kind.map(|k| k.kind.clone()).unwrap_or_default(),
+            decoded: request.is_some(),
+            namespace: request.and_then(|r| r.namespace.clone()).unwrap_or_default(),
+            name: request.map(|r| r.name.clone()).unwrap_or_default(),
+            operation: request.map_or("", |r| operation_name(&r.operation)),
+            allowed: decision.allowed,
+            causes: decision.cause_fields().len(),
+            message: decision.status.as_ref().map(|s| s.message.clone()).unwrap_or_default(),
+        }
+    }
+
+    fn kind_label(&self) -> &str {
+        match (self.decoded, self.handled) {
+            (false, _) => "undecodable",
+            (true, false) => "other",
+            (true, true) => &self.kind,
+        }
+    }
+
+    /// Debug for every review; info for denials, which someone may have to
+    /// explain.
+    fn log(&self, endpoint: Endpoint, took: Duration) {
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let object = format!("{}/{}", self.namespace, self.name);
+        let endpoint = endpoint.name();
+        let (uid, kind, operation, causes) = (&self.uid, &self.kind, self.operation, self.causes);
+        if self.allowed {
+            tracing::debug!(
+                uid,
+                endpoint,
+                kind,
+                object,
+                operation,
+                allowed = true,
+                causes,
+                micros,
+                "admission review"
+            );
+        } else {
+            let message = &self.message;
+            tracing::info!(
+                uid,
+                endpoint,
+                kind,
+                object,
+                operation,
+                allowed = false,
+                causes,
+                micros,
+                message,
+                "admission review denied"
+            );
+        }
+    }
+}
+
+fn operation_name(op: &Operation) -> &'static str {
+    match op {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    }
+}

@@ -1,0 +1,160 @@
+//! rustls setup and certificate hot reload.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, SystemTime};
+
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use tokio::sync::watch;
+
+use super::ServerError;
+
+pub(crate) fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// TLS 1.2 and 1.3 only, ALPN h2 then http/1.1, certificate from `store`.
+pub(crate) fn server_config(store: Arc<CertStore>) -> Result<rustls::ServerConfig, ServerError> {
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| ServerError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_cert_resolver(store);
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// The certificate every new handshake gets; swapped on reload, so
+/// connections already open keep theirs.
+#[derive(Debug)]
+pub(crate) struct CertStore {
+    current: RwLock<Arc<CertifiedKey>>,
+}
+
+impl CertStore {
+    /// A store for files that are never reloaded.
+    pub(crate) fn load(cert: &Path, key: &Path) -> Result<Arc<Self>, ServerError> {
+        Ok(Arc::new(CertStore::new(load_pair(cert, key)?)))
+    }
+
+    fn new(key: CertifiedKey) -> Self {
+        CertStore {
+            current: RwLock::new(Arc::new(key)),
+        }
+    }
+
+    fn replace(&self, key: CertifiedKey) {
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(key);
+    }
+}
+
+impl ResolvesServerCert for CertStore {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current.read().unwrap_or_else(PoisonError::into_inner).clone())
+    }
+}
+
+/// Reads a PEM certificate chain and its private key, and checks they match.
+pub(crate) fn load_pair(cert: &Path, key: &Path) -> Result<CertifiedKey, ServerError> {
+    let cert_pem = read(cert)?;
+    let key_pem = read(key)?;
+    parse_pair(&cert_pem, &key_pem, cert, key)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, ServerError> {
+    std::fs::read(path).map_err(|source| ServerError::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn parse_pair(cert_pem: &[u8], key_pem: &[u8], cert: &Path, key: &Path) -> Result<CertifiedKey, ServerError> {
+    let bad = |path: &Path, reason: String| ServerError::BadCertificate {
+        path: path.to_owned(),
+        reason,
+    };
+    let chain = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(cert, format!("not a PEM certificate chain: {e}")))?;
+    if chain.is_empty() {
+        return Err(bad(cert, "no CERTIFICATE block found".into()));
+    }
+    let private_key =
+        PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| bad(key, format!("not a PEM private key: {e}")))?;
+    CertifiedKey::from_der(chain, private_key, &provider())
+        .map_err(|e| bad(key, format!("unusable with {}: {e}", cert.display())))
+}
+
+/// What tells a changed file: Kubernetes swaps Secret mounts by symlink, so
+/// the target's mtime and size change; metadata follows the symlink.
+type Stamp = Option<(SystemTime, u64)>;
+
+async fn stamp(path: &Path) -> Stamp {
+    let meta = tokio::fs::metadata(path).await.ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Polls the certificate files and swaps in new ones when they change.
+pub(crate) struct Reloader {
+    cert: PathBuf,
+    key: PathBuf,
+    store: Arc<CertStore>,
+    seen: (Stamp, Stamp),
+}
+
+impl Reloader {
+    /// Loads the files once (a startup error if they are unusable).
+    pub(crate) fn load(cert: &Path, key: &Path) -> Result<(Arc<CertStore>, Reloader), ServerError> {
+        let seen = (std_stamp(cert), std_stamp(key));
+        let store = CertStore::load(cert, key)?;
+        let reloader = Reloader {
+            cert: cert.to_owned(),
+            key: key.to_owned(),
+            store: store.clone(),
+            seen,
+        };
+        Ok((store, reloader))
+    }
+
+    pub(crate) async fn run(mut self, every: Duration, mut stop: watch::Receiver<bool>) {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => self.check().await,
+                () = super::stopped(&mut stop) => return,
+            }
+        }
+    }
+
+    async fn check(&mut self) {
+        let now = (stamp(&self.cert).await, stamp(&self.key).await);
+        if now == self.seen {
+            return;
+        }
+        // Remember the stamps even on failure: a bad pair is reported once,
+        // and retried as soon as either file changes again.
+        self.seen = now;
+        let (cert, key) = (self.cert.clone(), self.key.clone());
+        let loaded = tokio::task::spawn_blocking(move || load_pair(&cert, &key)).await;
+        match loaded {
+            Ok(Ok(pair)) => {
+                self.store.replace(pair);
+                tracing::info!(cert = %self.cert.display(), "reloaded the TLS certificate");
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "new TLS certificate is unusable; still serving the previous one")
+            }
+            Err(e) => tracing::warn!(error = %e, "certificate reload task failed"),
+        }
+    }
+}
+
+fn std_stamp(path: &Path) -> Stamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
