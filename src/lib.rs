@@ -8,6 +8,7 @@ pub mod admission;
 pub mod cli;
 pub mod cluster;
 pub mod field;
+pub mod mutate;
 pub mod objects;
 pub mod review;
 pub mod rules;

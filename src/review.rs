@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use crate::cluster::ClusterView;
 use crate::field::{FieldError, Path};
-use crate::objects::{ClaimSpec, DecodeError, Kind, meta::object_meta};
+use crate::objects::dra::{DeviceTaintRuleSpec, SliceSpec};
+use crate::objects::pod::{PodSpecView, node_taints};
+use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, Kind, meta::object_meta};
 use crate::rules;
 
 /// What the apiserver sent, split so the object stays raw JSON: rules read
@@ -94,14 +96,48 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
             operation_name(&env.operation)
         )));
     };
+    let old = match (&req.old_object, &env.operation) {
+        (Some(old), Operation::Update) => Some(old),
+        (None, Operation::Update) => {
+            return Decision::deny(bad_request(format!(
+                "{} UPDATE request carries no oldObject",
+                env.kind.kind
+            )));
+        }
+        _ => None,
+    };
+    let patch = mutations(kind, object, old, ctx);
     if ctx.phase == Phase::Mutate {
-        // No mutation is defined for these kinds yet.
-        return Decision::allow();
+        return Decision {
+            patch,
+            ..Decision::allow()
+        };
     }
-    let target = Target::new(env, object);
-    match validate(kind, req, object, ctx) {
-        Ok(errs) if errs.is_empty() => Decision::allow(),
-        Ok(errs) => Decision::deny(target.invalid(&errs)),
+    // `/validate` sees the object after mutation, and so do `check` and `review`.
+    let mutated;
+    let judged = if patch.is_empty() {
+        object
+    } else {
+        match crate::mutate::apply(object, &patch) {
+            Ok(v) => {
+                mutated = v;
+                &mutated
+            }
+            Err(e) => return Decision::deny(bad_request(e)),
+        }
+    };
+    let target = Target::new(env, judged);
+    let namespace = env.namespace.as_deref().unwrap_or("");
+    match validate(kind, judged, old, namespace, ctx) {
+        Ok(v) if v.errors.is_empty() => Decision {
+            patch,
+            warnings: v.warnings,
+            ..Decision::allow()
+        },
+        Ok(v) => Decision {
+            warnings: v.warnings,
+            ..Decision::deny(target.invalid(&v.errors))
+        },
         Err(e) => Decision::deny(bad_request(format!(
             "{} could not be decoded: {}",
             target.describe(),
@@ -110,71 +146,211 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
     }
 }
 
-fn validate(kind: Kind, req: &Request, object: &Value, ctx: &Context<'_>) -> Result<Vec<FieldError>, DecodeError> {
-    let update = req.envelope.operation == Operation::Update;
-    let old = match (&req.old_object, update) {
-        (Some(old), true) => Some(old),
-        (None, true) => return Err(DecodeError::new("UPDATE request carries no oldObject")),
-        _ => None,
-    };
-    let namespace = req.envelope.namespace.as_deref().unwrap_or("");
+/// The mutations for this object (SPEC.md §5), against the object as sent.
+fn mutations(kind: Kind, object: &Value, old: Option<&Value>, ctx: &Context<'_>) -> Vec<json_patch::PatchOperation> {
+    let now = crate::mutate::time_added::format_now(ctx.now);
     match kind {
-        Kind::ResourceClaim(version) => {
-            let spec = ClaimSpec::decode(field(object, "spec"), version)?;
-            match old {
-                None => validate_claim_create(object, &spec, namespace, ctx),
-                Some(old) => {
-                    let old_spec = ClaimSpec::decode(field(old, "spec"), version)
-                        .map_err(|e| DecodeError::new(format!("oldObject: {}", e.message)))?;
-                    let mut errs =
-                        rules::meta::validate_object_meta(&object_meta(object)?, true, &Path::new("metadata"));
-                    errs.extend(validate_meta_update(object, old)?);
-                    errs.extend(immutable(spec != old_spec, object, "spec"));
-                    Ok(errs)
-                }
-            }
-        }
-        Kind::ResourceClaimTemplate(version) => {
-            let template_spec = field(object, "spec");
-            let spec = ClaimSpec::decode(field(template_spec, "spec"), version)?;
-            match old {
-                None => {
-                    let mut errs =
-                        rules::meta::validate_object_meta(&object_meta(object)?, true, &Path::new("metadata"));
-                    let spec_path = Path::new("spec");
-                    errs.extend(rules::meta::validate_labels_and_annotations(
-                        &object_meta(template_spec)?,
-                        &spec_path.child("metadata"),
-                    ));
-                    let claim_path = spec_path.child("spec");
-                    errs.extend(rules::claim::validate_claim_spec(&spec, &claim_path));
-                    errs.extend(admin_access(&spec, namespace, ctx));
-                    Ok(errs)
-                }
-                Some(old) => {
-                    let old_template_spec = field(old, "spec");
-                    let old_spec = ClaimSpec::decode(field(old_template_spec, "spec"), version)
-                        .map_err(|e| DecodeError::new(format!("oldObject: {}", e.message)))?;
-                    let changed = spec != old_spec || object_meta(template_spec)? != object_meta(old_template_spec)?;
-                    let mut errs = validate_meta_update(object, old)?;
-                    errs.extend(immutable(changed, object, "spec"));
-                    Ok(errs)
-                }
-            }
+        Kind::ResourceSlice { v1beta1 } => crate::mutate::time_added::resource_slice(object, v1beta1, &now),
+        Kind::DeviceTaintRule => crate::mutate::time_added::rule_taint(object, old, &["spec", "taint"], &now)
+            .into_iter()
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// What validation found: errors deny, warnings are passed on.
+#[derive(Default)]
+struct Verdict {
+    errors: Vec<FieldError>,
+    warnings: Vec<String>,
+}
+
+impl From<Vec<FieldError>> for Verdict {
+    fn from(errors: Vec<FieldError>) -> Self {
+        Verdict {
+            errors,
+            warnings: Vec::new(),
         }
     }
 }
 
-fn validate_claim_create(
+fn validate(
+    kind: Kind,
     object: &Value,
-    spec: &ClaimSpec,
+    old: Option<&Value>,
+    namespace: &str,
+    ctx: &Context<'_>,
+) -> Result<Verdict, DecodeError> {
+    match kind {
+        Kind::ResourceClaim(version) => validate_claim(object, old, version, namespace, ctx).map(Verdict::from),
+        Kind::ResourceClaimTemplate(version) => {
+            validate_template(object, old, version, namespace, ctx).map(Verdict::from)
+        }
+        Kind::ResourceSlice { .. } => validate_resource_slice(object, old).map(Verdict::from),
+        Kind::DeviceTaintRule => validate_device_taint_rule(object, old),
+        Kind::Pod => validate_pod(object, old).map(Verdict::from),
+        Kind::Node => validate_node(object, old).map(Verdict::from),
+    }
+}
+
+/// Metadata: full validation on CREATE, immutable name/namespace on UPDATE.
+fn validate_metadata(object: &Value, old: Option<&Value>, namespaced: bool) -> Result<Vec<FieldError>, DecodeError> {
+    match old {
+        None => Ok(rules::meta::validate_object_meta(
+            &object_meta(object)?,
+            namespaced,
+            &Path::new("metadata"),
+        )),
+        Some(old) => validate_meta_update(object, old),
+    }
+}
+
+fn decode_old<T>(
+    old: Option<&Value>,
+    decode: impl Fn(&Value) -> Result<T, DecodeError>,
+) -> Result<Option<T>, DecodeError> {
+    old.map(|o| decode(o).map_err(|e| DecodeError::new(format!("oldObject: {}", e.message))))
+        .transpose()
+}
+
+fn validate_claim(
+    object: &Value,
+    old: Option<&Value>,
+    version: ClaimVersion,
     namespace: &str,
     ctx: &Context<'_>,
 ) -> Result<Vec<FieldError>, DecodeError> {
+    let decode = |o: &Value| ClaimSpec::decode(field(o, "spec"), version);
+    let spec = decode(object)?;
     let mut errs = rules::meta::validate_object_meta(&object_meta(object)?, true, &Path::new("metadata"));
-    let spec_path = Path::new("spec");
-    errs.extend(rules::claim::validate_claim_spec(spec, &spec_path));
-    errs.extend(admin_access(spec, namespace, ctx));
+    match decode_old(old, decode)? {
+        None => {
+            errs.extend(rules::claim::validate_claim_spec(&spec, &Path::new("spec")));
+            errs.extend(admin_access(&spec, namespace, ctx));
+        }
+        Some(old_spec) => {
+            if let Some(old) = old {
+                errs.extend(validate_meta_update(object, old)?);
+            }
+            errs.extend(immutable_spec(&spec, &old_spec, object, &["spec"], &Path::new("spec")));
+        }
+    }
+    Ok(errs)
+}
+
+fn validate_template(
+    object: &Value,
+    old: Option<&Value>,
+    version: ClaimVersion,
+    namespace: &str,
+    ctx: &Context<'_>,
+) -> Result<Vec<FieldError>, DecodeError> {
+    let decode = |o: &Value| ClaimSpec::decode(field(field(o, "spec"), "spec"), version);
+    let spec = decode(object)?;
+    let template_spec = field(object, "spec");
+    match (old, decode_old(old, decode)?) {
+        (Some(old), Some(old_spec)) => {
+            let mut errs = validate_meta_update(object, old)?;
+            let template_meta_changed = object_meta(template_spec)? != object_meta(field(old, "spec"))?;
+            if template_meta_changed && spec == old_spec {
+                errs.push(immutable(object, &["spec"], &Path::new("spec")));
+            }
+            errs.extend(immutable_spec(
+                &spec,
+                &old_spec,
+                object,
+                &["spec"],
+                &Path::new("spec").child("spec"),
+            ));
+            Ok(errs)
+        }
+        _ => {
+            let mut errs = rules::meta::validate_object_meta(&object_meta(object)?, true, &Path::new("metadata"));
+            let spec_path = Path::new("spec");
+            errs.extend(rules::meta::validate_labels_and_annotations(
+                &object_meta(template_spec)?,
+                &spec_path.child("metadata"),
+            ));
+            errs.extend(rules::claim::validate_claim_spec(&spec, &spec_path.child("spec")));
+            errs.extend(admin_access(&spec, namespace, ctx));
+            Ok(errs)
+        }
+    }
+}
+
+/// A claim spec is immutable. When it changed, the apiserver says so; draguard
+/// also judges the new spec with enum ratcheting against the old one, so the
+/// author learns everything that is wrong with it at once.
+fn immutable_spec(
+    spec: &ClaimSpec,
+    old: &ClaimSpec,
+    object: &Value,
+    tokens: &[&str],
+    spec_path: &Path,
+) -> Vec<FieldError> {
+    if spec == old {
+        return Vec::new();
+    }
+    let mut errs = vec![immutable(object, tokens, &Path::new("spec"))];
+    errs.extend(rules::claim::validate_claim_spec_update(spec, old, spec_path));
+    errs
+}
+
+fn validate_resource_slice(object: &Value, old: Option<&Value>) -> Result<Vec<FieldError>, DecodeError> {
+    let decode = |o: &Value| SliceSpec::decode(field(o, "spec"));
+    let spec = decode(object)?;
+    let old_spec = decode_old(old, decode)?;
+    let mut errs = validate_metadata(object, old, false)?;
+    errs.extend(rules::slice::validate_slice_spec(
+        &spec,
+        old_spec.as_ref(),
+        &Path::new("spec"),
+    ));
+    Ok(errs)
+}
+
+fn validate_device_taint_rule(object: &Value, old: Option<&Value>) -> Result<Verdict, DecodeError> {
+    let decode = |o: &Value| DeviceTaintRuleSpec::decode(field(o, "spec"));
+    let spec = decode(object)?;
+    let old_spec = decode_old(old, decode)?;
+    let mut errors = validate_metadata(object, old, false)?;
+    errors.extend(rules::devicetaintrule::validate_device_taint_rule(
+        &spec,
+        old_spec.as_ref(),
+        &Path::new("spec"),
+    ));
+    Ok(Verdict {
+        errors,
+        warnings: rules::devicetaintrule::device_taint_rule_warnings(&spec),
+    })
+}
+
+fn validate_pod(object: &Value, old: Option<&Value>) -> Result<Vec<FieldError>, DecodeError> {
+    let decode = |o: &Value| PodSpecView::decode(field(o, "spec"));
+    let spec = decode(object)?;
+    let old_spec = decode_old(old, decode)?;
+    let mut errs = validate_metadata(object, old, true)?;
+    errs.extend(rules::pod::validate_pod_spec(
+        &spec,
+        old_spec.as_ref(),
+        &Path::new("spec"),
+    ));
+    Ok(errs)
+}
+
+fn validate_node(object: &Value, old: Option<&Value>) -> Result<Vec<FieldError>, DecodeError> {
+    let decode = |o: &Value| node_taints(field(o, "spec"));
+    let taints = decode(object)?;
+    let old_taints = decode_old(old, decode)?;
+    let mut errs = validate_metadata(object, old, false)?;
+    // The apiserver reports node taints under `metadata` (ValidateNode passes
+    // the metadata path down).
+    let path = Path::new("metadata").child("taints");
+    errs.extend(rules::taints::validate_node_taints(
+        &taints,
+        old_taints.as_deref(),
+        &path,
+    ));
     Ok(errs)
 }
 
@@ -202,14 +378,9 @@ fn validate_meta_update(object: &Value, old: &Value) -> Result<Vec<FieldError>, 
 }
 
 /// `ValidateImmutableField`: the value shown is the new one, as JSON.
-fn immutable(changed: bool, object: &Value, name: &str) -> Option<FieldError> {
-    changed.then(|| {
-        FieldError::invalid(
-            Path::new(name),
-            crate::field::BadValue::from(field(object, name)),
-            "field is immutable",
-        )
-    })
+fn immutable(object: &Value, tokens: &[&str], path: &Path) -> FieldError {
+    let value = tokens.iter().fold(object, |v, t| field(v, t));
+    FieldError::invalid(path.clone(), crate::field::BadValue::from(value), "field is immutable")
 }
 
 static NULL: Value = Value::Null;

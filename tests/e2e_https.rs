@@ -250,13 +250,13 @@ async fn metrics_count_reviews_and_unhandled_kinds() {
     let server = start_generated(dir.path(), &[]).await;
     let client = client(&server);
     post_review(&client, url(&server, "/validate"), &review("a", valid_claim())).await;
-    let mut pod = review(
+    let mut config_map = review(
         "b",
-        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}}),
     );
-    pod["request"]["kind"] = json!({"group": "", "version": "v1", "kind": "Pod"});
-    pod["request"]["resource"] = json!({"group": "", "version": "v1", "resource": "pods"});
-    let (_, answer) = post_review(&client, url(&server, "/validate"), &pod).await;
+    config_map["request"]["kind"] = json!({"group": "", "version": "v1", "kind": "ConfigMap"});
+    config_map["request"]["resource"] = json!({"group": "", "version": "v1", "resource": "configmaps"});
+    let (_, answer) = post_review(&client, url(&server, "/validate"), &config_map).await;
     assert_eq!(answer["response"]["allowed"], true);
     let response = client.get(url(&server, "/metrics")).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -502,4 +502,66 @@ async fn shutdown_lets_in_flight_reviews_finish() {
 
 async fn post_review_owned(client: reqwest::Client, url: String, body: Value) -> (StatusCode, Value) {
     post_review(&client, url, &body).await
+}
+
+/// A real kube-apiserver's `/mutate` call for a DeviceTaintRule update that
+/// changes the effect: draguard renews `timeAdded`; the patch decodes,
+/// applies, and the patched rule passes `/validate`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_taint_rule_effect_change_gets_a_fresh_time_added() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_generated(dir.path(), &[]).await;
+    let client = client(&server);
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/apiserver/devicetaintrule-update-1.json"
+    );
+    let mut review: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    let old_time = review["request"]["oldObject"]["spec"]["taint"]["timeAdded"].clone();
+    assert_eq!(review["request"]["object"]["spec"]["taint"]["timeAdded"], old_time);
+    let before = jiff::Timestamp::now();
+
+    let (status, answer) = post_review(&client, url(&server, "/mutate?timeout=10s"), &review).await;
+    assert_eq!(status, StatusCode::OK);
+    let response = &answer["response"];
+    assert_eq!(response["uid"], review["request"]["uid"]);
+    assert_eq!(response["allowed"], true);
+    assert_eq!(response["patchType"], "JSONPatch");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(response["patch"].as_str().expect("base64 patch"))
+        .unwrap();
+    let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
+    let ops = serde_json::to_value(&patch).unwrap();
+    assert_eq!(ops.as_array().map(Vec::len), Some(1), "{ops}");
+    assert_eq!(ops[0]["op"], "replace");
+    assert_eq!(ops[0]["path"], "/spec/taint/timeAdded");
+
+    let mut object = review["request"]["object"].clone();
+    json_patch::patch(&mut object, &patch).unwrap();
+    let stamped: jiff::Timestamp = object["spec"]["taint"]["timeAdded"].as_str().unwrap().parse().unwrap();
+    assert!(
+        stamped.as_second() >= before.as_second() && stamped <= jiff::Timestamp::now(),
+        "{stamped}"
+    );
+    assert_eq!(
+        object["spec"]["taint"]["timeAdded"]
+            .as_str()
+            .map(|s| s.ends_with('Z') && !s.contains('.')),
+        Some(true)
+    );
+
+    review["request"]["object"] = object;
+    let (status, answer) = post_review(&client, url(&server, "/validate?timeout=10s"), &review).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert!(answer["response"].get("patch").is_none());
+
+    review["request"]["object"]["spec"]["taint"]["effect"] = json!("Bogus");
+    let (_, answer) = post_review(&client, url(&server, "/validate?timeout=10s"), &review).await;
+    assert_eq!(answer["response"]["allowed"], false);
+    assert_eq!(
+        answer["response"]["status"]["details"]["causes"][0]["field"],
+        "spec.taint.effect"
+    );
 }

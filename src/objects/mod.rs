@@ -3,7 +3,9 @@
 //! the original JSON so fields unknown to us survive a mutation.
 
 pub mod claim;
+pub mod dra;
 pub mod meta;
+pub mod pod;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
@@ -16,6 +18,13 @@ pub use claim::{ClaimSpec, ClaimVersion};
 pub enum Kind {
     ResourceClaim(ClaimVersion),
     ResourceClaimTemplate(ClaimVersion),
+    /// `true` for v1beta1, whose devices nest their fields under `basic`.
+    ResourceSlice {
+        v1beta1: bool,
+    },
+    DeviceTaintRule,
+    Pod,
+    Node,
 }
 
 impl Kind {
@@ -27,6 +36,16 @@ impl Kind {
             ("resource.k8s.io", "ResourceClaimTemplate") => {
                 ClaimVersion::parse(version).map(Kind::ResourceClaimTemplate)
             }
+            ("resource.k8s.io", "ResourceSlice") => match version {
+                "v1" | "v1beta2" => Some(Kind::ResourceSlice { v1beta1: false }),
+                "v1beta1" => Some(Kind::ResourceSlice { v1beta1: true }),
+                _ => None,
+            },
+            ("resource.k8s.io", "DeviceTaintRule") => {
+                matches!(version, "v1" | "v1beta2" | "v1alpha3").then_some(Kind::DeviceTaintRule)
+            }
+            ("", "Pod") if version == "v1" => Some(Kind::Pod),
+            ("", "Node") if version == "v1" => Some(Kind::Node),
             _ => None,
         }
     }

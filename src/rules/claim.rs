@@ -10,6 +10,7 @@ use crate::objects::claim::{
     ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec, DeviceClaim, DeviceClaimConfiguration,
     DeviceConstraint, DeviceRequest, DeviceSelector, DeviceSubRequest, ExactDeviceRequest, OpaqueDeviceConfiguration,
 };
+use crate::rules::ratchet::check_enum;
 use crate::rules::tolerations::validate_device_tolerations;
 use crate::rules::{cel, invalid_each, names, validate_set, validate_slice};
 
@@ -30,16 +31,22 @@ const REQUEST_REF_MESSAGE: &str =
 
 /// `validateResourceClaimSpec` at `path` (`spec` for claims, `spec.spec` for templates).
 pub fn validate_claim_spec(spec: &ClaimSpec, path: &Path) -> Vec<FieldError> {
-    validate_device_claim(&spec.devices, &path.child("devices"))
+    validate_device_claim(&spec.devices, None, &path.child("devices"))
 }
 
-fn validate_device_claim(claim: &DeviceClaim, path: &Path) -> Vec<FieldError> {
+/// A changed spec judged against the stored one: enum values ratchet
+/// (SPEC.md §4) with requests and subrequests matched by name.
+pub fn validate_claim_spec_update(spec: &ClaimSpec, old: &ClaimSpec, path: &Path) -> Vec<FieldError> {
+    validate_device_claim(&spec.devices, Some(&old.devices), &path.child("devices"))
+}
+
+fn validate_device_claim(claim: &DeviceClaim, old: Option<&DeviceClaim>, path: &Path) -> Vec<FieldError> {
     let names = RequestNames::gather(claim);
     let mut errs = validate_set(
         &claim.requests,
         DEVICE_REQUESTS_MAX,
         &path.child("requests"),
-        validate_device_request,
+        |r, p| validate_device_request(r, old.and_then(|o| o.requests.iter().find(|x| x.name == r.name)), p),
         |r| r.name.clone(),
     );
     errs.extend(validate_slice(
@@ -90,7 +97,7 @@ fn validate_request_name(name: &str, path: &Path) -> Vec<FieldError> {
     invalid_each(path, name, names::dns1123_label(name))
 }
 
-fn validate_device_request(request: &DeviceRequest, path: &Path) -> Vec<FieldError> {
+fn validate_device_request(request: &DeviceRequest, old: Option<&DeviceRequest>, path: &Path) -> Vec<FieldError> {
     let mut errs = validate_request_name(&request.name, &path.child("name"));
     let has_first_available = !request.first_available.is_empty();
     match (&request.exactly, has_first_available) {
@@ -107,35 +114,62 @@ fn validate_device_request(request: &DeviceRequest, path: &Path) -> Vec<FieldErr
             &request.first_available,
             FIRST_AVAILABLE_MAX,
             &path.child("firstAvailable"),
-            validate_subrequest,
+            |s, p| {
+                let stored = old.and_then(|o| o.first_available.iter().find(|x| x.name == s.name));
+                validate_subrequest(s, stored, p)
+            },
             |s| s.name.clone(),
         )),
-        (Some(exactly), false) => errs.extend(validate_exact_request(exactly, &path.child("exactly"))),
+        (Some(exactly), false) => errs.extend(validate_exact_request(
+            exactly,
+            old.and_then(|o| o.exactly.as_ref()),
+            &path.child("exactly"),
+        )),
     }
     errs
 }
 
-fn validate_exact_request(request: &ExactDeviceRequest, path: &Path) -> Vec<FieldError> {
+fn validate_exact_request(
+    request: &ExactDeviceRequest,
+    old: Option<&ExactDeviceRequest>,
+    path: &Path,
+) -> Vec<FieldError> {
     let mut errs = validate_device_class(&request.device_class_name, &path.child("deviceClassName"));
     errs.extend(validate_selectors(&request.selectors, &path.child("selectors")));
-    errs.extend(validate_allocation_mode(&request.allocation_mode, request.count, path));
+    let old_mode = old.map(|o| o.allocation_mode.as_str());
+    errs.extend(validate_allocation_mode(
+        &request.allocation_mode,
+        request.count,
+        old_mode,
+        path,
+    ));
+    let old_tolerations = old.map(|o| o.tolerations.as_slice());
     errs.extend(validate_device_tolerations(
         &request.tolerations,
+        old_tolerations,
         &path.child("tolerations"),
     ));
     errs
 }
 
-fn validate_subrequest(sub: &DeviceSubRequest, path: &Path) -> Vec<FieldError> {
+fn validate_subrequest(sub: &DeviceSubRequest, old: Option<&DeviceSubRequest>, path: &Path) -> Vec<FieldError> {
     let mut errs = validate_request_name(&sub.name, &path.child("name"));
     errs.extend(validate_device_class(
         &sub.device_class_name,
         &path.child("deviceClassName"),
     ));
     errs.extend(validate_selectors(&sub.selectors, &path.child("selectors")));
-    errs.extend(validate_allocation_mode(&sub.allocation_mode, sub.count, path));
+    let old_mode = old.map(|o| o.allocation_mode.as_str());
+    errs.extend(validate_allocation_mode(
+        &sub.allocation_mode,
+        sub.count,
+        old_mode,
+        path,
+    ));
+    let old_tolerations = old.map(|o| o.tolerations.as_slice());
     errs.extend(validate_device_tolerations(
         &sub.tolerations,
+        old_tolerations,
         &path.child("tolerations"),
     ));
     errs
@@ -155,8 +189,9 @@ fn validate_selectors(selectors: &[DeviceSelector], path: &Path) -> Vec<FieldErr
     })
 }
 
-/// `validateDeviceAllocationMode`, after defaulting.
-fn validate_allocation_mode(mode: &str, count: i64, path: &Path) -> Vec<FieldError> {
+/// `validateDeviceAllocationMode`, after defaulting; an unknown mode
+/// ratchets against the stored request's.
+fn validate_allocation_mode(mode: &str, count: i64, old_mode: Option<&str>, path: &Path) -> Vec<FieldError> {
     match mode {
         ALLOCATION_MODE_ALL if count != 0 => vec![FieldError::invalid(
             path.child("count"),
@@ -171,11 +206,14 @@ fn validate_allocation_mode(mode: &str, count: i64, path: &Path) -> Vec<FieldErr
             )]
         }
         ALLOCATION_MODE_ALL | ALLOCATION_MODE_EXACT_COUNT => Vec::new(),
-        other => vec![FieldError::not_supported(
-            path.child("allocationMode"),
+        other => check_enum(
             other,
+            old_mode,
+            &path.child("allocationMode"),
             &[ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT],
-        )],
+        )
+        .into_iter()
+        .collect(),
     }
 }
 
@@ -753,5 +791,66 @@ mod tests {
                 "spec.devices.requests[1].adminAccess: Forbidden: admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the containing namespace"
             ]
         );
+    }
+
+    fn update(new: Value, old: Value) -> Vec<String> {
+        let new = ClaimSpec::decode(&new, ClaimVersion::V1).expect("spec");
+        let old = ClaimSpec::decode(&old, ClaimVersion::V1).expect("old spec");
+        validate_claim_spec_update(&new, &old, &Path::new("spec"))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn allocation_mode_ratchets_by_request_name() {
+        let mode = |name: &str, m: &str| {
+            requests(json!([{"name": name, "exactly": {"deviceClassName": "c", "allocationMode": m}}]))
+        };
+        assert!(
+            update(mode("a", "Future"), mode("a", "Future")).is_empty(),
+            "unchanged unknown value stays"
+        );
+        assert_eq!(
+            update(mode("a", "Bogus"), mode("a", "Future")),
+            vec![
+                r#"spec.devices.requests[0].exactly.allocationMode: Unsupported value: "Bogus": supported values: "All", "ExactCount""#
+            ]
+        );
+        assert_eq!(
+            update(mode("b", "Future"), mode("a", "Future")).len(),
+            1,
+            "another request: judged as new"
+        );
+        assert!(
+            update(mode("a", "All"), mode("a", "Future")).is_empty(),
+            "changed to a known value"
+        );
+        let sub = |m: &str| {
+            requests(
+                json!([{"name": "a", "firstAvailable": [{"name": "s", "deviceClassName": "c", "allocationMode": m}]}]),
+            )
+        };
+        assert!(update(sub("Future"), sub("Future")).is_empty());
+        assert_eq!(update(sub("Bogus"), sub("Future")).len(), 1);
+    }
+
+    #[test]
+    fn device_toleration_enums_ratchet() {
+        let tol = |op: &str, effect: &str| {
+            requests(json!([exactly(
+                "a",
+                json!({"tolerations": [{"key": "k", "operator": op, "effect": effect}]})
+            )]))
+        };
+        assert!(update(tol("Future", "Later"), tol("Future", "Later")).is_empty());
+        assert_eq!(
+            update(tol("Future", "Bogus"), tol("Future", "Later")),
+            vec![
+                r#"spec.devices.requests[0].exactly.tolerations[0].operator: Unsupported value: "Future": supported values: "Equal", "Exists""#,
+                r#"spec.devices.requests[0].exactly.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoExecute", "NoSchedule", "None""#,
+            ]
+        );
+        assert!(update(tol("Exists", "NoSchedule"), tol("Future", "Later")).is_empty());
     }
 }

@@ -4,8 +4,13 @@
 
 pub mod cel;
 pub mod claim;
+pub mod devicetaintrule;
 pub mod meta;
 pub mod names;
+pub mod pod;
+pub mod ratchet;
+pub mod slice;
+pub mod taints;
 pub mod tolerations;
 
 use std::collections::HashSet;

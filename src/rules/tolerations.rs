@@ -3,6 +3,7 @@
 
 use crate::field::{FieldError, Path};
 use crate::objects::claim::DeviceToleration;
+use crate::rules::ratchet::check_enum;
 use crate::rules::{invalid_each, names, validate_slice};
 
 /// `resource.DeviceTolerationsMaxLength`: documented by the API, not enforced
@@ -14,11 +15,29 @@ pub const DEVICE_TAINT_EFFECTS: &[&str] = &["NoExecute", "NoSchedule", "None"];
 pub const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
 
 /// A toleration list (`exactly.tolerations` or `firstAvailable[j].tolerations`).
-pub fn validate_device_tolerations(tolerations: &[DeviceToleration], path: &Path) -> Vec<FieldError> {
-    validate_slice(tolerations, DEVICE_TOLERATIONS_MAX, path, validate_device_toleration)
+/// `old` is the stored list at the same place; an unchanged toleration
+/// keeps its stored enum values (SPEC.md §4).
+pub fn validate_device_tolerations(
+    tolerations: &[DeviceToleration],
+    old: Option<&[DeviceToleration]>,
+    path: &Path,
+) -> Vec<FieldError> {
+    validate_slice(tolerations, DEVICE_TOLERATIONS_MAX, path, |t, p| {
+        let stored = old.and_then(|o| o.iter().find(|s| same_toleration(s, t)));
+        validate_device_toleration(t, stored, p)
+    })
 }
 
-pub fn validate_device_toleration(t: &DeviceToleration, path: &Path) -> Vec<FieldError> {
+/// The same toleration, `tolerationSeconds` aside.
+fn same_toleration(a: &DeviceToleration, b: &DeviceToleration) -> bool {
+    a.key == b.key && a.operator == b.operator && a.value == b.value && a.effect == b.effect
+}
+
+pub fn validate_device_toleration(
+    t: &DeviceToleration,
+    stored: Option<&DeviceToleration>,
+    path: &Path,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if !t.key.is_empty() {
         let key_path = path.child("key");
@@ -39,16 +58,19 @@ pub fn validate_device_toleration(t: &DeviceToleration, path: &Path) -> Vec<Fiel
             errs.extend(invalid_each(&value_path, &t.value, names::label_value(&t.value)));
         }
         "" => errs.push(FieldError::required(path.child("operator"), "")),
-        other => errs.push(FieldError::not_supported(
-            path.child("operator"),
+        other => errs.extend(check_enum(
             other,
+            stored.map(|s| s.operator.as_str()),
+            &path.child("operator"),
             TOLERATION_OPERATORS,
         )),
     }
-    if !t.effect.is_empty() && !DEVICE_TAINT_EFFECTS.contains(&t.effect.as_str()) {
-        errs.push(FieldError::not_supported(
-            path.child("effect"),
+    if !t.effect.is_empty() {
+        let old_effect = stored.map(|s| s.effect.as_str());
+        errs.extend(check_enum(
             &t.effect,
+            old_effect,
+            &path.child("effect"),
             DEVICE_TAINT_EFFECTS,
         ));
     }
@@ -69,6 +91,10 @@ mod tests {
         }
     }
 
+    fn validate_device_toleration_new(t: &DeviceToleration, p: &Path) -> Vec<FieldError> {
+        validate_device_toleration(t, None, p)
+    }
+
     fn rendered(errs: &[FieldError]) -> Vec<String> {
         errs.iter().map(ToString::to_string).collect()
     }
@@ -76,15 +102,15 @@ mod tests {
     #[test]
     fn valid_tolerations() {
         let p = Path::new("t");
-        assert!(validate_device_toleration(&tol("example.com/gpu", "Exists", "", "NoSchedule"), &p).is_empty());
-        assert!(validate_device_toleration(&tol("k", "Equal", "v", "None"), &p).is_empty());
+        assert!(validate_device_toleration_new(&tol("example.com/gpu", "Exists", "", "NoSchedule"), &p).is_empty());
+        assert!(validate_device_toleration_new(&tol("k", "Equal", "v", "None"), &p).is_empty());
         // Unlike pod tolerations, an empty key is fine with any operator.
-        assert!(validate_device_toleration(&tol("", "Equal", "", ""), &p).is_empty());
+        assert!(validate_device_toleration_new(&tol("", "Equal", "", ""), &p).is_empty());
     }
 
     #[test]
     fn exists_with_value() {
-        let errs = validate_device_toleration(&tol("k", "Exists", "v", ""), &Path::new("t"));
+        let errs = validate_device_toleration_new(&tol("k", "Exists", "v", ""), &Path::new("t"));
         assert_eq!(
             rendered(&errs),
             vec![r#"t.value: Invalid value: "v": must be empty for operator `Exists`"#]
@@ -93,7 +119,7 @@ mod tests {
 
     #[test]
     fn unknown_operator_and_effect() {
-        let errs = validate_device_toleration(&tol("k", "In", "", "PreferNoSchedule"), &Path::new("t"));
+        let errs = validate_device_toleration_new(&tol("k", "In", "", "PreferNoSchedule"), &Path::new("t"));
         assert_eq!(
             rendered(&errs),
             vec![
@@ -105,7 +131,7 @@ mod tests {
 
     #[test]
     fn bad_key_and_value() {
-        let errs = validate_device_toleration(&tol("a/b/c", "Equal", "-bad", ""), &Path::new("t"));
+        let errs = validate_device_toleration_new(&tol("a/b/c", "Equal", "-bad", ""), &Path::new("t"));
         assert_eq!(errs.len(), 2);
         assert_eq!(errs[0].field.as_str(), "t.key");
         assert_eq!(errs[1].field.as_str(), "t.value");
@@ -113,18 +139,18 @@ mod tests {
 
     #[test]
     fn empty_operator_is_required() {
-        let errs = validate_device_toleration(&tol("k", "", "", ""), &Path::new("t"));
+        let errs = validate_device_toleration_new(&tol("k", "", "", ""), &Path::new("t"));
         assert_eq!(rendered(&errs), vec!["t.operator: Required value"]);
     }
 
     #[test]
     fn at_most_sixteen_per_list() {
         let list: Vec<_> = (0..16).map(|i| tol(&format!("k{i}"), "Exists", "", "")).collect();
-        assert!(validate_device_tolerations(&list, &Path::new("t")).is_empty());
+        assert!(validate_device_tolerations(&list, None, &Path::new("t")).is_empty());
         let mut list17 = list.clone();
         list17.push(tol("k16", "Exists", "", ""));
         assert_eq!(
-            rendered(&validate_device_tolerations(&list17, &Path::new("t"))),
+            rendered(&validate_device_tolerations(&list17, None, &Path::new("t"))),
             vec!["t: Too many: 17: must have at most 16 items"]
         );
     }

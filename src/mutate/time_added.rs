@@ -1,0 +1,187 @@
+//! `timeAdded` of device taints (SPEC.md §5): RFC 3339 UTC, seconds
+//! precision, from the injected clock.
+//!
+//! - ResourceSlice, CREATE and UPDATE: every taint without one gets now
+//!   (the apiserver's `SetDefaults_DeviceTaint`).
+//! - DeviceTaintRule (and ResourceSlicePatch) CREATE: the taint without one
+//!   gets now.
+//! - DeviceTaintRule UPDATE: when the effect changed and `timeAdded` was
+//!   left as it was (both absent counts as equal), it is renewed — the
+//!   strategy's `PrepareForUpdate`; a client that sets a different
+//!   `timeAdded` keeps it. A taint that lost its `timeAdded` gets now.
+
+use json_patch::PatchOperation;
+use serde_json::Value;
+
+use super::set;
+use crate::objects::dra::same_instant;
+
+/// `now` as the apiserver stores it: UTC, truncated to seconds.
+pub fn format_now(now: jiff::Timestamp) -> String {
+    let seconds = now.as_second();
+    jiff::Timestamp::from_second(seconds)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|_| now.to_string())
+}
+
+fn time_added(taint: &Value) -> Option<&str> {
+    taint.get("timeAdded").and_then(Value::as_str)
+}
+
+fn missing(taint: &Value) -> bool {
+    taint.get("timeAdded").is_none_or(Value::is_null)
+}
+
+/// Every taint of every device of a ResourceSlice; `basic` locates the
+/// v1beta1 device layout.
+pub fn resource_slice(object: &Value, v1beta1: bool, now: &str) -> Vec<PatchOperation> {
+    let devices = object.pointer("/spec/devices").and_then(Value::as_array);
+    let mut ops = Vec::new();
+    for (i, device) in devices.into_iter().flatten().enumerate() {
+        let device = if v1beta1 {
+            device.get("basic").unwrap_or(&Value::Null)
+        } else {
+            device
+        };
+        let taints = device.get("taints").and_then(Value::as_array);
+        for (j, taint) in taints.into_iter().flatten().enumerate() {
+            if missing(taint) {
+                let (i, j) = (i.to_string(), j.to_string());
+                let mut tokens = vec!["spec", "devices", &i];
+                if v1beta1 {
+                    tokens.push("basic");
+                }
+                tokens.extend(["taints", &j, "timeAdded"]);
+                ops.push(set(object, &tokens, Value::from(now)));
+            }
+        }
+    }
+    ops
+}
+
+/// The `spec.taint` of a DeviceTaintRule (or `spec.devices.taints[j]` of a
+/// ResourceSlicePatch: pass its pointer tokens).
+pub fn rule_taint(object: &Value, old: Option<&Value>, tokens: &[&str], now: &str) -> Option<PatchOperation> {
+    let pointer = format!("/{}", tokens.join("/"));
+    let taint = object.pointer(&pointer)?;
+    if !taint.is_object() {
+        return None;
+    }
+    let old_taint = old.and_then(|o| o.pointer(&pointer));
+    let renew = old_taint.is_some_and(|o| {
+        let effect = |t: &Value| t.get("effect").and_then(Value::as_str).unwrap_or("").to_owned();
+        effect(o) != effect(taint) && same_instant(time_added(taint), time_added(o))
+    });
+    if renew || missing(taint) {
+        let mut field = tokens.to_vec();
+        field.push("timeAdded");
+        return Some(set(object, &field, Value::from(now)));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const NOW: &str = "2026-11-21T10:00:00Z";
+
+    fn ops_json(ops: &[PatchOperation]) -> Value {
+        serde_json::to_value(ops).expect("serializable")
+    }
+
+    #[test]
+    fn now_is_utc_seconds() {
+        let t: jiff::Timestamp = "2026-11-21T10:00:00.987654Z".parse().expect("time");
+        assert_eq!(format_now(t), NOW);
+    }
+
+    #[test]
+    fn slice_taints_without_time_are_stamped() {
+        let slice = json!({"spec": {"devices": [
+            {"name": "a", "taints": [{"key": "k", "effect": "NoSchedule", "timeAdded": "2026-01-01T00:00:00Z"}, {"key": "k2", "effect": "NoExecute"}]},
+            {"name": "b"},
+            {"name": "c", "taints": [{"key": "k3", "effect": "None", "timeAdded": null}]}
+        ]}});
+        assert_eq!(
+            ops_json(&resource_slice(&slice, false, NOW)),
+            json!([
+                {"op": "add", "path": "/spec/devices/0/taints/1/timeAdded", "value": NOW},
+                {"op": "replace", "path": "/spec/devices/2/taints/0/timeAdded", "value": NOW}
+            ])
+        );
+    }
+
+    #[test]
+    fn v1beta1_slice_taints_live_under_basic() {
+        let slice =
+            json!({"spec": {"devices": [{"name": "a", "basic": {"taints": [{"key": "k", "effect": "NoSchedule"}]}}]}});
+        assert_eq!(
+            ops_json(&resource_slice(&slice, true, NOW)),
+            json!([{"op": "add", "path": "/spec/devices/0/basic/taints/0/timeAdded", "value": NOW}])
+        );
+    }
+
+    fn rule(effect: &str, time: Option<&str>) -> Value {
+        let mut taint = json!({"key": "k", "effect": effect});
+        if let Some(t) = time {
+            taint["timeAdded"] = json!(t);
+        }
+        json!({"spec": {"taint": taint}})
+    }
+
+    const TAINT: &[&str] = &["spec", "taint"];
+    const T0: &str = "2026-01-01T00:00:00Z";
+
+    #[test]
+    fn rule_create() {
+        assert_eq!(
+            ops_json(
+                &rule_taint(&rule("NoSchedule", None), None, TAINT, NOW)
+                    .into_iter()
+                    .collect::<Vec<_>>()
+            ),
+            json!([{"op": "add", "path": "/spec/taint/timeAdded", "value": NOW}])
+        );
+        assert!(rule_taint(&rule("NoSchedule", Some(T0)), None, TAINT, NOW).is_none());
+    }
+
+    #[test]
+    fn rule_update_renews_on_effect_change() {
+        let old = rule("NoSchedule", Some(T0));
+        let renewed = rule_taint(&rule("NoExecute", Some(T0)), Some(&old), TAINT, NOW);
+        assert_eq!(
+            ops_json(&renewed.into_iter().collect::<Vec<_>>()),
+            json!([{"op": "replace", "path": "/spec/taint/timeAdded", "value": NOW}])
+        );
+        // Same instant written differently still counts as "left as it was".
+        let same = rule_taint(
+            &rule("NoExecute", Some("2026-01-01T00:00:00+00:00")),
+            Some(&old),
+            TAINT,
+            NOW,
+        );
+        assert!(same.is_some());
+        // Both absent counts as equal.
+        let absent = rule_taint(&rule("NoExecute", None), Some(&rule("NoSchedule", None)), TAINT, NOW);
+        assert_eq!(
+            ops_json(&absent.into_iter().collect::<Vec<_>>()),
+            json!([{"op": "add", "path": "/spec/taint/timeAdded", "value": NOW}])
+        );
+    }
+
+    #[test]
+    fn rule_update_keeps_time_otherwise() {
+        let old = rule("NoSchedule", Some(T0));
+        assert!(
+            rule_taint(&rule("NoSchedule", Some(T0)), Some(&old), TAINT, NOW).is_none(),
+            "effect unchanged"
+        );
+        let client_time = rule_taint(&rule("NoExecute", Some("2026-06-01T00:00:00Z")), Some(&old), TAINT, NOW);
+        assert!(
+            client_time.is_none(),
+            "a client that sets a different timeAdded keeps it"
+        );
+    }
+}

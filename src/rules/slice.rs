@@ -1,0 +1,698 @@
+//! ResourceSlice specs: `validateResourceSliceSpec` and `validateDevice`
+//! (pkg/apis/resource/validation/validation.go).
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use crate::field::{BadValue, FieldError, Path};
+use crate::objects::dra::{Device, DeviceAttribute, SliceSpec};
+use crate::rules::claim::{validate_driver_name, validate_qualified_name};
+use crate::rules::taints::validate_slice_device_taints;
+use crate::rules::{invalid_each, names, validate_set, validate_slice};
+
+pub const SLICE_MAX_DEVICES: usize = 128;
+/// When any device has taints, consumes counters or has list attributes.
+pub const SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES: usize = 64;
+pub const POOL_NAME_MAX: usize = 253;
+pub const MAX_ATTRIBUTES_AND_CAPACITIES: usize = 32;
+pub const MAX_ATTRIBUTE_VALUES: usize = 48;
+pub const ATTRIBUTE_VALUE_MAX_LENGTH: usize = 64;
+pub const MAX_COUNTER_SETS: usize = 8;
+pub const MAX_COUNTER_CONSUMPTIONS: usize = 2;
+pub const BINDING_CONDITIONS_MAX: usize = 4;
+/// `DeviceMaxDomainLength + 1 + DeviceMaxIDLength`: longer map keys are
+/// shortened in paths.
+const ATTRIBUTE_KEY_PATH_MAX: usize = 63 + 1 + 32;
+
+const NODE_SELECTION: &str =
+    "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required";
+const DEVICE_NODE_SELECTION: &str = "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is set to true in the ResourceSlice spec";
+
+pub fn validate_slice_spec(spec: &SliceSpec, old: Option<&SliceSpec>, path: &Path) -> Vec<FieldError> {
+    let mut errs = validate_driver_name(&spec.driver, &path.child("driver"));
+    errs.extend(validate_pool(spec, path));
+    if let Some(old) = old {
+        errs.extend(immutable(
+            &spec.pool.name,
+            &old.pool.name,
+            path.child("pool").child("name"),
+        ));
+        errs.extend(immutable(&spec.driver, &old.driver, path.child("driver")));
+        if spec.node_name != old.node_name {
+            let value = spec.node_name.as_deref().map_or(BadValue::Null, BadValue::from);
+            errs.push(FieldError::invalid(path.child("nodeName"), value, "field is immutable"));
+        }
+    }
+    errs.extend(validate_node_selection(spec, path));
+    if spec.shared_counters.is_some() && spec.devices.is_some() {
+        errs.push(FieldError::invalid(
+            path.clone(),
+            "",
+            "only one of `sharedCounters` or `devices` is allowed",
+        ));
+    }
+    let max = if has_advanced_features(spec) {
+        SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES
+    } else {
+        SLICE_MAX_DEVICES
+    };
+    let per_device = spec.per_device_node_selection == Some(true);
+    errs.extend(validate_set(
+        spec.devices(),
+        max,
+        &path.child("devices"),
+        |d, p| validate_device(d, old.and_then(|o| o.device(&d.name)), p, per_device),
+        |d| d.name.clone(),
+    ));
+    if let Some(sets) = &spec.shared_counters {
+        errs.extend(validate_set(
+            sets,
+            MAX_COUNTER_SETS,
+            &path.child("sharedCounters"),
+            |_, _| Vec::new(),
+            |s| s.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+        ));
+    }
+    errs
+}
+
+fn immutable(new: &str, old: &str, path: Path) -> Option<FieldError> {
+    (new != old).then(|| FieldError::invalid(path, new, "field is immutable"))
+}
+
+fn validate_pool(spec: &SliceSpec, path: &Path) -> Vec<FieldError> {
+    let pool = path.child("pool");
+    let mut errs = validate_pool_name(&spec.pool.name, &pool.child("name"));
+    if spec.pool.resource_slice_count <= 0 {
+        errs.push(FieldError::invalid(
+            pool.child("resourceSliceCount"),
+            spec.pool.resource_slice_count,
+            "must be greater than zero",
+        ));
+    }
+    if spec.pool.generation < 0 {
+        errs.push(FieldError::invalid(
+            pool.child("generation"),
+            spec.pool.generation,
+            "must be greater than or equal to zero",
+        ));
+    }
+    errs
+}
+
+/// `validatePoolName`: `/`-separated DNS subdomains, at most 253 bytes.
+pub fn validate_pool_name(name: &str, path: &Path) -> Vec<FieldError> {
+    if name.is_empty() {
+        return vec![FieldError::required(path.clone(), "")];
+    }
+    let mut errs = Vec::new();
+    if name.len() > POOL_NAME_MAX {
+        errs.push(FieldError::too_long(path.clone(), POOL_NAME_MAX));
+    }
+    for part in name.split('/') {
+        errs.extend(invalid_each(path, part, names::dns1123_subdomain(part)));
+    }
+    errs
+}
+
+fn validate_node_selection(spec: &SliceSpec, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut set = Vec::new();
+    match spec.node_name.as_deref() {
+        Some("") => errs.push(FieldError::invalid(
+            path.child("nodeName"),
+            "",
+            "must be either unset or set to a non-empty string",
+        )),
+        Some(name) => {
+            set.push("`nodeName`");
+            errs.extend(invalid_each(
+                &path.child("nodeName"),
+                name,
+                names::dns1123_subdomain(name),
+            ));
+        }
+        None => {}
+    }
+    if let Some(selector) = &spec.node_selector {
+        set.push("`nodeSelector`");
+        errs.extend(validate_slice_node_selector(selector, &path.child("nodeSelector")));
+    }
+    for (flag, name) in [
+        (spec.all_nodes, "allNodes"),
+        (spec.per_device_node_selection, "perDeviceNodeSelection"),
+    ] {
+        match flag {
+            Some(true) => set.push(if name == "allNodes" {
+                "`allNodes`"
+            } else {
+                "`perDeviceNodeSelection`"
+            }),
+            Some(false) => errs.push(FieldError::invalid(
+                path.child(name),
+                false,
+                "must be either unset or set to true",
+            )),
+            None => {}
+        }
+    }
+    match set.len() {
+        0 => errs.push(FieldError::required(path.clone(), NODE_SELECTION)),
+        1 => {}
+        _ => errs.push(FieldError::invalid(
+            path.clone(),
+            format!("{{{}}}", set.join(", ")),
+            format!("{NODE_SELECTION}, but multiple fields are set"),
+        )),
+    }
+    errs
+}
+
+/// A slice's node selector must have exactly one term.
+fn validate_slice_node_selector(selector: &Value, path: &Path) -> Vec<FieldError> {
+    let terms_path = path.child("nodeSelectorTerms");
+    let terms = selector
+        .get("nodeSelectorTerms")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let mut errs = Vec::new();
+    if terms.is_empty() {
+        errs.push(FieldError::required(
+            terms_path.clone(),
+            "must have at least one node selector term",
+        ));
+    }
+    if terms.len() != 1 {
+        errs.push(FieldError::invalid(
+            terms_path,
+            BadValue::Json(Value::from(terms.to_vec()).to_string()),
+            "must have exactly one node selector term",
+        ));
+    }
+    errs
+}
+
+fn has_advanced_features(spec: &SliceSpec) -> bool {
+    spec.devices().iter().any(|d| {
+        !d.taints.is_empty() || !d.consumes_counters.is_empty() || d.attributes.values().any(DeviceAttribute::is_list)
+    })
+}
+
+fn validate_device(
+    device: &Device,
+    old: Option<&Device>,
+    path: &Path,
+    per_device_node_selection: bool,
+) -> Vec<FieldError> {
+    let mut errs = invalid_each(&path.child("name"), &device.name, names::dns1123_label(&device.name));
+    let entries = device.attributes.len() + device.capacity.len();
+    if entries > MAX_ATTRIBUTES_AND_CAPACITIES {
+        errs.push(FieldError::invalid(
+            path.clone(),
+            entries,
+            format!("the total number of attributes and capacities must not exceed {MAX_ATTRIBUTES_AND_CAPACITIES}"),
+        ));
+    }
+    let values = attribute_value_count(device);
+    if values > MAX_ATTRIBUTE_VALUES {
+        errs.push(FieldError::invalid(
+            path.clone(),
+            values,
+            format!("the total number of attribute values must not exceed {MAX_ATTRIBUTE_VALUES}"),
+        ));
+    }
+    let attributes = path.child("attributes");
+    for (key, attribute) in &device.attributes {
+        errs.extend(validate_qualified_name(key, &attributes));
+        errs.extend(validate_attribute(attribute, &attributes.key(&truncate_key(key))));
+    }
+    let capacity = path.child("capacity");
+    for key in device.capacity.keys() {
+        errs.extend(validate_qualified_name(key, &capacity));
+    }
+    errs.extend(validate_slice_device_taints(device, old, &path.child("taints")));
+    if device.consumes_counters.len() > MAX_COUNTER_CONSUMPTIONS {
+        errs.push(FieldError::too_many(
+            path.child("consumesCounters"),
+            device.consumes_counters.len(),
+            MAX_COUNTER_CONSUMPTIONS,
+        ));
+    }
+    errs.extend(validate_device_node_selection(device, path, per_device_node_selection));
+    errs.extend(validate_binding_conditions(device, path));
+    errs
+}
+
+fn attribute_value_count(device: &Device) -> usize {
+    device
+        .attributes
+        .values()
+        .map(|a| {
+            let listed = a.ints.as_ref().map_or(0, Vec::len)
+                + a.bools.as_ref().map_or(0, Vec::len)
+                + a.strings.as_ref().map_or(0, Vec::len)
+                + a.versions.as_ref().map_or(0, Vec::len);
+            listed.max(1)
+        })
+        .sum()
+}
+
+/// `validateDeviceAttribute`: exactly one value; strings and versions at
+/// most 64 bytes; versions semver 2.0.
+pub fn validate_attribute(attribute: &DeviceAttribute, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut fields = 0;
+    fields += usize::from(attribute.bool.is_some()) + usize::from(attribute.int.is_some());
+    if let Some(s) = &attribute.string {
+        fields += 1;
+        errs.extend(validate_string_value(s, &path.child("string")));
+    }
+    if let Some(v) = &attribute.version {
+        fields += 1;
+        errs.extend(validate_version_value(v, &path.child("version")));
+    }
+    for (present, empty, name) in [
+        (
+            attribute.bools.is_some(),
+            attribute.bools.as_ref().is_some_and(Vec::is_empty),
+            "bools",
+        ),
+        (
+            attribute.ints.is_some(),
+            attribute.ints.as_ref().is_some_and(Vec::is_empty),
+            "ints",
+        ),
+        (
+            attribute.strings.is_some(),
+            attribute.strings.as_ref().is_some_and(Vec::is_empty),
+            "strings",
+        ),
+        (
+            attribute.versions.is_some(),
+            attribute.versions.as_ref().is_some_and(Vec::is_empty),
+            "versions",
+        ),
+    ] {
+        if present {
+            fields += 1;
+        }
+        if empty {
+            errs.push(FieldError::invalid(
+                path.child(name),
+                BadValue::Json("[]".into()),
+                "must not be empty if specified",
+            ));
+        }
+    }
+    for (i, s) in attribute.strings.iter().flatten().enumerate() {
+        errs.extend(validate_string_value(s, &path.child("strings").index(i)));
+    }
+    for (i, v) in attribute.versions.iter().flatten().enumerate() {
+        errs.extend(validate_version_value(v, &path.child("versions").index(i)));
+    }
+    match fields {
+        0 => errs.push(FieldError::invalid(
+            path.clone(),
+            "",
+            "exactly one value must be specified",
+        )),
+        1 => {}
+        _ => errs.push(FieldError::invalid(
+            path.clone(),
+            BadValue::Json(attribute_json(attribute)),
+            "exactly one value must be specified",
+        )),
+    }
+    errs
+}
+
+fn attribute_json(attribute: &DeviceAttribute) -> String {
+    let mut m = serde_json::Map::new();
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            m.insert(k.to_owned(), v);
+        }
+    };
+    put("int", attribute.int.map(Value::from));
+    put("bool", attribute.bool.map(Value::from));
+    put("string", attribute.string.clone().map(Value::from));
+    put("version", attribute.version.clone().map(Value::from));
+    Value::Object(m).to_string()
+}
+
+fn validate_string_value(value: &str, path: &Path) -> Option<FieldError> {
+    (value.len() > ATTRIBUTE_VALUE_MAX_LENGTH).then(|| FieldError::too_long(path.clone(), ATTRIBUTE_VALUE_MAX_LENGTH))
+}
+
+fn validate_version_value(value: &str, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if !is_semver(value) {
+        errs.push(FieldError::invalid(
+            path.clone(),
+            value,
+            "must be a string compatible with semver.org spec 2.0.0",
+        ));
+    }
+    errs.extend(validate_string_value(value, path));
+    errs
+}
+
+/// semver.org 2.0.0, as the apiserver's `semverRe`.
+pub fn is_semver(value: &str) -> bool {
+    let (rest, build) = match value.split_once('+') {
+        Some((r, b)) => (r, Some(b)),
+        None => (value, None),
+    };
+    let (core, pre) = match rest.split_once('-') {
+        Some((c, p)) => (c, Some(p)),
+        None => (rest, None),
+    };
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
+    let ident = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3
+        && parts.iter().all(|p| numeric(p))
+        && pre.is_none_or(|p| {
+            p.split('.')
+                .all(|id| ident(id) && (numeric(id) || !id.bytes().all(|b| b.is_ascii_digit())))
+        })
+        && build.is_none_or(|b| b.split('.').all(ident))
+}
+
+fn truncate_key(key: &str) -> String {
+    if key.len() <= ATTRIBUTE_KEY_PATH_MAX || !key.is_ascii() {
+        return key.to_owned();
+    }
+    let remaining = ATTRIBUTE_KEY_PATH_MAX - 3;
+    format!(
+        "{}...{}",
+        &key[..remaining.div_ceil(2)],
+        &key[key.len() - remaining / 2..]
+    )
+}
+
+fn validate_device_node_selection(device: &Device, path: &Path, per_device: bool) -> Vec<FieldError> {
+    let any_set = device.node_name.is_some() || device.node_selector.is_some() || device.all_nodes.is_some();
+    if !per_device {
+        if any_set {
+            return vec![FieldError::invalid(
+                path.clone(),
+                BadValue::Null,
+                "`nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec",
+            )];
+        }
+        return Vec::new();
+    }
+    let mut errs = Vec::new();
+    let mut set = Vec::new();
+    match device.node_name.as_deref() {
+        Some("") => errs.push(FieldError::invalid(path.child("nodeName"), "", "must not be empty")),
+        Some(name) => {
+            set.push("`nodeName`");
+            errs.extend(invalid_each(
+                &path.child("nodeName"),
+                name,
+                names::dns1123_subdomain(name),
+            ));
+        }
+        None => {}
+    }
+    if device.node_selector.is_some() {
+        set.push("`nodeSelector`");
+    }
+    match device.all_nodes {
+        Some(true) => set.push("`allNodes`"),
+        Some(false) => errs.push(FieldError::invalid(
+            path.child("allNodes"),
+            false,
+            "must be either unset or set to true",
+        )),
+        None => {}
+    }
+    match set.len() {
+        0 => errs.push(FieldError::required(path.clone(), DEVICE_NODE_SELECTION)),
+        1 => {}
+        _ => errs.push(FieldError::invalid(
+            path.clone(),
+            format!("{{{}}}", set.join(", ")),
+            DEVICE_NODE_SELECTION,
+        )),
+    }
+    errs
+}
+
+/// `validateDeviceBindingParameters`.
+fn validate_binding_conditions(device: &Device, path: &Path) -> Vec<FieldError> {
+    let ok_path = path.child("bindingConditions");
+    let fail_path = path.child("bindingFailureConditions");
+    let (ok, fail) = (&device.binding_conditions, &device.binding_failure_conditions);
+    let label = |c: &String, p: &Path| invalid_each(p, c, names::label_key(c));
+    let mut errs = validate_slice(ok, BINDING_CONDITIONS_MAX, &ok_path, label);
+    errs.extend(validate_slice(fail, BINDING_CONDITIONS_MAX, &fail_path, label));
+    let mut seen = HashSet::new();
+    for (i, c) in ok.iter().enumerate() {
+        if !seen.insert(c) {
+            errs.push(FieldError::duplicate(ok_path.index(i), c));
+        }
+    }
+    let mut seen_fail = HashSet::new();
+    for (i, c) in fail.iter().enumerate() {
+        if !seen_fail.insert(c) {
+            errs.push(FieldError::duplicate(fail_path.index(i), c));
+        }
+        if ok.contains(c) {
+            errs.push(FieldError::invalid(
+                fail_path.index(i),
+                c,
+                "bindingFailureConditions must not overlap with bindingConditions",
+            ));
+        }
+    }
+    if ok.is_empty() && !fail.is_empty() {
+        errs.push(FieldError::invalid(
+            ok_path,
+            BadValue::Null,
+            "bindingConditions are required to use bindingFailureConditions",
+        ));
+    }
+    if fail.is_empty() && !ok.is_empty() {
+        errs.push(FieldError::invalid(
+            fail_path,
+            BadValue::Null,
+            "bindingFailureConditions are required to use bindingConditions",
+        ));
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn slice(devices: Value) -> Value {
+        json!({"driver": "gpu.example.com", "pool": {"name": "node-1", "resourceSliceCount": 1}, "nodeName": "node-1", "devices": devices})
+    }
+
+    fn check(spec: Value) -> Vec<String> {
+        let spec = SliceSpec::decode(&spec).expect("decodes");
+        validate_slice_spec(&spec, None, &Path::new("spec"))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn update(new: Value, old: Value) -> Vec<String> {
+        let new = SliceSpec::decode(&new).expect("decodes");
+        let old = SliceSpec::decode(&old).expect("decodes");
+        validate_slice_spec(&new, Some(&old), &Path::new("spec"))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_real_slice_passes() {
+        let devices = json!([{"name": "gpu-0", "attributes": {"model": {"string": "a100"}, "driverVersion": {"version": "1.2.3-rc.1+b5"}},
+                              "capacity": {"memory": {"value": "80Gi"}}, "taints": [{"key": "example.com/unhealthy", "effect": "NoExecute"}]}]);
+        assert!(check(slice(devices)).is_empty());
+    }
+
+    #[test]
+    fn device_limit_depends_on_advanced_features() {
+        let plain: Vec<Value> = (0..128).map(|i| json!({"name": format!("d{i}")})).collect();
+        assert!(check(slice(json!(plain))).is_empty());
+        let mut tainted: Vec<Value> = (0..65).map(|i| json!({"name": format!("d{i}")})).collect();
+        tainted[64]["taints"] = json!([{"key": "k", "effect": "NoSchedule"}]);
+        assert_eq!(
+            check(slice(json!(tainted))),
+            vec!["spec.devices: Too many: 65: must have at most 64 items"]
+        );
+        let mut listed: Vec<Value> = (0..65).map(|i| json!({"name": format!("d{i}")})).collect();
+        listed[0]["attributes"] = json!({"cores": {"ints": [1, 2]}});
+        assert_eq!(
+            check(slice(json!(listed))),
+            vec!["spec.devices: Too many: 65: must have at most 64 items"]
+        );
+    }
+
+    #[test]
+    fn attributes() {
+        let one = |attr: Value| check(slice(json!([{"name": "d", "attributes": {"a": attr}}])));
+        assert_eq!(
+            one(json!({})),
+            vec![r#"spec.devices[0].attributes[a]: Invalid value: "": exactly one value must be specified"#]
+        );
+        assert_eq!(
+            one(json!({"int": 1, "bool": true})),
+            vec![
+                r#"spec.devices[0].attributes[a]: Invalid value: {"bool":true,"int":1}: exactly one value must be specified"#
+            ]
+        );
+        assert_eq!(
+            one(json!({"version": "1.2"})),
+            vec![
+                r#"spec.devices[0].attributes[a].version: Invalid value: "1.2": must be a string compatible with semver.org spec 2.0.0"#
+            ]
+        );
+        assert_eq!(
+            one(json!({"string": "x".repeat(65)})),
+            vec!["spec.devices[0].attributes[a].string: Too long: may not be more than 64 bytes"]
+        );
+        assert_eq!(
+            one(json!({"strings": []})),
+            vec!["spec.devices[0].attributes[a].strings: Invalid value: []: must not be empty if specified"]
+        );
+        let bad_key = check(slice(json!([{"name": "d", "attributes": {"1bad": {"int": 1}}}])));
+        assert_eq!(bad_key.len(), 1);
+        assert!(bad_key[0].starts_with(r#"spec.devices[0].attributes: Invalid value: "1bad": a valid C identifier"#));
+        let many: serde_json::Map<String, Value> = (0..33).map(|i| (format!("a{i}"), json!({"int": i}))).collect();
+        assert_eq!(
+            check(slice(json!([{"name": "d", "attributes": many}]))),
+            vec![
+                "spec.devices[0]: Invalid value: 33: the total number of attributes and capacities must not exceed 32"
+            ]
+        );
+        let values: Vec<i64> = (0..49).collect();
+        assert_eq!(
+            check(slice(json!([{"name": "d", "attributes": {"a": {"ints": values}}}]))),
+            vec!["spec.devices[0]: Invalid value: 49: the total number of attribute values must not exceed 48"]
+        );
+    }
+
+    #[test]
+    fn semver_matches_the_apiserver() {
+        for ok in [
+            "1.2.3",
+            "0.0.0",
+            "1.2.3-alpha.1",
+            "1.2.3-0a",
+            "1.2.3+build.5",
+            "10.20.30-rc.1+exp.sha.5114f85",
+        ] {
+            assert!(is_semver(ok), "{ok}");
+        }
+        for bad in ["1.2", "01.2.3", "1.2.3-01", "1.2.3-", "1.2.3+", "v1.2.3", "1.2.3-a..b"] {
+            assert!(!is_semver(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn node_selection_is_exactly_one() {
+        let mut s = slice(json!([]));
+        s["allNodes"] = json!(true);
+        assert_eq!(
+            check(s),
+            vec![
+                "spec: Invalid value: \"{`nodeName`, `allNodes`}\": exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required, but multiple fields are set"
+            ]
+        );
+        let mut selector = slice(json!([]));
+        selector.as_object_mut().map(|o| o.remove("nodeName"));
+        selector["nodeSelector"] = json!({"nodeSelectorTerms": [{}, {}]});
+        assert_eq!(
+            check(selector),
+            vec![
+                "spec.nodeSelector.nodeSelectorTerms: Invalid value: [{},{}]: must have exactly one node selector term"
+            ]
+        );
+        let mut empty = slice(json!([]));
+        empty["nodeName"] = json!("");
+        assert_eq!(check(empty).len(), 2, "empty nodeName, and then nothing selects nodes");
+    }
+
+    #[test]
+    fn per_device_node_selection() {
+        let mut s = slice(
+            json!([{"name": "a", "nodeName": "n1"}, {"name": "b"}, {"name": "c", "nodeName": "n1", "allNodes": true}]),
+        );
+        s.as_object_mut().map(|o| o.remove("nodeName"));
+        s["perDeviceNodeSelection"] = json!(true);
+        let errs = check(s);
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].starts_with(
+                "spec.devices[1]: Required value: exactly one of `nodeName`, `nodeSelector`, or `allNodes`"
+            )
+        );
+        assert!(errs[1].starts_with("spec.devices[2]: Invalid value: \"{`nodeName`, `allNodes`}\""));
+        assert_eq!(
+            check(slice(json!([{"name": "a", "allNodes": true}]))),
+            vec![
+                "spec.devices[0]: Invalid value: null: `nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec"
+            ]
+        );
+    }
+
+    #[test]
+    fn binding_conditions() {
+        let device = |ok: Value, fail: Value| {
+            check(slice(
+                json!([{"name": "d", "bindingConditions": ok, "bindingFailureConditions": fail}]),
+            ))
+        };
+        assert!(device(json!(["ready"]), json!(["failed"])).is_empty());
+        assert_eq!(
+            device(json!(["ready"]), json!([])),
+            vec![
+                "spec.devices[0].bindingFailureConditions: Invalid value: null: bindingFailureConditions are required to use bindingConditions"
+            ]
+        );
+        assert_eq!(
+            device(json!(["ready", "ready"]), json!(["ready"])),
+            vec![
+                r#"spec.devices[0].bindingConditions[1]: Duplicate value: "ready""#,
+                r#"spec.devices[0].bindingFailureConditions[0]: Invalid value: "ready": bindingFailureConditions must not overlap with bindingConditions"#,
+            ]
+        );
+        assert_eq!(
+            device(json!(["a", "b", "c", "d", "e"]), json!(["f"])),
+            vec!["spec.devices[0].bindingConditions: Too many: 5: must have at most 4 items"]
+        );
+    }
+
+    #[test]
+    fn immutable_fields_and_ratcheted_taints() {
+        let old = slice(json!([{"name": "d", "taints": [{"key": "k", "effect": "Future"}]}]));
+        assert!(
+            update(old.clone(), old.clone()).is_empty(),
+            "unchanged taint list ratchets"
+        );
+        let mut moved = old.clone();
+        moved["driver"] = json!("other.example.com");
+        moved["pool"]["name"] = json!("node-2");
+        moved["nodeName"] = json!("node-2");
+        assert_eq!(
+            update(moved, old.clone()),
+            vec![
+                r#"spec.pool.name: Invalid value: "node-2": field is immutable"#,
+                r#"spec.driver: Invalid value: "other.example.com": field is immutable"#,
+                r#"spec.nodeName: Invalid value: "node-2": field is immutable"#,
+            ]
+        );
+        let mut changed = old.clone();
+        changed["devices"][0]["taints"][0]["value"] = json!("v");
+        assert_eq!(update(changed, old).len(), 1, "a changed taint list is judged as new");
+    }
+}
