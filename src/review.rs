@@ -296,62 +296,54 @@ fn immutable_spec(
     errs
 }
 
+/// The common shape of a judgement: decode the spec view of the object (and
+/// of the stored object), judge the metadata, then apply `rules`.
+fn judge<T>(
+    object: &Value,
+    old: Option<&Value>,
+    namespaced: bool,
+    decode: impl Fn(&Value) -> Result<T, DecodeError>,
+    rules: impl FnOnce(&T, Option<&T>) -> Vec<FieldError>,
+) -> Result<Vec<FieldError>, DecodeError> {
+    let view = decode(object)?;
+    let old_view = decode_old(old, decode)?;
+    let mut errs = validate_metadata(object, old, namespaced)?;
+    errs.extend(rules(&view, old_view.as_ref()));
+    Ok(errs)
+}
+
 fn validate_resource_slice(object: &Value, old: Option<&Value>) -> Result<Vec<FieldError>, DecodeError> {
     let decode = |o: &Value| SliceSpec::decode(field(o, "spec"));
-    let spec = decode(object)?;
-    let old_spec = decode_old(old, decode)?;
-    let mut errs = validate_metadata(object, old, false)?;
-    errs.extend(rules::slice::validate_slice_spec(
-        &spec,
-        old_spec.as_ref(),
-        &Path::new("spec"),
-    ));
-    Ok(errs)
+    judge(object, old, false, decode, |spec, old| {
+        rules::slice::validate_slice_spec(spec, old, &Path::new("spec"))
+    })
 }
 
 fn validate_device_taint_rule(object: &Value, old: Option<&Value>) -> Result<Verdict, DecodeError> {
     let decode = |o: &Value| DeviceTaintRuleSpec::decode(field(o, "spec"));
-    let spec = decode(object)?;
-    let old_spec = decode_old(old, decode)?;
-    let mut errors = validate_metadata(object, old, false)?;
-    errors.extend(rules::devicetaintrule::validate_device_taint_rule(
-        &spec,
-        old_spec.as_ref(),
-        &Path::new("spec"),
-    ));
-    Ok(Verdict {
-        errors,
-        warnings: rules::devicetaintrule::device_taint_rule_warnings(&spec),
-    })
+    let mut warnings = Vec::new();
+    let errors = judge(object, old, false, decode, |spec, old| {
+        warnings = rules::devicetaintrule::device_taint_rule_warnings(spec);
+        rules::devicetaintrule::validate_device_taint_rule(spec, old, &Path::new("spec"))
+    })?;
+    Ok(Verdict { errors, warnings })
 }
 
 fn validate_pod(object: &Value, old: Option<&Value>) -> Result<Vec<FieldError>, DecodeError> {
     let decode = |o: &Value| PodSpecView::decode(field(o, "spec"));
-    let spec = decode(object)?;
-    let old_spec = decode_old(old, decode)?;
-    let mut errs = validate_metadata(object, old, true)?;
-    errs.extend(rules::pod::validate_pod_spec(
-        &spec,
-        old_spec.as_ref(),
-        &Path::new("spec"),
-    ));
-    Ok(errs)
+    judge(object, old, true, decode, |spec, old| {
+        rules::pod::validate_pod_spec(spec, old, &Path::new("spec"))
+    })
 }
 
+/// Node taints are reported under `metadata` (ValidateNode passes the
+/// metadata path down).
 fn validate_node(object: &Value, old: Option<&Value>) -> Result<Vec<FieldError>, DecodeError> {
     let decode = |o: &Value| node_taints(field(o, "spec"));
-    let taints = decode(object)?;
-    let old_taints = decode_old(old, decode)?;
-    let mut errs = validate_metadata(object, old, false)?;
-    // The apiserver reports node taints under `metadata` (ValidateNode passes
-    // the metadata path down).
-    let path = Path::new("metadata").child("taints");
-    errs.extend(rules::taints::validate_node_taints(
-        &taints,
-        old_taints.as_deref(),
-        &path,
-    ));
-    Ok(errs)
+    judge(object, old, false, decode, |taints, old| {
+        let path = Path::new("metadata").child("taints");
+        rules::taints::validate_node_taints(taints, old.map(Vec::as_slice), &path)
+    })
 }
 
 fn admin_access(spec: &ClaimSpec, namespace: &str, ctx: &Context<'_>) -> Vec<FieldError> {
@@ -389,7 +381,8 @@ fn field<'a>(object: &'a Value, name: &str) -> &'a Value {
     object.get(name).unwrap_or(&NULL)
 }
 
-fn operation_name(op: &Operation) -> &'static str {
+/// The operation as the AdmissionReview spells it.
+pub fn operation_name(op: &Operation) -> &'static str {
     match op {
         Operation::Create => "CREATE",
         Operation::Update => "UPDATE",

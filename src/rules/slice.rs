@@ -157,16 +157,27 @@ fn validate_node_selection(spec: &SliceSpec, path: &Path) -> Vec<FieldError> {
             None => {}
         }
     }
+    errs.extend(exactly_one(
+        &set,
+        path,
+        NODE_SELECTION,
+        &format!("{NODE_SELECTION}, but multiple fields are set"),
+    ));
+    errs
+}
+
+/// The one-of rules of node selection: none set is `Required`, several
+/// set is `Invalid` with the set fields listed as `{a, b}`.
+fn exactly_one(set: &[&str], path: &Path, none: &str, several: &str) -> Option<FieldError> {
     match set.len() {
-        0 => errs.push(FieldError::required(path.clone(), NODE_SELECTION)),
-        1 => {}
-        _ => errs.push(FieldError::invalid(
+        0 => Some(FieldError::required(path.clone(), none)),
+        1 => None,
+        _ => Some(FieldError::invalid(
             path.clone(),
             format!("{{{}}}", set.join(", ")),
-            format!("{NODE_SELECTION}, but multiple fields are set"),
+            several,
         )),
     }
-    errs
 }
 
 /// A slice's node selector must have exactly one term.
@@ -430,15 +441,7 @@ fn validate_device_node_selection(device: &Device, path: &Path, per_device: bool
         )),
         None => {}
     }
-    match set.len() {
-        0 => errs.push(FieldError::required(path.clone(), DEVICE_NODE_SELECTION)),
-        1 => {}
-        _ => errs.push(FieldError::invalid(
-            path.clone(),
-            format!("{{{}}}", set.join(", ")),
-            DEVICE_NODE_SELECTION,
-        )),
-    }
+    errs.extend(exactly_one(&set, path, DEVICE_NODE_SELECTION, DEVICE_NODE_SELECTION));
     errs
 }
 

@@ -10,7 +10,6 @@ use axum::extract::{DefaultBodyLimit, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use kube::core::admission::Operation;
 
 use super::ReadyCheck;
 use super::duration::review_deadline;
@@ -18,7 +17,7 @@ use super::metrics::Metrics;
 use crate::admission::Incoming;
 use crate::cluster::ClusterView;
 use crate::objects::Kind;
-use crate::review::{Context, Decision, Phase};
+use crate::review::{Context, Decision, Phase, operation_name};
 
 #[derive(Clone)]
 pub(crate) struct AppState {
@@ -273,14 +272,5 @@ impl Summary {
                 "admission review denied"
             );
         }
-    }
-}
-
-fn operation_name(op: &Operation) -> &'static str {
-    match op {
-        Operation::Create => "CREATE",
-        Operation::Update => "UPDATE",
-        Operation::Delete => "DELETE",
-        Operation::Connect => "CONNECT",
     }
 }
