@@ -5,11 +5,13 @@
 //! HTTPS server ([`server`]) and the command line are doors into it.
 
 pub mod admission;
+pub mod check;
 pub mod cli;
 pub mod cluster;
 pub mod field;
 pub mod mutate;
 pub mod objects;
+pub mod report;
 pub mod review;
 pub mod rules;
 pub mod server;

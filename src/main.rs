@@ -10,5 +10,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => draguard::cli::serve::run(args),
         Command::Review(args) => draguard::cli::review::run(args),
+        Command::Check(args) => draguard::cli::check::run(args),
     }
 }

@@ -1,5 +1,6 @@
 //! Command-line interface: one module per subcommand.
 
+pub mod check;
 pub mod review;
 pub mod serve;
 
@@ -19,6 +20,8 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Print the AdmissionReview response the server would send for one request.
     Review(review::ReviewArgs),
+    /// Check manifests as the webhook would judge them (for CI).
+    Check(check::CheckArgs),
 }
 
 /// Log output for every subcommand: human-readable on a terminal, JSON lines

@@ -1,0 +1,508 @@
+//! `draguard check`: the admission verdicts on plain manifests.
+//!
+//! Each object is reviewed by the same core as the webhook, as a CREATE in
+//! its namespace, or as an UPDATE when an old version is given. Workloads
+//! are reviewed through their pod template, and every finding points at
+//! the file, line and column of the offending field.
+
+pub mod input;
+pub mod locate;
+pub mod yaml;
+
+use std::collections::HashMap;
+use std::fmt;
+
+use kube::core::DynamicObject;
+use kube::core::admission::AdmissionRequest;
+use serde_json::{Value, json};
+use serde_saphyr::Spanned;
+
+use crate::cluster::StaticView;
+use crate::review::{Context, Phase, Request, review};
+pub use input::{InputError, Source};
+use yaml::{Node, Position};
+
+/// How to check.
+pub struct Options {
+    /// Namespace for namespaced objects that name none.
+    pub namespace: String,
+    pub now: jiff::Timestamp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// One thing wrong (or worth a look) in one object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub severity: Severity,
+    /// The field path in the manifest (`spec.template.spec.tolerations[0]`).
+    pub field: Option<String>,
+    /// The cause reason (`FieldValueNotSupported`), `Warning`, or the status reason.
+    pub reason: String,
+    pub message: String,
+    pub position: Position,
+}
+
+impl Finding {
+    /// A stable rule id: the reason and the field path without indices, e.g.
+    /// `FieldValueNotSupported:spec.devices.requests.exactly.tolerations.effect`.
+    pub fn rule_id(&self) -> String {
+        let field = self.field.as_deref().map(strip_indices).unwrap_or_default();
+        if field.is_empty() {
+            self.reason.clone()
+        } else {
+            format!("{}:{}", self.reason, field)
+        }
+    }
+}
+
+fn strip_indices(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut depth = 0;
+    for c in path.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `Kind/namespace/name`, or `Kind/name` for cluster-scoped objects.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectId {
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl fmt::Display for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{}/{}/{}", self.kind, ns, self.name),
+            None => write!(f, "{}/{}", self.kind, self.name),
+        }
+    }
+}
+
+/// The verdict on one object.
+#[derive(Debug, Clone)]
+pub struct ObjectReport {
+    pub source: usize,
+    pub id: ObjectId,
+    pub position: Position,
+    pub allowed: bool,
+    pub findings: Vec<Finding>,
+}
+
+/// Everything `check` found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Source names, indexed by `ObjectReport::source`.
+    pub sources: Vec<String>,
+    pub objects: Vec<ObjectReport>,
+}
+
+impl Report {
+    pub fn denied(&self) -> usize {
+        self.objects.iter().filter(|o| !o.allowed).count()
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.objects
+            .iter()
+            .flat_map(|o| &o.findings)
+            .filter(|f| f.severity == Severity::Warning)
+            .count()
+    }
+}
+
+/// An object found in the input, and where.
+struct Object {
+    source: usize,
+    document: usize,
+    /// Index in a `kind: List`'s `items`.
+    item: Option<usize>,
+    value: Value,
+}
+
+impl Object {
+    fn prefix(&self) -> String {
+        self.item.map(|i| format!("items[{i}]")).unwrap_or_default()
+    }
+}
+
+/// Checks already-read sources. `old` holds the previous versions for UPDATE
+/// reviews; `progress` is told after each source is parsed.
+pub fn check(
+    sources: &[Source],
+    old: &[Source],
+    options: &Options,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Report, InputError> {
+    let mut objects = Vec::new();
+    for (i, source) in sources.iter().enumerate() {
+        objects.extend(objects_of(i, source)?);
+        progress(i + 1, sources.len());
+    }
+    let mut old_objects = HashMap::new();
+    for (i, source) in old.iter().enumerate() {
+        for o in objects_of(i, source)? {
+            if let Some(key) = identity(&o.value, &options.namespace) {
+                old_objects.insert(key, o.value);
+            }
+        }
+    }
+    let cluster = namespaces_in(&objects);
+    let ctx = Context {
+        now: options.now,
+        cluster: &cluster,
+        phase: Phase::Both,
+    };
+    let mut spans = SpanCache::new(sources);
+    let mut report = Report {
+        sources: sources.iter().map(|s| s.name.clone()).collect(),
+        objects: Vec::with_capacity(objects.len()),
+    };
+    for (n, object) in objects.into_iter().enumerate() {
+        let old_value = identity(&object.value, &options.namespace).and_then(|k| old_objects.get(&k));
+        report
+            .objects
+            .push(check_object(n, &object, old_value, options, &ctx, &mut spans));
+    }
+    Ok(report)
+}
+
+fn objects_of(source_index: usize, source: &Source) -> Result<Vec<Object>, InputError> {
+    let mut objects = Vec::new();
+    for (document, value) in input::parse_documents(source)? {
+        let is_list = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.ends_with("List"))
+            && value.get("items").is_some_and(Value::is_array);
+        if is_list {
+            let items = value
+                .get("items")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            objects.extend(items.into_iter().enumerate().map(|(i, v)| Object {
+                source: source_index,
+                document,
+                item: Some(i),
+                value: v,
+            }));
+        } else {
+            objects.push(Object {
+                source: source_index,
+                document,
+                item: None,
+                value,
+            });
+        }
+    }
+    Ok(objects)
+}
+
+fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+
+/// Kinds that live outside namespaces, among those draguard may see.
+fn cluster_scoped(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Namespace"
+            | "Node"
+            | "ResourceSlice"
+            | "DeviceTaintRule"
+            | "DeviceClass"
+            | "ResourceSlicePatch"
+            | "ClusterRole"
+            | "ClusterRoleBinding"
+            | "CustomResourceDefinition"
+            | "PersistentVolume"
+            | "StorageClass"
+            | "PriorityClass"
+            | "ValidatingWebhookConfiguration"
+            | "MutatingWebhookConfiguration"
+    )
+}
+
+/// group/kind/namespace/name: how an object is matched with its old version.
+fn identity(v: &Value, default_namespace: &str) -> Option<(String, String, String, String)> {
+    let kind = text(v, "/kind")?;
+    let group = text(v, "/apiVersion").map(|a| a.rsplit_once('/').map_or("", |(g, _)| g))?;
+    let name = text(v, "/metadata/name").or_else(|| text(v, "/metadata/generateName"))?;
+    let namespace = if cluster_scoped(kind) {
+        ""
+    } else {
+        text(v, "/metadata/namespace").unwrap_or(default_namespace)
+    };
+    Some((group.to_owned(), kind.to_owned(), namespace.to_owned(), name.to_owned()))
+}
+
+/// Namespace objects in the input tell the labels of their namespaces.
+fn namespaces_in(objects: &[Object]) -> StaticView {
+    let mut view = StaticView::default();
+    for o in objects.iter().filter(|o| text(&o.value, "/kind") == Some("Namespace")) {
+        if let Some(name) = text(&o.value, "/metadata/name") {
+            let labels = o
+                .value
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            view.namespaces.insert(name.to_owned(), labels);
+        }
+    }
+    view
+}
+
+/// Where a workload keeps its pod template.
+fn pod_template_path(group: &str, kind: &str) -> Option<&'static str> {
+    match (group, kind) {
+        ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") | ("batch", "Job") => Some("spec.template"),
+        ("batch", "CronJob") => Some("spec.jobTemplate.spec.template"),
+        _ => None,
+    }
+}
+
+/// What is actually reviewed for an object: itself, or the Pod its
+/// template makes, with the prefix that maps Pod paths back.
+struct Subject {
+    object: Value,
+    old: Option<Value>,
+    field_prefix: Option<&'static str>,
+}
+
+fn subject(object: &Value, old: Option<&Value>, namespace: &str) -> Subject {
+    let (group, kind) = group_kind(object);
+    if let Some(path) = pod_template_path(&group, &kind) {
+        let pointer = format!("/{}", path.replace('.', "/"));
+        let as_pod = |v: &Value| {
+            let template = v.pointer(&pointer).cloned().unwrap_or(Value::Null);
+            let mut metadata = template.get("metadata").cloned().unwrap_or_else(|| json!({}));
+            if let Some(m) = metadata.as_object_mut() {
+                m.insert("name".into(), json!(text(v, "/metadata/name").unwrap_or("pod")));
+                m.insert("namespace".into(), json!(namespace));
+            }
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template.get("spec").cloned().unwrap_or(Value::Null)})
+        };
+        return Subject {
+            object: as_pod(object),
+            old: old.map(as_pod),
+            field_prefix: Some(path),
+        };
+    }
+    let mut object = object.clone();
+    if !cluster_scoped(&kind)
+        && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.entry("namespace").or_insert_with(|| json!(namespace));
+    }
+    Subject {
+        object,
+        old: old.cloned(),
+        field_prefix: None,
+    }
+}
+
+fn group_kind(v: &Value) -> (String, String) {
+    let api_version = text(v, "/apiVersion").unwrap_or("");
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    (group.to_owned(), text(v, "/kind").unwrap_or("").to_owned())
+}
+
+/// The AdmissionRequest the apiserver would send for this object.
+fn admission_request(
+    uid: usize,
+    object: Value,
+    old: Option<Value>,
+    namespace: Option<&str>,
+) -> Result<Request, String> {
+    let api_version = text(&object, "/apiVersion").unwrap_or("");
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let kind = text(&object, "/kind").unwrap_or("");
+    let name = text(&object, "/metadata/name").unwrap_or("");
+    let envelope = json!({
+        "uid": format!("draguard-check-{uid}"),
+        "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": group, "version": version, "resource": format!("{}s", kind.to_lowercase())},
+        "name": name,
+        "namespace": namespace,
+        "operation": if old.is_some() { "UPDATE" } else { "CREATE" },
+        "userInfo": {"username": "draguard-check"},
+        "dryRun": true,
+    });
+    let envelope: AdmissionRequest<DynamicObject> =
+        serde_json::from_value(envelope).map_err(|e| format!("cannot build the admission request: {e}"))?;
+    Ok(Request {
+        envelope,
+        object: Some(object),
+        old_object: old,
+    })
+}
+
+fn check_object(
+    n: usize,
+    object: &Object,
+    old: Option<&Value>,
+    options: &Options,
+    ctx: &Context<'_>,
+    spans: &mut SpanCache<'_>,
+) -> ObjectReport {
+    let v = &object.value;
+    let kind = text(v, "/kind").unwrap_or("").to_owned();
+    let scoped = !cluster_scoped(&kind);
+    let namespace = scoped.then(|| text(v, "/metadata/namespace").unwrap_or(&options.namespace).to_owned());
+    let name = text(v, "/metadata/name")
+        .or_else(|| text(v, "/metadata/generateName"))
+        .unwrap_or("")
+        .to_owned();
+    let id = ObjectId {
+        kind: if kind.is_empty() {
+            "(no kind)".into()
+        } else {
+            kind.clone()
+        },
+        namespace: namespace.clone(),
+        name,
+    };
+    let prefix = object.prefix();
+    let position = spans.locate(object.source, object.document, &prefix, "");
+    let mut report = ObjectReport {
+        source: object.source,
+        id,
+        position,
+        allowed: true,
+        findings: Vec::new(),
+    };
+    if kind.is_empty() || text(v, "/apiVersion").is_none() {
+        report.findings.push(Finding {
+            severity: Severity::Warning,
+            field: None,
+            reason: "NotAnObject".into(),
+            message: "skipped: not a Kubernetes object (no apiVersion or kind)".into(),
+            position,
+        });
+        return report;
+    }
+    let subject = subject(v, old, namespace.as_deref().unwrap_or(""));
+    let field_prefix = subject.field_prefix;
+    let request = match admission_request(n, subject.object, subject.old, namespace.as_deref()) {
+        Ok(r) => r,
+        Err(message) => {
+            report.allowed = false;
+            report
+                .findings
+                .push(error_finding("BadRequest", None, message, position));
+            return report;
+        }
+    };
+    let decision = review(&request, ctx);
+    report.allowed = decision.allowed;
+    let map_field = |field: &str| match field_prefix {
+        Some(p) => format!("{p}.{field}"),
+        None => field.to_owned(),
+    };
+    if let Some(status) = &decision.status {
+        let causes = status.details.as_ref().map(|d| d.causes.as_slice()).unwrap_or_default();
+        for cause in causes {
+            let field = map_field(&cause.field);
+            let at = spans.locate(object.source, object.document, &prefix, &manifest_path(&kind, &field));
+            report
+                .findings
+                .push(error_finding(&cause.reason, Some(field), cause.message.clone(), at));
+        }
+        if causes.is_empty() && !decision.allowed {
+            report
+                .findings
+                .push(error_finding(&status.reason, None, status.message.clone(), position));
+        }
+    }
+    for warning in &decision.warnings {
+        let field = leading_field(warning).map(|f| map_field(&f));
+        let at = field
+            .as_deref()
+            .map_or(position, |f| spans.locate(object.source, object.document, &prefix, f));
+        report.findings.push(Finding {
+            severity: Severity::Warning,
+            field,
+            reason: "Warning".into(),
+            message: warning.clone(),
+            position: at,
+        });
+    }
+    report
+}
+
+fn error_finding(reason: &str, field: Option<String>, message: String, position: Position) -> Finding {
+    Finding {
+        severity: Severity::Error,
+        field,
+        reason: reason.to_owned(),
+        message,
+        position,
+    }
+}
+
+/// Where a reported field really is in the manifest: the apiserver reports
+/// node taints under `metadata.taints`, but they are written in `spec`.
+fn manifest_path(kind: &str, field: &str) -> String {
+    match field.strip_prefix("metadata.taints") {
+        Some(rest) if kind == "Node" => format!("spec.taints{rest}"),
+        _ => field.to_owned(),
+    }
+}
+
+/// A warning that starts with a field path (`spec.deviceSelector is empty`).
+fn leading_field(warning: &str) -> Option<String> {
+    let first = warning.split_whitespace().next()?.trim_end_matches(':');
+    (first.starts_with("spec.") || first.starts_with("metadata.")).then(|| first.to_owned())
+}
+
+/// Documents with positions, parsed only for sources that have findings.
+struct SpanCache<'a> {
+    sources: &'a [Source],
+    parsed: HashMap<usize, Vec<Spanned<Node>>>,
+}
+
+impl<'a> SpanCache<'a> {
+    fn new(sources: &'a [Source]) -> Self {
+        SpanCache {
+            sources,
+            parsed: HashMap::new(),
+        }
+    }
+
+    fn locate(&mut self, source: usize, document: usize, prefix: &str, field: &str) -> Position {
+        let sources = self.sources;
+        let docs = self.parsed.entry(source).or_insert_with(|| {
+            sources
+                .get(source)
+                .and_then(|s| serde_saphyr::from_multiple::<Spanned<Node>>(&s.text).ok())
+                .unwrap_or_default()
+        });
+        let Some(doc) = docs.get(document) else {
+            return Position::default();
+        };
+        let path = match (prefix.is_empty(), field.is_empty()) {
+            (true, _) => field.to_owned(),
+            (false, true) => prefix.to_owned(),
+            (false, false) => format!("{prefix}.{field}"),
+        };
+        locate::locate(doc, &locate::parse_path(&path))
+    }
+}

@@ -1,0 +1,86 @@
+//! `draguard check PATH... [--output text|json|sarif|junit]`: the webhook's
+//! verdicts on manifests, for CI. Exit 0 when everything is admitted, 1 on
+//! any denial (or warning, with --warnings-as-errors), 2 on unusable input.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::check::{self, Options, input};
+use crate::report::{self, Format};
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Manifest files or folders (searched for .yaml, .yml, .json); `-` reads
+    /// standard input (e.g. `kustomize build | draguard check -`).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Previous versions of the objects: matching objects (kind, namespace,
+    /// name) are reviewed as UPDATEs, so ratcheting and timeAdded apply.
+    #[arg(long, value_name = "PATH")]
+    pub old: Vec<PathBuf>,
+    /// Namespace for namespaced objects that name none.
+    #[arg(long, short = 'n', default_value = "default")]
+    pub namespace: String,
+    /// Policy folder.
+    #[arg(long, default_value = "policies", value_name = "DIR")]
+    pub policies: PathBuf,
+    #[arg(long, short = 'o', value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+    /// Fail (exit 1) on warnings too.
+    #[arg(long)]
+    pub warnings_as_errors: bool,
+}
+
+/// Progress is shown for inputs of at least this many files, on a terminal.
+const PROGRESS_FROM: usize = 20;
+
+pub fn run(args: CheckArgs) -> ExitCode {
+    let stderr_tty = std::io::stderr().is_terminal();
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let read =
+        input::read_sources(&args.paths).and_then(|sources| input::read_sources(&args.old).map(|old| (sources, old)));
+    let (sources, old) = match read {
+        Ok(s) => s,
+        Err(e) => return unusable(&e.to_string()),
+    };
+    let options = Options {
+        namespace: args.namespace.clone(),
+        now: jiff::Timestamp::now(),
+    };
+    let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;
+    let progress = |done: usize, total: usize| {
+        if show_progress {
+            eprint!("\rchecking: parsed {done}/{total} files");
+        }
+    };
+    let result = check::check(&sources, &old, &options, progress);
+    if show_progress {
+        eprint!("\r\x1b[2K");
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => return unusable(&e.to_string()),
+    };
+    let rendered = report::render(&report, args.output, color);
+    let summary = report::summary(&report);
+    let mut stdout = std::io::stdout().lock();
+    let written = if args.output == Format::Text {
+        write!(stdout, "{rendered}").and_then(|()| writeln!(stdout, "{summary}"))
+    } else {
+        eprintln!("{summary}");
+        write!(stdout, "{rendered}")
+    };
+    if let Err(e) = written.and_then(|()| stdout.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return unusable(&format!("cannot write the report: {e}"));
+    }
+    let failed = report.denied() > 0 || (args.warnings_as_errors && report.warnings() > 0);
+    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+fn unusable(message: &str) -> ExitCode {
+    eprintln!("draguard check: {message}");
+    ExitCode::from(2)
+}

@@ -1,0 +1,118 @@
+//! Output formats for `draguard check`: text (default), JSON, SARIF 2.1.0
+//! for code-scanning UIs, JUnit XML for test dashboards.
+
+mod junit;
+mod sarif;
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use crate::check::{Report, Severity};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Sarif,
+    Junit,
+}
+
+pub fn render(report: &Report, format: Format, color: bool) -> String {
+    match format {
+        Format::Text => text(report, color),
+        Format::Json => pretty(&json_report(report)),
+        Format::Sarif => pretty(&sarif::render(report)),
+        Format::Junit => junit::render(report),
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
+    s.push('\n');
+    s
+}
+
+/// `N objects, N denied, N warnings`.
+pub fn summary(report: &Report) -> String {
+    let n = report.objects.len();
+    let plural = |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
+    format!(
+        "{}, {} denied, {}",
+        plural(n, "object"),
+        report.denied(),
+        plural(report.warnings(), "warning")
+    )
+}
+
+/// `file:line:col: Kind/namespace/name: field: message`, one line a finding.
+fn text(report: &Report, color: bool) -> String {
+    let paint = |code: &str, s: &str| {
+        if color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_owned()
+        }
+    };
+    let mut out = String::new();
+    for object in &report.objects {
+        let file = report.sources.get(object.source).map_or("-", String::as_str);
+        for f in &object.findings {
+            let place = format!("{file}:{}:{}", f.position.line, f.position.column);
+            let label = match f.severity {
+                Severity::Error => paint("1;31", "error"),
+                Severity::Warning => paint("1;33", "warning"),
+            };
+            let field = match f.field.as_deref() {
+                Some(p) if !f.message.starts_with(p) => format!("{p}: "),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "{}: {label}: {}: {field}{}",
+                paint("1", &place),
+                object.id,
+                f.message
+            );
+        }
+    }
+    out
+}
+
+fn json_report(report: &Report) -> Value {
+    let objects: Vec<Value> = report
+        .objects
+        .iter()
+        .map(|o| {
+            let findings: Vec<Value> = o
+                .findings
+                .iter()
+                .map(|f| {
+                    json!({
+                        "severity": match f.severity { Severity::Error => "error", Severity::Warning => "warning" },
+                        "rule": f.rule_id(),
+                        "reason": f.reason,
+                        "field": f.field,
+                        "message": f.message,
+                        "line": f.position.line,
+                        "column": f.position.column,
+                    })
+                })
+                .collect();
+            json!({
+                "file": report.sources.get(o.source),
+                "line": o.position.line,
+                "column": o.position.column,
+                "kind": o.id.kind,
+                "namespace": o.id.namespace,
+                "name": o.id.name,
+                "allowed": o.allowed,
+                "findings": findings,
+            })
+        })
+        .collect();
+    json!({
+        "objects": objects,
+        "summary": {"objects": report.objects.len(), "denied": report.denied(), "warnings": report.warnings()},
+    })
+}

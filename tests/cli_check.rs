@@ -1,0 +1,312 @@
+//! `draguard check`: inputs, outputs, exit codes and positions, through the
+//! real binary.
+
+use std::io::Write as _;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn draguard(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_draguard"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("draguard runs");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().expect("draguard exits")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const BROKEN: &str = "examples/dra-workload/broken";
+const FIXED: &str = "examples/dra-workload/fixed";
+
+#[test]
+fn broken_example_is_denied_with_positions() {
+    let out = draguard(&["check", BROKEN], None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        vec![
+            r#"examples/dra-workload/broken/maintenance.yaml:11:5: error: DeviceTaintRule/drain-gpu-0: spec.taint.effect: Unsupported value: "Drain": supported values: "NoExecute", "NoSchedule", "None""#,
+            "examples/dra-workload/broken/maintenance.yaml:7:3: warning: DeviceTaintRule/drain-gpu-0: spec.deviceSelector is empty: this DeviceTaintRule taints every device in the cluster with example.com/maintenance:Drain",
+            r#"examples/dra-workload/broken/training.yaml:19:13: error: ResourceClaimTemplate/ml/trainer-gpu: spec.spec.devices.requests[0].firstAvailable[0].tolerations[0].effect: Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None""#,
+            r#"examples/dra-workload/broken/training.yaml:41:9: error: Deployment/ml/trainer: spec.template.spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when `tolerationSeconds` is set"#,
+            r#"examples/dra-workload/broken/training.yaml:52:13: error: Deployment/ml/trainer: spec.template.spec.containers[0].resources.claims[0].request: Invalid value: "gpu/large": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"#,
+            "3 objects, 3 denied, 1 warning",
+        ]
+    );
+}
+
+#[test]
+fn fixed_example_is_admitted() {
+    let out = draguard(&["check", FIXED], None);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stdout(&out), "3 objects, 0 denied, 0 warnings\n");
+}
+
+const CLAIMS: &str = "\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: ok}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.example.com}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: bad, namespace: team-a}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.example.com
+        allocationMode: Some
+";
+
+#[test]
+fn stdin_multi_document_and_default_namespace() {
+    let out = draguard(&["check", "-", "--namespace", "ci"], Some(CLAIMS));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stdout(&out),
+        "-:19:9: error: ResourceClaim/team-a/bad: spec.devices.requests[0].exactly.allocationMode: Unsupported value: \"Some\": supported values: \"All\", \"ExactCount\"\n2 objects, 1 denied, 0 warnings\n"
+    );
+    let json = draguard(&["check", "-", "--namespace", "ci", "-o", "json"], Some(CLAIMS));
+    let report: Value = serde_json::from_slice(&json.stdout).expect("JSON report");
+    assert_eq!(report["objects"][0]["namespace"], "ci");
+    assert_eq!(report["objects"][0]["allowed"], true);
+    assert_eq!(report["objects"][1]["findings"][0]["line"], 19);
+    assert_eq!(report["objects"][1]["findings"][0]["column"], 9);
+    assert_eq!(
+        report["summary"],
+        serde_json::json!({"objects": 2, "denied": 1, "warnings": 0})
+    );
+    assert_eq!(stderr(&json).trim(), "2 objects, 1 denied, 0 warnings");
+}
+
+#[test]
+fn list_kind_and_json_input_piped_like_kustomize() {
+    let list = r#"{"apiVersion": "v1", "kind": "List", "items": [
+      {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+       "spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}, {"key": "gpu", "effect": "NoSchedule"}]}}
+    ]}"#;
+    let out = draguard(&["check", "-"], Some(list));
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("-:3:68: error: Node/n1: metadata.taints[1]: Duplicate value: "),
+        "node taints are written in spec, reported at metadata.taints: {text}"
+    );
+}
+
+#[test]
+fn folders_are_searched_recursively() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let nested = dir.path().join("a/b");
+    std::fs::create_dir_all(&nested).expect("mkdir");
+    std::fs::write(nested.join("claim.yml"), CLAIMS).expect("write");
+    std::fs::write(dir.path().join("notes.txt"), "not: [yaml").expect("write");
+    let out = draguard(&["check", dir.path().to_str().expect("utf-8")], None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).contains("claim.yml:19:9: error: ResourceClaim/team-a/bad"));
+}
+
+#[test]
+fn workloads_are_checked_through_their_pod_template() {
+    let cronjob = "\
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec:
+  schedule: '0 3 * * *'
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          topologySpreadConstraints:
+          - maxSkew: 1
+            topologyKey: zone
+            whenUnsatisfiable: DoNotSchedule
+            nodeTaintsPolicy: Always
+          containers: [{name: c, image: busybox}]
+";
+    let out = draguard(&["check", "-"], Some(cronjob));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).starts_with("-:15:13: error: CronJob/default/nightly: spec.jobTemplate.spec.template.spec.topologySpreadConstraints[0].nodeTaintsPolicy: Unsupported value: \"Always\""),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn old_versions_make_updates_that_ratchet() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rule = |effect: &str| {
+        format!(
+            "apiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {{name: r}}\nspec:\n  deviceSelector: {{driver: gpu.example.com}}\n  taint: {{key: k, value: v2, effect: {effect}}}\n"
+        )
+    };
+    let old = dir.path().join("old.yaml");
+    std::fs::write(&old, rule("FutureEffect").replace("v2", "v1")).expect("write");
+    let new = dir.path().join("new.yaml");
+    std::fs::write(&new, rule("FutureEffect")).expect("write");
+    let (new, old) = (new.to_str().expect("utf-8"), old.to_str().expect("utf-8"));
+    let created = draguard(&["check", new], None);
+    assert_eq!(created.status.code(), Some(1), "a new unknown effect is rejected");
+    let updated = draguard(&["check", new, "--old", old], None);
+    assert_eq!(
+        updated.status.code(),
+        Some(0),
+        "the stored unknown effect ratchets: {}",
+        stdout(&updated)
+    );
+}
+
+#[test]
+fn sarif_has_rules_and_located_results() {
+    let out = draguard(&["check", BROKEN, "--output", "sarif"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let sarif: Value = serde_json::from_slice(&out.stdout).expect("SARIF is JSON");
+    assert_eq!(sarif["version"], "2.1.0");
+    assert_eq!(sarif["$schema"], "https://json.schemastore.org/sarif-2.1.0.json");
+    let run = &sarif["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "draguard");
+    let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
+    let results = run["results"].as_array().expect("results");
+    assert_eq!(results.len(), 5);
+    for r in results {
+        let id = r["ruleId"].as_str().expect("ruleId");
+        assert!(rules.iter().any(|rule| rule["id"] == id), "rule {id} is declared");
+        let region = &r["locations"][0]["physicalLocation"]["region"];
+        assert!(region["startLine"].as_u64().is_some_and(|l| l >= 1));
+        assert!(region["startColumn"].as_u64().is_some_and(|c| c >= 1));
+    }
+    let effect = results
+        .iter()
+        .find(|r| r["ruleId"] == "FieldValueNotSupported:spec.taint.effect")
+        .expect("the taint effect result");
+    assert_eq!(effect["level"], "error");
+    assert_eq!(
+        effect["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "examples/dra-workload/broken/maintenance.yaml"
+    );
+    assert_eq!(
+        effect["locations"][0]["physicalLocation"]["region"],
+        serde_json::json!({"startLine": 11, "startColumn": 5})
+    );
+    assert!(results.iter().any(|r| r["level"] == "warning"));
+}
+
+/// Tags open and close in order, attributes are quoted: enough to know a
+/// CI dashboard will parse it.
+fn assert_well_formed_xml(xml: &str) {
+    let mut stack = Vec::new();
+    let mut rest = xml;
+    while let Some(start) = rest.find('<') {
+        let end = rest[start..].find('>').expect("tag closes") + start;
+        let tag = &rest[start + 1..end];
+        rest = &rest[end + 1..];
+        if tag.starts_with('?') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop(), Some(name.to_owned()), "closing tag {name}");
+        } else if !tag.ends_with('/') {
+            stack.push(tag.split_whitespace().next().expect("tag name").to_owned());
+        }
+        assert_eq!(tag.matches('"').count() % 2, 0, "quoted attributes in <{tag}>");
+    }
+    assert!(stack.is_empty(), "unclosed: {stack:?}");
+}
+
+#[test]
+fn junit_is_well_formed_with_failures() {
+    let out = draguard(&["check", BROKEN, "-o", "junit"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let xml = stdout(&out);
+    assert_well_formed_xml(&xml);
+    assert!(
+        xml.contains(r#"<testsuite name="draguard" tests="3" failures="3">"#),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<testcase ").count(), 3);
+    assert_eq!(xml.matches("<failure ").count(), 3);
+    assert!(xml.contains(r#"name="Deployment/ml/trainer""#));
+    assert!(xml.contains("effect must be &apos;NoExecute&apos; when `tolerationSeconds` is set"));
+    let fixed = draguard(&["check", FIXED, "-o", "junit"], None);
+    assert_eq!(fixed.status.code(), Some(0));
+    assert_well_formed_xml(&stdout(&fixed));
+    assert_eq!(stdout(&fixed).matches("<failure").count(), 0);
+}
+
+#[test]
+fn warnings_fail_only_when_asked() {
+    let rule = "apiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {name: all}\nspec:\n  deviceSelector: {}\n  taint: {key: k, effect: NoSchedule}\n";
+    assert_eq!(draguard(&["check", "-"], Some(rule)).status.code(), Some(0));
+    assert_eq!(
+        draguard(&["check", "-", "--warnings-as-errors"], Some(rule))
+            .status
+            .code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn unusable_input_exits_2() {
+    let out = draguard(&["check", "does/not/exist.yaml"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("draguard check: does/not/exist.yaml: cannot read"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = draguard(&["check", "-"], Some("kind: Pod\nspec: [1, 2\nother: 3\n"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("draguard check: -:3:"),
+        "syntax errors carry file:line:col: {err}"
+    );
+    assert!(!err.contains("panicked") && !err.contains("backtrace"));
+
+    let out = draguard(&["check", BROKEN, "--output", "xml"], None);
+    assert_eq!(out.status.code(), Some(2), "a bad flag");
+    assert_eq!(draguard(&["check"], None).status.code(), Some(2), "no path");
+}
+
+#[test]
+fn documents_that_are_not_objects_are_skipped_with_a_warning() {
+    let out = draguard(&["check", "-"], Some("replicas: 3\n"));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        stdout(&out),
+        "-:1:1: warning: (no kind)/default/: skipped: not a Kubernetes object (no apiVersion or kind)\n1 object, 0 denied, 1 warning\n"
+    );
+}
