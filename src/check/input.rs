@@ -4,7 +4,9 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::yaml::Node;
 
 /// One input file (or standard input) and its text.
 #[derive(Debug, Clone)]
@@ -98,10 +100,26 @@ fn collect_manifests(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputErro
     Ok(())
 }
 
-/// The documents of a source, empty documents dropped. JSON is YAML.
-pub fn parse_documents(source: &Source) -> Result<Vec<(usize, Value)>, InputError> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&source.text).map_err(|e| syntax_error(source, &e))?;
-    Ok(docs.into_iter().enumerate().filter(|(_, d)| !d.is_null()).collect())
+/// Parser limits for manifests. The defaults (1,024 documents, 250,000
+/// nodes, a million events, 64 MiB of scalars per input) are made for
+/// configuration files; `helm template` of a whole platform exceeds them.
+/// Alias and anchor limits, the guard against expansion bombs, stay as
+/// they are.
+pub fn yaml_options() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_documents = 1_000_000;
+    budget.max_nodes = 100_000_000;
+    budget.max_events = 200_000_000;
+    budget.max_total_scalar_bytes = 1 << 30;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
+}
+
+/// The documents of a source with the position of every node; empty
+/// documents are dropped. JSON is YAML.
+pub fn parse_documents(source: &Source) -> Result<Vec<Spanned<Node>>, InputError> {
+    serde_saphyr::from_multiple_with_options(&source.text, yaml_options()).map_err(|e| syntax_error(source, &e))
 }
 
 fn syntax_error(source: &Source, e: &serde_saphyr::Error) -> InputError {
@@ -132,13 +150,14 @@ mod tests {
     #[test]
     fn multi_document_yaml_and_json() {
         let docs = parse_documents(&source("a: 1\n---\n---\nb: 2\n")).expect("parses");
+        let values: Vec<_> = docs.iter().map(|d| d.value.to_value()).collect();
         assert_eq!(
-            docs.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
-            vec![0, 1],
+            values,
+            vec![serde_json::json!({"a": 1}), serde_json::json!({"b": 2})],
             "empty documents are dropped"
         );
         let json = parse_documents(&source(r#"{"kind": "Pod", "spec": {"x": [1, 2]}}"#)).expect("JSON is YAML");
-        assert_eq!(json[0].1["spec"]["x"][1], 2);
+        assert_eq!(json[0].value.to_value()["spec"]["x"][1], 2);
     }
 
     #[test]

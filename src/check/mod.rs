@@ -147,13 +147,16 @@ pub fn check(
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Report, InputError> {
     let mut objects = Vec::new();
+    let mut trees = Vec::with_capacity(sources.len());
     for (i, source) in sources.iter().enumerate() {
-        objects.extend(objects_of(i, source)?);
+        let docs = input::parse_documents(source)?;
+        objects.extend(objects_of(i, &docs));
+        trees.push(docs);
         progress(i + 1, sources.len());
     }
     let mut old_objects = HashMap::new();
     for (i, source) in old.iter().enumerate() {
-        for o in objects_of(i, source)? {
+        for o in objects_of(i, &input::parse_documents(source)?) {
             if let Some(key) = identity(&o.value, &options.namespace) {
                 old_objects.insert(key, o.value);
             }
@@ -165,7 +168,7 @@ pub fn check(
         cluster: &cluster,
         phase: Phase::Both,
     };
-    let mut spans = SpanCache::new(sources);
+    let spans = Spans(&trees);
     let mut report = Report {
         sources: sources.iter().map(|s| s.name.clone()).collect(),
         objects: Vec::with_capacity(objects.len()),
@@ -174,14 +177,18 @@ pub fn check(
         let old_value = identity(&object.value, &options.namespace).and_then(|k| old_objects.get(&k));
         report
             .objects
-            .push(check_object(n, &object, old_value, options, &ctx, &mut spans));
+            .push(check_object(n, object, old_value, options, &ctx, &spans));
     }
     Ok(report)
 }
 
-fn objects_of(source_index: usize, source: &Source) -> Result<Vec<Object>, InputError> {
+fn objects_of(source_index: usize, docs: &[Spanned<Node>]) -> Vec<Object> {
     let mut objects = Vec::new();
-    for (document, value) in input::parse_documents(source)? {
+    for (document, node) in docs.iter().enumerate() {
+        let value = node.value.to_value();
+        if value.is_null() {
+            continue;
+        }
         let is_list = value
             .get("kind")
             .and_then(Value::as_str)
@@ -208,7 +215,7 @@ fn objects_of(source_index: usize, source: &Source) -> Result<Vec<Object>, Input
             });
         }
     }
-    Ok(objects)
+    objects
 }
 
 fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -287,8 +294,8 @@ struct Subject {
     field_prefix: Option<&'static str>,
 }
 
-fn subject(object: &Value, old: Option<&Value>, namespace: &str) -> Subject {
-    let (group, kind) = group_kind(object);
+fn subject(object: Value, old: Option<&Value>, namespace: &str) -> Subject {
+    let (group, kind) = group_kind(&object);
     if let Some(path) = pod_template_path(&group, &kind) {
         let pointer = format!("/{}", path.replace('.', "/"));
         let as_pod = |v: &Value| {
@@ -301,12 +308,12 @@ fn subject(object: &Value, old: Option<&Value>, namespace: &str) -> Subject {
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template.get("spec").cloned().unwrap_or(Value::Null)})
         };
         return Subject {
-            object: as_pod(object),
+            object: as_pod(&object),
             old: old.map(as_pod),
             field_prefix: Some(path),
         };
     }
-    let mut object = object.clone();
+    let mut object = object;
     if !cluster_scoped(&kind)
         && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut)
     {
@@ -357,11 +364,11 @@ fn admission_request(
 
 fn check_object(
     n: usize,
-    object: &Object,
+    object: Object,
     old: Option<&Value>,
     options: &Options,
     ctx: &Context<'_>,
-    spans: &mut SpanCache<'_>,
+    spans: &Spans<'_>,
 ) -> ObjectReport {
     let v = &object.value;
     let kind = text(v, "/kind").unwrap_or("").to_owned();
@@ -399,7 +406,8 @@ fn check_object(
         });
         return report;
     }
-    let subject = subject(v, old, namespace.as_deref().unwrap_or(""));
+    let (source, document) = (object.source, object.document);
+    let subject = subject(object.value, old, namespace.as_deref().unwrap_or(""));
     let field_prefix = subject.field_prefix;
     let request = match admission_request(n, subject.object, subject.old, namespace.as_deref()) {
         Ok(r) => r,
@@ -421,7 +429,7 @@ fn check_object(
         let causes = status.details.as_ref().map(|d| d.causes.as_slice()).unwrap_or_default();
         for cause in causes {
             let field = map_field(&cause.field);
-            let at = spans.locate(object.source, object.document, &prefix, &manifest_path(&kind, &field));
+            let at = spans.locate(source, document, &prefix, &manifest_path(&kind, &field));
             report
                 .findings
                 .push(error_finding(&cause.reason, Some(field), cause.message.clone(), at));
@@ -436,7 +444,7 @@ fn check_object(
         let field = leading_field(warning).map(|f| map_field(&f));
         let at = field
             .as_deref()
-            .map_or(position, |f| spans.locate(object.source, object.document, &prefix, f));
+            .map_or(position, |f| spans.locate(source, document, &prefix, f));
         report.findings.push(Finding {
             severity: Severity::Warning,
             field,
@@ -473,29 +481,12 @@ fn leading_field(warning: &str) -> Option<String> {
     (first.starts_with("spec.") || first.starts_with("metadata.")).then(|| first.to_owned())
 }
 
-/// Documents with positions, parsed only for sources that have findings.
-struct SpanCache<'a> {
-    sources: &'a [Source],
-    parsed: HashMap<usize, Vec<Spanned<Node>>>,
-}
+/// The parsed documents of every source, for positions.
+struct Spans<'a>(&'a [Vec<Spanned<Node>>]);
 
-impl<'a> SpanCache<'a> {
-    fn new(sources: &'a [Source]) -> Self {
-        SpanCache {
-            sources,
-            parsed: HashMap::new(),
-        }
-    }
-
-    fn locate(&mut self, source: usize, document: usize, prefix: &str, field: &str) -> Position {
-        let sources = self.sources;
-        let docs = self.parsed.entry(source).or_insert_with(|| {
-            sources
-                .get(source)
-                .and_then(|s| serde_saphyr::from_multiple::<Spanned<Node>>(&s.text).ok())
-                .unwrap_or_default()
-        });
-        let Some(doc) = docs.get(document) else {
+impl Spans<'_> {
+    fn locate(&self, source: usize, document: usize, prefix: &str, field: &str) -> Position {
+        let Some(doc) = self.0.get(source).and_then(|docs| docs.get(document)) else {
             return Position::default();
         };
         let path = match (prefix.is_empty(), field.is_empty()) {

@@ -5,14 +5,35 @@
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 use serde_saphyr::{Location, Spanned};
 
-/// A YAML node with positions: maps keep their keys' positions too.
+/// A YAML node with positions: maps keep their keys' positions too, and
+/// scalars their value, so one parse gives both the JSON to review and
+/// the positions to report.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node {
     Map(Vec<(Spanned<String>, Spanned<Node>)>),
     Seq(Vec<Spanned<Node>>),
-    Scalar,
+    Scalar(Value),
+}
+
+impl Node {
+    /// The JSON value of this node (later duplicate keys win, as in YAML
+    /// decoders Kubernetes uses).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Node::Scalar(v) => v.clone(),
+            Node::Seq(items) => Value::Array(items.iter().map(|i| i.value.to_value()).collect()),
+            Node::Map(entries) => {
+                let mut map = serde_json::Map::with_capacity(entries.len());
+                for (k, v) in entries {
+                    map.insert(k.value.clone(), v.value.to_value());
+                }
+                Value::Object(map)
+            }
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for Node {
@@ -30,32 +51,41 @@ impl<'de> Visitor<'de> for NodeVisitor {
         f.write_str("any YAML node")
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Node, E> {
-        Ok(Node::Scalar)
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
+        Ok(Node::Scalar(Value::Bool(v)))
     }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Node, E> {
-        Ok(Node::Scalar)
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
+        Ok(Node::Scalar(Value::from(v)))
     }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Node, E> {
-        Ok(Node::Scalar)
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
+        Ok(Node::Scalar(Value::from(v)))
     }
-    fn visit_i128<E: de::Error>(self, _: i128) -> Result<Node, E> {
-        Ok(Node::Scalar)
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Node, E> {
+        Ok(Node::Scalar(
+            i64::try_from(v).map_or_else(|_| Value::from(v as f64), Value::from),
+        ))
     }
-    fn visit_u128<E: de::Error>(self, _: u128) -> Result<Node, E> {
-        Ok(Node::Scalar)
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Node, E> {
+        Ok(Node::Scalar(
+            u64::try_from(v).map_or_else(|_| Value::from(v as f64), Value::from),
+        ))
     }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Node, E> {
-        Ok(Node::Scalar)
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
+        Ok(Node::Scalar(
+            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+        ))
     }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Node, E> {
-        Ok(Node::Scalar)
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
+        Ok(Node::Scalar(Value::from(v)))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
+        Ok(Node::Scalar(Value::String(v)))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
-        Ok(Node::Scalar)
+        Ok(Node::Scalar(Value::Null))
     }
     fn visit_none<E: de::Error>(self) -> Result<Node, E> {
-        Ok(Node::Scalar)
+        Ok(Node::Scalar(Value::Null))
     }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
         Node::deserialize(d)
@@ -119,5 +149,19 @@ mod tests {
         assert_eq!(item[1].0.value, "effect");
         assert_eq!(Position::from(&item[1].0.referenced), Position { line: 5, column: 5 });
         assert_eq!(Position::from(&item[1].1.referenced), Position { line: 5, column: 13 });
+        assert_eq!(
+            docs[0].value.to_value(),
+            serde_json::json!({"a": 1, "spec": {"list": [{"x": 1, "effect": "Bogus"}]}})
+        );
+    }
+
+    #[test]
+    fn scalars_keep_their_yaml_types() {
+        let doc: Spanned<Node> =
+            serde_saphyr::from_str("i: 3\nf: 1.5\nb: true\nn: null\ns: '3'\nq: \"yes\"\n80: port\n").expect("parses");
+        assert_eq!(
+            doc.value.to_value(),
+            serde_json::json!({"i": 3, "f": 1.5, "b": true, "n": null, "s": "3", "q": "yes", "80": "port"})
+        );
     }
 }
