@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_saphyr::Spanned;
 
-use super::yaml::Node;
+use crate::yaml::Node;
 
 /// One input file (or standard input) and its text.
 #[derive(Debug, Clone)]

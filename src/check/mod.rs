@@ -6,8 +6,6 @@
 //! the file, line and column of the offending field.
 
 pub mod input;
-pub mod locate;
-pub mod yaml;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -19,8 +17,8 @@ use serde_saphyr::Spanned;
 
 use crate::cluster::StaticView;
 use crate::review::{Context, Phase, Request, review};
+use crate::yaml::{Node, Position};
 pub use input::{InputError, Source};
-use yaml::{Node, Position};
 
 /// How to check.
 pub struct Options {
@@ -494,6 +492,6 @@ impl Spans<'_> {
             (false, true) => prefix.to_owned(),
             (false, false) => format!("{prefix}.{field}"),
         };
-        locate::locate(doc, &locate::parse_path(&path))
+        crate::yaml::locate(doc, &crate::yaml::parse_path(&path))
     }
 }

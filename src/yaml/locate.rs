@@ -2,7 +2,7 @@
 
 use serde_saphyr::Spanned;
 
-use super::yaml::{Node, Position};
+use super::node::{Node, Position};
 
 /// One step of a field path.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,181 @@
+//! The TolerationPolicy format (`policy.draguard.dev/v1alpha1`). Unknown
+//! fields are rejected, so a typo never silently weakens a policy.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub const API_VERSION: &str = "policy.draguard.dev/v1alpha1";
+pub const KIND: &str = "TolerationPolicy";
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TolerationPolicy {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: PolicyMeta,
+    #[serde(default)]
+    pub spec: PolicySpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PolicyMeta {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+pub enum Mode {
+    /// Deny (HTTP 403).
+    #[default]
+    Enforce,
+    /// Admit with a warning.
+    Warn,
+    /// Admit; log and count.
+    Audit,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PolicySpec {
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default)]
+    pub namespaces: NamespaceSelection,
+    #[serde(default)]
+    pub exempt: Exemptions,
+    #[serde(default)]
+    pub pods: PodRules,
+    #[serde(default)]
+    pub devices: DeviceRules,
+    #[serde(default)]
+    pub quota: Quota,
+    /// Appended to every denial and warning of this policy.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// Which namespaces the policy governs: `names` (globs) or `selector`
+/// match, minus `exclude`; neither names nor selector means all.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NamespaceSelection {
+    #[serde(default)]
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub selector: Option<LabelSelector>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LabelSelector {
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LabelSelectorRequirement {
+    pub key: String,
+    pub operator: SelectorOperator,
+    #[serde(default)]
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+pub enum SelectorOperator {
+    #[default]
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Exemptions {
+    #[serde(default)]
+    pub users: Vec<String>,
+    #[serde(default)]
+    pub groups: Vec<String>,
+    /// `namespace/name`.
+    #[serde(default)]
+    pub service_accounts: Vec<String>,
+}
+
+/// A toleration as written in a policy: the fields of core/v1 Toleration
+/// and of a DRA DeviceToleration (which has the same names).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Toleration {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub operator: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub effect: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toleration_seconds: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodRules {
+    #[serde(default)]
+    pub allow: Vec<Toleration>,
+    #[serde(default)]
+    pub deny: Vec<Toleration>,
+    #[serde(default)]
+    pub defaults: Vec<Toleration>,
+    /// The not-ready/unreachable tolerations the apiserver adds to every
+    /// pod pass an allow list that does not name them (SPEC.md §8).
+    #[serde(default = "yes")]
+    pub allow_platform_defaults: bool,
+}
+
+impl Default for PodRules {
+    fn default() -> Self {
+        PodRules {
+            allow: Vec::new(),
+            deny: Vec::new(),
+            defaults: Vec::new(),
+            allow_platform_defaults: true,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeviceRules {
+    #[serde(default)]
+    pub allow: Vec<Toleration>,
+    #[serde(default)]
+    pub deny: Vec<Toleration>,
+    #[serde(default)]
+    pub defaults: Vec<Toleration>,
+}
+
+/// Limits used by quota enforcement.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Quota {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claims: Option<u64>,
+    /// Device class name -> devices.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub devices: BTreeMap<String, u64>,
+}

@@ -1,0 +1,9 @@
+//! YAML with positions: one parse gives the JSON value and the line and
+//! column of every node, and Kubernetes field paths resolve to positions.
+//! Shared by `check` (findings) and the policy loader (errors).
+
+pub mod locate;
+pub mod node;
+
+pub use locate::{Segment, locate, parse_path};
+pub use node::{Node, Position};
