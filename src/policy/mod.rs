@@ -3,6 +3,7 @@
 //! the platform team's, not the tenants'.
 
 pub mod cover;
+pub mod enforce;
 pub mod load;
 pub mod model;
 

@@ -1,0 +1,465 @@
+//! Applying policies to the tolerations of one object.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::authentication::v1::UserInfo;
+
+use super::cover::{covers, describe, is_platform_default};
+use super::model::{Mode, Toleration};
+use super::{PolicySet, Selection, TolerationPolicy};
+use crate::field::Path;
+
+/// Node tolerations of Pods, or DRA device tolerations of claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Pod,
+    Device,
+}
+
+/// Who asks, for which namespace, with which tolerations.
+pub struct Subject<'a> {
+    pub namespace: &'a str,
+    pub labels: Option<&'a BTreeMap<String, String>>,
+    pub user: &'a UserInfo,
+    pub target: Target,
+    /// Every toleration with its field path.
+    pub tolerations: Vec<(Path, Toleration)>,
+}
+
+/// One toleration a policy does not admit (or a policy that cannot be
+/// evaluated: `field` is then `None`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    pub policy: String,
+    pub mode: Mode,
+    pub field: Option<Path>,
+    pub message: String,
+}
+
+/// What all selecting policies say: Enforce violations deny, Warn ones
+/// warn, Audit ones are recorded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    pub violations: Vec<Violation>,
+}
+
+impl Outcome {
+    pub fn in_mode(&self, mode: Mode) -> impl Iterator<Item = &Violation> {
+        self.violations.iter().filter(move |v| v.mode == mode)
+    }
+}
+
+/// Every policy that selects the namespace must admit every toleration.
+pub fn evaluate(set: &PolicySet, subject: &Subject<'_>) -> Outcome {
+    let mut outcome = Outcome::default();
+    for loaded in &set.policies {
+        let p = &loaded.policy;
+        if p.exempts(subject.user) {
+            continue;
+        }
+        match p.selects(subject.namespace, subject.labels) {
+            Selection::NotSelected => continue,
+            Selection::Unknown => {
+                outcome.violations.push(Violation {
+                    policy: p.metadata.name.clone(),
+                    mode: p.spec.mode,
+                    field: None,
+                    message: with_message(
+                        p,
+                        format!(
+                            "toleration policy {:?} cannot tell whether it applies: the labels of namespace {:?} are unknown (no cluster; give them with a Namespace object or --namespace-labels)",
+                            p.metadata.name, subject.namespace
+                        ),
+                    ),
+                });
+            }
+            Selection::Selected => {
+                for (path, t) in &subject.tolerations {
+                    if let Some(why) = judge(p, subject.target, t) {
+                        outcome.violations.push(Violation {
+                            policy: p.metadata.name.clone(),
+                            mode: p.spec.mode,
+                            field: Some(path.clone()),
+                            message: with_message(
+                                p,
+                                format!(
+                                    "toleration policy {:?}: {path} ({}) {why}; namespace {:?} may use {}",
+                                    p.metadata.name,
+                                    describe(t),
+                                    subject.namespace,
+                                    may_use(p, subject.target)
+                                ),
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    outcome
+}
+
+fn with_message(p: &TolerationPolicy, text: String) -> String {
+    if p.spec.message.is_empty() {
+        text
+    } else {
+        format!("{text}: {}", p.spec.message)
+    }
+}
+
+fn lists(p: &TolerationPolicy, target: Target) -> (&[Toleration], &[Toleration], &[Toleration]) {
+    match target {
+        Target::Pod => (&p.spec.pods.allow, &p.spec.pods.deny, &p.spec.pods.defaults),
+        Target::Device => (&p.spec.devices.allow, &p.spec.devices.deny, &p.spec.devices.defaults),
+    }
+}
+
+/// Why `p` does not admit `t`, if it does not.
+fn judge(p: &TolerationPolicy, target: Target, t: &Toleration) -> Option<&'static str> {
+    let (allow, deny, _) = lists(p, target);
+    if deny.iter().any(|d| covers(d, t)) {
+        return Some("is denied");
+    }
+    if allow.is_empty() || allow.iter().any(|a| covers(a, t)) {
+        return None;
+    }
+    if target == Target::Pod && p.spec.pods.allow_platform_defaults && is_platform_default(t) {
+        return None;
+    }
+    Some("is not allowed")
+}
+
+/// What a namespace may use under `p`, for messages.
+fn may_use(p: &TolerationPolicy, target: Target) -> String {
+    let (allow, deny, _) = lists(p, target);
+    let join = |l: &[Toleration]| l.iter().map(describe).collect::<Vec<_>>().join(", ");
+    match (allow.is_empty(), deny.is_empty()) {
+        (false, _) => format!("only: {}", join(allow)),
+        (true, false) => format!("anything but: {}", join(deny)),
+        (true, true) => "anything".to_owned(),
+    }
+}
+
+/// The defaults of every policy that selects the namespace, in policy
+/// order, without the ones already covered by `existing` (or an earlier
+/// default) and without the ones any selecting policy would reject
+/// (PodTolerationRestriction's `MergeTolerations`, plus kubernetes#64616).
+pub fn defaults(set: &PolicySet, subject: &Subject<'_>, existing: &[Toleration]) -> Vec<Toleration> {
+    let selecting: Vec<&TolerationPolicy> = set
+        .policies
+        .iter()
+        .map(|l| &l.policy)
+        .filter(|p| !p.exempts(subject.user) && p.selects(subject.namespace, subject.labels) == Selection::Selected)
+        .collect();
+    let mut added: Vec<Toleration> = Vec::new();
+    for p in selecting.iter().filter(|p| p.spec.mode != Mode::Audit) {
+        for d in lists(p, subject.target).2 {
+            let covered = existing.iter().chain(added.iter()).any(|e| covers(e, d));
+            let rejected = selecting.iter().any(|q| judge(q, subject.target, d).is_some());
+            if !covered && !rejected {
+                added.push(d.clone());
+            }
+        }
+    }
+    added
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::load::parse;
+
+    fn set(yaml: &str) -> PolicySet {
+        PolicySet {
+            policies: parse("p.yaml", yaml).expect("valid policies"),
+        }
+    }
+
+    fn tol(key: &str, op: &str, value: &str, effect: &str, secs: Option<i64>) -> Toleration {
+        Toleration {
+            key: key.into(),
+            operator: op.into(),
+            value: value.into(),
+            effect: effect.into(),
+            toleration_seconds: secs,
+        }
+    }
+
+    fn policy(name: &str, spec: &str) -> String {
+        format!(
+            "---\napiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: {name}}}\nspec:\n{spec}"
+        )
+    }
+
+    fn run(set: &PolicySet, ns: &str, user: &str, target: Target, tols: Vec<Toleration>) -> Outcome {
+        let user = UserInfo {
+            username: Some(user.into()),
+            groups: Some(vec!["system:authenticated".into()]),
+            ..Default::default()
+        };
+        let labels: BTreeMap<String, String> = BTreeMap::new();
+        let tolerations = tols
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| (Path::new("spec").child("tolerations").index(i), t))
+            .collect();
+        evaluate(
+            set,
+            &Subject {
+                namespace: ns,
+                labels: Some(&labels),
+                user: &user,
+                target,
+                tolerations,
+            },
+        )
+    }
+
+    const ML: &str = "  namespaces: {names: [ml]}\n  pods:\n    allow:\n    - {key: dedicated, operator: Equal, value: ml, effect: NoSchedule}\n  message: \"ask #platform\"\n";
+
+    #[test]
+    fn allow_list_message_names_policy_path_and_what_may_be_used() {
+        let s = set(&policy("ml-nodes", ML));
+        let out = run(
+            &s,
+            "ml",
+            "bob",
+            Target::Pod,
+            vec![tol("dedicated", "Equal", "web", "NoSchedule", None)],
+        );
+        assert_eq!(out.violations.len(), 1);
+        assert_eq!(
+            out.violations[0].message,
+            "toleration policy \"ml-nodes\": spec.tolerations[0] (dedicated=web:NoSchedule) is not allowed; namespace \"ml\" may use only: dedicated=ml:NoSchedule: ask #platform"
+        );
+        assert_eq!(
+            out.violations[0].field.as_ref().map(Path::as_str),
+            Some("spec.tolerations[0]")
+        );
+        assert!(
+            run(
+                &s,
+                "ml",
+                "bob",
+                Target::Pod,
+                vec![tol("dedicated", "Equal", "ml", "NoSchedule", None)]
+            )
+            .violations
+            .is_empty()
+        );
+        assert!(
+            run(&s, "web", "bob", Target::Pod, vec![tol("x", "Exists", "", "", None)])
+                .violations
+                .is_empty(),
+            "not selected"
+        );
+        assert!(
+            run(&s, "ml", "bob", Target::Device, vec![tol("x", "Exists", "", "", None)])
+                .violations
+                .is_empty(),
+            "no device rules"
+        );
+    }
+
+    #[test]
+    fn deny_beats_allow() {
+        let s = set(&policy(
+            "p",
+            "  pods:\n    allow: [{operator: Exists}]\n    deny: [{key: node-role.kubernetes.io/control-plane, operator: Exists}]\n",
+        ));
+        let out = run(
+            &s,
+            "any",
+            "bob",
+            Target::Pod,
+            vec![tol(
+                "node-role.kubernetes.io/control-plane",
+                "Exists",
+                "",
+                "NoSchedule",
+                None,
+            )],
+        );
+        assert_eq!(out.violations.len(), 1);
+        assert!(
+            out.violations[0]
+                .message
+                .contains("is denied; namespace \"any\" may use only: *:*"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn every_selecting_policy_must_admit() {
+        let both = format!(
+            "{}{}",
+            policy("a", "  pods:\n    allow: [{key: k, operator: Exists}]\n"),
+            policy("b", "  pods:\n    deny: [{key: k, operator: Equal, value: bad}]\n")
+        );
+        let s = set(&both);
+        assert!(
+            run(&s, "ns", "u", Target::Pod, vec![tol("k", "Equal", "good", "", None)])
+                .violations
+                .is_empty()
+        );
+        let out = run(&s, "ns", "u", Target::Pod, vec![tol("k", "Equal", "bad", "", None)]);
+        assert_eq!(
+            out.violations.iter().map(|v| v.policy.as_str()).collect::<Vec<_>>(),
+            vec!["b"]
+        );
+        let out = run(&s, "ns", "u", Target::Pod, vec![tol("other", "Exists", "", "", None)]);
+        assert_eq!(
+            out.violations.iter().map(|v| v.policy.as_str()).collect::<Vec<_>>(),
+            vec!["a"]
+        );
+    }
+
+    #[test]
+    fn platform_defaults_pass_unless_denied_or_disabled() {
+        let not_ready = tol("node.kubernetes.io/not-ready", "Exists", "", "NoExecute", Some(300));
+        let s = set(&policy("p", ML));
+        assert!(
+            run(&s, "ml", "u", Target::Pod, vec![not_ready.clone()])
+                .violations
+                .is_empty()
+        );
+        let strict = set(&policy(
+            "p",
+            &format!("{ML}    allowPlatformDefaults: false\n").replace("  message: \"ask #platform\"\n", ""),
+        ));
+        assert_eq!(
+            run(&strict, "ml", "u", Target::Pod, vec![not_ready.clone()])
+                .violations
+                .len(),
+            1
+        );
+        let denied = set(&policy(
+            "p",
+            "  pods:\n    allow: [{key: a, operator: Exists}]\n    deny: [{key: node.kubernetes.io/not-ready, operator: Exists}]\n",
+        ));
+        assert_eq!(
+            run(&denied, "ml", "u", Target::Pod, vec![not_ready]).violations.len(),
+            1
+        );
+        let longer = tol("node.kubernetes.io/unreachable", "Exists", "", "NoExecute", Some(3600));
+        assert_eq!(
+            run(&s, "ml", "u", Target::Pod, vec![longer]).violations.len(),
+            1,
+            "over 300 s is no platform default"
+        );
+    }
+
+    #[test]
+    fn exemptions_and_modes() {
+        let s = set(&policy(
+            "p",
+            &format!("  mode: Warn\n  exempt: {{users: [admin], serviceAccounts: [ops/janitor]}}\n{ML}"),
+        ));
+        let bad = vec![tol("dedicated", "Equal", "web", "NoSchedule", None)];
+        let out = run(&s, "ml", "bob", Target::Pod, bad.clone());
+        assert_eq!(out.in_mode(Mode::Warn).count(), 1);
+        assert_eq!(out.in_mode(Mode::Enforce).count(), 0);
+        assert!(run(&s, "ml", "admin", Target::Pod, bad.clone()).violations.is_empty());
+        assert!(
+            run(&s, "ml", "system:serviceaccount:ops:janitor", Target::Pod, bad.clone())
+                .violations
+                .is_empty()
+        );
+        let audit = set(&policy("p", &format!("  mode: Audit\n{ML}")));
+        assert_eq!(
+            run(&audit, "ml", "bob", Target::Pod, bad).in_mode(Mode::Audit).count(),
+            1
+        );
+    }
+
+    #[test]
+    fn device_tolerations() {
+        let s = set(&policy(
+            "gpus",
+            "  namespaces: {names: [ml-*]}\n  devices:\n    allow: [{key: example.com/gpu-maintenance, operator: Exists}]\n",
+        ));
+        assert!(
+            run(
+                &s,
+                "ml-a",
+                "u",
+                Target::Device,
+                vec![tol("example.com/gpu-maintenance", "Exists", "", "NoSchedule", None)]
+            )
+            .violations
+            .is_empty()
+        );
+        assert_eq!(
+            run(
+                &s,
+                "ml-a",
+                "u",
+                Target::Device,
+                vec![tol("example.com/other", "Exists", "", "", None)]
+            )
+            .violations
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn unknown_labels_are_said_not_guessed() {
+        let s = set(&policy(
+            "p",
+            &format!(
+                "  namespaces: {{selector: {{matchLabels: {{team: ml}}}}}}\n{}",
+                &ML[ML.find("  pods").unwrap_or(0)..]
+            ),
+        ));
+        let user = UserInfo::default();
+        let out = evaluate(
+            &s,
+            &Subject {
+                namespace: "x",
+                labels: None,
+                user: &user,
+                target: Target::Pod,
+                tolerations: vec![],
+            },
+        );
+        assert_eq!(out.violations.len(), 1);
+        assert!(
+            out.violations[0]
+                .message
+                .contains("the labels of namespace \"x\" are unknown"),
+            "{out:?}"
+        );
+        assert_eq!(out.violations[0].field, None);
+    }
+
+    #[test]
+    fn defaults_are_merged_without_duplicates_or_rejects() {
+        let s = set(&format!(
+            "{}{}",
+            policy(
+                "a",
+                "  pods:\n    defaults:\n    - {key: dedicated, operator: Equal, value: ml, effect: NoSchedule}\n    - {key: example.com/spot, operator: Exists}\n"
+            ),
+            policy(
+                "b",
+                "  pods:\n    deny: [{key: example.com/spot, operator: Exists}]\n    defaults: [{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}]\n"
+            )
+        ));
+        let user = UserInfo::default();
+        let subject = Subject {
+            namespace: "ml",
+            labels: None,
+            user: &user,
+            target: Target::Pod,
+            tolerations: vec![],
+        };
+        assert_eq!(
+            defaults(&s, &subject, &[]),
+            vec![tol("dedicated", "Equal", "ml", "NoSchedule", None)],
+            "once, and the denied one never"
+        );
+        let existing = vec![tol("dedicated", "Exists", "", "", None)];
+        assert!(defaults(&s, &subject, &existing).is_empty(), "already covered");
+    }
+}
