@@ -40,6 +40,8 @@ fn bench_check(c: &mut Criterion) {
     let options = Options {
         namespace: "default".into(),
         now: "2026-11-21T10:00:00Z".parse().expect("time"),
+        policies: Default::default(),
+        namespace_labels: Default::default(),
     };
     let report = check(&sources, &[], &options, |_, _| {}).expect("checks");
     assert_eq!(report.objects.len(), 10_000);

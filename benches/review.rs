@@ -57,6 +57,7 @@ fn bench_review(c: &mut Criterion) {
     let ctx = Context {
         now,
         cluster: &NoCluster,
+        policies: &draguard::policy::PolicySet::default(),
         phase: Phase::Validate,
     };
     // Guard the benchmark against measuring a denial path by accident.

@@ -122,6 +122,12 @@ pub fn render(types: &TypeMeta, uid: &str, decision: &Decision, phase: Phase) ->
     if !decision.warnings.is_empty() {
         response.warnings = Some(decision.warnings.clone());
     }
+    if !decision.audit.is_empty() {
+        // The apiserver prefixes the key with the webhook's name.
+        response
+            .audit_annotations
+            .insert("policy-audit".to_owned(), decision.audit.join("; "));
+    }
     let wants_patch = phase == Phase::Mutate && decision.allowed && !decision.patch.is_empty();
     if wants_patch {
         response = match response.with_patch(json_patch::Patch(decision.patch.clone())) {

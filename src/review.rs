@@ -14,7 +14,12 @@ use crate::field::{FieldError, Path};
 use crate::objects::dra::{DeviceTaintRuleSpec, SliceSpec};
 use crate::objects::pod::{PodSpecView, node_taints};
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, Kind, meta::object_meta};
+use crate::policy::PolicySet;
+use crate::policy::apply::{self, Asker, TolerationList};
+use crate::policy::enforce::{Outcome, Target as PolicyTarget, Violation};
+use crate::policy::model::Mode;
 use crate::rules;
+use k8s_openapi::api::authentication::v1::UserInfo;
 
 /// What the apiserver sent, split so the object stays raw JSON: rules read
 /// typed views decoded from it, patches are computed against it, and fields
@@ -42,6 +47,7 @@ pub enum Phase {
 pub struct Context<'a> {
     pub now: jiff::Timestamp,
     pub cluster: &'a dyn ClusterView,
+    pub policies: &'a PolicySet,
     pub phase: Phase,
 }
 
@@ -52,6 +58,9 @@ pub struct Decision {
     pub status: Option<Status>,
     pub patch: Vec<json_patch::PatchOperation>,
     pub warnings: Vec<String>,
+    /// What Audit-mode policies would have denied: logged, counted, and
+    /// sent as audit annotations.
+    pub audit: Vec<String>,
 }
 
 impl Decision {
@@ -106,7 +115,16 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
         }
         _ => None,
     };
-    let patch = mutations(kind, object, old, ctx);
+    let namespace = env.namespace.as_deref().unwrap_or("");
+    let mut patch = mutations(kind, object, old, ctx);
+    if env.operation == Operation::Create {
+        match policy_defaults(kind, object, namespace, &env.user_info, ctx) {
+            Ok(ops) => patch.extend(ops),
+            // An object that does not decode gets no defaults; /validate says why.
+            Err(_) if ctx.phase == Phase::Mutate => {}
+            Err(e) => return Decision::deny(bad_request(e.message)),
+        }
+    }
     if ctx.phase == Phase::Mutate {
         return Decision {
             patch,
@@ -127,13 +145,19 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
         }
     };
     let target = Target::new(env, judged);
-    let namespace = env.namespace.as_deref().unwrap_or("");
     match validate(kind, judged, old, namespace, ctx) {
-        Ok(v) if v.errors.is_empty() => Decision {
-            patch,
-            warnings: v.warnings,
-            ..Decision::allow()
-        },
+        Ok(v) if v.errors.is_empty() => {
+            let mut decision = Decision {
+                patch,
+                warnings: v.warnings,
+                ..Decision::allow()
+            };
+            match policy_verdict(kind, judged, namespace, &env.user_info, ctx) {
+                Ok(outcome) => apply_outcome(&mut decision, &outcome, &target, env),
+                Err(e) => return Decision::deny(bad_request(e.message)),
+            }
+            decision
+        }
         Ok(v) => Decision {
             warnings: v.warnings,
             ..Decision::deny(target.invalid(&v.errors))
@@ -155,6 +179,89 @@ fn mutations(kind: Kind, object: &Value, old: Option<&Value>, ctx: &Context<'_>)
             .into_iter()
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+/// The toleration lists policies judge, and who asks, for kinds policies
+/// govern (Pods: node tolerations; claims and templates: device ones).
+fn policy_lists(kind: Kind, object: &Value) -> Result<Option<(PolicyTarget, Vec<TolerationList>)>, DecodeError> {
+    Ok(match kind {
+        Kind::Pod => Some((
+            PolicyTarget::Pod,
+            apply::pod_lists(&PodSpecView::decode(field(object, "spec"))?),
+        )),
+        Kind::ResourceClaim(v) => {
+            let spec = ClaimSpec::decode(field(object, "spec"), v)?;
+            Some((PolicyTarget::Device, apply::claim_lists(&spec, v, &["spec"])))
+        }
+        Kind::ResourceClaimTemplate(v) => {
+            let spec = ClaimSpec::decode(field(field(object, "spec"), "spec"), v)?;
+            Some((PolicyTarget::Device, apply::claim_lists(&spec, v, &["spec", "spec"])))
+        }
+        _ => None,
+    })
+}
+
+/// Default tolerations of the policies selecting the namespace (CREATE).
+fn policy_defaults(
+    kind: Kind,
+    object: &Value,
+    namespace: &str,
+    user: &UserInfo,
+    ctx: &Context<'_>,
+) -> Result<Vec<json_patch::PatchOperation>, DecodeError> {
+    if ctx.policies.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some((target, lists)) = policy_lists(kind, object)? else {
+        return Ok(Vec::new());
+    };
+    let labels = ctx.cluster.namespace_labels(namespace);
+    let asker = Asker {
+        namespace,
+        labels: labels.as_ref(),
+        user,
+        target,
+    };
+    Ok(apply::default_patches(ctx.policies, &asker, &lists, object))
+}
+
+fn policy_verdict(
+    kind: Kind,
+    object: &Value,
+    namespace: &str,
+    user: &UserInfo,
+    ctx: &Context<'_>,
+) -> Result<Outcome, DecodeError> {
+    if ctx.policies.is_empty() {
+        return Ok(Outcome::default());
+    }
+    let Some((target, lists)) = policy_lists(kind, object)? else {
+        return Ok(Outcome::default());
+    };
+    let labels = ctx.cluster.namespace_labels(namespace);
+    let asker = Asker {
+        namespace,
+        labels: labels.as_ref(),
+        user,
+        target,
+    };
+    Ok(apply::evaluate(ctx.policies, &asker, &lists))
+}
+
+/// Enforce violations deny (403), Warn ones warn, Audit ones are recorded.
+fn apply_outcome(decision: &mut Decision, outcome: &Outcome, target: &Target, env: &AdmissionRequest<DynamicObject>) {
+    decision
+        .warnings
+        .extend(outcome.in_mode(Mode::Warn).map(|v| v.message.clone()));
+    decision
+        .audit
+        .extend(outcome.in_mode(Mode::Audit).map(|v| v.message.clone()));
+    let denials: Vec<&Violation> = outcome.in_mode(Mode::Enforce).collect();
+    if !denials.is_empty() {
+        decision.allowed = false;
+        decision.patch.clear();
+        decision.status = Some(target.forbidden(&denials, &env.resource));
     }
 }
 
@@ -419,6 +526,44 @@ impl Target {
             self.kind.clone()
         } else {
             format!("{}.{}", self.kind, self.group)
+        }
+    }
+
+    /// `apierrors.NewForbidden`: HTTP 403, reason Forbidden, one cause per
+    /// refused toleration.
+    fn forbidden(&self, violations: &[&Violation], resource: &kube::core::GroupVersionResource) -> Status {
+        let qualified = if resource.group.is_empty() {
+            resource.resource.clone()
+        } else {
+            format!("{}.{}", resource.resource, resource.group)
+        };
+        let causes = violations
+            .iter()
+            .map(|v| StatusCause {
+                reason: "FieldValueForbidden".to_owned(),
+                message: v.message.clone(),
+                field: v.field.as_ref().map(ToString::to_string).unwrap_or_default(),
+            })
+            .collect();
+        let messages: Vec<&str> = violations.iter().map(|v| v.message.as_str()).collect();
+        Status {
+            status: Some(StatusSummary::Failure),
+            code: 403,
+            message: format!(
+                "{qualified} {} is forbidden: {}",
+                crate::field::go_quote(&self.name),
+                messages.join("; ")
+            ),
+            reason: "Forbidden".to_owned(),
+            details: Some(StatusDetails {
+                name: self.name.clone(),
+                group: self.group.clone(),
+                kind: resource.resource.clone(),
+                uid: String::new(),
+                causes,
+                retry_after_seconds: 0,
+            }),
+            metadata: None,
         }
     }
 

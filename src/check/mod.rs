@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use serde_saphyr::Spanned;
 
 use crate::cluster::StaticView;
+use crate::policy::PolicySet;
 use crate::review::{Context, Phase, Request, review};
 use crate::yaml::{Node, Position};
 pub use input::{InputError, Source};
@@ -25,6 +26,10 @@ pub struct Options {
     /// Namespace for namespaced objects that name none.
     pub namespace: String,
     pub now: jiff::Timestamp,
+    pub policies: PolicySet,
+    /// Namespace labels given on the command line; Namespace objects in
+    /// the input add to them.
+    pub namespace_labels: StaticView,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -160,10 +165,12 @@ pub fn check(
             }
         }
     }
-    let cluster = namespaces_in(&objects);
+    let mut cluster = options.namespace_labels.clone();
+    cluster.namespaces.extend(namespaces_in(&objects).namespaces);
     let ctx = Context {
         now: options.now,
         cluster: &cluster,
+        policies: &options.policies,
         phase: Phase::Both,
     };
     let spans = Spans(&trees);
@@ -437,6 +444,15 @@ fn check_object(
                 .findings
                 .push(error_finding(&status.reason, None, status.message.clone(), position));
         }
+    }
+    for entry in &decision.audit {
+        report.findings.push(Finding {
+            severity: Severity::Warning,
+            field: None,
+            reason: "PolicyAudit".into(),
+            message: format!("audit: {entry}"),
+            position,
+        });
     }
     for warning in &decision.warnings {
         let field = leading_field(warning).map(|f| map_field(&f));

@@ -30,6 +30,38 @@ pub struct CheckArgs {
     /// Fail (exit 1) on warnings too.
     #[arg(long)]
     pub warnings_as_errors: bool,
+    /// Labels of namespaces, for policy selectors: `ns=key=value,key=value`
+    /// (repeatable). Namespace objects in the input count too.
+    #[arg(long, value_name = "NS=K=V,...", value_parser = parse_namespace_labels)]
+    pub namespace_labels: Vec<(String, Vec<(String, String)>)>,
+}
+
+/// `ml=team=ml,tier=gold` into the namespace and its labels.
+pub fn parse_namespace_labels(s: &str) -> Result<(String, Vec<(String, String)>), String> {
+    let (ns, labels) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not NAMESPACE=KEY=VALUE,..."))?;
+    let labels = labels
+        .split(',')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .ok_or_else(|| format!("{kv:?} is not KEY=VALUE"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if ns.is_empty() {
+        return Err(format!("{s:?} names no namespace"));
+    }
+    Ok((ns.to_owned(), labels))
+}
+
+/// Loads the policy folder, or says where it is broken.
+pub fn load_policies(dir: &std::path::Path) -> Result<crate::policy::PolicySet, String> {
+    crate::policy::load::load_dir(dir).map_err(|errors| {
+        let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        format!("invalid policies:\n{}", lines.join("\n"))
+    })
 }
 
 /// Progress is shown for inputs of at least this many files, on a terminal.
@@ -44,9 +76,21 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return unusable(&e.to_string()),
     };
+    let policies = match load_policies(&args.policies) {
+        Ok(p) => p,
+        Err(e) => return unusable(&e),
+    };
+    let mut namespace_labels = crate::cluster::StaticView::default();
+    for (ns, labels) in &args.namespace_labels {
+        namespace_labels
+            .namespaces
+            .insert(ns.clone(), labels.iter().cloned().collect());
+    }
     let options = Options {
         namespace: args.namespace.clone(),
         now: jiff::Timestamp::now(),
+        policies,
+        namespace_labels,
     };
     let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;
     let progress = |done: usize, total: usize| {

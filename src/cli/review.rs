@@ -18,6 +18,9 @@ pub struct ReviewArgs {
     /// would after the mutation (the verdict).
     #[arg(long)]
     pub mutate: bool,
+    /// Policy folder.
+    #[arg(long, default_value = "policies", value_name = "DIR")]
+    pub policies: PathBuf,
 }
 
 pub fn run(args: ReviewArgs) -> ExitCode {
@@ -36,9 +39,17 @@ pub fn run(args: ReviewArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let policies = match super::check::load_policies(&args.policies) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("draguard review: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let ctx = Context {
         now: jiff::Timestamp::now(),
         cluster: &NoCluster,
+        policies: &policies,
         phase: if args.mutate { Phase::Mutate } else { Phase::Both },
     };
     let (decision, response) = incoming.answer(&ctx);

@@ -38,7 +38,9 @@ pub struct ServeArgs {
     /// k, M, G) are understood.
     #[arg(long, default_value = "3Mi", value_parser = parse_size, value_name = "BYTES")]
     pub max_body: usize,
-    /// Policy folder.
+    /// Policy folder: loaded at start (a broken file stops the start),
+    /// then watched; edits apply within seconds, broken edits are logged and
+    /// the last good policies stay.
     #[arg(long, default_value = "policies", value_name = "DIR")]
     pub policies: PathBuf,
     /// Do not look for a cluster: judge with the request alone.
@@ -85,9 +87,8 @@ fn startup_failed(json: bool, message: &str) -> ExitCode {
 async fn serve(args: ServeArgs) -> Result<(), String> {
     server::install_crypto_provider();
     // Policies are not implemented yet; say which folder would be used.
-    tracing::info!(policies = %args.policies.display(), "policy folder (not loaded yet)");
     let tls = tls_source(&args);
-    let mut config = ServerConfig::new(args.listen, tls.clone());
+    let mut config = ServerConfig::new(args.listen, tls.clone()).with_policies(args.policies.clone());
     config.max_body = args.max_body;
     if let Some(view) = live_view(&args).await? {
         config = config.with_live_view(view);

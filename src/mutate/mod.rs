@@ -18,6 +18,14 @@ pub fn set(object: &Value, tokens: &[&str], value: Value) -> PatchOperation {
     }
 }
 
+/// Adds `value` at the pointer made of `tokens` (`-` appends to a list).
+pub fn add(tokens: &[&str], value: Value) -> PatchOperation {
+    PatchOperation::Add(AddOperation {
+        path: PointerBuf::from_tokens(tokens.iter().copied()),
+        value,
+    })
+}
+
 /// Applies `ops` to a copy of `object`: the object `/validate` will see.
 pub fn apply(object: &Value, ops: &[PatchOperation]) -> Result<Value, String> {
     let mut patched = object.clone();

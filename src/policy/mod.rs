@@ -2,10 +2,12 @@
 //! namespace may use, with deny lists, defaults and modes. Policy files are
 //! the platform team's, not the tenants'.
 
+pub mod apply;
 pub mod cover;
 pub mod enforce;
 pub mod load;
 pub mod model;
+pub mod reload;
 
 use std::collections::BTreeMap;
 

@@ -28,6 +28,7 @@ pub(crate) struct Metrics {
     unhandled_kinds: AtomicU64,
     bad_requests: AtomicU64,
     timeouts: AtomicU64,
+    policy_audits: AtomicU64,
 }
 
 impl Metrics {
@@ -56,6 +57,11 @@ impl Metrics {
 
     pub(crate) fn timed_out(&self) {
         self.timeouts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn audited(&self, violations: usize) {
+        self.policy_audits
+            .fetch_add(u64::try_from(violations).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     pub(crate) fn render(&self) -> String {
@@ -95,6 +101,12 @@ impl Metrics {
             "draguard_review_timeouts_total",
             "Reviews that missed the apiserver's deadline (answered with HTTP 504).",
             &self.timeouts,
+        );
+        counter(
+            &mut out,
+            "draguard_policy_audit_violations_total",
+            "Tolerations an Audit-mode policy would have denied (admitted and recorded).",
+            &self.policy_audits,
         );
         out
     }

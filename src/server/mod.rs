@@ -30,12 +30,16 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::cluster::live::LiveView;
 use crate::cluster::{ClusterView, NoCluster};
+use crate::policy::load::load_dir;
+use crate::policy::reload::{self, PolicyStore};
 
 /// The apiserver caps an AdmissionReview at 3 MiB of object; the default
 /// body limit matches it.
 pub const DEFAULT_MAX_BODY: usize = 3 * 1024 * 1024;
 /// How often certificate files are checked for changes.
 pub const DEFAULT_RELOAD_EVERY: Duration = Duration::from_secs(10);
+/// Policy edits apply within this long.
+pub const DEFAULT_POLICY_RELOAD_EVERY: Duration = Duration::from_secs(2);
 /// A client that opens a socket and never finishes the handshake must not
 /// hold a task forever.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -78,6 +82,12 @@ pub struct ServerConfig {
     pub ready: ReadyCheck,
     /// How often [`TlsSource::Files`] are checked for changes.
     pub reload_every: Duration,
+    /// The policies in force; replaced on reload.
+    pub policies: PolicyStore,
+    /// When set: loaded at start (an error stops the start) and watched.
+    pub policies_dir: Option<PathBuf>,
+    /// How often the policy folder is checked for changes.
+    pub policy_reload_every: Duration,
 }
 
 impl ServerConfig {
@@ -90,7 +100,16 @@ impl ServerConfig {
             cluster: Arc::new(NoCluster),
             ready: Arc::new(|| true),
             reload_every: DEFAULT_RELOAD_EVERY,
+            policies: PolicyStore::default(),
+            policies_dir: None,
+            policy_reload_every: DEFAULT_POLICY_RELOAD_EVERY,
         }
+    }
+
+    /// Loads and watches the policy folder `dir`.
+    pub fn with_policies(mut self, dir: PathBuf) -> Self {
+        self.policies_dir = Some(dir);
+        self
     }
 
     /// Judges with fixed cluster facts; always ready.
@@ -129,6 +148,8 @@ pub enum ServerError {
     Tls(String),
     #[error("the server task failed: {0}")]
     Crashed(String),
+    #[error("invalid policies:\n{0}")]
+    Policies(String),
 }
 
 /// Asks a running server to stop accepting and drain. Cheap to clone.
@@ -208,7 +229,21 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     if let Some(reloader) = prepared.reloader {
         tokio::spawn(reloader.run(config.reload_every, stop_rx.clone()));
     }
-    let state = routes::AppState::new(config.cluster, config.ready);
+    if let Some(dir) = config.policies_dir.clone() {
+        let set = load_dir(&dir).map_err(|errors| {
+            ServerError::Policies(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+        })?;
+        tracing::info!(dir = %dir.display(), policies = set.policies.len(), "policies loaded");
+        config.policies.replace(set);
+        let (store, every, mut stop) = (config.policies.clone(), config.policy_reload_every, stop_rx.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = reload::watch(dir, store, every) => {}
+                _ = stop.wait_for(|stopped| *stopped) => {}
+            }
+        });
+    }
+    let state = routes::AppState::new(config.cluster, config.ready, config.policies);
     let app = routes::router(state, config.max_body);
     let acceptor = TlsAcceptor::from(Arc::new(prepared.rustls));
     let task = tokio::spawn(accept_loop(listener, acceptor, app, stop_rx));

@@ -17,6 +17,8 @@ use super::metrics::Metrics;
 use crate::admission::Incoming;
 use crate::cluster::ClusterView;
 use crate::objects::Kind;
+use crate::policy::PolicySet;
+use crate::policy::reload::PolicyStore;
 use crate::review::{Context, Decision, Phase, operation_name};
 
 #[derive(Clone)]
@@ -24,14 +26,16 @@ pub(crate) struct AppState {
     cluster: Arc<dyn ClusterView>,
     ready: ReadyCheck,
     metrics: Arc<Metrics>,
+    policies: PolicyStore,
 }
 
 impl AppState {
-    pub(crate) fn new(cluster: Arc<dyn ClusterView>, ready: ReadyCheck) -> Self {
+    pub(crate) fn new(cluster: Arc<dyn ClusterView>, ready: ReadyCheck, policies: PolicyStore) -> Self {
         AppState {
             cluster,
             ready,
             metrics: Arc::default(),
+            policies,
         }
     }
 }
@@ -126,7 +130,8 @@ async fn admit(
     let deadline = review_deadline(query.as_deref());
     let started = Instant::now();
     let cluster = state.cluster.clone();
-    let task = tokio::task::spawn_blocking(move || decide(&body, endpoint, &*cluster));
+    let policies = state.policies.current();
+    let task = tokio::task::spawn_blocking(move || decide(&body, endpoint, &*cluster, &policies));
     let outcome = match tokio::time::timeout(deadline, task).await {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(e)) => {
@@ -164,6 +169,12 @@ fn respond(metrics: &Metrics, endpoint: Endpoint, outcome: Outcome, took: Durati
                 metrics.unhandled_kind();
             }
             metrics.answered(endpoint.name(), summary.kind_label(), summary.allowed, took);
+            if !summary.audit.is_empty() {
+                metrics.audited(summary.audit.len());
+                for violation in &summary.audit {
+                    tracing::info!(uid = %summary.uid, namespace = %summary.namespace, name = %summary.name, %violation, "audit: a policy would have denied this");
+                }
+            }
             summary.log(endpoint, took);
             // One buffer with a known length: hyper sends it in one write.
             ([(header::CONTENT_TYPE, "application/json")], body).into_response()
@@ -178,7 +189,7 @@ enum Outcome {
 }
 
 /// The whole review: parse, judge, serialize. Runs on a blocking thread.
-fn decide(body: &[u8], endpoint: Endpoint, cluster: &dyn ClusterView) -> Outcome {
+fn decide(body: &[u8], endpoint: Endpoint, cluster: &dyn ClusterView, policies: &PolicySet) -> Outcome {
     let incoming = match Incoming::parse(body) {
         Ok(incoming) => incoming,
         Err(e) => return Outcome::NotAReview(e.to_string()),
@@ -186,6 +197,7 @@ fn decide(body: &[u8], endpoint: Endpoint, cluster: &dyn ClusterView) -> Outcome
     let ctx = Context {
         now: jiff::Timestamp::now(),
         cluster,
+        policies,
         phase: endpoint.phase(),
     };
     let (decision, response) = incoming.answer(&ctx);
@@ -210,6 +222,7 @@ struct Summary {
     allowed: bool,
     causes: usize,
     message: String,
+    audit: Vec<String>,
 }
 
 impl Summary {
@@ -227,6 +240,7 @@ impl Summary {
             allowed: decision.allowed,
             causes: decision.cause_fields().len(),
             message: decision.status.as_ref().map(|s| s.message.clone()).unwrap_or_default(),
+            audit: decision.audit.clone(),
         }
     }
 
