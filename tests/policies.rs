@@ -1,0 +1,275 @@
+//! Toleration policies through the review core: verdicts, defaults as
+//! patches, modes, exemptions, namespace labels.
+
+use draguard::admission::Incoming;
+use draguard::cluster::{ClusterView, NoCluster, StaticView};
+use draguard::policy::PolicySet;
+use draguard::policy::load::parse;
+use draguard::review::{Context, Decision, Phase};
+use serde_json::{Value, json};
+
+fn policies(yaml: &str) -> PolicySet {
+    PolicySet {
+        policies: parse("test.yaml", yaml).expect("valid policies"),
+    }
+}
+
+const POLICIES: &str = r#"
+apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {name: ml-nodes}
+spec:
+  namespaces: {names: ["ml-*"], exclude: [ml-sandbox]}
+  exempt: {groups: [sre]}
+  pods:
+    allow:
+    - {key: dedicated, operator: Equal, value: ml, effect: NoSchedule}
+    defaults:
+    - {key: dedicated, operator: Equal, value: ml, effect: NoSchedule}
+  devices:
+    allow:
+    - {key: example.com/gpu-maintenance, operator: Exists}
+    defaults:
+    - {key: example.com/gpu-maintenance, operator: Exists, effect: NoSchedule}
+  message: "ask #platform for access"
+---
+apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {name: team-warn}
+spec:
+  mode: Warn
+  namespaces: {selector: {matchLabels: {team: web}}}
+  pods:
+    deny: [{key: example.com/spot, operator: Exists}]
+---
+apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {name: audit-gpu}
+spec:
+  mode: Audit
+  namespaces: {names: [research]}
+  devices:
+    deny: [{key: example.com/gpu-maintenance, operator: Exists}]
+"#;
+
+fn review(kind: (&str, &str, &str), ns: &str, object: Value, groups: &[&str]) -> Value {
+    let (group, version, kind) = kind;
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": format!("{}s", kind.to_lowercase())},
+            "name": object["metadata"]["name"], "namespace": ns, "operation": "CREATE",
+            "userInfo": {"username": "bob", "groups": groups},
+            "object": object, "oldObject": null, "dryRun": false
+        }
+    })
+}
+
+fn pod(ns: &str, tolerations: Value) -> Value {
+    let mut p = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": ns},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    if !tolerations.is_null() {
+        p["spec"]["tolerations"] = tolerations;
+    }
+    review(("", "v1", "Pod"), ns, p, &["system:authenticated"])
+}
+
+fn decide_with(body: &Value, set: &PolicySet, cluster: &dyn ClusterView, phase: Phase) -> (Decision, Value) {
+    let bytes = serde_json::to_vec(body).expect("json");
+    let incoming = Incoming::parse(&bytes).expect("review");
+    let ctx = Context {
+        now: "2026-11-21T10:00:00Z".parse().expect("time"),
+        cluster,
+        policies: set,
+        phase,
+    };
+    incoming.answer(&ctx)
+}
+
+fn decide(body: &Value, phase: Phase) -> (Decision, Value) {
+    decide_with(body, &policies(POLICIES), &NoCluster, phase)
+}
+
+#[test]
+fn forbidden_pod_toleration_is_a_403_naming_policy_path_and_allowance() {
+    let body = pod(
+        "ml-train",
+        json!([{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"}]),
+    );
+    let (decision, response) = decide(&body, Phase::Validate);
+    assert!(!decision.allowed);
+    let status = &response["response"]["status"];
+    assert_eq!(status["code"], 403);
+    assert_eq!(status["reason"], "Forbidden");
+    assert_eq!(
+        status["message"],
+        "pods \"p\" is forbidden: toleration policy \"ml-nodes\": spec.tolerations[0] (dedicated=web:NoSchedule) is not allowed; namespace \"ml-train\" may use only: dedicated=ml:NoSchedule: ask #platform for access"
+    );
+    assert_eq!(status["details"]["causes"][0]["field"], "spec.tolerations[0]");
+    assert_eq!(status["details"]["causes"][0]["reason"], "FieldValueForbidden");
+}
+
+#[test]
+fn allowed_and_unselected_pods_pass() {
+    let ok = pod(
+        "ml-train",
+        json!([{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]),
+    );
+    assert!(
+        decide(&ok, Phase::Validate).0.allowed,
+        "allowed entry and platform default"
+    );
+    let elsewhere = pod("ml-sandbox", json!([{"key": "anything", "operator": "Exists"}]));
+    assert!(decide(&elsewhere, Phase::Validate).0.allowed, "excluded namespace");
+}
+
+#[test]
+fn exempt_groups_pass() {
+    let mut body = pod("ml-train", json!([{"key": "x", "operator": "Exists"}]));
+    body["request"]["userInfo"]["groups"] = json!(["system:authenticated", "sre"]);
+    assert!(decide(&body, Phase::Validate).0.allowed);
+}
+
+#[test]
+fn pod_defaults_are_patched_on_create() {
+    let (decision, response) = decide(&pod("ml-train", Value::Null), Phase::Mutate);
+    assert!(decision.allowed);
+    assert_eq!(
+        serde_json::to_value(&decision.patch).expect("json"),
+        json!([{"op": "add", "path": "/spec/tolerations", "value": [{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}]}])
+    );
+    assert_eq!(response["response"]["patchType"], "JSONPatch");
+    let existing = pod(
+        "ml-train",
+        json!([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]),
+    );
+    assert_eq!(
+        serde_json::to_value(&decide(&existing, Phase::Mutate).0.patch).expect("json"),
+        json!([{"op": "add", "path": "/spec/tolerations/-", "value": {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}}])
+    );
+    let covered = pod(
+        "ml-train",
+        json!([{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}]),
+    );
+    assert!(
+        decide(&covered, Phase::Mutate).0.patch.is_empty(),
+        "already there: no duplicate"
+    );
+}
+
+fn claim(ns: &str, requests: Value) -> Value {
+    let c = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": ns}, "spec": {"devices": {"requests": requests}}});
+    review(
+        ("resource.k8s.io", "v1", "ResourceClaim"),
+        ns,
+        c,
+        &["system:authenticated"],
+    )
+}
+
+#[test]
+fn device_defaults_go_into_every_exactly_and_subrequest() {
+    let body = claim(
+        "ml-train",
+        json!([
+            {"name": "a", "exactly": {"deviceClassName": "gpu.example.com"}},
+            {"name": "b", "firstAvailable": [
+                {"name": "x", "deviceClassName": "gpu.example.com", "tolerations": [{"key": "example.com/gpu-maintenance", "operator": "Exists", "effect": "NoSchedule"}]},
+                {"name": "y", "deviceClassName": "gpu.example.com", "tolerations": [{"key": "example.com/gpu-maintenance", "operator": "Exists", "effect": "NoExecute"}]}
+            ]}
+        ]),
+    );
+    let (decision, _) = decide(&body, Phase::Mutate);
+    let d = json!({"key": "example.com/gpu-maintenance", "operator": "Exists", "effect": "NoSchedule"});
+    assert_eq!(
+        serde_json::to_value(&decision.patch).expect("json"),
+        json!([
+            {"op": "add", "path": "/spec/devices/requests/0/exactly/tolerations", "value": [d]},
+            {"op": "add", "path": "/spec/devices/requests/1/firstAvailable/1/tolerations/-", "value": d}
+        ])
+    );
+}
+
+#[test]
+fn forbidden_device_toleration_in_a_subrequest() {
+    let body = claim(
+        "ml-train",
+        json!([{"name": "gpu", "firstAvailable": [
+            {"name": "big", "deviceClassName": "gpu.example.com"},
+            {"name": "small", "deviceClassName": "gpu.example.com", "tolerations": [{"key": "example.com/other", "operator": "Exists"}]}
+        ]}]),
+    );
+    let (decision, response) = decide(&body, Phase::Validate);
+    assert!(!decision.allowed);
+    assert_eq!(
+        response["response"]["status"]["details"]["causes"][0]["field"],
+        "spec.devices.requests[0].firstAvailable[1].tolerations[0]"
+    );
+    assert!(
+        response["response"]["status"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("resourceclaims.resource.k8s.io \"c\" is forbidden: toleration policy \"ml-nodes\"")
+    );
+}
+
+#[test]
+fn warn_mode_admits_with_a_warning_when_labels_are_known() {
+    let body = pod("web-1", json!([{"key": "example.com/spot", "operator": "Exists"}]));
+    let web = StaticView::default().with_namespace("web-1", &[("team", "web")]);
+    let (decision, response) = decide_with(&body, &policies(POLICIES), &web, Phase::Validate);
+    assert!(decision.allowed);
+    let warnings = response["response"]["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap_or("")
+            .contains("toleration policy \"team-warn\": spec.tolerations[0] (example.com/spot:*) is denied")
+    );
+    // Without labels, the selector cannot be evaluated: the warning says so.
+    let (decision, response) = decide(&body, Phase::Validate);
+    assert!(decision.allowed);
+    assert!(
+        response["response"]["warnings"][0]
+            .as_str()
+            .unwrap_or("")
+            .contains("the labels of namespace \"web-1\" are unknown")
+    );
+}
+
+#[test]
+fn audit_mode_admits_and_annotates() {
+    let body = claim(
+        "research",
+        json!([{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
+        "tolerations": [{"key": "example.com/gpu-maintenance", "operator": "Exists"}]}}]),
+    );
+    let research = StaticView::default().with_namespace("research", &[("team", "ml")]);
+    let (decision, response) = decide_with(&body, &policies(POLICIES), &research, Phase::Validate);
+    assert!(decision.allowed);
+    assert_eq!(decision.audit.len(), 1);
+    assert!(
+        response["response"]["auditAnnotations"]["policy-audit"]
+            .as_str()
+            .unwrap_or("")
+            .contains("toleration policy \"audit-gpu\"")
+    );
+    assert!(response["response"].get("warnings").is_none());
+}
+
+#[test]
+fn validation_errors_come_before_policy() {
+    let body = pod(
+        "ml-train",
+        json!([{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "Bogus"}]),
+    );
+    let (decision, response) = decide(&body, Phase::Validate);
+    assert!(!decision.allowed);
+    assert_eq!(response["response"]["status"]["code"], 422);
+}
