@@ -11,5 +11,6 @@ fn main() -> ExitCode {
         Command::Serve(args) => draguard::cli::serve::run(args),
         Command::Review(args) => draguard::cli::review::run(args),
         Command::Check(args) => draguard::cli::check::run(args),
+        Command::Policy(args) => draguard::cli::policy::run(args),
     }
 }

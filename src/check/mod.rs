@@ -427,8 +427,8 @@ fn check_object(
     let decision = review(&request, ctx);
     report.allowed = decision.allowed;
     let map_field = |field: &str| match field_prefix {
-        Some(p) => format!("{p}.{field}"),
-        None => field.to_owned(),
+        Some(p) if !field.is_empty() => format!("{p}.{field}"),
+        _ => field.to_owned(),
     };
     if let Some(status) = &decision.status {
         let causes = status.details.as_ref().map(|d| d.causes.as_slice()).unwrap_or_default();

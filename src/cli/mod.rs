@@ -1,6 +1,7 @@
 //! Command-line interface: one module per subcommand.
 
 pub mod check;
+pub mod policy;
 pub mod review;
 pub mod serve;
 
@@ -22,6 +23,8 @@ pub enum Command {
     Review(review::ReviewArgs),
     /// Check manifests as the webhook would judge them (for CI).
     Check(check::CheckArgs),
+    /// Lint policy files, or print their JSON Schema.
+    Policy(policy::PolicyArgs),
 }
 
 /// Log output for every subcommand: human-readable on a terminal, JSON lines

@@ -49,7 +49,9 @@ impl Outcome {
     }
 }
 
-/// Every policy that selects the namespace must admit every toleration.
+/// Every policy that selects the namespace must admit every toleration. A
+/// policy whose selector needs unknown namespace labels is reported only
+/// when it would reject a toleration, and then says that it cannot tell.
 pub fn evaluate(set: &PolicySet, subject: &Subject<'_>) -> Outcome {
     let mut outcome = Outcome::default();
     for loaded in &set.policies {
@@ -57,43 +59,38 @@ pub fn evaluate(set: &PolicySet, subject: &Subject<'_>) -> Outcome {
         if p.exempts(subject.user) {
             continue;
         }
-        match p.selects(subject.namespace, subject.labels) {
+        let unknown = match p.selects(subject.namespace, subject.labels) {
             Selection::NotSelected => continue,
-            Selection::Unknown => {
-                outcome.violations.push(Violation {
-                    policy: p.metadata.name.clone(),
-                    mode: p.spec.mode,
-                    field: None,
-                    message: with_message(
-                        p,
-                        format!(
-                            "toleration policy {:?} cannot tell whether it applies: the labels of namespace {:?} are unknown (no cluster; give them with a Namespace object or --namespace-labels)",
-                            p.metadata.name, subject.namespace
-                        ),
+            Selection::Unknown => true,
+            Selection::Selected => false,
+        };
+        for (path, t) in &subject.tolerations {
+            let Some(why) = judge(p, subject.target, t) else {
+                continue;
+            };
+            let caveat = if unknown {
+                format!(
+                    " (if it applies: the labels of namespace {:?} are unknown; give them with a Namespace object or --namespace-labels)",
+                    subject.namespace
+                )
+            } else {
+                String::new()
+            };
+            outcome.violations.push(Violation {
+                policy: p.metadata.name.clone(),
+                mode: p.spec.mode,
+                field: Some(path.clone()),
+                message: with_message(
+                    p,
+                    format!(
+                        "toleration policy {:?}{caveat}: {path} ({}) {why}; namespace {:?} may use {}",
+                        p.metadata.name,
+                        describe(t),
+                        subject.namespace,
+                        may_use(p, subject.target)
                     ),
-                });
-            }
-            Selection::Selected => {
-                for (path, t) in &subject.tolerations {
-                    if let Some(why) = judge(p, subject.target, t) {
-                        outcome.violations.push(Violation {
-                            policy: p.metadata.name.clone(),
-                            mode: p.spec.mode,
-                            field: Some(path.clone()),
-                            message: with_message(
-                                p,
-                                format!(
-                                    "toleration policy {:?}: {path} ({}) {why}; namespace {:?} may use {}",
-                                    p.metadata.name,
-                                    describe(t),
-                                    subject.namespace,
-                                    may_use(p, subject.target)
-                                ),
-                            ),
-                        });
-                    }
-                }
-            }
+                ),
+            });
         }
     }
     outcome
@@ -405,32 +402,40 @@ mod tests {
 
     #[test]
     fn unknown_labels_are_said_not_guessed() {
-        let s = set(&policy(
-            "p",
-            &format!(
-                "  namespaces: {{selector: {{matchLabels: {{team: ml}}}}}}\n{}",
-                &ML[ML.find("  pods").unwrap_or(0)..]
-            ),
-        ));
-        let user = UserInfo::default();
-        let out = evaluate(
-            &s,
-            &Subject {
-                namespace: "x",
-                labels: None,
-                user: &user,
-                target: Target::Pod,
-                tolerations: vec![],
-            },
+        let spec = format!(
+            "  namespaces: {{selector: {{matchLabels: {{team: ml}}}}}}\n{}",
+            &ML[ML.find("  pods").unwrap_or(0)..]
         );
+        let s = set(&policy("p", &spec));
+        let user = UserInfo::default();
+        let subject = |tolerations| Subject {
+            namespace: "x",
+            labels: None,
+            user: &user,
+            target: Target::Pod,
+            tolerations,
+        };
+        let admitted = vec![(
+            Path::new("t").index(0),
+            tol("dedicated", "Equal", "ml", "NoSchedule", None),
+        )];
+        assert!(
+            evaluate(&s, &subject(admitted)).violations.is_empty(),
+            "admitted either way: nothing to say"
+        );
+        let rejected = vec![(
+            Path::new("t").index(0),
+            tol("dedicated", "Equal", "web", "NoSchedule", None),
+        )];
+        let out = evaluate(&s, &subject(rejected));
         assert_eq!(out.violations.len(), 1);
         assert!(
             out.violations[0]
                 .message
-                .contains("the labels of namespace \"x\" are unknown"),
+                .starts_with("toleration policy \"p\" (if it applies: the labels of namespace \"x\" are unknown;"),
             "{out:?}"
         );
-        assert_eq!(out.violations[0].field, None);
+        assert_eq!(out.violations[0].mode, Mode::Enforce);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod enforce;
 pub mod load;
 pub mod model;
 pub mod reload;
+pub mod schema;
 
 use std::collections::BTreeMap;
 
