@@ -310,3 +310,85 @@ fn documents_that_are_not_objects_are_skipped_with_a_warning() {
         "-:1:1: warning: (no kind)/default/: skipped: not a Kubernetes object (no apiVersion or kind)\n1 object, 0 denied, 1 warning\n"
     );
 }
+
+#[test]
+fn policy_lint_reports_file_line_and_column() {
+    let ok = draguard(&["policy", "lint"], None);
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "the shipped policies lint clean: {}",
+        stdout(&ok)
+    );
+    assert_eq!(stdout(&ok), "policies: 5 policies OK\n");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: p}\nspec:\n  pods:\n    allow:\n    - key: dedicated\n      operater: Equal\n";
+    std::fs::write(dir.path().join("bad.yaml"), bad).expect("write");
+    let out = draguard(&["policy", "lint", dir.path().to_str().expect("utf-8")], None);
+    assert_eq!(out.status.code(), Some(1));
+    let report = stdout(&out);
+    let path = dir.path().join("bad.yaml");
+    assert!(
+        report.starts_with(&format!("{}:8:7: unknown field `operater`", path.display())),
+        "{report}"
+    );
+    assert_eq!(stderr(&out).trim(), "1 error");
+}
+
+#[test]
+fn policy_schema_is_json_schema() {
+    let out = draguard(&["policy", "schema"], None);
+    assert_eq!(out.status.code(), Some(0));
+    let schema: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(schema["$schema"], "http://json-schema.org/draft-07/schema#");
+    assert_eq!(schema["properties"]["kind"]["const"], "TolerationPolicy");
+    assert_eq!(
+        schema["properties"]["spec"]["properties"]["mode"]["enum"],
+        serde_json::json!(["Enforce", "Warn", "Audit"])
+    );
+}
+
+#[test]
+fn check_applies_policies_with_namespace_labels() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("p.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpu-team}\nspec:\n  namespaces: {selector: {matchLabels: {team: gpu}}}\n  pods:\n    allow: [{key: gpu, operator: Exists}]\n",
+    )
+    .expect("write");
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: a}\nspec:\n  tolerations: [{key: spot, operator: Exists}]\n  containers: [{name: c, image: i}]\n";
+    let policies = dir.path().to_str().expect("utf-8");
+    let labelled = draguard(
+        &["check", "-", "--policies", policies, "--namespace-labels", "a=team=gpu"],
+        Some(pod),
+    );
+    assert_eq!(labelled.status.code(), Some(1));
+    assert!(
+        stdout(&labelled).starts_with("-:5:17: error: Pod/a/p: spec.tolerations[0]: toleration policy \"gpu-team\": spec.tolerations[0] (spot:*) is not allowed; namespace \"a\" may use only: gpu:*"),
+        "{}",
+        stdout(&labelled)
+    );
+    let other = draguard(
+        &["check", "-", "--policies", policies, "--namespace-labels", "a=team=web"],
+        Some(pod),
+    );
+    assert_eq!(other.status.code(), Some(0), "not selected");
+    let with_namespace_object =
+        format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: a, labels: {{team: gpu}}}}\n---\n{pod}");
+    assert_eq!(
+        draguard(&["check", "-", "--policies", policies], Some(&with_namespace_object))
+            .status
+            .code(),
+        Some(1)
+    );
+    let unknown = draguard(&["check", "-", "--policies", policies], Some(pod));
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(stdout(&unknown).contains("(if it applies: the labels of namespace \"a\" are unknown"));
+    let broken = draguard(&["check", "-", "--policies", "tests"], Some(pod));
+    assert_eq!(
+        broken.status.code(),
+        Some(0),
+        "a folder without policy files holds no policies"
+    );
+}

@@ -565,3 +565,102 @@ async fn device_taint_rule_effect_change_gets_a_fresh_time_added() {
         "spec.taint.effect"
     );
 }
+
+fn pod_review(uid: &str, namespace: &str, toleration_value: &str) -> Value {
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "trainer", "namespace": namespace},
+        "spec": {
+            "containers": [{"name": "c", "image": "i"}],
+            "tolerations": [{"key": "dedicated", "operator": "Equal", "value": toleration_value, "effect": "NoSchedule"}]
+        }
+    });
+    let mut r = review(uid, pod);
+    r["request"]["kind"] = json!({"group": "", "version": "v1", "kind": "Pod"});
+    r["request"]["resource"] = json!({"group": "", "version": "v1", "resource": "pods"});
+    r["request"]["name"] = json!("trainer");
+    r["request"]["namespace"] = json!(namespace);
+    r
+}
+
+fn restrict_to(value: &str) -> String {
+    format!(
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: ml-nodes}}\nspec:\n  namespaces: {{names: [ml]}}\n  pods:\n    allow: [{{key: dedicated, operator: Equal, value: {value}, effect: NoSchedule}}]\n"
+    )
+}
+
+async fn allowed_within(client: &reqwest::Client, url: String, body: &Value, want: bool) -> bool {
+    for _ in 0..50 {
+        let (_, answer) = post_review(client, url.clone(), body).await;
+        if answer["response"]["allowed"] == want {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// A forbidden toleration gets 403 naming the policy; the policy file is
+/// edited on disk and the same request is admitted without a restart; a
+/// broken edit leaves the previous policy in force.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_hot_reload() {
+    let certs = tempfile::tempdir().unwrap();
+    let policies = tempfile::tempdir().unwrap();
+    let file = policies.path().join("ml.yaml");
+    std::fs::write(&file, restrict_to("ml")).unwrap();
+    let dir = policies.path().to_owned();
+    let server = start_with(certs.path(), &[], move |c| {
+        c.policies_dir = Some(dir);
+        c.policy_reload_every = Duration::from_millis(100);
+    })
+    .await;
+    let client = client(&server);
+    let validate = url(&server, "/validate?timeout=10s");
+    let web = pod_review("p-1", "ml", "web");
+
+    let (status, answer) = post_review(&client, validate.clone(), &web).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(answer["response"]["allowed"], false);
+    assert_eq!(answer["response"]["status"]["code"], 403);
+    let message = answer["response"]["status"]["message"].as_str().unwrap();
+    assert!(message.contains("toleration policy \"ml-nodes\""), "{message}");
+    assert_eq!(
+        answer["response"]["status"]["details"]["causes"][0]["field"],
+        "spec.tolerations[0]"
+    );
+
+    std::fs::write(&file, restrict_to("web")).unwrap();
+    assert!(
+        allowed_within(&client, validate.clone(), &web, true).await,
+        "the edit applies without a restart"
+    );
+
+    std::fs::write(&file, "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: ml-nodes}\nspec:\n  pods: [broken\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (_, answer) = post_review(&client, validate.clone(), &web).await;
+    assert_eq!(
+        answer["response"]["allowed"], true,
+        "the broken edit was rejected; the last good policy stays"
+    );
+    let (_, answer) = post_review(&client, validate.clone(), &pod_review("p-2", "ml", "gpu")).await;
+    assert_eq!(answer["response"]["allowed"], false, "and it is still enforced");
+    server.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_policies_stop_the_start() {
+    let certs = tempfile::tempdir().unwrap();
+    let policies = tempfile::tempdir().unwrap();
+    std::fs::write(policies.path().join("p.yaml"), "kind: [\n").unwrap();
+    let tls = TlsSource::Generate {
+        dir: certs.path().to_owned(),
+        sans: vec![],
+    };
+    let config = ServerConfig::new(loopback(), tls).with_policies(policies.path().to_owned());
+    match server::start(config).await {
+        Err(ServerError::Policies(message)) => assert!(message.contains("p.yaml:1:7: unclosed bracket"), "{message}"),
+        Err(other) => panic!("want a policy error, got {other}"),
+        Ok(_) => panic!("the server started with broken policies"),
+    }
+}
