@@ -18,6 +18,7 @@ use crate::policy::PolicySet;
 use crate::policy::apply::{self, Asker, TolerationList};
 use crate::policy::enforce::{Outcome, Target as PolicyTarget, Violation};
 use crate::policy::model::Mode;
+use crate::policy::ptr::{self, PtrConfig};
 use crate::rules;
 use k8s_openapi::api::authentication::v1::UserInfo;
 
@@ -48,6 +49,9 @@ pub struct Context<'a> {
     pub now: jiff::Timestamp,
     pub cluster: &'a dyn ClusterView,
     pub policies: &'a PolicySet,
+    /// PodTolerationRestriction compatibility, when enabled: the plugin's
+    /// cluster configuration (namespace annotations come from `cluster`).
+    pub ptr: Option<&'a PtrConfig>,
     pub phase: Phase,
 }
 
@@ -118,11 +122,11 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
     let namespace = env.namespace.as_deref().unwrap_or("");
     let mut patch = mutations(kind, object, old, ctx);
     if env.operation == Operation::Create {
-        match policy_defaults(kind, object, namespace, &env.user_info, ctx) {
+        match create_defaults(kind, object, namespace, &env.user_info, ctx) {
             Ok(ops) => patch.extend(ops),
             // An object that does not decode gets no defaults; /validate says why.
             Err(_) if ctx.phase == Phase::Mutate => {}
-            Err(e) => return Decision::deny(bad_request(e.message)),
+            Err(e) => return Decision::deny(bad_request(e)),
         }
     }
     if ctx.phase == Phase::Mutate {
@@ -153,7 +157,12 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
                 ..Decision::allow()
             };
             match policy_verdict(kind, judged, namespace, &env.user_info, ctx) {
-                Ok(outcome) => apply_outcome(&mut decision, &outcome, &target, env),
+                Ok(mut outcome) => {
+                    if let Some(v) = ptr_verdict(kind, judged, namespace, ctx) {
+                        outcome.violations.insert(0, v);
+                    }
+                    apply_outcome(&mut decision, &outcome, &target, env);
+                }
                 Err(e) => return Decision::deny(bad_request(e.message)),
             }
             decision
@@ -200,6 +209,71 @@ fn policy_lists(kind: Kind, object: &Value) -> Result<Option<(PolicyTarget, Vec<
         }
         _ => None,
     })
+}
+
+/// Tolerations added on CREATE: PodTolerationRestriction's merge (when
+/// enabled) first, as the in-tree plugin runs before webhooks, then the
+/// defaults of the policies, computed on the merged object.
+fn create_defaults(
+    kind: Kind,
+    object: &Value,
+    namespace: &str,
+    user: &UserInfo,
+    ctx: &Context<'_>,
+) -> Result<Vec<json_patch::PatchOperation>, String> {
+    let mut ops = ptr_merge(kind, object, namespace, ctx)?;
+    let merged;
+    let current = if ops.is_empty() {
+        object
+    } else {
+        merged = crate::mutate::apply(object, &ops)?;
+        &merged
+    };
+    ops.extend(policy_defaults(kind, current, namespace, user, ctx).map_err(|e| e.message)?);
+    Ok(ops)
+}
+
+fn ptr_merge(
+    kind: Kind,
+    object: &Value,
+    namespace: &str,
+    ctx: &Context<'_>,
+) -> Result<Vec<json_patch::PatchOperation>, String> {
+    let (Some(config), Kind::Pod) = (ctx.ptr, kind) else {
+        return Ok(Vec::new());
+    };
+    let spec = PodSpecView::decode(field(object, "spec")).map_err(|e| e.message)?;
+    let lists = apply::pod_lists(&spec);
+    let tolerations = lists.first().map(|l| l.tolerations.as_slice()).unwrap_or_default();
+    let annotations = ctx.cluster.namespace_annotations(namespace);
+    let Some(merged) = ptr::admit(&spec, tolerations, annotations.as_ref(), config)? else {
+        return Ok(Vec::new());
+    };
+    let values: Vec<Value> = merged.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
+    Ok(vec![crate::mutate::set(
+        object,
+        &["spec", "tolerations"],
+        Value::Array(values),
+    )])
+}
+
+/// PodTolerationRestriction's whitelist (when enabled), as a violation.
+fn ptr_verdict(kind: Kind, object: &Value, namespace: &str, ctx: &Context<'_>) -> Option<Violation> {
+    let (Some(config), Kind::Pod) = (ctx.ptr, kind) else {
+        return None;
+    };
+    let spec = PodSpecView::decode(field(object, "spec")).ok()?;
+    let lists = apply::pod_lists(&spec);
+    let tolerations = lists.first().map(|l| l.tolerations.as_slice()).unwrap_or_default();
+    let annotations = ctx.cluster.namespace_annotations(namespace);
+    ptr::verify(tolerations, annotations.as_ref(), config)
+        .err()
+        .map(|message| Violation {
+            policy: "PodTolerationRestriction".into(),
+            mode: Mode::Enforce,
+            field: None,
+            message,
+        })
 }
 
 /// Default tolerations of the policies selecting the namespace (CREATE).

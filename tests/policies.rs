@@ -84,6 +84,7 @@ fn decide_with(body: &Value, set: &PolicySet, cluster: &dyn ClusterView, phase: 
         now: "2026-11-21T10:00:00Z".parse().expect("time"),
         cluster,
         policies: set,
+        ptr: None,
         phase,
     };
     incoming.answer(&ctx)
@@ -272,4 +273,66 @@ fn validation_errors_come_before_policy() {
     let (decision, response) = decide(&body, Phase::Validate);
     assert!(!decision.allowed);
     assert_eq!(response["response"]["status"]["code"], 422);
+}
+
+/// PodTolerationRestriction compatibility: the corpus checks verdicts; here
+/// the merged tolerations are checked patch by patch.
+fn ptr_case(file: &str) -> (Value, StaticView, draguard::policy::ptr::PtrConfig) {
+    let path = format!("{}/tests/conformance/{file}", env!("CARGO_MANIFEST_DIR"));
+    let case: Value = serde_json::from_slice(&std::fs::read(path).expect("case")).expect("json");
+    let ns = &case["context"]["namespace"];
+    let mut view = StaticView::default();
+    let name = ns["metadata"]["name"].as_str().expect("namespace name").to_owned();
+    let annotations = ns["metadata"]["annotations"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    view.annotations.insert(name.clone(), annotations);
+    view.namespaces.insert(name, Default::default());
+    let config = serde_json::from_value(case["context"]["pluginConfig"].clone()).expect("config");
+    (case["review"].clone(), view, config)
+}
+
+fn ptr_patch(file: &str) -> Value {
+    let (review, view, config) = ptr_case(file);
+    let bytes = serde_json::to_vec(&review).expect("json");
+    let incoming = Incoming::parse(&bytes).expect("review");
+    let ctx = Context {
+        now: "2026-11-21T10:00:00Z".parse().expect("time"),
+        cluster: &view,
+        policies: &PolicySet::default(),
+        ptr: Some(&config),
+        phase: Phase::Mutate,
+    };
+    serde_json::to_value(&incoming.answer(&ctx).0.patch).expect("json")
+}
+
+#[test]
+fn ptr_merges_cluster_and_namespace_defaults() {
+    let test_key = json!({"key": "testKey", "operator": "Equal", "value": "testValue", "effect": "NoSchedule"});
+    assert_eq!(
+        ptr_patch("133-pod-default-cluster-tolerations-with-empty-pod-tolerations-and-nil-namespace-tolerations.json"),
+        json!([{"op": "add", "path": "/spec/tolerations", "value": [test_key]}])
+    );
+    assert_eq!(
+        ptr_patch("143-pod-added-memorypressure-diskpressure-for-burstable-pod.json"),
+        json!([{"op": "add", "path": "/spec/tolerations", "value": [test_key,
+            {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"}]}])
+    );
+    assert_eq!(
+        ptr_patch("140-pod-override-default-cluster-toleration-by-empty-namespace-level-toleration.json"),
+        json!([]),
+        "an empty namespace annotation overrides the cluster default"
+    );
+    let duplicate_key = ptr_patch("137-pod-duplicate-key-pod-and-namespace-tolerations.json");
+    assert_eq!(duplicate_key[0]["op"], "replace");
+    assert_eq!(
+        duplicate_key[0]["value"].as_array().map(Vec::len),
+        Some(2),
+        "both kept: neither covers the other"
+    );
 }

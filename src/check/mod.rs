@@ -17,6 +17,7 @@ use serde_saphyr::Spanned;
 
 use crate::cluster::StaticView;
 use crate::policy::PolicySet;
+use crate::policy::ptr::PtrConfig;
 use crate::review::{Context, Phase, Request, review};
 use crate::yaml::{Node, Position};
 pub use input::{InputError, Source};
@@ -30,6 +31,8 @@ pub struct Options {
     /// Namespace labels given on the command line; Namespace objects in
     /// the input add to them.
     pub namespace_labels: StaticView,
+    /// PodTolerationRestriction compatibility, when enabled.
+    pub ptr: Option<PtrConfig>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -166,11 +169,14 @@ pub fn check(
         }
     }
     let mut cluster = options.namespace_labels.clone();
-    cluster.namespaces.extend(namespaces_in(&objects).namespaces);
+    let found = namespaces_in(&objects);
+    cluster.namespaces.extend(found.namespaces);
+    cluster.annotations.extend(found.annotations);
     let ctx = Context {
         now: options.now,
         cluster: &cluster,
         policies: &options.policies,
+        ptr: options.ptr.as_ref(),
         phase: Phase::Both,
     };
     let spans = Spans(&trees);
@@ -261,22 +267,26 @@ fn identity(v: &Value, default_namespace: &str) -> Option<(String, String, Strin
     Some((group.to_owned(), kind.to_owned(), namespace.to_owned(), name.to_owned()))
 }
 
-/// Namespace objects in the input tell the labels of their namespaces.
+/// Namespace objects in the input tell the labels and annotations of their
+/// namespaces.
 fn namespaces_in(objects: &[Object]) -> StaticView {
+    let strings = |v: &Value, pointer: &str| -> std::collections::BTreeMap<String, String> {
+        v.pointer(pointer)
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
     let mut view = StaticView::default();
     for o in objects.iter().filter(|o| text(&o.value, "/kind") == Some("Namespace")) {
         if let Some(name) = text(&o.value, "/metadata/name") {
-            let labels = o
-                .value
-                .pointer("/metadata/labels")
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
-                        .collect()
-                })
-                .unwrap_or_default();
-            view.namespaces.insert(name.to_owned(), labels);
+            view.namespaces
+                .insert(name.to_owned(), strings(&o.value, "/metadata/labels"));
+            view.annotations
+                .insert(name.to_owned(), strings(&o.value, "/metadata/annotations"));
         }
     }
     view

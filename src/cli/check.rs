@@ -34,6 +34,8 @@ pub struct CheckArgs {
     /// (repeatable). Namespace objects in the input count too.
     #[arg(long, value_name = "NS=K=V,...", value_parser = parse_namespace_labels)]
     pub namespace_labels: Vec<(String, Vec<(String, String)>)>,
+    #[command(flatten)]
+    pub ptr: super::PtrArgs,
 }
 
 /// `ml=team=ml,tier=gold` into the namespace and its labels.
@@ -86,11 +88,16 @@ pub fn run(args: CheckArgs) -> ExitCode {
             .namespaces
             .insert(ns.clone(), labels.iter().cloned().collect());
     }
+    let ptr = match args.ptr.load() {
+        Ok(p) => p,
+        Err(e) => return unusable(&e),
+    };
     let options = Options {
         namespace: args.namespace.clone(),
         now: jiff::Timestamp::now(),
         policies,
         namespace_labels,
+        ptr,
     };
     let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;
     let progress = |done: usize, total: usize| {

@@ -21,6 +21,8 @@ pub struct ReviewArgs {
     /// Policy folder.
     #[arg(long, default_value = "policies", value_name = "DIR")]
     pub policies: PathBuf,
+    #[command(flatten)]
+    pub ptr: super::PtrArgs,
 }
 
 pub fn run(args: ReviewArgs) -> ExitCode {
@@ -46,10 +48,18 @@ pub fn run(args: ReviewArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let ptr = match args.ptr.load() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("draguard review: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let ctx = Context {
         now: jiff::Timestamp::now(),
         cluster: &NoCluster,
         policies: &policies,
+        ptr: ptr.as_ref(),
         phase: if args.mutate { Phase::Mutate } else { Phase::Both },
     };
     let (decision, response) = incoming.answer(&ctx);

@@ -50,6 +50,8 @@ pub struct ServeArgs {
     /// ~/.kube/config, then the in-cluster service account).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub ptr: super::PtrArgs,
     /// Log output format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -74,8 +76,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
 
 fn startup_failed(json: bool, message: &str) -> ExitCode {
     // Some errors (YAML parse errors) come with a source excerpt; the
-    // first line says what is wrong.
-    let message = message.lines().next().unwrap_or(message);
+    // first line says what is wrong. Policy errors are a list: all of it.
+    let message = if message.starts_with("invalid policies:") {
+        message
+    } else {
+        message.lines().next().unwrap_or(message)
+    };
     if json {
         tracing::error!(error = message, "draguard serve cannot start");
     } else {
@@ -86,10 +92,10 @@ fn startup_failed(json: bool, message: &str) -> ExitCode {
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
     server::install_crypto_provider();
-    // Policies are not implemented yet; say which folder would be used.
     let tls = tls_source(&args);
     let mut config = ServerConfig::new(args.listen, tls.clone()).with_policies(args.policies.clone());
     config.max_body = args.max_body;
+    config.ptr = args.ptr.load()?.map(std::sync::Arc::new);
     if let Some(view) = live_view(&args).await? {
         config = config.with_live_view(view);
     }

@@ -53,4 +53,10 @@ impl ClusterView for LiveView {
             .get(&ObjectRef::new(namespace))
             .map(|ns| ns.metadata.labels.clone().unwrap_or_default())
     }
+
+    fn namespace_annotations(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
+        self.namespaces
+            .get(&ObjectRef::new(namespace))
+            .map(|ns| ns.metadata.annotations.clone().unwrap_or_default())
+    }
 }

@@ -11,6 +11,12 @@ pub trait ClusterView: Send + Sync {
     /// Labels of a namespace, or `None` when the namespace is not known
     /// (no cluster, not in the cache, not in the checked manifests).
     fn namespace_labels(&self, namespace: &str) -> Option<BTreeMap<String, String>>;
+
+    /// Annotations of a namespace (PodTolerationRestriction compatibility),
+    /// or `None` when the namespace is not known.
+    fn namespace_annotations(&self, _namespace: &str) -> Option<BTreeMap<String, String>> {
+        None
+    }
 }
 
 /// No cluster at all: nothing is known.
@@ -27,6 +33,7 @@ impl ClusterView for NoCluster {
 #[derive(Debug, Default, Clone)]
 pub struct StaticView {
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
+    pub annotations: HashMap<String, BTreeMap<String, String>>,
 }
 
 impl StaticView {
@@ -42,5 +49,9 @@ impl StaticView {
 impl ClusterView for StaticView {
     fn namespace_labels(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
         self.namespaces.get(namespace).cloned()
+    }
+
+    fn namespace_annotations(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
+        self.annotations.get(namespace).cloned()
     }
 }

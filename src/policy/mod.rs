@@ -7,6 +7,7 @@ pub mod cover;
 pub mod enforce;
 pub mod load;
 pub mod model;
+pub mod ptr;
 pub mod reload;
 pub mod schema;
 

@@ -88,6 +88,8 @@ pub struct ServerConfig {
     pub policies_dir: Option<PathBuf>,
     /// How often the policy folder is checked for changes.
     pub policy_reload_every: Duration,
+    /// PodTolerationRestriction compatibility, when enabled.
+    pub ptr: Option<Arc<crate::policy::ptr::PtrConfig>>,
 }
 
 impl ServerConfig {
@@ -103,6 +105,7 @@ impl ServerConfig {
             policies: PolicyStore::default(),
             policies_dir: None,
             policy_reload_every: DEFAULT_POLICY_RELOAD_EVERY,
+            ptr: None,
         }
     }
 
@@ -243,7 +246,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             }
         });
     }
-    let state = routes::AppState::new(config.cluster, config.ready, config.policies);
+    let state = routes::AppState::new(config.cluster, config.ready, config.policies, config.ptr);
     let app = routes::router(state, config.max_body);
     let acceptor = TlsAcceptor::from(Arc::new(prepared.rustls));
     let task = tokio::spawn(accept_loop(listener, acceptor, app, stop_rx));

@@ -18,6 +18,7 @@ use crate::admission::Incoming;
 use crate::cluster::ClusterView;
 use crate::objects::Kind;
 use crate::policy::PolicySet;
+use crate::policy::ptr::PtrConfig;
 use crate::policy::reload::PolicyStore;
 use crate::review::{Context, Decision, Phase, operation_name};
 
@@ -27,15 +28,22 @@ pub(crate) struct AppState {
     ready: ReadyCheck,
     metrics: Arc<Metrics>,
     policies: PolicyStore,
+    ptr: Option<Arc<PtrConfig>>,
 }
 
 impl AppState {
-    pub(crate) fn new(cluster: Arc<dyn ClusterView>, ready: ReadyCheck, policies: PolicyStore) -> Self {
+    pub(crate) fn new(
+        cluster: Arc<dyn ClusterView>,
+        ready: ReadyCheck,
+        policies: PolicyStore,
+        ptr: Option<Arc<PtrConfig>>,
+    ) -> Self {
         AppState {
             cluster,
             ready,
             metrics: Arc::default(),
             policies,
+            ptr,
         }
     }
 }
@@ -131,7 +139,8 @@ async fn admit(
     let started = Instant::now();
     let cluster = state.cluster.clone();
     let policies = state.policies.current();
-    let task = tokio::task::spawn_blocking(move || decide(&body, endpoint, &*cluster, &policies));
+    let ptr = state.ptr.clone();
+    let task = tokio::task::spawn_blocking(move || decide(&body, endpoint, &*cluster, &policies, ptr.as_deref()));
     let outcome = match tokio::time::timeout(deadline, task).await {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(e)) => {
@@ -189,7 +198,13 @@ enum Outcome {
 }
 
 /// The whole review: parse, judge, serialize. Runs on a blocking thread.
-fn decide(body: &[u8], endpoint: Endpoint, cluster: &dyn ClusterView, policies: &PolicySet) -> Outcome {
+fn decide(
+    body: &[u8],
+    endpoint: Endpoint,
+    cluster: &dyn ClusterView,
+    policies: &PolicySet,
+    ptr: Option<&PtrConfig>,
+) -> Outcome {
     let incoming = match Incoming::parse(body) {
         Ok(incoming) => incoming,
         Err(e) => return Outcome::NotAReview(e.to_string()),
@@ -198,6 +213,7 @@ fn decide(body: &[u8], endpoint: Endpoint, cluster: &dyn ClusterView, policies: 
         now: jiff::Timestamp::now(),
         cluster,
         policies,
+        ptr,
         phase: endpoint.phase(),
     };
     let (decision, response) = incoming.answer(&ctx);
