@@ -12,6 +12,7 @@ pub mod field;
 pub mod mutate;
 pub mod objects;
 pub mod policy;
+pub mod quota;
 pub mod report;
 pub mod review;
 pub mod rules;

@@ -1,0 +1,245 @@
+//! Quota across all subrequests (SPEC.md §7): what a claim costs, as the
+//! kube quota evaluator counts it (pkg/quota/v1/evaluator/core/resource_claims.go),
+//! and the limits it must fit in.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::objects::claim::{ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec};
+
+/// `AllocationResultsMaxSize`: what `allocationMode: All` is charged, the worst case.
+pub const ALL_DEVICES_CHARGE: u64 = 32;
+/// The ResourceQuota name of the claim count.
+pub const CLAIMS_RESOURCE: &str = "count/resourceclaims.resource.k8s.io";
+/// `<class>` + this is the ResourceQuota name of a device class's devices.
+pub const DEVICES_SUFFIX: &str = ".deviceclass.resource.k8s.io/devices";
+
+/// What claims cost or use: a number of claims and devices per class.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Charge {
+    pub claims: u64,
+    pub devices: BTreeMap<String, u64>,
+}
+
+impl Charge {
+    pub fn add(&mut self, other: &Charge) {
+        self.claims += other.claims;
+        for (class, n) in &other.devices {
+            *self.devices.entry(class.clone()).or_default() += n;
+        }
+    }
+
+    /// This charge `n` times (a template stamping `n` claims).
+    pub fn times(&self, n: u64) -> Charge {
+        Charge {
+            claims: self.claims * n,
+            devices: self.devices.iter().map(|(c, d)| (c.clone(), d * n)).collect(),
+        }
+    }
+
+    /// As ResourceQuota resource names and quantities.
+    pub fn resources(&self) -> BTreeMap<String, u64> {
+        let mut out: BTreeMap<String, u64> = self
+            .devices
+            .iter()
+            .map(|(class, n)| (format!("{class}{DEVICES_SUFFIX}"), *n))
+            .collect();
+        out.insert(CLAIMS_RESOURCE.to_owned(), self.claims);
+        out
+    }
+}
+
+impl fmt::Display for Charge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} claim{}", self.claims, if self.claims == 1 { "" } else { "s" })?;
+        for (class, n) in &self.devices {
+            write!(f, ", {n} {class}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Devices one request or subrequest asks for: its count, 32 for `All`,
+/// nothing for a mode the evaluator does not know.
+fn devices(mode: &str, count: i64) -> Option<u64> {
+    match mode {
+        ALLOCATION_MODE_EXACT_COUNT => Some(u64::try_from(count).unwrap_or(0)),
+        ALLOCATION_MODE_ALL => Some(ALL_DEVICES_CHARGE),
+        _ => None,
+    }
+}
+
+/// The charge of one claim: one claim; `exactly` charges its count; a
+/// `firstAvailable` request charges, per device class, the largest count
+/// among its subrequests of that class; requests add up. Admin access is
+/// not exempt. Every subrequest counts, so a prioritized list never buys
+/// more than quota allows.
+pub fn charge(spec: &ClaimSpec) -> Charge {
+    let mut total = Charge {
+        claims: 1,
+        devices: BTreeMap::new(),
+    };
+    for request in &spec.devices.requests {
+        if let Some(exactly) = &request.exactly {
+            // An unknown mode still names the class, at 0 (`unknown-count-mode`).
+            let n = devices(&exactly.allocation_mode, exactly.count).unwrap_or(0);
+            *total.devices.entry(exactly.device_class_name.clone()).or_default() += n;
+            continue;
+        }
+        let mut per_class: BTreeMap<&str, u64> = BTreeMap::new();
+        for sub in &request.first_available {
+            if let Some(n) = devices(&sub.allocation_mode, sub.count).filter(|n| *n > 0) {
+                let slot = per_class.entry(&sub.device_class_name).or_default();
+                *slot = (*slot).max(n);
+            }
+        }
+        for (class, n) in per_class {
+            *total.devices.entry(class.to_owned()).or_default() += n;
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::ClaimVersion;
+    use serde_json::{Value, json};
+
+    fn charged(requests: Value) -> BTreeMap<String, u64> {
+        let spec = ClaimSpec::decode(&json!({"devices": {"requests": requests}}), ClaimVersion::V1).expect("spec");
+        let c = charge(&spec);
+        assert_eq!(c.claims, 1, "every claim counts once");
+        c.devices
+    }
+
+    fn gpu(extra: Value) -> Value {
+        let mut e = json!({"deviceClassName": "gpu"});
+        if let (Some(e), Some(x)) = (e.as_object_mut(), extra.as_object()) {
+            e.extend(x.clone());
+        }
+        e
+    }
+
+    fn expect(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+    }
+
+    // The cases of pkg/quota/v1/evaluator/core/resource_claims_test.go.
+    #[test]
+    fn simple() {
+        assert_eq!(
+            charged(json!([{"name": "r", "exactly": gpu(json!({}))}])),
+            expect(&[("gpu", 1)])
+        );
+    }
+
+    #[test]
+    fn many_requests() {
+        let five: Vec<Value> = (0..5)
+            .map(|i| json!({"name": format!("r{i}"), "exactly": gpu(json!({}))}))
+            .collect();
+        assert_eq!(charged(json!(five)), expect(&[("gpu", 5)]));
+    }
+
+    #[test]
+    fn count() {
+        assert_eq!(
+            charged(json!([{"name": "r", "exactly": gpu(json!({"count": 5}))}])),
+            expect(&[("gpu", 5)])
+        );
+    }
+
+    #[test]
+    fn all() {
+        assert_eq!(
+            charged(json!([{"name": "r", "exactly": gpu(json!({"allocationMode": "All"}))}])),
+            expect(&[("gpu", 32)])
+        );
+    }
+
+    #[test]
+    fn unknown_count_mode() {
+        assert_eq!(
+            charged(json!([{"name": "r", "exactly": gpu(json!({"allocationMode": "Future"}))}])),
+            expect(&[("gpu", 0)])
+        );
+    }
+
+    #[test]
+    fn admin_access_is_not_exempt() {
+        assert_eq!(
+            charged(json!([{"name": "r", "exactly": gpu(json!({"adminAccess": true, "count": 2}))}])),
+            expect(&[("gpu", 2)])
+        );
+    }
+
+    fn sub(name: &str, class: &str, extra: Value) -> Value {
+        let mut s = json!({"name": name, "deviceClassName": class});
+        if let (Some(s), Some(x)) = (s.as_object_mut(), extra.as_object()) {
+            s.extend(x.clone());
+        }
+        s
+    }
+
+    #[test]
+    fn prioritized_list() {
+        assert_eq!(
+            charged(json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({}))]}])),
+            expect(&[("gpu", 1)])
+        );
+    }
+
+    #[test]
+    fn prioritized_list_multiple_subrequests() {
+        let req = json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({"count": 2})), sub("b", "gpu", json!({}))]}]);
+        assert_eq!(charged(req), expect(&[("gpu", 2)]), "the largest, not the first");
+    }
+
+    #[test]
+    fn prioritized_list_multiple_subrequests_different_device_classes() {
+        let req = json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({})), sub("b", "tpu", json!({"allocationMode": "All"}))]}]);
+        assert_eq!(
+            charged(req),
+            expect(&[("gpu", 1), ("tpu", 32)]),
+            "every class is charged its worst case"
+        );
+    }
+
+    #[test]
+    fn prioritized_list_allocation_mode_all() {
+        let req = json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({})), sub("b", "gpu", json!({"allocationMode": "All"}))]}]);
+        assert_eq!(charged(req), expect(&[("gpu", 32)]));
+    }
+
+    #[test]
+    fn prioritized_list_unknown_mode_adds_nothing() {
+        let req = json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({"allocationMode": "Future"}))]}]);
+        assert_eq!(charged(req), expect(&[]));
+    }
+
+    #[test]
+    fn requests_add_up_across_kinds() {
+        let req = json!([
+            {"name": "e", "exactly": gpu(json!({"count": 3}))},
+            {"name": "f", "firstAvailable": [sub("big", "gpu-large", json!({"count": 2})), sub("small", "gpu-small", json!({"count": 4}))]}
+        ]);
+        assert_eq!(charged(req), expect(&[("gpu", 3), ("gpu-large", 2), ("gpu-small", 4)]));
+    }
+
+    #[test]
+    fn resources_and_multiples() {
+        let c = Charge {
+            claims: 1,
+            devices: expect(&[("gpu-small", 4)]),
+        };
+        assert_eq!(
+            c.times(3).resources(),
+            expect(&[
+                ("count/resourceclaims.resource.k8s.io", 3),
+                ("gpu-small.deviceclass.resource.k8s.io/devices", 12)
+            ])
+        );
+        assert_eq!(c.times(3).to_string(), "3 claims, 12 gpu-small");
+    }
+}
