@@ -15,10 +15,12 @@ use crate::objects::dra::{DeviceTaintRuleSpec, SliceSpec};
 use crate::objects::pod::{PodSpecView, node_taints};
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, Kind, meta::object_meta};
 use crate::policy::PolicySet;
+use crate::policy::Selection;
 use crate::policy::apply::{self, Asker, TolerationList};
 use crate::policy::enforce::{Outcome, Target as PolicyTarget, Violation};
 use crate::policy::model::Mode;
 use crate::policy::ptr::{self, PtrConfig};
+use crate::quota::{Charge, Limits, charge, excesses};
 use crate::rules;
 use k8s_openapi::api::authentication::v1::UserInfo;
 
@@ -161,6 +163,15 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
                     if let Some(v) = ptr_verdict(kind, judged, namespace, ctx) {
                         outcome.violations.insert(0, v);
                     }
+                    if env.operation == Operation::Create {
+                        match quota_verdict(kind, judged, namespace, &env.user_info, ctx) {
+                            Ok((violations, warnings)) => {
+                                outcome.violations.extend(violations);
+                                decision.warnings.extend(warnings);
+                            }
+                            Err(e) => return Decision::deny(bad_request(e.message)),
+                        }
+                    }
                     apply_outcome(&mut decision, &outcome, &target, env);
                 }
                 Err(e) => return Decision::deny(bad_request(e.message)),
@@ -255,6 +266,93 @@ fn ptr_merge(
         &["spec", "tolerations"],
         Value::Array(values),
     )])
+}
+
+/// What a new claim (or, in `check`, a template times the claims it will
+/// stamp) costs; `None` for everything quota does not count.
+pub fn quota_charge(
+    kind: Kind,
+    object: &Value,
+    namespace: &str,
+    cluster: &dyn ClusterView,
+) -> Result<Option<Charge>, DecodeError> {
+    Ok(match kind {
+        Kind::ResourceClaim(v) => Some(charge(&ClaimSpec::decode(field(object, "spec"), v)?)),
+        Kind::ResourceClaimTemplate(v) => {
+            let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+            match cluster.template_claims(namespace, name) {
+                Some(n) if n > 0 => Some(charge(&ClaimSpec::decode(field(field(object, "spec"), "spec"), v)?).times(n)),
+                _ => None,
+            }
+        }
+        _ => None,
+    })
+}
+
+/// Quota (SPEC.md §7): usage plus this charge must fit every limit of
+/// the policies selecting the namespace and of its ResourceQuotas.
+fn quota_verdict(
+    kind: Kind,
+    object: &Value,
+    namespace: &str,
+    user: &UserInfo,
+    ctx: &Context<'_>,
+) -> Result<(Vec<Violation>, Vec<String>), DecodeError> {
+    let Some(requested) = quota_charge(kind, object, namespace, ctx.cluster)? else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let labels = ctx.cluster.namespace_labels(namespace);
+    let mut sources: Vec<(Limits, Mode, String, bool)> = Vec::new();
+    for l in &ctx.policies.policies {
+        let p = &l.policy;
+        let selection = p.selects(namespace, labels.as_ref());
+        if p.exempts(user) || selection == Selection::NotSelected {
+            continue;
+        }
+        if let Some(limits) = Limits::from_policy(&p.metadata.name, &p.spec.quota) {
+            sources.push((
+                limits,
+                p.spec.mode,
+                p.spec.message.clone(),
+                selection == Selection::Unknown,
+            ));
+        }
+    }
+    for limits in ctx.cluster.resource_quotas(namespace) {
+        sources.push((limits, Mode::Enforce, String::new(), false));
+    }
+    if sources.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let mut warnings = Vec::new();
+    let used = ctx.cluster.quota_usage(namespace).unwrap_or_else(|| {
+        warnings.push(format!(
+            "quota: the usage of namespace {namespace:?} is unknown (no cluster); only this claim's charge ({requested}) was checked against the limits"
+        ));
+        Charge::default()
+    });
+    let mut violations = Vec::new();
+    for (limits, mode, message, unknown) in sources {
+        for excess in excesses(&limits, &used, &requested) {
+            let caveat = if unknown {
+                format!(" (if the policy applies: the labels of namespace {namespace:?} are unknown)")
+            } else {
+                String::new()
+            };
+            let text = format!("{excess}{caveat}");
+            violations.push(Violation {
+                policy: limits.source.clone(),
+                mode,
+                field: None,
+                message: if message.is_empty() {
+                    text
+                } else {
+                    format!("{text}: {message}")
+                },
+            });
+        }
+    }
+    Ok((violations, warnings))
 }
 
 /// PodTolerationRestriction's whitelist (when enabled), as a violation.

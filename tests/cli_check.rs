@@ -392,3 +392,91 @@ fn check_applies_policies_with_namespace_labels() {
         "a folder without policy files holds no policies"
     );
 }
+
+fn quota_workload(replicas: u32) -> String {
+    format!(
+        "apiVersion: v1
+kind: ResourceQuota
+metadata: {{name: gpus, namespace: ml}}
+spec:
+  hard:
+    gpu-small.deviceclass.resource.k8s.io/devices: \"10\"
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {{name: trainer-gpu, namespace: ml}}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        firstAvailable:
+        - {{name: large, deviceClassName: gpu-large, count: 2}}
+        - {{name: small, deviceClassName: gpu-small, count: 4}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: trainer, namespace: ml}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: t}}}}
+  template:
+    metadata: {{labels: {{app: t}}}}
+    spec:
+      resourceClaims: [{{name: gpu, resourceClaimTemplateName: trainer-gpu}}]
+      containers: [{{name: c, image: i, resources: {{claims: [{{name: gpu}}]}}}}]
+"
+    )
+}
+
+#[test]
+fn quota_counts_every_subrequest_for_every_replica() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let no_policies = dir.path().to_str().expect("utf-8");
+    let out = draguard(&["check", "-", "--policies", no_policies], Some(&quota_workload(3)));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some(
+            "-:8:1: error: ResourceClaimTemplate/ml/trainer-gpu: exceeded quota (ResourceQuota \"gpus\"): gpu-small.deviceclass.resource.k8s.io/devices: limit 10, used 0, requested 12"
+        )
+    );
+    let fits = draguard(&["check", "-", "--policies", no_policies], Some(&quota_workload(2)));
+    assert_eq!(
+        fits.status.code(),
+        Some(0),
+        "2 replicas x 4 = 8 fit in 10: {}",
+        stdout(&fits)
+    );
+}
+
+#[test]
+fn quota_from_a_policy_and_usage_in_input_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("quota.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: ml-quota}\nspec:\n  namespaces: {names: [ml]}\n  quota: {claims: 2, devices: {gpu: 8}}\n",
+    )
+    .expect("write");
+    let claim = |name: &str, count: u32| {
+        format!(
+            "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: {name}, namespace: ml}}\nspec:\n  devices:\n    requests:\n    - {{name: r, exactly: {{deviceClassName: gpu, count: {count}}}}}\n"
+        )
+    };
+    let input = format!("{}{}{}", claim("a", 6), claim("b", 3), claim("c", 2));
+    let out = draguard(
+        &["check", "-", "--policies", dir.path().to_str().expect("utf-8")],
+        Some(&input),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        vec![
+            "-:10:1: error: ResourceClaim/ml/b: exceeded quota (policy \"ml-quota\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 6, requested 3",
+            "3 objects, 1 denied, 0 warnings",
+        ],
+        "a uses 6 of 8; b (3) is denied and uses nothing; c (2) fits"
+    );
+}

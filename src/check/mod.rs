@@ -172,13 +172,7 @@ pub fn check(
     let found = namespaces_in(&objects);
     cluster.namespaces.extend(found.namespaces);
     cluster.annotations.extend(found.annotations);
-    let ctx = Context {
-        now: options.now,
-        cluster: &cluster,
-        policies: &options.policies,
-        ptr: options.ptr.as_ref(),
-        phase: Phase::Both,
-    };
+    quota_facts(&objects, &options.namespace, &mut cluster);
     let spans = Spans(&trees);
     let mut report = Report {
         sources: sources.iter().map(|s| s.name.clone()).collect(),
@@ -186,9 +180,29 @@ pub fn check(
     };
     for (n, object) in objects.into_iter().enumerate() {
         let old_value = identity(&object.value, &options.namespace).and_then(|k| old_objects.get(&k));
-        report
-            .objects
-            .push(check_object(n, object, old_value, options, &ctx, &spans));
+        let charge = if old_value.is_none() {
+            charge_of(&object.value, &options.namespace, &cluster)
+        } else {
+            None
+        };
+        let ctx = Context {
+            now: options.now,
+            cluster: &cluster,
+            policies: &options.policies,
+            ptr: options.ptr.as_ref(),
+            phase: Phase::Both,
+        };
+        let verdict = check_object(n, object, old_value, options, &ctx, &spans);
+        // Claims are created in input order: an admitted one uses quota.
+        if let (true, Some((ns, charge))) = (verdict.allowed, charge) {
+            cluster
+                .usage
+                .get_or_insert_with(HashMap::new)
+                .entry(ns)
+                .or_default()
+                .add(&charge);
+        }
+        report.objects.push(verdict);
     }
     Ok(report)
 }
@@ -290,6 +304,77 @@ fn namespaces_in(objects: &[Object]) -> StaticView {
         }
     }
     view
+}
+
+/// The namespace of an object as `check` reviews it.
+fn namespace_of<'a>(v: &'a Value, default: &'a str) -> &'a str {
+    text(v, "/metadata/namespace").unwrap_or(default)
+}
+
+/// What quota needs from the whole input before any object is judged:
+/// usage starts known (and empty), ResourceQuota objects give limits, and
+/// each ResourceClaimTemplate stamps one claim per pod replica of the
+/// workloads that use it.
+fn quota_facts(objects: &[Object], default_namespace: &str, cluster: &mut StaticView) {
+    cluster.usage.get_or_insert_with(HashMap::new);
+    for o in objects {
+        let v = &o.value;
+        let ns = namespace_of(v, default_namespace).to_owned();
+        let (group, kind) = group_kind(v);
+        if group.is_empty() && kind == "ResourceQuota" {
+            let hard: std::collections::BTreeMap<String, String> = v
+                .pointer("/spec/hard")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, q)| (k.clone(), q.as_str().map_or_else(|| q.to_string(), str::to_owned)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let name = text(v, "/metadata/name").unwrap_or("");
+            if let Some(limits) = crate::quota::Limits::from_resource_quota(name, &hard) {
+                cluster.quotas.entry(ns).or_default().push(limits);
+            }
+            continue;
+        }
+        let (pod_spec, replicas) = match pod_template_path(&group, &kind) {
+            Some(path) => {
+                let template = format!("/{}/spec", path.replace('.', "/"));
+                (v.pointer(&template), replicas_of(v, &group, &kind))
+            }
+            None if group.is_empty() && kind == "Pod" => (v.get("spec"), 1),
+            None => continue,
+        };
+        let claims = pod_spec.and_then(|s| s.get("resourceClaims")).and_then(Value::as_array);
+        for claim in claims.into_iter().flatten() {
+            if let Some(template) = claim.get("resourceClaimTemplateName").and_then(Value::as_str) {
+                *cluster.templates.entry((ns.clone(), template.to_owned())).or_default() += replicas;
+            }
+        }
+    }
+}
+
+/// Pods a workload runs at once: `replicas` (Deployment, ReplicaSet,
+/// StatefulSet) or `parallelism` (Job, CronJob), 1 when unset.
+fn replicas_of(v: &Value, group: &str, kind: &str) -> u64 {
+    let pointer = match (group, kind) {
+        ("batch", "Job") => "/spec/parallelism",
+        ("batch", "CronJob") => "/spec/jobTemplate/spec/parallelism",
+        _ => "/spec/replicas",
+    };
+    v.pointer(pointer).and_then(Value::as_u64).unwrap_or(1)
+}
+
+/// The charge of a claim (or template) about to be created, with its namespace.
+fn charge_of(v: &Value, default_namespace: &str, cluster: &StaticView) -> Option<(String, crate::quota::Charge)> {
+    let api_version = text(v, "/apiVersion")?;
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let kind = crate::objects::Kind::route(group, version, text(v, "/kind")?)?;
+    let ns = namespace_of(v, default_namespace);
+    crate::review::quota_charge(kind, v, ns, cluster)
+        .ok()
+        .flatten()
+        .map(|c| (ns.to_owned(), c))
 }
 
 /// Where a workload keeps its pod template.

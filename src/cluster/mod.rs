@@ -6,6 +6,8 @@ pub mod live;
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::quota::{Charge, Limits};
+
 /// A read-only view of cluster state the rules may consult.
 pub trait ClusterView: Send + Sync {
     /// Labels of a namespace, or `None` when the namespace is not known
@@ -15,6 +17,24 @@ pub trait ClusterView: Send + Sync {
     /// Annotations of a namespace (PodTolerationRestriction compatibility),
     /// or `None` when the namespace is not known.
     fn namespace_annotations(&self, _namespace: &str) -> Option<BTreeMap<String, String>> {
+        None
+    }
+
+    /// What the claims of a namespace use, as the quota evaluator counts
+    /// them, or `None` when unknown (no cluster).
+    fn quota_usage(&self, _namespace: &str) -> Option<Charge> {
+        None
+    }
+
+    /// The claim-related limits of the namespace's ResourceQuotas.
+    fn resource_quotas(&self, _namespace: &str) -> Vec<Limits> {
+        Vec::new()
+    }
+
+    /// How many claims a ResourceClaimTemplate will stamp, when that is
+    /// known (`check`: the replicas of the workloads using it). A webhook
+    /// charges the claims themselves, so it says `None`.
+    fn template_claims(&self, _namespace: &str, _template: &str) -> Option<u64> {
         None
     }
 }
@@ -34,6 +54,10 @@ impl ClusterView for NoCluster {
 pub struct StaticView {
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
     pub annotations: HashMap<String, BTreeMap<String, String>>,
+    /// `Some`: usage is known (zero where nothing is recorded).
+    pub usage: Option<HashMap<String, Charge>>,
+    pub quotas: HashMap<String, Vec<Limits>>,
+    pub templates: HashMap<(String, String), u64>,
 }
 
 impl StaticView {
@@ -53,5 +77,21 @@ impl ClusterView for StaticView {
 
     fn namespace_annotations(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
         self.annotations.get(namespace).cloned()
+    }
+
+    fn quota_usage(&self, namespace: &str) -> Option<Charge> {
+        self.usage
+            .as_ref()
+            .map(|u| u.get(namespace).cloned().unwrap_or_default())
+    }
+
+    fn resource_quotas(&self, namespace: &str) -> Vec<Limits> {
+        self.quotas.get(namespace).cloned().unwrap_or_default()
+    }
+
+    fn template_claims(&self, namespace: &str, template: &str) -> Option<u64> {
+        self.templates
+            .get(&(namespace.to_owned(), template.to_owned()))
+            .copied()
     }
 }

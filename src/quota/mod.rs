@@ -243,3 +243,154 @@ mod tests {
         assert_eq!(c.times(3).to_string(), "3 claims, 12 gpu-small");
     }
 }
+
+/// Limits from one source (a policy's `quota`, or a ResourceQuota's
+/// `spec.hard`), as ResourceQuota resource names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// `policy "ml-gpus"` or `ResourceQuota "gpu-quota"`.
+    pub source: String,
+    pub hard: BTreeMap<String, u64>,
+}
+
+impl Limits {
+    pub fn from_policy(name: &str, quota: &crate::policy::model::Quota) -> Option<Limits> {
+        let mut hard: BTreeMap<String, u64> = quota
+            .devices
+            .iter()
+            .map(|(class, n)| (format!("{class}{DEVICES_SUFFIX}"), *n))
+            .collect();
+        if let Some(claims) = quota.claims {
+            hard.insert(CLAIMS_RESOURCE.to_owned(), claims);
+        }
+        (!hard.is_empty()).then(|| Limits {
+            source: format!("policy {name:?}"),
+            hard,
+        })
+    }
+
+    /// The claim-related entries of a ResourceQuota's `spec.hard`; other
+    /// resources and quantities that are not whole numbers are ignored.
+    pub fn from_resource_quota(name: &str, hard: &BTreeMap<String, String>) -> Option<Limits> {
+        let hard: BTreeMap<String, u64> = hard
+            .iter()
+            .filter(|(r, _)| r.as_str() == CLAIMS_RESOURCE || r.ends_with(DEVICES_SUFFIX))
+            .filter_map(|(r, q)| parse_count(q).map(|n| (r.clone(), n)))
+            .collect();
+        (!hard.is_empty()).then(|| Limits {
+            source: format!("ResourceQuota {name:?}"),
+            hard,
+        })
+    }
+}
+
+/// A whole-number quantity (`10`, `1k`); anything else is not a count.
+fn parse_count(q: &str) -> Option<u64> {
+    let q = q.trim();
+    let (digits, factor) = match q.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        None => (q, 1),
+        Some((i, _)) => match &q[i..] {
+            "k" => (&q[..i], 1_000),
+            "M" => (&q[..i], 1_000_000),
+            "Ki" => (&q[..i], 1 << 10),
+            "Mi" => (&q[..i], 1 << 20),
+            _ => return None,
+        },
+    };
+    digits.parse::<u64>().ok()?.checked_mul(factor)
+}
+
+/// One limit a new claim would break.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Excess {
+    pub source: String,
+    pub resource: String,
+    pub limit: u64,
+    pub used: u64,
+    pub requested: u64,
+}
+
+impl fmt::Display for Excess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "exceeded quota ({}): {}: limit {}, used {}, requested {}",
+            self.source, self.resource, self.limit, self.used, self.requested
+        )
+    }
+}
+
+/// Every limit that `used + requested` would exceed.
+pub fn excesses(limits: &Limits, used: &Charge, requested: &Charge) -> Vec<Excess> {
+    let (used, requested) = (used.resources(), requested.resources());
+    limits
+        .hard
+        .iter()
+        .filter_map(|(resource, &limit)| {
+            let asked = requested.get(resource).copied().unwrap_or(0);
+            let have = used.get(resource).copied().unwrap_or(0);
+            (asked > 0 && have + asked > limit).then(|| Excess {
+                source: limits.source.clone(),
+                resource: resource.clone(),
+                limit,
+                used: have,
+                requested: asked,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn resource_quota_entries() {
+        let hard: BTreeMap<String, String> = [
+            ("gpu.deviceclass.resource.k8s.io/devices", "8"),
+            ("count/resourceclaims.resource.k8s.io", "1k"),
+            ("requests.cpu", "4"),
+            ("tpu.deviceclass.resource.k8s.io/devices", "1.5"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let limits = Limits::from_resource_quota("q", &hard).expect("limits");
+        assert_eq!(limits.source, "ResourceQuota \"q\"");
+        assert_eq!(
+            limits.hard,
+            [
+                ("count/resourceclaims.resource.k8s.io".to_owned(), 1000),
+                ("gpu.deviceclass.resource.k8s.io/devices".to_owned(), 8)
+            ]
+            .into()
+        );
+    }
+
+    #[test]
+    fn six_of_eight_used() {
+        let limits = Limits {
+            source: "ResourceQuota \"q\"".into(),
+            hard: [("gpu.deviceclass.resource.k8s.io/devices".to_owned(), 8)].into(),
+        };
+        let used = Charge {
+            claims: 3,
+            devices: [("gpu".to_owned(), 6)].into(),
+        };
+        let three = Charge {
+            claims: 1,
+            devices: [("gpu".to_owned(), 3)].into(),
+        };
+        let two = Charge {
+            claims: 1,
+            devices: [("gpu".to_owned(), 2)].into(),
+        };
+        let over = excesses(&limits, &used, &three);
+        assert_eq!(over.len(), 1);
+        assert_eq!(
+            over[0].to_string(),
+            "exceeded quota (ResourceQuota \"q\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 6, requested 3"
+        );
+        assert!(excesses(&limits, &used, &two).is_empty());
+    }
+}
