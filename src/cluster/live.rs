@@ -3,47 +3,73 @@
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
 
 use super::ClusterView;
+use crate::objects::{ClaimSpec, ClaimVersion};
+use crate::quota::{Charge, Limits, charge};
 
 /// Watched caches of the objects the rules consult.
 #[derive(Clone)]
 pub struct LiveView {
     namespaces: Store<Namespace>,
+    claims: Store<ResourceClaim>,
+    quotas: Store<ResourceQuota>,
+}
+
+/// Starts one reflector on the current runtime and returns its store.
+fn reflect<K>(api: Api<K>, what: &'static str) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(event) = stream.next().await {
+            if let Err(e) = event {
+                tracing::warn!(error = %e, what, "watch error; retrying");
+            }
+        }
+    });
+    reader
 }
 
 impl LiveView {
     /// Starts the watches on the current tokio runtime and returns at once;
-    /// [`LiveView::wait_ready`] tells when the first list has arrived.
+    /// [`LiveView::wait_ready`] tells when the first lists have arrived.
     pub fn start(client: Client) -> Self {
-        let (reader, writer) = reflector::store();
-        let stream = watcher(Api::<Namespace>::all(client), watcher::Config::default())
-            .default_backoff()
-            .reflect(writer)
-            .applied_objects();
-        tokio::spawn(async move {
-            futures::pin_mut!(stream);
-            while let Some(event) = stream.next().await {
-                if let Err(e) = event {
-                    tracing::warn!(error = %e, "namespace watch error; retrying");
-                }
-            }
-        });
-        LiveView { namespaces: reader }
+        LiveView {
+            namespaces: reflect(Api::<Namespace>::all(client.clone()), "namespaces"),
+            claims: reflect(Api::<ResourceClaim>::all(client.clone()), "resourceclaims"),
+            quotas: reflect(Api::<ResourceQuota>::all(client), "resourcequotas"),
+        }
     }
 
     pub async fn wait_ready(&self) -> bool {
         self.namespaces.wait_until_ready().await.is_ok()
+            && self.claims.wait_until_ready().await.is_ok()
+            && self.quotas.wait_until_ready().await.is_ok()
     }
 
     pub fn is_ready(&self) -> bool {
         // A store that has seen its initial list reports every namespace;
         // a cluster always has at least `default` and `kube-system`.
         !self.namespaces.is_empty()
+    }
+
+    /// The namespaces the cluster has, for controllers.
+    pub fn namespaces(&self) -> Vec<std::sync::Arc<Namespace>> {
+        self.namespaces.state()
     }
 }
 
@@ -58,5 +84,37 @@ impl ClusterView for LiveView {
         self.namespaces
             .get(&ObjectRef::new(namespace))
             .map(|ns| ns.metadata.annotations.clone().unwrap_or_default())
+    }
+
+    /// The charges of the namespace's claims, summed as the evaluator does.
+    fn quota_usage(&self, namespace: &str) -> Option<Charge> {
+        let mut used = Charge::default();
+        for claim in self.claims.state() {
+            if claim.metadata.namespace.as_deref() != Some(namespace) {
+                continue;
+            }
+            let spec = serde_json::to_value(&claim.spec).ok()?;
+            if let Ok(spec) = ClaimSpec::decode(&spec, ClaimVersion::V1) {
+                used.add(&charge(&spec));
+            }
+        }
+        Some(used)
+    }
+
+    fn resource_quotas(&self, namespace: &str) -> Vec<Limits> {
+        self.quotas
+            .state()
+            .iter()
+            .filter(|q| q.metadata.namespace.as_deref() == Some(namespace))
+            .filter_map(|q| {
+                let hard: BTreeMap<String, String> = q
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.hard.as_ref())
+                    .map(|h| h.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect())
+                    .unwrap_or_default();
+                Limits::from_resource_quota(q.metadata.name.as_deref().unwrap_or(""), &hard)
+            })
+            .collect()
     }
 }
