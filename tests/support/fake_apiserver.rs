@@ -1,3 +1,6 @@
+// Shared by several test crates; each uses a part of it.
+#![allow(dead_code)]
+
 //! A fake Kubernetes API server on loopback, for kube-rs clients in tests:
 //! LIST answers the stored objects, WATCH stays open without events, and
 //! ResourceQuotas can be created, replaced and deleted (recorded).
