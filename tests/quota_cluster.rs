@@ -78,3 +78,81 @@ async fn existing_claims_use_six_of_eight() {
         "usage is known: no warning"
     );
 }
+
+fn quota_policy(gpus: u32) -> PolicySet {
+    let yaml = format!(
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: ml-quota}}\nspec:\n  namespaces: {{names: [\"ml-*\"]}}\n  quota: {{claims: 10, devices: {{gpu: {gpus}}}}}\n"
+    );
+    PolicySet {
+        policies: draguard::policy::load::parse("q.yaml", &yaml).expect("policy"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_keeps_one_resource_quota_per_selected_namespace() {
+    use draguard::quota::sync::{desired, reconcile};
+    let namespaces: Vec<std::sync::Arc<k8s_openapi::api::core::v1::Namespace>> = ["ml-a", "ml-b", "web"]
+        .iter()
+        .map(|n| std::sync::Arc::new(serde_json::from_value(json!({"metadata": {"name": n}})).expect("namespace")))
+        .collect();
+    let mut objects = Objects::default();
+    let unmanaged = json!({"apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": "team-limits", "namespace": "ml-a", "resourceVersion": "1"},
+        "spec": {"hard": {"gpu.deviceclass.resource.k8s.io/devices": "100"}}});
+    objects.lists.insert("resourcequotas".into(), vec![unmanaged.clone()]);
+    let api = FakeApiServer::start(objects).await;
+    let client = api.client();
+
+    let changes = reconcile(&client, &desired(&quota_policy(8), &namespaces))
+        .await
+        .expect("sync");
+    assert_eq!(
+        changes.created,
+        vec!["ml-a/draguard-ml-quota", "ml-b/draguard-ml-quota"]
+    );
+    let managed: Vec<Value> = api
+        .quotas()
+        .into_iter()
+        .filter(|q| q["metadata"]["name"] != "team-limits")
+        .collect();
+    assert_eq!(managed.len(), 2);
+    for q in &managed {
+        assert_eq!(
+            q["spec"]["hard"],
+            json!({"count/resourceclaims.resource.k8s.io": "10", "gpu.deviceclass.resource.k8s.io/devices": "8"})
+        );
+        assert_eq!(q["metadata"]["labels"]["app.kubernetes.io/managed-by"], "draguard");
+    }
+
+    let unchanged = reconcile(&client, &desired(&quota_policy(8), &namespaces))
+        .await
+        .expect("sync");
+    assert_eq!(unchanged, Default::default(), "nothing to do twice");
+
+    let changes = reconcile(&client, &desired(&quota_policy(4), &namespaces))
+        .await
+        .expect("sync");
+    assert_eq!(
+        changes.updated,
+        vec!["ml-a/draguard-ml-quota", "ml-b/draguard-ml-quota"]
+    );
+    assert!(
+        api.quotas()
+            .iter()
+            .filter(|q| q["metadata"]["name"] == "draguard-ml-quota")
+            .all(|q| q["spec"]["hard"]["gpu.deviceclass.resource.k8s.io/devices"] == "4")
+    );
+
+    let changes = reconcile(&client, &desired(&PolicySet::default(), &namespaces))
+        .await
+        .expect("sync");
+    assert_eq!(
+        changes.deleted,
+        vec!["ml-a/draguard-ml-quota", "ml-b/draguard-ml-quota"]
+    );
+    assert_eq!(
+        api.quotas(),
+        vec![unmanaged],
+        "the ResourceQuota draguard did not create is untouched"
+    );
+}

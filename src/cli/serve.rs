@@ -52,6 +52,12 @@ pub struct ServeArgs {
     pub kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     pub ptr: super::PtrArgs,
+    /// Keep a ResourceQuota `draguard-<policy>` with the policy's quota in
+    /// every namespace a policy selects, so the apiserver's own (atomic)
+    /// quota admission enforces it under any concurrency. Needs a cluster;
+    /// touches only the ResourceQuotas it created.
+    #[arg(long, conflicts_with = "no_cluster")]
+    pub sync_quotas: bool,
     /// Log output format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -96,10 +102,19 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let mut config = ServerConfig::new(args.listen, tls.clone()).with_policies(args.policies.clone());
     config.max_body = args.max_body;
     config.ptr = args.ptr.load()?.map(std::sync::Arc::new);
-    if let Some(view) = live_view(&args).await? {
-        config = config.with_live_view(view);
+    let cluster = live_view(&args).await?;
+    if let Some((view, _)) = &cluster {
+        config = config.with_live_view(view.clone());
     }
+    let policies = config.policies.clone();
     let running = server::start(config).await.map_err(|e| e.to_string())?;
+    if args.sync_quotas {
+        let Some((view, client)) = cluster else {
+            return Err("--sync-quotas needs a cluster (a kubeconfig or the in-cluster service account)".into());
+        };
+        tracing::info!("keeping a draguard-<policy> ResourceQuota in every namespace a quota policy selects");
+        tokio::spawn(draguard_sync(client, policies, view));
+    }
     tracing::info!(listen = %running.local_addr(), %tls, max_body = args.max_body, "serving admission reviews");
     let stop = running.shutdown_handle();
     tokio::spawn(async move {
@@ -126,13 +141,13 @@ fn tls_source(args: &ServeArgs) -> TlsSource {
 }
 
 /// The watched cluster caches, or `None` to run without a cluster.
-async fn live_view(args: &ServeArgs) -> Result<Option<LiveView>, String> {
+async fn live_view(args: &ServeArgs) -> Result<Option<(LiveView, kube::Client)>, String> {
     let Some(config) = cluster_config(args).await? else {
         return Ok(None);
     };
     tracing::info!(apiserver = %config.cluster_url, "watching the cluster");
     let client = kube::Client::try_from(config).map_err(|e| format!("cannot create the Kubernetes client: {e}"))?;
-    Ok(Some(LiveView::start(client)))
+    Ok(Some((LiveView::start(client.clone()), client)))
 }
 
 async fn cluster_config(args: &ServeArgs) -> Result<Option<kube::Config>, String> {
@@ -157,6 +172,17 @@ async fn cluster_config(args: &ServeArgs) -> Result<Option<kube::Config>, String
             Ok(None)
         }
     }
+}
+
+/// How often `--sync-quotas` reconciles (policy changes apply within this).
+const SYNC_QUOTAS_EVERY: Duration = Duration::from_secs(30);
+
+async fn draguard_sync(client: kube::Client, policies: crate::policy::reload::PolicyStore, view: LiveView) {
+    if !view.wait_ready().await {
+        tracing::warn!("the namespace cache never filled; ResourceQuota sync is off");
+        return;
+    }
+    crate::quota::sync::run(client, policies, view, SYNC_QUOTAS_EVERY).await;
 }
 
 /// `3145728`, `3Mi`, `512Ki`, `1G`: a byte count for `--max-body`.

@@ -173,6 +173,15 @@ pub fn lint(p: &TolerationPolicy) -> Vec<(String, String)> {
     }
     if p.metadata.name.is_empty() {
         out.push(("metadata.name".into(), "metadata.name is required".into()));
+    } else {
+        // `serve --sync-quotas` names a ResourceQuota `draguard-<policy>`.
+        let quota_name = format!("draguard-{}", p.metadata.name);
+        for m in crate::rules::names::dns1123_subdomain(&quota_name) {
+            out.push((
+                "metadata.name".into(),
+                format!("metadata.name must make a valid object name draguard-<name>: {m}"),
+            ));
+        }
     }
     let spec = &p.spec;
     for (list, name) in [
@@ -419,6 +428,13 @@ spec:
         assert!(one_error(&bad_selector).ends_with("values must be non-empty for In and NotIn"));
         let bad_sa = format!("{ok_head}spec:\n  exempt:\n    serviceAccounts: [janitor]\n");
         assert_eq!(one_error(&bad_sa), "p.yaml:6:23: \"janitor\" must be namespace/name");
+    }
+
+    #[test]
+    fn names_must_make_object_names() {
+        let text = GOOD.replace("name: ml-gpus", "name: ML_GPUs");
+        let err = one_error(&text);
+        assert!(err.starts_with("p.yaml:4:3: metadata.name must make a valid object name draguard-<name>: a lowercase RFC 1123 subdomain"), "{err}");
     }
 
     #[test]

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub mod sync;
+
 use crate::objects::claim::{ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec};
 
 /// `AllocationResultsMaxSize`: what `allocationMode: All` is charged, the worst case.
