@@ -12,5 +12,6 @@ fn main() -> ExitCode {
         Command::Review(args) => draguard::cli::review::run(args),
         Command::Check(args) => draguard::cli::check::run(args),
         Command::Policy(args) => draguard::cli::policy::run(args),
+        Command::Crd => draguard::cli::print_crd(),
     }
 }

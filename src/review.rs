@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::cluster::ClusterView;
 use crate::field::{FieldError, Path};
 use crate::objects::dra::{DeviceTaintRuleSpec, SliceSpec};
+use crate::objects::patch::PatchSpec;
 use crate::objects::pod::{PodSpecView, node_taints};
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, Kind, meta::object_meta};
 use crate::policy::PolicySet;
@@ -198,6 +199,7 @@ fn mutations(kind: Kind, object: &Value, old: Option<&Value>, ctx: &Context<'_>)
         Kind::DeviceTaintRule => crate::mutate::time_added::rule_taint(object, old, &["spec", "taint"], &now)
             .into_iter()
             .collect(),
+        Kind::ResourceSlicePatch => crate::mutate::time_added::patch_taints(object, old, &now),
         _ => Vec::new(),
     }
 }
@@ -467,6 +469,7 @@ fn validate(
         }
         Kind::ResourceSlice { .. } => validate_resource_slice(object, old).map(Verdict::from),
         Kind::DeviceTaintRule => validate_device_taint_rule(object, old),
+        Kind::ResourceSlicePatch => validate_slice_patch(object, old).map(Verdict::from),
         Kind::Pod => validate_pod(object, old).map(Verdict::from),
         Kind::Node => validate_node(object, old).map(Verdict::from),
     }
@@ -606,6 +609,13 @@ fn validate_device_taint_rule(object: &Value, old: Option<&Value>) -> Result<Ver
         rules::devicetaintrule::validate_device_taint_rule(spec, old, &Path::new("spec"))
     })?;
     Ok(Verdict { errors, warnings })
+}
+
+fn validate_slice_patch(object: &Value, old: Option<&Value>) -> Result<Vec<FieldError>, DecodeError> {
+    let decode = |o: &Value| PatchSpec::decode(field(o, "spec"));
+    judge(object, old, false, decode, |spec, old| {
+        rules::device_patch::validate_patch_spec(spec, old, &Path::new("spec"))
+    })
 }
 
 fn validate_pod(object: &Value, old: Option<&Value>) -> Result<Vec<FieldError>, DecodeError> {

@@ -59,15 +59,48 @@ pub fn resource_slice(object: &Value, v1beta1: bool, now: &str) -> Vec<PatchOper
     ops
 }
 
-/// The `spec.taint` of a DeviceTaintRule (or `spec.devices.taints[j]` of a
-/// ResourceSlicePatch: pass its pointer tokens).
+/// The `spec.taint` of a DeviceTaintRule, at `tokens`.
 pub fn rule_taint(object: &Value, old: Option<&Value>, tokens: &[&str], now: &str) -> Option<PatchOperation> {
     let pointer = format!("/{}", tokens.join("/"));
     let taint = object.pointer(&pointer)?;
+    stamp(object, tokens, taint, old.and_then(|o| o.pointer(&pointer)), now)
+}
+
+/// The taints of a ResourceSlicePatch (`spec.devices.taints`), each
+/// against the stored taint with the same key.
+pub fn patch_taints(object: &Value, old: Option<&Value>, now: &str) -> Vec<PatchOperation> {
+    let taints = object.pointer("/spec/devices/taints").and_then(Value::as_array);
+    let old_taints = old
+        .and_then(|o| o.pointer("/spec/devices/taints"))
+        .and_then(Value::as_array);
+    let mut ops = Vec::new();
+    for (j, taint) in taints.into_iter().flatten().enumerate() {
+        let key = taint.get("key");
+        let stored = old_taints.and_then(|l| l.iter().find(|t| t.get("key") == key));
+        let index = j.to_string();
+        ops.extend(stamp(
+            object,
+            &["spec", "devices", "taints", &index],
+            taint,
+            stored,
+            now,
+        ));
+    }
+    ops
+}
+
+/// Stamps one taint: missing -> now; effect changed with `timeAdded` left
+/// as it was -> now.
+fn stamp(
+    object: &Value,
+    tokens: &[&str],
+    taint: &Value,
+    old_taint: Option<&Value>,
+    now: &str,
+) -> Option<PatchOperation> {
     if !taint.is_object() {
         return None;
     }
-    let old_taint = old.and_then(|o| o.pointer(&pointer));
     let renew = old_taint.is_some_and(|o| {
         let effect = |t: &Value| t.get("effect").and_then(Value::as_str).unwrap_or("").to_owned();
         effect(o) != effect(taint) && same_instant(time_added(taint), time_added(o))
@@ -168,6 +201,26 @@ mod tests {
         assert_eq!(
             ops_json(&absent.into_iter().collect::<Vec<_>>()),
             json!([{"op": "add", "path": "/spec/taint/timeAdded", "value": NOW}])
+        );
+    }
+
+    #[test]
+    fn patch_taints_match_the_stored_taint_by_key() {
+        let patch = |taints: Value| json!({"spec": {"devices": {"taints": taints}}});
+        let old = patch(
+            json!([{"key": "a", "effect": "NoSchedule", "timeAdded": T0}, {"key": "b", "effect": "None", "timeAdded": T0}]),
+        );
+        let new = patch(json!([
+            {"key": "b", "effect": "None", "timeAdded": T0},
+            {"key": "a", "effect": "NoExecute", "timeAdded": T0},
+            {"key": "c", "effect": "NoSchedule"}
+        ]));
+        assert_eq!(
+            ops_json(&patch_taints(&new, Some(&old), NOW)),
+            json!([
+                {"op": "replace", "path": "/spec/devices/taints/1/timeAdded", "value": NOW},
+                {"op": "add", "path": "/spec/devices/taints/2/timeAdded", "value": NOW}
+            ])
         );
     }
 

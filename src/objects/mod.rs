@@ -5,6 +5,8 @@
 pub mod claim;
 pub mod dra;
 pub mod meta;
+pub mod patch;
+pub mod patch_crd;
 pub mod pod;
 
 use serde::de::DeserializeOwned;
@@ -23,6 +25,8 @@ pub enum Kind {
         v1beta1: bool,
     },
     DeviceTaintRule,
+    /// KEP-5027, served by draguard's CRD or (one day) by Kubernetes.
+    ResourceSlicePatch,
     Pod,
     Node,
 }
@@ -44,6 +48,8 @@ impl Kind {
             ("resource.k8s.io", "DeviceTaintRule") => {
                 matches!(version, "v1" | "v1beta2" | "v1alpha3").then_some(Kind::DeviceTaintRule)
             }
+            ("draguard.dev", "ResourceSlicePatch") if version == "v1alpha1" => Some(Kind::ResourceSlicePatch),
+            ("resource.k8s.io", "ResourceSlicePatch") if version == "v1alpha3" => Some(Kind::ResourceSlicePatch),
             ("", "Pod") if version == "v1" => Some(Kind::Pod),
             ("", "Node") if version == "v1" => Some(Kind::Node),
             _ => None,

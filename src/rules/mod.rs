@@ -4,6 +4,7 @@
 
 pub mod cel;
 pub mod claim;
+pub mod device_patch;
 pub mod devicetaintrule;
 pub mod meta;
 pub mod names;

@@ -1,0 +1,298 @@
+//! ResourceSlicePatch validation (SPEC.md §6): the filter as in
+//! ResourceSlices and claims, attributes and capacity as in ResourceSlices
+//! (fully qualified names), taints as ResourceSlice taints.
+
+use serde_json::Value;
+
+use crate::field::{BadValue, FieldError, Path};
+use crate::objects::patch::{DevicePatch, NullableAttribute, PatchSpec};
+use crate::rules::claim::{DEVICE_SELECTORS_MAX, validate_driver_name, validate_fully_qualified_name};
+use crate::rules::slice::{ATTRIBUTE_VALUE_MAX_LENGTH, MAX_ATTRIBUTES_AND_CAPACITIES, is_semver, validate_pool_name};
+use crate::rules::taints::{DEVICE_TAINTS_MAX, validate_device_taint};
+use crate::rules::{cel, invalid_each, names, validate_slice};
+
+pub fn validate_patch_spec(spec: &PatchSpec, old: Option<&PatchSpec>, path: &Path) -> Vec<FieldError> {
+    validate_device_patch(&spec.devices, old.map(|o| &o.devices), &path.child("devices"))
+}
+
+fn validate_device_patch(p: &DevicePatch, old: Option<&DevicePatch>, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if let Some(f) = &p.filter {
+        let fp = path.child("filter");
+        if let Some(class) = &f.device_class_name {
+            errs.extend(invalid_each(
+                &fp.child("deviceClassName"),
+                class,
+                names::dns1123_subdomain(class),
+            ));
+        }
+        if let Some(driver) = &f.driver {
+            errs.extend(validate_driver_name(driver, &fp.child("driver")));
+        }
+        if let Some(pool) = &f.pool {
+            errs.extend(validate_pool_name(pool, &fp.child("pool")));
+        }
+        if let Some(device) = &f.device {
+            errs.extend(invalid_each(&fp.child("device"), device, names::dns1123_label(device)));
+        }
+        errs.extend(validate_slice(
+            &f.selectors,
+            DEVICE_SELECTORS_MAX,
+            &fp.child("selectors"),
+            |s, p| match &s.cel {
+                None => vec![FieldError::required(p.child("cel"), "")],
+                Some(c) => cel::validate_expression(&c.expression, &p.child("cel").child("expression")),
+            },
+        ));
+    }
+    let entries = p.attributes.len() + p.capacity.len();
+    if entries > MAX_ATTRIBUTES_AND_CAPACITIES {
+        errs.push(FieldError::invalid(
+            path.clone(),
+            entries,
+            format!("the total number of attributes and capacities must not exceed {MAX_ATTRIBUTES_AND_CAPACITIES}"),
+        ));
+    }
+    let attributes = path.child("attributes");
+    for (name, value) in &p.attributes {
+        errs.extend(validate_fully_qualified_name(name, &attributes));
+        errs.extend(validate_attribute(value, &attributes.key(name)));
+    }
+    let capacity = path.child("capacity");
+    for (name, value) in &p.capacity {
+        errs.extend(validate_fully_qualified_name(name, &capacity));
+        errs.extend(validate_capacity(value, &capacity.key(name)));
+    }
+    // Like a ResourceSlice device: an unchanged taint list is not judged again.
+    if old.is_none_or(|o| o.taints != p.taints) {
+        errs.extend(validate_slice(
+            &p.taints,
+            DEVICE_TAINTS_MAX,
+            &path.child("taints"),
+            |t, tp| validate_device_taint(t, None, tp),
+        ));
+    }
+    errs
+}
+
+/// Exactly one of int, bool, string, version or `null: {}`.
+fn validate_attribute(a: &NullableAttribute, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let set = [
+        a.int.is_some(),
+        a.bool.is_some(),
+        a.string.is_some(),
+        a.version.is_some(),
+        a.null.is_some(),
+    ]
+    .iter()
+    .filter(|x| **x)
+    .count();
+    if let Some(s) = &a.string
+        && s.len() > ATTRIBUTE_VALUE_MAX_LENGTH
+    {
+        errs.push(FieldError::too_long(path.child("string"), ATTRIBUTE_VALUE_MAX_LENGTH));
+    }
+    if let Some(v) = &a.version {
+        if !is_semver(v) {
+            errs.push(FieldError::invalid(
+                path.child("version"),
+                v,
+                "must be a string compatible with semver.org spec 2.0.0",
+            ));
+        }
+        if v.len() > ATTRIBUTE_VALUE_MAX_LENGTH {
+            errs.push(FieldError::too_long(path.child("version"), ATTRIBUTE_VALUE_MAX_LENGTH));
+        }
+    }
+    if let Some(n) = &a.null
+        && !n.as_object().is_some_and(serde_json::Map::is_empty)
+    {
+        errs.push(FieldError::invalid(
+            path.child("null"),
+            BadValue::from(n),
+            "must be an empty object: `null: {}`",
+        ));
+    }
+    if set != 1 {
+        let shown = serde_json::to_string(a).unwrap_or_default();
+        errs.push(FieldError::invalid(
+            path.clone(),
+            BadValue::Json(shown),
+            "exactly one value must be specified",
+        ));
+    }
+    errs
+}
+
+/// `{value: <quantity>}`; a capacity cannot be removed (no null).
+fn validate_capacity(v: &Value, path: &Path) -> Vec<FieldError> {
+    match v.get("value") {
+        _ if v.is_null() => vec![FieldError::invalid(
+            path.clone(),
+            BadValue::Null,
+            "capacity cannot be removed: give a value",
+        )],
+        None | Some(Value::Null) => vec![FieldError::required(path.child("value"), "")],
+        Some(Value::String(q)) if is_quantity(q) => Vec::new(),
+        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => Vec::new(),
+        Some(other) => vec![FieldError::invalid(
+            path.child("value"),
+            BadValue::from(other),
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        )],
+    }
+}
+
+/// A Kubernetes quantity: number, then an optional binary (`Ki`..`Ei`),
+/// decimal (`n u m k M G T P E`) or exponent (`e3`) suffix.
+pub fn is_quantity(q: &str) -> bool {
+    let s = q.strip_prefix(['+', '-']).unwrap_or(q);
+    let digits_end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (number, suffix) = s.split_at(digits_end);
+    if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+        return false;
+    }
+    match suffix {
+        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E" => true,
+        e => {
+            let exp = e
+                .strip_prefix(['e', 'E'])
+                .map(|x| x.strip_prefix(['+', '-']).unwrap_or(x));
+            exp.is_some_and(|x| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(devices: Value) -> Vec<String> {
+        let spec = PatchSpec::decode(&json!({"devices": devices})).expect("decodes");
+        validate_patch_spec(&spec, None, &Path::new("spec"))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_full_patch_is_valid() {
+        let p = json!({
+            "filter": {"deviceClassName": "gpu.example.com", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0",
+                       "selectors": [{"cel": {"expression": "device.attributes[\"gpu.example.com\"].model == \"a100\""}}]},
+            "priority": 10,
+            "attributes": {"gpu.example.com/model": {"string": "a100-80g"}, "gpu.example.com/legacy": {"null": {}},
+                           "gpu.example.com/ecc": {"bool": true}, "gpu.example.com/fw": {"version": "1.2.3"}},
+            "capacity": {"gpu.example.com/memory": {"value": "80Gi"}},
+            "taints": [{"key": "example.com/burn-in", "effect": "NoSchedule"}]
+        });
+        assert!(check(p).is_empty());
+    }
+
+    #[test]
+    fn filter_names_and_selectors() {
+        let errs = check(
+            json!({"filter": {"deviceClassName": "Bad!", "driver": "", "pool": "a//b", "device": "Dev", "selectors": [{}, {"cel": {"expression": "device.driver =="}}]}}),
+        );
+        let fields: Vec<&str> = errs.iter().map(|e| e.split(':').next().unwrap_or("")).collect();
+        assert_eq!(
+            fields,
+            vec![
+                "spec.devices.filter.deviceClassName",
+                "spec.devices.filter.driver",
+                "spec.devices.filter.driver",
+                "spec.devices.filter.pool",
+                "spec.devices.filter.device",
+                "spec.devices.filter.selectors[0].cel",
+                "spec.devices.filter.selectors[1].cel.expression",
+            ]
+        );
+        let many: Vec<Value> = (0..33).map(|_| json!({"cel": {"expression": "true"}})).collect();
+        assert_eq!(
+            check(json!({"filter": {"selectors": many}})),
+            vec!["spec.devices.filter.selectors: Too many: 33: must have at most 32 items"]
+        );
+    }
+
+    #[test]
+    fn attributes() {
+        assert_eq!(
+            check(json!({"attributes": {"model": {"string": "x"}}})),
+            vec![
+                r#"spec.devices.attributes: Invalid value: "model": a fully qualified name must be a domain and a name separated by a slash"#
+            ]
+        );
+        assert_eq!(
+            check(json!({"attributes": {"d.example.com/x": {"int": 1, "null": {}}}})),
+            vec![
+                r#"spec.devices.attributes[d.example.com/x]: Invalid value: {"int":1,"null":{}}: exactly one value must be specified"#
+            ]
+        );
+        assert_eq!(check(json!({"attributes": {"d.example.com/x": {}}})).len(), 1);
+        assert_eq!(
+            check(json!({"attributes": {"d.example.com/x": {"version": "v1"}}})),
+            vec![
+                r#"spec.devices.attributes[d.example.com/x].version: Invalid value: "v1": must be a string compatible with semver.org spec 2.0.0"#
+            ]
+        );
+        assert_eq!(
+            check(json!({"attributes": {"d.example.com/x": {"string": "s".repeat(65)}}})),
+            vec!["spec.devices.attributes[d.example.com/x].string: Too long: may not be more than 64 bytes"]
+        );
+        let many: serde_json::Map<String, Value> = (0..33)
+            .map(|i| (format!("d.example.com/a{i}"), json!({"int": i})))
+            .collect();
+        assert_eq!(
+            check(json!({"attributes": many})),
+            vec!["spec.devices: Invalid value: 33: the total number of attributes and capacities must not exceed 32"]
+        );
+    }
+
+    #[test]
+    fn capacity() {
+        assert!(check(json!({"capacity": {"d.example.com/mem": {"value": "1.5Gi"}}})).is_empty());
+        assert_eq!(
+            check(json!({"capacity": {"d.example.com/mem": null}})),
+            vec![
+                "spec.devices.capacity[d.example.com/mem]: Invalid value: null: capacity cannot be removed: give a value"
+            ]
+        );
+        assert_eq!(
+            check(json!({"capacity": {"d.example.com/mem": {}}})),
+            vec!["spec.devices.capacity[d.example.com/mem].value: Required value"]
+        );
+        assert_eq!(
+            check(json!({"capacity": {"d.example.com/mem": {"value": "lots"}}})).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn quantities() {
+        for ok in ["1", "80Gi", "1.5", "500m", "1e3", "+2k", "0.5E", "1E-3"] {
+            assert!(is_quantity(ok), "{ok}");
+        }
+        for bad in ["", "Gi", "1GB", "1..2", "1e", "one"] {
+            assert!(!is_quantity(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn taints_as_in_slices() {
+        assert_eq!(
+            check(json!({"taints": [{"key": "k", "effect": "PreferNoSchedule"}]})),
+            vec![
+                r#"spec.devices.taints[0].effect: Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None""#
+            ]
+        );
+        let many: Vec<Value> = (0..17)
+            .map(|i| json!({"key": format!("k{i}"), "effect": "None"}))
+            .collect();
+        assert_eq!(
+            check(json!({"taints": many})),
+            vec!["spec.devices.taints: Too many: 17: must have at most 16 items"]
+        );
+    }
+}
