@@ -8,6 +8,7 @@ pub mod admission;
 pub mod check;
 pub mod cli;
 pub mod cluster;
+pub mod explain;
 pub mod field;
 pub mod mutate;
 pub mod objects;
