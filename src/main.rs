@@ -13,5 +13,6 @@ fn main() -> ExitCode {
         Command::Check(args) => draguard::cli::check::run(args),
         Command::Policy(args) => draguard::cli::policy::run(args),
         Command::Crd => draguard::cli::print_crd(),
+        Command::Explain(args) => draguard::cli::explain::run(args),
     }
 }

@@ -480,3 +480,89 @@ fn quota_from_a_policy_and_usage_in_input_order() {
         "a uses 6 of 8; b (3) is denied and uses nothing; c (2) fits"
     );
 }
+
+#[test]
+fn explain_the_example_devices() {
+    let args = [
+        "explain",
+        "--slices",
+        "examples/explain/slices.yaml",
+        "--patches",
+        "examples/explain/patches.yaml",
+        "--classes",
+        "examples/explain/classes.yaml",
+        "--output",
+        "json",
+    ];
+    let out = draguard(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let explained: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let devices = explained["devices"].as_array().expect("devices");
+    assert_eq!(devices.len(), 2);
+    let (gpu0, gpu1) = (&devices[0], &devices[1]);
+    assert_eq!(
+        (gpu0["driver"].as_str(), gpu0["pool"].as_str(), gpu0["device"].as_str()),
+        (Some("gpu.example.com"), Some("node-1"), Some("gpu-0"))
+    );
+    assert_eq!(
+        gpu0["attributes"],
+        serde_json::json!({
+            "gpu.example.com/index": {"value": {"int": 0}, "source": "slice"},
+            "gpu.example.com/model": {"value": {"string": "a100"}, "source": "slice"}
+        }),
+        "driverVersion removed; 40Gi is no big GPU"
+    );
+    assert_eq!(
+        gpu0["capacity"]["gpu.example.com/memory"],
+        serde_json::json!({"value": {"value": "38Gi"}, "source": "gpu-0-repair"})
+    );
+    assert_eq!(gpu0["taints"], serde_json::json!([]));
+    assert_eq!(
+        gpu0["notes"],
+        serde_json::json!([
+            "patch \"nic-speed\" does not apply: its selector fails on this device: No such key: nic.example.com",
+            "gpu.example.com/driverVersion removed by patch \"gpu-0-repair\""
+        ])
+    );
+    assert_eq!(
+        gpu1["attributes"]["example.com/tier"],
+        serde_json::json!({"value": {"string": "large"}, "source": "big-gpus"})
+    );
+    assert_eq!(gpu1["capacity"]["gpu.example.com/memory"]["source"], "slice");
+    assert_eq!(
+        gpu1["taints"],
+        serde_json::json!([{"taint": {"key": "example.com/firmware-update", "effect": "NoSchedule"}, "source": "h100-firmware"}])
+    );
+
+    let text = draguard(&args[..7], None);
+    assert_eq!(text.status.code(), Some(0));
+    let table = stdout(&text);
+    assert!(
+        table.starts_with("gpu.example.com/node-1/gpu-0\n  ATTRIBUTE"),
+        "{table}"
+    );
+    assert!(
+        table.contains("  gpu.example.com/memory                   38Gi                     gpu-0-repair\n"),
+        "{table}"
+    );
+    assert!(
+        table.contains("  taint example.com/firmware-update:NoSchedule (from h100-firmware)\n"),
+        "{table}"
+    );
+
+    let one = draguard(
+        &[
+            "explain",
+            "--slices",
+            "examples/explain/slices.yaml",
+            "--device",
+            "gpu.example.com/node-1/gpu-9",
+        ],
+        None,
+    );
+    assert_eq!(one.status.code(), Some(2));
+    assert_eq!(
+        stderr(&one).trim(),
+        "draguard explain: no device \"gpu.example.com/node-1/gpu-9\" in the given ResourceSlices"
+    );
+}

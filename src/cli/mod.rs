@@ -1,6 +1,7 @@
 //! Command-line interface: one module per subcommand.
 
 pub mod check;
+pub mod explain;
 pub mod policy;
 pub mod review;
 pub mod serve;
@@ -25,6 +26,9 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Lint policy files, or print their JSON Schema.
     Policy(policy::PolicyArgs),
+    /// Show each device as the scheduler would see it after all
+    /// ResourceSlicePatches.
+    Explain(explain::ExplainArgs),
     /// Print the CustomResourceDefinition that serves ResourceSlicePatch
     /// (draguard.dev/v1alpha1), as in deploy/base/crd-resourceslicepatch.yaml.
     Crd,

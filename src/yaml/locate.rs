@@ -48,12 +48,12 @@ pub fn locate(doc: &Spanned<Node>, path: &[Segment]) -> Position {
     while i < path.len() {
         match (&node.value, &path[i]) {
             (Node::Map(entries), Segment::Key(key)) => {
-                if let Some((k, v)) = entries.iter().find(|(k, _)| &k.value == key) {
+                if let Some((k, v)) = entries.iter().find(|(k, _)| &k.value.0 == key) {
                     at = Position::from(&k.referenced);
                     node = v;
                 } else if key == "exactly" {
                     // v1beta1 flattened request: the fields sit on the request.
-                } else if let Some((_, basic)) = entries.iter().find(|(k, _)| k.value == "basic") {
+                } else if let Some((_, basic)) = entries.iter().find(|(k, _)| k.value.0 == "basic") {
                     node = basic;
                     continue;
                 } else {

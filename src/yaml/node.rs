@@ -8,12 +8,54 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_saphyr::{Location, Spanned};
 
+/// A map key as text: YAML scalars other than strings (`null`, `true`,
+/// `80`) become their text, as Kubernetes' YAML-to-JSON conversion does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyText(pub String);
+
+impl<'de> Deserialize<'de> for KeyText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = KeyText;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a scalar map key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<KeyText, E> {
+                Ok(KeyText(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<KeyText, E> {
+                Ok(KeyText(v))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<KeyText, E> {
+                Ok(KeyText(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<KeyText, E> {
+                Ok(KeyText(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<KeyText, E> {
+                Ok(KeyText(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<KeyText, E> {
+                Ok(KeyText(v.to_string()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<KeyText, E> {
+                Ok(KeyText("null".to_owned()))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<KeyText, E> {
+                Ok(KeyText("null".to_owned()))
+            }
+        }
+        deserializer.deserialize_any(KeyVisitor)
+    }
+}
+
 /// A YAML node with positions: maps keep their keys' positions too, and
 /// scalars their value, so one parse gives both the JSON to review and
 /// the positions to report.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node {
-    Map(Vec<(Spanned<String>, Spanned<Node>)>),
+    Map(Vec<(Spanned<KeyText>, Spanned<Node>)>),
     Seq(Vec<Spanned<Node>>),
     Scalar(Value),
 }
@@ -28,7 +70,7 @@ impl Node {
             Node::Map(entries) => {
                 let mut map = serde_json::Map::with_capacity(entries.len());
                 for (k, v) in entries {
-                    map.insert(k.value.clone(), v.value.to_value());
+                    map.insert(k.value.0.clone(), v.value.to_value());
                 }
                 Value::Object(map)
             }
@@ -99,7 +141,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
         let mut entries = Vec::new();
-        while let Some((k, v)) = map.next_entry::<Spanned<String>, Spanned<Node>>()? {
+        while let Some((k, v)) = map.next_entry::<Spanned<KeyText>, Spanned<Node>>()? {
             entries.push((k, v));
         }
         Ok(Node::Map(entries))
@@ -134,7 +176,7 @@ mod tests {
         let Node::Map(entries) = &docs[0].value else {
             panic!("map")
         };
-        assert_eq!(entries[1].0.value, "spec");
+        assert_eq!(entries[1].0.value.0, "spec");
         assert_eq!(
             Position::from(&entries[1].0.referenced),
             Position { line: 2, column: 1 }
@@ -146,7 +188,7 @@ mod tests {
             panic!("seq")
         };
         let Node::Map(item) = &list[0].value else { panic!("map") };
-        assert_eq!(item[1].0.value, "effect");
+        assert_eq!(item[1].0.value.0, "effect");
         assert_eq!(Position::from(&item[1].0.referenced), Position { line: 5, column: 5 });
         assert_eq!(Position::from(&item[1].1.referenced), Position { line: 5, column: 13 });
         assert_eq!(
@@ -158,10 +200,13 @@ mod tests {
     #[test]
     fn scalars_keep_their_yaml_types() {
         let doc: Spanned<Node> =
-            serde_saphyr::from_str("i: 3\nf: 1.5\nb: true\nn: null\ns: '3'\nq: \"yes\"\n80: port\n").expect("parses");
+            serde_saphyr::from_str("i: 3\nf: 1.5\nb: true\nn: null\ns: '3'\nq: \"yes\"\n80: port\nnull: {}\n")
+                .expect("parses");
         assert_eq!(
             doc.value.to_value(),
-            serde_json::json!({"i": 3, "f": 1.5, "b": true, "n": null, "s": "3", "q": "yes", "80": "port"})
+            // YAML 1.1, as kubectl reads it: a plain `n` is false, and a key
+            // is written as text the way Kubernetes' YAML-to-JSON does.
+            serde_json::json!({"i": 3, "f": 1.5, "b": true, "false": null, "s": "3", "q": "yes", "80": "port", "null": {}})
         );
     }
 }

@@ -1,0 +1,97 @@
+//! `draguard explain --slices PATH --patches PATH [--classes PATH]
+//! [--device driver/pool/device] [--output text|json]`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde_json::Value;
+
+use crate::check::input;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExplainFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// ResourceSlice manifests (files, folders, `-`).
+    #[arg(long, required = true, value_name = "PATH")]
+    pub slices: Vec<PathBuf>,
+    /// ResourceSlicePatch manifests.
+    #[arg(long, value_name = "PATH")]
+    pub patches: Vec<PathBuf>,
+    /// DeviceClass manifests, to evaluate filters that name a class.
+    #[arg(long, value_name = "PATH")]
+    pub classes: Vec<PathBuf>,
+    /// Only this device: `driver/pool/device`.
+    #[arg(long, value_name = "DRIVER/POOL/DEVICE")]
+    pub device: Option<String>,
+    #[arg(long, short = 'o', value_enum, default_value_t = ExplainFormat::Text)]
+    pub output: ExplainFormat,
+}
+
+/// Every object of the given paths (`kind: List` expanded).
+fn objects(paths: &[PathBuf]) -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    for source in input::read_sources(paths).map_err(|e| e.to_string())? {
+        for doc in input::parse_documents(&source).map_err(|e| e.to_string())? {
+            let v = doc.value.to_value();
+            match v.get("items").and_then(Value::as_array) {
+                Some(items)
+                    if v.get("kind")
+                        .and_then(Value::as_str)
+                        .is_some_and(|k| k.ends_with("List")) =>
+                {
+                    out.extend(items.iter().cloned());
+                }
+                _ if !v.is_null() => out.push(v),
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn run(args: ExplainArgs) -> ExitCode {
+    let read = || -> Result<Value, String> {
+        let slices = objects(&args.slices)?;
+        let patches = crate::explain::patches_of(&objects(&args.patches)?);
+        let classes = if args.classes.is_empty() {
+            None
+        } else {
+            Some(crate::explain::classes_of(&objects(&args.classes)?))
+        };
+        let devices = crate::explain::devices_of(&slices);
+        if devices.is_empty() {
+            return Err("no devices in the given ResourceSlices".into());
+        }
+        let explained = crate::explain::explain(&devices, &patches, classes.as_deref(), args.device.as_deref());
+        if explained["devices"].as_array().is_some_and(Vec::is_empty) {
+            return Err(format!(
+                "no device {:?} in the given ResourceSlices",
+                args.device.as_deref().unwrap_or("")
+            ));
+        }
+        Ok(explained)
+    };
+    match read() {
+        Ok(explained) => {
+            match args.output {
+                ExplainFormat::Text => print!("{}", crate::explain::render_text(&explained)),
+                ExplainFormat::Json => {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&explained).unwrap_or_else(|_| explained.to_string())
+                    )
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("draguard explain: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
