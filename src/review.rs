@@ -164,6 +164,11 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
                     if let Some(v) = ptr_verdict(kind, judged, namespace, ctx) {
                         outcome.violations.insert(0, v);
                     }
+                    if kind == Kind::ResourceSlicePatch {
+                        let (violations, warnings) = patch_ties(judged, ctx);
+                        outcome.violations.extend(violations);
+                        decision.warnings.extend(warnings);
+                    }
                     if env.operation == Operation::Create {
                         match quota_verdict(kind, judged, namespace, &env.user_info, ctx) {
                             Ok((violations, warnings)) => {
@@ -355,6 +360,39 @@ fn quota_verdict(
         }
     }
     Ok((violations, warnings))
+}
+
+/// Priority ties with the known patches: warnings, or denials where a
+/// policy sets `patches.denyPriorityTies`.
+fn patch_ties(object: &Value, ctx: &Context<'_>) -> (Vec<Violation>, Vec<String>) {
+    let Ok(spec) = PatchSpec::decode(field(object, "spec")) else {
+        return (Vec::new(), Vec::new());
+    };
+    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let ties = rules::device_patch::priority_ties(name, &spec.devices, &ctx.cluster.slice_patches());
+    let deny = ctx
+        .policies
+        .policies
+        .iter()
+        .find(|l| l.policy.spec.patches.deny_priority_ties);
+    match deny {
+        None => (Vec::new(), ties),
+        Some(l) => {
+            let violations = ties
+                .into_iter()
+                .map(|message| Violation {
+                    policy: l.policy.metadata.name.clone(),
+                    mode: l.policy.spec.mode,
+                    field: Some(Path::new("spec").child("devices").child("priority")),
+                    message: format!(
+                        "toleration policy {:?} denies priority ties: {message}",
+                        l.policy.metadata.name
+                    ),
+                })
+                .collect();
+            (violations, Vec::new())
+        }
+    }
 }
 
 /// PodTolerationRestriction's whitelist (when enabled), as a violation.

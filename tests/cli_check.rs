@@ -566,3 +566,58 @@ fn explain_the_example_devices() {
         "draguard explain: no device \"gpu.example.com/node-1/gpu-9\" in the given ResourceSlices"
     );
 }
+
+const TIED_PATCHES: &str = "\
+apiVersion: draguard.dev/v1alpha1
+kind: ResourceSlicePatch
+metadata: {name: model-fix-a}
+spec:
+  devices:
+    filter: {driver: gpu.example.com}
+    attributes:
+      gpu.example.com/model: {string: a100-80g}
+---
+apiVersion: draguard.dev/v1alpha1
+kind: ResourceSlicePatch
+metadata: {name: model-fix-b}
+spec:
+  devices:
+    filter: {driver: gpu.example.com, pool: node-1}
+    attributes:
+      gpu.example.com/model: {string: a100-40g}
+";
+
+#[test]
+fn tied_patches_warn_and_pass() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let no_policies = dir.path().to_str().expect("utf-8");
+    let out = draguard(&["check", "-", "--policies", no_policies], Some(TIED_PATCHES));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(
+        lines[0],
+        "-:1:1: warning: ResourceSlicePatch/model-fix-a: ResourceSlicePatch \"model-fix-a\" has the same priority (0) as \"model-fix-b\", can match the same devices and also sets gpu.example.com/model: the older patch wins, which KEP-5027 calls ambiguous; give them different priorities"
+    );
+    assert!(lines[1].starts_with("-:10:1: warning: ResourceSlicePatch/model-fix-b: ResourceSlicePatch \"model-fix-b\" has the same priority (0) as \"model-fix-a\""));
+    assert_eq!(lines[2], "2 objects, 0 denied, 2 warnings");
+
+    let apart = TIED_PATCHES.replace(
+        "    filter: {driver: gpu.example.com, pool: node-1}",
+        "    filter: {driver: gpu.example.com, pool: node-1}\n    priority: 5",
+    );
+    assert_eq!(
+        stdout(&draguard(&["check", "-", "--policies", no_policies], Some(&apart))),
+        "2 objects, 0 denied, 0 warnings\n"
+    );
+
+    std::fs::write(
+        dir.path().join("p.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: strict-patches}\nspec:\n  patches: {denyPriorityTies: true}\n",
+    )
+    .expect("write");
+    let strict = draguard(&["check", "-", "--policies", no_policies], Some(TIED_PATCHES));
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(stdout(&strict).contains("error: ResourceSlicePatch/model-fix-a: spec.devices.priority: toleration policy \"strict-patches\" denies priority ties"), "{}", stdout(&strict));
+}

@@ -156,3 +156,58 @@ async fn sync_keeps_one_resource_quota_per_selected_namespace() {
         "the ResourceQuota draguard did not create is untouched"
     );
 }
+
+/// A new ResourceSlicePatch that ties with one already in the cluster is
+/// admitted with a warning naming both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patch_ties_with_watched_patches_warn() {
+    let patch = |name: &str, model: &str| {
+        json!({"apiVersion": "draguard.dev/v1alpha1", "kind": "ResourceSlicePatch",
+            "metadata": {"name": name, "resourceVersion": "1"},
+            "spec": {"devices": {"attributes": {"gpu.example.com/model": {"string": model}}}}})
+    };
+    let mut objects = Objects::default();
+    objects.lists.insert(
+        "namespaces".into(),
+        vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default", "resourceVersion": "1"}})],
+    );
+    objects
+        .lists
+        .insert("resourceslicepatches".into(), vec![patch("existing", "a100")]);
+    let api = FakeApiServer::start(objects).await;
+    let view = LiveView::start(api.client());
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), view.wait_ready()).await,
+        Ok(true)
+    );
+    // The patch cache fills on its own schedule: wait for it.
+    for _ in 0..100 {
+        if !draguard::cluster::ClusterView::slice_patches(&view).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let new = patch("newcomer", "h100");
+    let body = serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "draguard.dev", "version": "v1alpha1", "kind": "ResourceSlicePatch"},
+            "resource": {"group": "draguard.dev", "version": "v1alpha1", "resource": "resourceslicepatches"},
+            "name": "newcomer", "operation": "CREATE", "userInfo": {"username": "admin"}, "object": new, "oldObject": null}
+    }))
+    .expect("json");
+    let policies = PolicySet::default();
+    let ctx = Context {
+        now: "2026-11-21T10:00:00Z".parse().expect("time"),
+        cluster: &view,
+        policies: &policies,
+        ptr: None,
+        phase: Phase::Validate,
+    };
+    let (decision, response) = Incoming::parse(&body).expect("review").answer(&ctx);
+    assert!(decision.allowed);
+    let warning = response["response"]["warnings"][0].as_str().unwrap_or("");
+    assert!(
+        warning.starts_with("ResourceSlicePatch \"newcomer\" has the same priority (0) as \"existing\""),
+        "{response}"
+    );
+}

@@ -172,7 +172,7 @@ pub fn check(
     let found = namespaces_in(&objects);
     cluster.namespaces.extend(found.namespaces);
     cluster.annotations.extend(found.annotations);
-    quota_facts(&objects, &options.namespace, &mut cluster);
+    input_facts(&objects, &options.namespace, &mut cluster);
     let spans = Spans(&trees);
     let mut report = Report {
         sources: sources.iter().map(|s| s.name.clone()).collect(),
@@ -311,14 +311,23 @@ fn namespace_of<'a>(v: &'a Value, default: &'a str) -> &'a str {
     text(v, "/metadata/namespace").unwrap_or(default)
 }
 
-/// What quota needs from the whole input before any object is judged:
+/// What the whole input tells before any object is judged (quota, known
+/// patches):
 /// usage starts known (and empty), ResourceQuota objects give limits, and
 /// each ResourceClaimTemplate stamps one claim per pod replica of the
 /// workloads that use it.
-fn quota_facts(objects: &[Object], default_namespace: &str, cluster: &mut StaticView) {
+fn input_facts(objects: &[Object], default_namespace: &str, cluster: &mut StaticView) {
     cluster.usage.get_or_insert_with(HashMap::new);
     for o in objects {
         let v = &o.value;
+        if text(v, "/kind") == Some("ResourceSlicePatch") {
+            // Every patch in the input is known to every other (priority ties).
+            let name = text(v, "/metadata/name").unwrap_or("").to_owned();
+            if let Ok(spec) = crate::objects::patch::PatchSpec::decode(v.get("spec").unwrap_or(&Value::Null)) {
+                cluster.patches.push((name, spec));
+            }
+            continue;
+        }
         let ns = namespace_of(v, default_namespace).to_owned();
         let (group, kind) = group_kind(v);
         if group.is_empty() && kind == "ResourceQuota" {

@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
 use k8s_openapi::api::resource::v1::ResourceClaim;
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::ClusterView;
+use crate::objects::patch::PatchSpec;
 use crate::objects::{ClaimSpec, ClaimVersion};
 use crate::quota::{Charge, Limits, charge};
 
@@ -20,6 +22,8 @@ pub struct LiveView {
     namespaces: Store<Namespace>,
     claims: Store<ResourceClaim>,
     quotas: Store<ResourceQuota>,
+    /// draguard.dev/v1alpha1 ResourceSlicePatches (empty without the CRD).
+    patches: Store<DynamicObject>,
 }
 
 /// Starts one reflector on the current runtime and returns its store.
@@ -44,6 +48,30 @@ where
     reader
 }
 
+/// The CRD's objects, through the dynamic API (the type is draguard's own).
+fn reflect_patches(client: Client) -> Store<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("draguard.dev", "v1alpha1", "ResourceSlicePatch");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "resourceslicepatches");
+    let writer = reflector::store::Writer::new(resource.clone());
+    let reader = writer.as_reader();
+    let stream = watcher(
+        Api::<DynamicObject>::all_with(client, &resource),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(writer)
+    .applied_objects();
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(event) = stream.next().await {
+            if let Err(e) = event {
+                tracing::debug!(error = %e, "ResourceSlicePatch watch error (is the CRD installed?); retrying");
+            }
+        }
+    });
+    reader
+}
+
 impl LiveView {
     /// Starts the watches on the current tokio runtime and returns at once;
     /// [`LiveView::wait_ready`] tells when the first lists have arrived.
@@ -51,7 +79,8 @@ impl LiveView {
         LiveView {
             namespaces: reflect(Api::<Namespace>::all(client.clone()), "namespaces"),
             claims: reflect(Api::<ResourceClaim>::all(client.clone()), "resourceclaims"),
-            quotas: reflect(Api::<ResourceQuota>::all(client), "resourcequotas"),
+            quotas: reflect(Api::<ResourceQuota>::all(client.clone()), "resourcequotas"),
+            patches: reflect_patches(client),
         }
     }
 
@@ -99,6 +128,17 @@ impl ClusterView for LiveView {
             }
         }
         Some(used)
+    }
+
+    fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
+        self.patches
+            .state()
+            .iter()
+            .filter_map(|p| {
+                let spec = PatchSpec::decode(p.data.get("spec")?).ok()?;
+                Some((p.metadata.name.clone()?, spec))
+            })
+            .collect()
     }
 
     fn resource_quotas(&self, namespace: &str) -> Vec<Limits> {

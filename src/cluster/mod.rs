@@ -6,6 +6,7 @@ pub mod live;
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::objects::patch::PatchSpec;
 use crate::quota::{Charge, Limits};
 
 /// A read-only view of cluster state the rules may consult.
@@ -37,6 +38,11 @@ pub trait ClusterView: Send + Sync {
     fn template_claims(&self, _namespace: &str, _template: &str) -> Option<u64> {
         None
     }
+
+    /// The ResourceSlicePatches already known (name, spec), for priority ties.
+    fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
+        Vec::new()
+    }
 }
 
 /// No cluster at all: nothing is known.
@@ -58,6 +64,7 @@ pub struct StaticView {
     pub usage: Option<HashMap<String, Charge>>,
     pub quotas: HashMap<String, Vec<Limits>>,
     pub templates: HashMap<(String, String), u64>,
+    pub patches: Vec<(String, PatchSpec)>,
 }
 
 impl StaticView {
@@ -93,5 +100,9 @@ impl ClusterView for StaticView {
         self.templates
             .get(&(namespace.to_owned(), template.to_owned()))
             .copied()
+    }
+
+    fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
+        self.patches.clone()
     }
 }

@@ -54,6 +54,8 @@ pub struct PolicySpec {
     pub devices: DeviceRules,
     #[serde(default)]
     pub quota: Quota,
+    #[serde(default)]
+    pub patches: PatchRules,
     /// Appended to every denial and warning of this policy.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
@@ -167,6 +169,17 @@ pub struct DeviceRules {
     pub deny: Vec<Toleration>,
     #[serde(default)]
     pub defaults: Vec<Toleration>,
+}
+
+/// Rules for ResourceSlicePatches (cluster-scoped: a policy applies to them
+/// whatever namespaces it selects).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PatchRules {
+    /// Deny a patch whose priority ties with another's on a shared
+    /// attribute or capacity, instead of warning.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deny_priority_ties: bool,
 }
 
 /// Limits used by quota enforcement.

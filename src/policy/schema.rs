@@ -114,6 +114,9 @@ fn spec() -> Value {
             "pods": rules(platform),
             "devices": rules(json!({})),
             "quota": quota(),
+            "patches": {"type": "object", "additionalProperties": false, "properties": {
+                "denyPriorityTies": {"type": "boolean", "description": "Deny ResourceSlicePatches whose priority ties with another's on a shared attribute or capacity (default: warn)."}
+            }},
             "message": {"type": "string", "description": "Appended to denials and warnings."}
         }
     })
@@ -163,6 +166,7 @@ spec:
     allowPlatformDefaults: false
   devices: {allow: [], deny: [], defaults: []}
   quota: {claims: 3, devices: {gpu: 2}}
+  patches: {denyPriorityTies: true}
   message: m
 "#;
         let policy: TolerationPolicy = serde_saphyr::from_str(full).expect("every field loads");

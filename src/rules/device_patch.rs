@@ -296,3 +296,99 @@ mod tests {
         );
     }
 }
+
+/// Whether two filters can select a common device: every name both set
+/// must agree; CEL selectors cannot be compared, so they may overlap.
+fn may_overlap(
+    a: Option<&crate::objects::patch::DevicePatchFilter>,
+    b: Option<&crate::objects::patch::DevicePatchFilter>,
+) -> bool {
+    let (Some(a), Some(b)) = (a, b) else {
+        return true;
+    };
+    let differ = |x: &Option<String>, y: &Option<String>| matches!((x, y), (Some(x), Some(y)) if x != y);
+    !(differ(&a.device_class_name, &b.device_class_name)
+        || differ(&a.driver, &b.driver)
+        || differ(&a.pool, &b.pool)
+        || differ(&a.device, &b.device))
+}
+
+/// KEP-5027 decides equal priorities by age, which it calls ambiguous:
+/// one message per other patch with the same priority that can match the
+/// same devices and sets a same attribute or capacity.
+pub fn priority_ties(name: &str, patch: &DevicePatch, others: &[(String, PatchSpec)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (other_name, other) in others {
+        let o = &other.devices;
+        if other_name == name || o.priority != patch.priority || !may_overlap(patch.filter.as_ref(), o.filter.as_ref())
+        {
+            continue;
+        }
+        let mut shared: Vec<&str> = patch
+            .attributes
+            .keys()
+            .filter(|k| o.attributes.contains_key(*k))
+            .map(String::as_str)
+            .collect();
+        shared.extend(
+            patch
+                .capacity
+                .keys()
+                .filter(|k| o.capacity.contains_key(*k))
+                .map(String::as_str),
+        );
+        if shared.is_empty() {
+            continue;
+        }
+        out.push(format!(
+            "ResourceSlicePatch {name:?} has the same priority ({}) as {other_name:?}, can match the same devices and also sets {}: the older patch wins, which KEP-5027 calls ambiguous; give them different priorities",
+            patch.priority,
+            shared.join(", ")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tie_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(v: Value) -> PatchSpec {
+        PatchSpec::decode(&json!({"devices": v})).expect("spec")
+    }
+
+    #[test]
+    fn ties_need_same_priority_overlap_and_field() {
+        let a = spec(
+            json!({"priority": 1, "filter": {"driver": "gpu.example.com"}, "attributes": {"d.example.com/x": {"int": 1}}}),
+        );
+        let others = vec![("a".to_owned(), a)];
+        let tie = |v: Value| priority_ties("b", &spec(v).devices, &others);
+        assert_eq!(
+            tie(json!({"priority": 1, "attributes": {"d.example.com/x": {"int": 2}}})).len(),
+            1,
+            "no filter matches everything"
+        );
+        assert!(
+            tie(json!({"priority": 2, "attributes": {"d.example.com/x": {"int": 2}}})).is_empty(),
+            "different priority"
+        );
+        assert!(tie(json!({"priority": 1, "filter": {"driver": "nic.example.com"}, "attributes": {"d.example.com/x": {"int": 2}}})).is_empty(), "other driver");
+        assert!(
+            tie(json!({"priority": 1, "attributes": {"d.example.com/y": {"int": 2}}})).is_empty(),
+            "other attribute"
+        );
+        assert!(
+            priority_ties("a", &others[0].1.devices, &others).is_empty(),
+            "not with itself"
+        );
+        let msg = &tie(
+            json!({"priority": 1, "filter": {"selectors": [{"cel": {"expression": "true"}}]}, "attributes": {"d.example.com/x": {"null": {}}}}),
+        )[0];
+        assert_eq!(
+            msg,
+            "ResourceSlicePatch \"b\" has the same priority (1) as \"a\", can match the same devices and also sets d.example.com/x: the older patch wins, which KEP-5027 calls ambiguous; give them different priorities"
+        );
+    }
+}

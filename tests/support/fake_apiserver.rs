@@ -38,6 +38,10 @@ impl FakeApiServer {
             .route("/api/v1/namespaces", axum::routing::get(list_namespaces))
             .route("/api/v1/resourcequotas", axum::routing::get(list_all_quotas))
             .route(
+                "/apis/draguard.dev/v1alpha1/resourceslicepatches",
+                axum::routing::get(list_patches),
+            )
+            .route(
                 "/apis/resource.k8s.io/v1/resourceclaims",
                 axum::routing::get(list_claims),
             )
@@ -101,6 +105,7 @@ fn list(objects: &Shared, key: &str, kind: &str, query: &Option<String>, filter:
         .collect();
     let (api_version, _) = match key {
         "resourceclaims" => ("resource.k8s.io/v1", ()),
+        "resourceslicepatches" => ("draguard.dev/v1alpha1", ()),
         _ => ("v1", ()),
     };
     axum::Json(json!({"apiVersion": api_version, "kind": kind, "metadata": {"resourceVersion": "1"}, "items": items}))
@@ -113,6 +118,10 @@ async fn list_namespaces(State(s): State<Shared>, RawQuery(q): RawQuery) -> Resp
 
 async fn list_claims(State(s): State<Shared>, RawQuery(q): RawQuery) -> Response {
     list(&s, "resourceclaims", "ResourceClaimList", &q, |_| true)
+}
+
+async fn list_patches(State(s): State<Shared>, RawQuery(q): RawQuery) -> Response {
+    list(&s, "resourceslicepatches", "ResourceSlicePatchList", &q, |_| true)
 }
 
 async fn list_all_quotas(State(s): State<Shared>, RawQuery(q): RawQuery) -> Response {
