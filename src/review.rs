@@ -414,19 +414,21 @@ fn ptr_verdict(kind: Kind, object: &Value, namespace: &str, ctx: &Context<'_>) -
         })
 }
 
-/// Default tolerations of the policies selecting the namespace (CREATE).
-fn policy_defaults(
+/// Runs `f` on the object's toleration lists and who asks, when policies
+/// are loaded and the kind has tolerations they govern.
+fn with_policy_subject<T: Default>(
     kind: Kind,
     object: &Value,
     namespace: &str,
     user: &UserInfo,
     ctx: &Context<'_>,
-) -> Result<Vec<json_patch::PatchOperation>, DecodeError> {
+    f: impl FnOnce(&Asker<'_>, &[TolerationList]) -> T,
+) -> Result<T, DecodeError> {
     if ctx.policies.is_empty() {
-        return Ok(Vec::new());
+        return Ok(T::default());
     }
     let Some((target, lists)) = policy_lists(kind, object)? else {
-        return Ok(Vec::new());
+        return Ok(T::default());
     };
     let labels = ctx.cluster.namespace_labels(namespace);
     let asker = Asker {
@@ -435,7 +437,20 @@ fn policy_defaults(
         user,
         target,
     };
-    Ok(apply::default_patches(ctx.policies, &asker, &lists, object))
+    Ok(f(&asker, &lists))
+}
+
+/// Default tolerations of the policies selecting the namespace (CREATE).
+fn policy_defaults(
+    kind: Kind,
+    object: &Value,
+    namespace: &str,
+    user: &UserInfo,
+    ctx: &Context<'_>,
+) -> Result<Vec<json_patch::PatchOperation>, DecodeError> {
+    with_policy_subject(kind, object, namespace, user, ctx, |asker, lists| {
+        apply::default_patches(ctx.policies, asker, lists, object)
+    })
 }
 
 fn policy_verdict(
@@ -445,20 +460,9 @@ fn policy_verdict(
     user: &UserInfo,
     ctx: &Context<'_>,
 ) -> Result<Outcome, DecodeError> {
-    if ctx.policies.is_empty() {
-        return Ok(Outcome::default());
-    }
-    let Some((target, lists)) = policy_lists(kind, object)? else {
-        return Ok(Outcome::default());
-    };
-    let labels = ctx.cluster.namespace_labels(namespace);
-    let asker = Asker {
-        namespace,
-        labels: labels.as_ref(),
-        user,
-        target,
-    };
-    Ok(apply::evaluate(ctx.policies, &asker, &lists))
+    with_policy_subject(kind, object, namespace, user, ctx, |asker, lists| {
+        apply::evaluate(ctx.policies, asker, lists)
+    })
 }
 
 /// Enforce violations deny (403), Warn ones warn, Audit ones are recorded.

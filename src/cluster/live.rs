@@ -32,7 +32,29 @@ where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
-    let (reader, writer) = reflector::store();
+    run_reflector(api, reflector::store::Writer::default(), what, false)
+}
+
+/// The CRD's objects, through the dynamic API (the type is draguard's own).
+/// Without the CRD the watch fails quietly and the store stays empty.
+fn reflect_patches(client: Client) -> Store<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("draguard.dev", "v1alpha1", "ResourceSlicePatch");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "resourceslicepatches");
+    let api = Api::<DynamicObject>::all_with(client, &resource);
+    run_reflector(
+        api,
+        reflector::store::Writer::new(resource),
+        "resourceslicepatches",
+        true,
+    )
+}
+
+fn run_reflector<K>(api: Api<K>, writer: reflector::store::Writer<K>, what: &'static str, quiet: bool) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    let reader = writer.as_reader();
     let stream = watcher(api, watcher::Config::default())
         .default_backoff()
         .reflect(writer)
@@ -40,32 +62,10 @@ where
     tokio::spawn(async move {
         futures::pin_mut!(stream);
         while let Some(event) = stream.next().await {
-            if let Err(e) = event {
-                tracing::warn!(error = %e, what, "watch error; retrying");
-            }
-        }
-    });
-    reader
-}
-
-/// The CRD's objects, through the dynamic API (the type is draguard's own).
-fn reflect_patches(client: Client) -> Store<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("draguard.dev", "v1alpha1", "ResourceSlicePatch");
-    let resource = ApiResource::from_gvk_with_plural(&gvk, "resourceslicepatches");
-    let writer = reflector::store::Writer::new(resource.clone());
-    let reader = writer.as_reader();
-    let stream = watcher(
-        Api::<DynamicObject>::all_with(client, &resource),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(writer)
-    .applied_objects();
-    tokio::spawn(async move {
-        futures::pin_mut!(stream);
-        while let Some(event) = stream.next().await {
-            if let Err(e) = event {
-                tracing::debug!(error = %e, "ResourceSlicePatch watch error (is the CRD installed?); retrying");
+            match event {
+                Err(e) if quiet => tracing::debug!(error = %e, what, "watch error; retrying"),
+                Err(e) => tracing::warn!(error = %e, what, "watch error; retrying"),
+                Ok(_) => {}
             }
         }
     });
