@@ -305,32 +305,17 @@ fn quota_verdict(
     user: &UserInfo,
     ctx: &Context<'_>,
 ) -> Result<(Vec<Violation>, Vec<String>), DecodeError> {
-    let Some(requested) = quota_charge(kind, object, namespace, ctx.cluster)? else {
+    if !matches!(kind, Kind::ResourceClaim(_) | Kind::ResourceClaimTemplate(_)) {
         return Ok((Vec::new(), Vec::new()));
-    };
-    let labels = ctx.cluster.namespace_labels(namespace);
-    let mut sources: Vec<(Limits, Mode, String, bool)> = Vec::new();
-    for l in &ctx.policies.policies {
-        let p = &l.policy;
-        let selection = p.selects(namespace, labels.as_ref());
-        if p.exempts(user) || selection == Selection::NotSelected {
-            continue;
-        }
-        if let Some(limits) = Limits::from_policy(&p.metadata.name, &p.spec.quota) {
-            sources.push((
-                limits,
-                p.spec.mode,
-                p.spec.message.clone(),
-                selection == Selection::Unknown,
-            ));
-        }
     }
-    for limits in ctx.cluster.resource_quotas(namespace) {
-        sources.push((limits, Mode::Enforce, String::new(), false));
-    }
+    let sources = quota_limits(namespace, user, ctx);
+    // Most namespaces have no limits: then the claim is not even decoded again.
     if sources.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
+    let Some(requested) = quota_charge(kind, object, namespace, ctx.cluster)? else {
+        return Ok((Vec::new(), Vec::new()));
+    };
     let mut warnings = Vec::new();
     let used = ctx.cluster.quota_usage(namespace).unwrap_or_else(|| {
         warnings.push(format!(
@@ -360,6 +345,35 @@ fn quota_verdict(
         }
     }
     Ok((violations, warnings))
+}
+
+/// Every quota limit on the namespace: the `quota` of each selecting
+/// policy (with its mode, message, and whether selection was a guess) and
+/// each ResourceQuota.
+fn quota_limits(namespace: &str, user: &UserInfo, ctx: &Context<'_>) -> Vec<(Limits, Mode, String, bool)> {
+    let mut sources = Vec::new();
+    let mut labels = None;
+    for l in &ctx.policies.policies {
+        let p = &l.policy;
+        let Some(limits) = Limits::from_policy(&p.metadata.name, &p.spec.quota) else {
+            continue;
+        };
+        let labels = labels.get_or_insert_with(|| ctx.cluster.namespace_labels(namespace));
+        let selection = p.selects(namespace, labels.as_ref());
+        if p.exempts(user) || selection == Selection::NotSelected {
+            continue;
+        }
+        sources.push((
+            limits,
+            p.spec.mode,
+            p.spec.message.clone(),
+            selection == Selection::Unknown,
+        ));
+    }
+    for limits in ctx.cluster.resource_quotas(namespace) {
+        sources.push((limits, Mode::Enforce, String::new(), false));
+    }
+    sources
 }
 
 /// Priority ties with the known patches: warnings, or denials where a
