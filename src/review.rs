@@ -123,8 +123,13 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
         _ => None,
     };
     let namespace = env.namespace.as_deref().unwrap_or("");
-    let mut patch = mutations(kind, object, old, ctx);
-    if env.operation == Operation::Create {
+    // `/validate` judges the object as it will be stored: the apiserver has
+    // applied `/mutate`'s patch already, or chose to go on without it.
+    let mut patch = Vec::new();
+    if ctx.phase != Phase::Validate {
+        patch = mutations(kind, object, old, ctx);
+    }
+    if env.operation == Operation::Create && ctx.phase != Phase::Validate {
         match create_defaults(kind, object, namespace, &env.user_info, ctx) {
             Ok(ops) => patch.extend(ops),
             // An object that does not decode gets no defaults; /validate says why.

@@ -1,31 +1,16 @@
 //! `draguard check`: inputs, outputs, exit codes and positions, through the
 //! real binary.
 
-use std::io::Write as _;
-use std::process::{Command, Output, Stdio};
+mod support {
+    pub mod cli;
+}
+
+use std::process::Output;
 
 use serde_json::Value;
 
 fn draguard(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_draguard"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("draguard runs");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write stdin");
-    }
-    drop(child.stdin.take());
-    child.wait_with_output().expect("draguard exits")
+    support::cli::draguard(args, stdin.map(str::as_bytes))
 }
 
 fn stdout(out: &Output) -> String {

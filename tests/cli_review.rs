@@ -1,30 +1,14 @@
 //! `draguard review`: the server's answer from the command line.
 
-use std::io::Write as _;
-use std::process::{Command, Output, Stdio};
+mod support {
+    pub mod cli;
+}
+
+use std::process::Output;
 
 use serde_json::Value;
 
-fn draguard(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_draguard"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("draguard runs");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input)
-            .expect("write stdin");
-    }
-    drop(child.stdin.take());
-    child.wait_with_output().expect("draguard exits")
-}
+use support::cli::draguard;
 
 fn stdout_json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")

@@ -336,3 +336,41 @@ fn ptr_merges_cluster_and_namespace_defaults() {
         "both kept: neither covers the other"
     );
 }
+
+/// `/validate` judges the object as it will be stored: no policy defaults
+/// (or other mutations) are computed there, so a pod the mutating webhook
+/// did not reach is judged without them.
+#[test]
+fn validate_does_not_mutate() {
+    let body = pod("ml-train", Value::Null);
+    let (mutated, _) = decide(&body, Phase::Mutate);
+    assert_eq!(mutated.patch.len(), 1, "the defaults are /mutate's");
+    let (validated, response) = decide(&body, Phase::Validate);
+    assert!(validated.allowed);
+    assert!(validated.patch.is_empty(), "{:?}", validated.patch);
+    assert!(response["response"].get("patch").is_none());
+}
+
+fn update_of(object: Value, old: Value) -> Value {
+    let mut body = pod("ml-train", Value::Null);
+    body["request"]["operation"] = json!("UPDATE");
+    body["request"]["object"] = object;
+    body["request"]["oldObject"] = old;
+    body
+}
+
+#[test]
+fn name_and_namespace_are_immutable_on_update() {
+    let old = pod("ml-train", Value::Null)["request"]["object"].clone();
+    let mut renamed = old.clone();
+    renamed["metadata"]["name"] = json!("other");
+    renamed["metadata"]["namespace"] = json!("ml-other");
+    let (decision, response) = decide(&update_of(renamed, old.clone()), Phase::Validate);
+    assert!(!decision.allowed);
+    assert_eq!(decision.cause_fields(), vec!["metadata.name", "metadata.namespace"]);
+    assert_eq!(
+        response["response"]["status"]["details"]["causes"][0]["message"],
+        "Invalid value: \"other\": field is immutable"
+    );
+    assert!(decide(&update_of(old.clone(), old), Phase::Validate).0.allowed);
+}
