@@ -5,6 +5,7 @@
 //! HTTPS server ([`server`]) and the command line are doors into it.
 
 pub mod admission;
+pub mod build_info;
 pub mod check;
 pub mod cli;
 pub mod cluster;

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 
 /// Admission webhook and CI checker for taints, tolerations and DRA device requests.
 #[derive(Debug, Parser)]
-#[command(name = "draguard", version, about, long_about = None)]
+#[command(name = "draguard", version = crate::build_info::LONG_VERSION, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
