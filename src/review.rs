@@ -14,6 +14,7 @@ use crate::field::{FieldError, Path};
 use crate::objects::dra::{DeviceTaintRuleSpec, SliceSpec};
 use crate::objects::patch::PatchSpec;
 use crate::objects::pod::{PodSpecView, node_taints};
+use crate::objects::workload::Workload;
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, Kind, meta::object_meta};
 use crate::policy::PolicySet;
 use crate::policy::Selection;
@@ -217,11 +218,11 @@ fn mutations(kind: Kind, object: &Value, old: Option<&Value>, ctx: &Context<'_>)
 /// The toleration lists policies judge, and who asks, for kinds policies
 /// govern (Pods: node tolerations; claims and templates: device ones).
 fn policy_lists(kind: Kind, object: &Value) -> Result<Option<(PolicyTarget, Vec<TolerationList>)>, DecodeError> {
+    if let Some(tokens) = kind.pod_spec_tokens() {
+        let spec = PodSpecView::decode(at(object, tokens))?;
+        return Ok(Some((PolicyTarget::Pod, apply::pod_lists(&spec, tokens))));
+    }
     Ok(match kind {
-        Kind::Pod => Some((
-            PolicyTarget::Pod,
-            apply::pod_lists(&PodSpecView::decode(field(object, "spec"))?),
-        )),
         Kind::ResourceClaim(v) => {
             let spec = ClaimSpec::decode(field(object, "spec"), v)?;
             Some((PolicyTarget::Device, apply::claim_lists(&spec, v, &["spec"])))
@@ -244,6 +245,11 @@ fn create_defaults(
     user: &UserInfo,
     ctx: &Context<'_>,
 ) -> Result<Vec<json_patch::PatchOperation>, String> {
+    // A workload's Pods get their defaults when they are created; its
+    // template is judged as written, in `check` as in the live webhook.
+    if matches!(kind, Kind::Workload(_)) {
+        return Ok(Vec::new());
+    }
     let mut ops = ptr_merge(kind, object, namespace, ctx)?;
     let merged;
     let current = if ops.is_empty() {
@@ -266,7 +272,7 @@ fn ptr_merge(
         return Ok(Vec::new());
     };
     let spec = PodSpecView::decode(field(object, "spec")).map_err(|e| e.message)?;
-    let lists = apply::pod_lists(&spec);
+    let lists = apply::pod_lists(&spec, &["spec"]);
     let tolerations = lists.first().map(|l| l.tolerations.as_slice()).unwrap_or_default();
     let annotations = ctx.cluster.namespace_annotations(namespace);
     let Some(merged) = ptr::admit(&spec, tolerations, annotations.as_ref(), config)? else {
@@ -416,11 +422,11 @@ fn patch_ties(object: &Value, ctx: &Context<'_>) -> (Vec<Violation>, Vec<String>
 
 /// PodTolerationRestriction's whitelist (when enabled), as a violation.
 fn ptr_verdict(kind: Kind, object: &Value, namespace: &str, ctx: &Context<'_>) -> Option<Violation> {
-    let (Some(config), Kind::Pod) = (ctx.ptr, kind) else {
+    let (Some(config), Some(tokens)) = (ctx.ptr, kind.pod_spec_tokens()) else {
         return None;
     };
-    let spec = PodSpecView::decode(field(object, "spec")).ok()?;
-    let lists = apply::pod_lists(&spec);
+    let spec = PodSpecView::decode(at(object, tokens)).ok()?;
+    let lists = apply::pod_lists(&spec, tokens);
     let tolerations = lists.first().map(|l| l.tolerations.as_slice()).unwrap_or_default();
     let annotations = ctx.cluster.namespace_annotations(namespace);
     ptr::verify(tolerations, annotations.as_ref(), config)
@@ -533,6 +539,7 @@ fn validate(
         Kind::ResourceSlicePatch => validate_slice_patch(object, old).map(Verdict::from),
         Kind::Pod => validate_pod(object, old).map(Verdict::from),
         Kind::Node => validate_node(object, old).map(Verdict::from),
+        Kind::Workload(w) => validate_workload(object, old, w).map(Verdict::from),
     }
 }
 
@@ -686,6 +693,15 @@ fn validate_pod(object: &Value, old: Option<&Value>) -> Result<Vec<FieldError>, 
     })
 }
 
+/// A workload's pod template gets the Pod's rules, except that a template
+/// may change freely: its Pods are replaced, not updated.
+fn validate_workload(object: &Value, old: Option<&Value>, w: Workload) -> Result<Vec<FieldError>, DecodeError> {
+    let decode = |o: &Value| PodSpecView::decode(w.pod_spec(o));
+    judge(object, old, true, decode, |spec, old| {
+        rules::pod::validate_pod_template_spec(spec, old, &w.pod_spec_path())
+    })
+}
+
 /// Node taints are reported under `metadata` (ValidateNode passes the
 /// metadata path down).
 fn validate_node(object: &Value, old: Option<&Value>) -> Result<Vec<FieldError>, DecodeError> {
@@ -729,6 +745,11 @@ static NULL: Value = Value::Null;
 
 fn field<'a>(object: &'a Value, name: &str) -> &'a Value {
     object.get(name).unwrap_or(&NULL)
+}
+
+/// The value at pointer tokens, or null.
+fn at<'a>(object: &'a Value, tokens: &[&str]) -> &'a Value {
+    tokens.iter().try_fold(object, |v, t| v.get(t)).unwrap_or(&NULL)
 }
 
 /// The operation as the AdmissionReview spells it.

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use serde_saphyr::Spanned;
 
 use crate::cluster::StaticView;
+use crate::objects::workload::Workload;
 use crate::policy::PolicySet;
 use crate::policy::ptr::PtrConfig;
 use crate::review::{Context, Phase, Request, review};
@@ -346,11 +347,9 @@ fn input_facts(objects: &[Object], default_namespace: &str, cluster: &mut Static
             }
             continue;
         }
-        let (pod_spec, replicas) = match pod_template_path(&group, &kind) {
-            Some(path) => {
-                let template = format!("/{}/spec", path.replace('.', "/"));
-                (v.pointer(&template), replicas_of(v, &group, &kind))
-            }
+        let version = text(v, "/apiVersion").map_or("", |a| a.rsplit_once('/').map_or(a, |(_, v)| v));
+        let (pod_spec, replicas) = match Workload::route(&group, version, &kind) {
+            Some(w) => (Some(w.pod_spec(v)), w.replicas(v)),
             None if group.is_empty() && kind == "Pod" => (v.get("spec"), 1),
             None => continue,
         };
@@ -361,17 +360,6 @@ fn input_facts(objects: &[Object], default_namespace: &str, cluster: &mut Static
             }
         }
     }
-}
-
-/// Pods a workload runs at once: `replicas` (Deployment, ReplicaSet,
-/// StatefulSet) or `parallelism` (Job, CronJob), 1 when unset.
-fn replicas_of(v: &Value, group: &str, kind: &str) -> u64 {
-    let pointer = match (group, kind) {
-        ("batch", "Job") => "/spec/parallelism",
-        ("batch", "CronJob") => "/spec/jobTemplate/spec/parallelism",
-        _ => "/spec/replicas",
-    };
-    v.pointer(pointer).and_then(Value::as_u64).unwrap_or(1)
 }
 
 /// The charge of a claim (or template) about to be created, with its namespace.
@@ -386,53 +374,16 @@ fn charge_of(v: &Value, default_namespace: &str, cluster: &StaticView) -> Option
         .map(|c| (ns.to_owned(), c))
 }
 
-/// Where a workload keeps its pod template.
-fn pod_template_path(group: &str, kind: &str) -> Option<&'static str> {
-    match (group, kind) {
-        ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") | ("batch", "Job") => Some("spec.template"),
-        ("batch", "CronJob") => Some("spec.jobTemplate.spec.template"),
-        _ => None,
-    }
-}
-
-/// What is actually reviewed for an object: itself, or the Pod its
-/// template makes, with the prefix that maps Pod paths back.
-struct Subject {
-    object: Value,
-    old: Option<Value>,
-    field_prefix: Option<&'static str>,
-}
-
-fn subject(object: Value, old: Option<&Value>, namespace: &str) -> Subject {
-    let (group, kind) = group_kind(&object);
-    if let Some(path) = pod_template_path(&group, &kind) {
-        let pointer = format!("/{}", path.replace('.', "/"));
-        let as_pod = |v: &Value| {
-            let template = v.pointer(&pointer).cloned().unwrap_or(Value::Null);
-            let mut metadata = template.get("metadata").cloned().unwrap_or_else(|| json!({}));
-            if let Some(m) = metadata.as_object_mut() {
-                m.insert("name".into(), json!(text(v, "/metadata/name").unwrap_or("pod")));
-                m.insert("namespace".into(), json!(namespace));
-            }
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template.get("spec").cloned().unwrap_or(Value::Null)})
-        };
-        return Subject {
-            object: as_pod(&object),
-            old: old.map(as_pod),
-            field_prefix: Some(path),
-        };
-    }
-    let mut object = object;
+/// The object as reviewed: in its namespace (`--namespace` for objects
+/// that name none).
+fn in_namespace(mut object: Value, namespace: &str) -> Value {
+    let (_, kind) = group_kind(&object);
     if !cluster_scoped(&kind)
         && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut)
     {
         meta.entry("namespace").or_insert_with(|| json!(namespace));
     }
-    Subject {
-        object,
-        old: old.cloned(),
-        field_prefix: None,
-    }
+    object
 }
 
 fn group_kind(v: &Value) -> (String, String) {
@@ -516,9 +467,8 @@ fn check_object(
         return report;
     }
     let (source, document) = (object.source, object.document);
-    let subject = subject(object.value, old, namespace.as_deref().unwrap_or(""));
-    let field_prefix = subject.field_prefix;
-    let request = match admission_request(n, subject.object, subject.old, namespace.as_deref()) {
+    let reviewed = in_namespace(object.value, namespace.as_deref().unwrap_or(""));
+    let request = match admission_request(n, reviewed, old.cloned(), namespace.as_deref()) {
         Ok(r) => r,
         Err(message) => {
             report.allowed = false;
@@ -530,14 +480,10 @@ fn check_object(
     };
     let decision = review(&request, ctx);
     report.allowed = decision.allowed;
-    let map_field = |field: &str| match field_prefix {
-        Some(p) if !field.is_empty() => format!("{p}.{field}"),
-        _ => field.to_owned(),
-    };
     if let Some(status) = &decision.status {
         let causes = status.details.as_ref().map(|d| d.causes.as_slice()).unwrap_or_default();
         for cause in causes {
-            let field = map_field(&cause.field);
+            let field = cause.field.clone();
             let at = spans.locate(source, document, &prefix, &manifest_path(&kind, &field));
             report
                 .findings
@@ -559,7 +505,7 @@ fn check_object(
         });
     }
     for warning in &decision.warnings {
-        let field = leading_field(warning).map(|f| map_field(&f));
+        let field = leading_field(warning);
         let at = field
             .as_deref()
             .map_or(position, |f| spans.locate(source, document, &prefix, f));

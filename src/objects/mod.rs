@@ -8,6 +8,7 @@ pub mod meta;
 pub mod patch;
 pub mod patch_crd;
 pub mod pod;
+pub mod workload;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
@@ -29,6 +30,8 @@ pub enum Kind {
     ResourceSlicePatch,
     Pod,
     Node,
+    /// A Deployment, Job, … judged through its pod template.
+    Workload(workload::Workload),
 }
 
 impl Kind {
@@ -52,6 +55,18 @@ impl Kind {
             ("resource.k8s.io", "ResourceSlicePatch") if version == "v1alpha3" => Some(Kind::ResourceSlicePatch),
             ("", "Pod") if version == "v1" => Some(Kind::Pod),
             ("", "Node") if version == "v1" => Some(Kind::Node),
+            _ => workload::Workload::route(group, version, kind).map(Kind::Workload),
+        }
+    }
+}
+
+impl Kind {
+    /// Where the kind keeps a pod spec draguard judges: a Pod's own, or a
+    /// workload's template. `None` for kinds without one.
+    pub fn pod_spec_tokens(self) -> Option<&'static [&'static str]> {
+        match self {
+            Kind::Pod => Some(&["spec"]),
+            Kind::Workload(w) => Some(w.pod_spec_tokens()),
             _ => None,
         }
     }

@@ -42,11 +42,15 @@ fn from_device(t: &DeviceToleration) -> Toleration {
     }
 }
 
-/// `spec.tolerations` of a Pod.
-pub fn pod_lists(spec: &PodSpecView) -> Vec<TolerationList> {
+/// The tolerations of a pod spec found at `spec_tokens` (`["spec"]` in a
+/// Pod, `["spec", "template", "spec"]` in a Deployment).
+pub fn pod_lists(spec: &PodSpecView, spec_tokens: &[&str]) -> Vec<TolerationList> {
+    let mut tokens: Vec<String> = spec_tokens.iter().map(|t| (*t).to_owned()).collect();
+    tokens.push("tolerations".into());
+    let path = tokens.iter().fold(Path::new(""), |p, t| p.child(t));
     vec![TolerationList {
-        tokens: vec!["spec".into(), "tolerations".into()],
-        path: Path::new("spec").child("tolerations"),
+        tokens,
+        path,
         tolerations: spec.tolerations.iter().map(from_core).collect(),
     }]
 }

@@ -17,17 +17,26 @@ use crate::rules::{invalid_each, names};
 pub const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
 pub const NODE_INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
 
-/// Everything draguard checks in a pod spec; `old` on UPDATE.
+/// Everything draguard checks in a Pod's spec; `old` on UPDATE, when a
+/// running Pod may only gain tolerations.
 pub fn validate_pod_spec(spec: &PodSpecView, old: Option<&PodSpecView>, path: &Path) -> Vec<FieldError> {
-    let tolerations = path.child("tolerations");
     let mut errs = Vec::new();
     if let Some(old) = old {
         errs.extend(validate_only_added_tolerations(
             &spec.tolerations,
             &old.tolerations,
-            &tolerations,
+            &path.child("tolerations"),
         ));
     }
+    errs.extend(validate_pod_template_spec(spec, old, path));
+    errs
+}
+
+/// What a pod spec must satisfy wherever it is written, a workload's
+/// template included; `old` only ratchets enums.
+pub fn validate_pod_template_spec(spec: &PodSpecView, old: Option<&PodSpecView>, path: &Path) -> Vec<FieldError> {
+    let tolerations = path.child("tolerations");
+    let mut errs = Vec::new();
     errs.extend(validate_tolerations(
         &spec.tolerations,
         old.map(|o| o.tolerations.as_slice()),

@@ -1,0 +1,100 @@
+//! Workloads that stamp Pods from a template: Deployments, ReplicaSets,
+//! StatefulSets, DaemonSets, Jobs and CronJobs. draguard judges their pod
+//! template as it judges a Pod, so the owner hears of a forbidden toleration
+//! at `kubectl apply` time, and not from a controller stuck on failed Pods.
+
+use serde_json::Value;
+
+use crate::field::Path;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+    DaemonSet,
+    Job,
+    CronJob,
+}
+
+impl Workload {
+    /// `apps/v1` and `batch/v1` are the only served versions of these kinds.
+    pub fn route(group: &str, version: &str, kind: &str) -> Option<Workload> {
+        match (group, version, kind) {
+            ("apps", "v1", "Deployment") => Some(Workload::Deployment),
+            ("apps", "v1", "ReplicaSet") => Some(Workload::ReplicaSet),
+            ("apps", "v1", "StatefulSet") => Some(Workload::StatefulSet),
+            ("apps", "v1", "DaemonSet") => Some(Workload::DaemonSet),
+            ("batch", "v1", "Job") => Some(Workload::Job),
+            ("batch", "v1", "CronJob") => Some(Workload::CronJob),
+            _ => None,
+        }
+    }
+
+    /// JSON-pointer tokens of the pod spec inside the template.
+    pub fn pod_spec_tokens(self) -> &'static [&'static str] {
+        match self {
+            Workload::CronJob => &["spec", "jobTemplate", "spec", "template", "spec"],
+            _ => &["spec", "template", "spec"],
+        }
+    }
+
+    /// The same place as a field path (`spec.jobTemplate.spec.template.spec`).
+    pub fn pod_spec_path(self) -> Path {
+        self.pod_spec_tokens().iter().fold(Path::new(""), |p, t| p.child(t))
+    }
+
+    /// The template's pod spec, or JSON null when the template has none.
+    pub fn pod_spec(self, object: &Value) -> &Value {
+        static NULL: Value = Value::Null;
+        self.pod_spec_tokens()
+            .iter()
+            .try_fold(object, |v, t| v.get(t))
+            .unwrap_or(&NULL)
+    }
+
+    /// Pods the workload runs at once: `replicas` (Deployment, ReplicaSet,
+    /// StatefulSet) or `parallelism` (Job, CronJob), 1 when unset; a
+    /// DaemonSet runs one per node, which no manifest tells, so 1.
+    pub fn replicas(self, object: &Value) -> u64 {
+        let pointer = match self {
+            Workload::Job => "/spec/parallelism",
+            Workload::CronJob => "/spec/jobTemplate/spec/parallelism",
+            Workload::DaemonSet => return 1,
+            _ => "/spec/replicas",
+        };
+        object.pointer(pointer).and_then(Value::as_u64).unwrap_or(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn routes_served_versions_only() {
+        assert_eq!(
+            Workload::route("apps", "v1", "StatefulSet"),
+            Some(Workload::StatefulSet)
+        );
+        assert_eq!(Workload::route("batch", "v1", "CronJob"), Some(Workload::CronJob));
+        assert_eq!(Workload::route("apps", "v1beta1", "Deployment"), None);
+        assert_eq!(Workload::route("", "v1", "Pod"), None);
+    }
+
+    #[test]
+    fn finds_the_pod_spec() {
+        let cronjob = json!({"spec": {"jobTemplate": {"spec": {"parallelism": 3, "template": {"spec": {"x": 1}}}}}});
+        assert_eq!(Workload::CronJob.pod_spec(&cronjob), &json!({"x": 1}));
+        assert_eq!(
+            Workload::CronJob.pod_spec_path().as_str(),
+            "spec.jobTemplate.spec.template.spec"
+        );
+        assert_eq!(Workload::CronJob.replicas(&cronjob), 3);
+        assert_eq!(Workload::Deployment.pod_spec(&cronjob), &Value::Null);
+        assert_eq!(Workload::Deployment.pod_spec_path().as_str(), "spec.template.spec");
+        assert_eq!(Workload::Deployment.replicas(&json!({"spec": {"replicas": 4}})), 4);
+        assert_eq!(Workload::DaemonSet.replicas(&json!({"spec": {"replicas": 4}})), 1);
+    }
+}
