@@ -38,7 +38,7 @@ fn broken_example_is_denied_with_positions() {
             r#"examples/dra-workload/broken/training.yaml:19:13: error: ResourceClaimTemplate/ml/trainer-gpu: spec.spec.devices.requests[0].firstAvailable[0].tolerations[0].effect: Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None""#,
             r#"examples/dra-workload/broken/training.yaml:41:9: error: Deployment/ml/trainer: spec.template.spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when `tolerationSeconds` is set"#,
             r#"examples/dra-workload/broken/training.yaml:52:13: error: Deployment/ml/trainer: spec.template.spec.containers[0].resources.claims[0].request: Invalid value: "gpu/large": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"#,
-            "3 objects, 3 denied, 1 warning",
+            "3 objects, 3 denied, 1 warning; no toleration policies (none named with --policies)",
         ]
     );
 }
@@ -47,7 +47,10 @@ fn broken_example_is_denied_with_positions() {
 fn fixed_example_is_admitted() {
     let out = draguard(&["check", FIXED], None);
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
-    assert_eq!(stdout(&out), "3 objects, 0 denied, 0 warnings\n");
+    assert_eq!(
+        stdout(&out),
+        "3 objects, 0 denied, 0 warnings; no toleration policies (none named with --policies)\n"
+    );
 }
 
 const CLAIMS: &str = "\
@@ -78,7 +81,7 @@ fn stdin_multi_document_and_default_namespace() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stdout(&out),
-        "-:19:9: error: ResourceClaim/team-a/bad: spec.devices.requests[0].exactly.allocationMode: Unsupported value: \"Some\": supported values: \"All\", \"ExactCount\"\n2 objects, 1 denied, 0 warnings\n"
+        "-:19:9: error: ResourceClaim/team-a/bad: spec.devices.requests[0].exactly.allocationMode: Unsupported value: \"Some\": supported values: \"All\", \"ExactCount\"\n2 objects, 1 denied, 0 warnings; no toleration policies (none named with --policies)\n"
     );
     let json = draguard(&["check", "-", "--namespace", "ci", "-o", "json"], Some(CLAIMS));
     let report: Value = serde_json::from_slice(&json.stdout).expect("JSON report");
@@ -90,7 +93,10 @@ fn stdin_multi_document_and_default_namespace() {
         report["summary"],
         serde_json::json!({"objects": 2, "denied": 1, "warnings": 0})
     );
-    assert_eq!(stderr(&json).trim(), "2 objects, 1 denied, 0 warnings");
+    assert_eq!(
+        stderr(&json).trim(),
+        "2 objects, 1 denied, 0 warnings; no toleration policies (none named with --policies)"
+    );
 }
 
 #[test]
@@ -292,7 +298,7 @@ fn documents_that_are_not_objects_are_skipped_with_a_warning() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         stdout(&out),
-        "-:1:1: warning: (no kind)/default/: skipped: not a Kubernetes object (no apiVersion or kind)\n1 object, 0 denied, 1 warning\n"
+        "-:1:1: warning: (no kind)/default/: skipped: not a Kubernetes object (no apiVersion or kind)\n1 object, 0 denied, 1 warning; no toleration policies (none named with --policies)\n"
     );
 }
 
@@ -575,8 +581,8 @@ spec:
 #[test]
 fn tied_patches_warn_and_pass() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let no_policies = dir.path().to_str().expect("utf-8");
-    let out = draguard(&["check", "-", "--policies", no_policies], Some(TIED_PATCHES));
+    let empty = dir.path().to_str().expect("utf-8");
+    let out = draguard(&["check", "-", "--policies", empty], Some(TIED_PATCHES));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
@@ -586,15 +592,19 @@ fn tied_patches_warn_and_pass() {
         "-:1:1: warning: ResourceSlicePatch/model-fix-a: ResourceSlicePatch \"model-fix-a\" has the same priority (0) as \"model-fix-b\", can match the same devices and also sets gpu.example.com/model: the older patch wins, which KEP-5027 calls ambiguous; give them different priorities"
     );
     assert!(lines[1].starts_with("-:10:1: warning: ResourceSlicePatch/model-fix-b: ResourceSlicePatch \"model-fix-b\" has the same priority (0) as \"model-fix-a\""));
-    assert_eq!(lines[2], "2 objects, 0 denied, 2 warnings");
+    assert_eq!(
+        lines[2],
+        format!("2 objects, 0 denied, 2 warnings; no toleration policies in {empty}"),
+        "an empty folder is named in the summary"
+    );
 
     let apart = TIED_PATCHES.replace(
         "    filter: {driver: gpu.example.com, pool: node-1}",
         "    filter: {driver: gpu.example.com, pool: node-1}\n    priority: 5",
     );
     assert_eq!(
-        stdout(&draguard(&["check", "-", "--policies", no_policies], Some(&apart))),
-        "2 objects, 0 denied, 0 warnings\n"
+        stdout(&draguard(&["check", "-"], Some(&apart))),
+        "2 objects, 0 denied, 0 warnings; no toleration policies (none named with --policies)\n"
     );
 
     std::fs::write(
@@ -602,7 +612,73 @@ fn tied_patches_warn_and_pass() {
         "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: strict-patches}\nspec:\n  patches: {denyPriorityTies: true}\n",
     )
     .expect("write");
-    let strict = draguard(&["check", "-", "--policies", no_policies], Some(TIED_PATCHES));
+    let strict = draguard(&["check", "-", "--policies", empty], Some(TIED_PATCHES));
     assert_eq!(strict.status.code(), Some(1));
     assert!(stdout(&strict).contains("error: ResourceSlicePatch/model-fix-a: spec.devices.priority: toleration policy \"strict-patches\" denies priority ties"), "{}", stdout(&strict));
+}
+
+#[test]
+fn a_named_policy_folder_that_does_not_exist_is_unusable_input() {
+    let out = draguard(&["check", FIXED, "--policies", "/nonexistent"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out),
+        "draguard check: invalid policies:\n/nonexistent:0:0: the policy folder does not exist\n"
+    );
+}
+
+/// A repository with a Kyverno `policies/` folder: without `--policies`,
+/// `check` loads nothing from the working directory and says so.
+#[test]
+fn a_policies_folder_in_the_working_directory_is_never_picked_up() {
+    let repo = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(repo.path().join("policies")).expect("mkdir");
+    std::fs::write(
+        repo.path().join("policies/require-labels.yaml"),
+        "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: require-labels}\nspec: {rules: []}\n",
+    )
+    .expect("write");
+    // A draguard policy that would deny the pod below, had it been loaded.
+    std::fs::write(
+        repo.path().join("policies/deny-all.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: deny-all}\nspec:\n  pods: {deny: [{operator: Exists}]}\n",
+    )
+    .expect("write");
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  tolerations: [{key: a, operator: Exists}]\n  containers: [{name: c, image: i}]\n";
+    let run = |args: &[&str]| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_draguard"))
+            .args(args)
+            .current_dir(repo.path())
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("draguard runs");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), pod.as_bytes()).expect("stdin");
+        child.wait_with_output().expect("draguard exits")
+    };
+    let implicit = run(&["check", "-"]);
+    assert_eq!(implicit.status.code(), Some(0), "{}", stderr(&implicit));
+    assert_eq!(
+        stdout(&implicit),
+        format!(
+            "1 object, 0 denied, 0 warnings{}\n",
+            "; no toleration policies (none named with --policies)"
+        )
+    );
+
+    // Named, the folder's draguard policy applies and the Kyverno one is noted.
+    let named = run(&["check", "-", "--policies", "policies"]);
+    assert_eq!(named.status.code(), Some(1), "{}", stdout(&named));
+    assert_eq!(
+        stderr(&named),
+        "draguard check: note: policies/require-labels.yaml:1:1: skipped kyverno.io/v1 ClusterPolicy: not a draguard policy (policy.draguard.dev/v1alpha1 TolerationPolicy)\n"
+    );
+    assert!(
+        stdout(&named).contains("toleration policy \"deny-all\""),
+        "{}",
+        stdout(&named)
+    );
 }

@@ -22,9 +22,11 @@ pub struct CheckArgs {
     /// Namespace for namespaced objects that name none.
     #[arg(long, short = 'n', default_value = "default")]
     pub namespace: String,
-    /// Policy folder.
-    #[arg(long, default_value = "policies", value_name = "DIR")]
-    pub policies: PathBuf,
+    /// Folder of toleration policies to apply. Without it no policy applies
+    /// (the summary says so): a `policies/` folder in the working directory
+    /// is never picked up by accident.
+    #[arg(long, value_name = "DIR")]
+    pub policies: Option<PathBuf>,
     #[arg(long, short = 'o', value_enum, default_value_t = Format::Text)]
     pub output: Format,
     /// Fail (exit 1) on warnings too.
@@ -58,14 +60,6 @@ pub fn parse_namespace_labels(s: &str) -> Result<(String, Vec<(String, String)>)
     Ok((ns.to_owned(), labels))
 }
 
-/// Loads the policy folder, or says where it is broken.
-pub fn load_policies(dir: &std::path::Path) -> Result<crate::policy::PolicySet, String> {
-    crate::policy::load::load_dir(dir).map_err(|errors| {
-        let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        format!("invalid policies:\n{}", lines.join("\n"))
-    })
-}
-
 /// Progress is shown for inputs of at least this many files, on a terminal.
 const PROGRESS_FROM: usize = 20;
 
@@ -78,7 +72,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return unusable(&e.to_string()),
     };
-    let policies = match load_policies(&args.policies) {
+    let policies = match super::load_policies("draguard check", args.policies.as_deref()) {
         Ok(p) => p,
         Err(e) => return unusable(&e),
     };
@@ -92,6 +86,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return unusable(&e),
     };
+    let no_policies = policies.is_empty().then(|| match &args.policies {
+        None => "no toleration policies (none named with --policies)".to_owned(),
+        Some(dir) => format!("no toleration policies in {}", dir.display()),
+    });
     let options = Options {
         namespace: args.namespace.clone(),
         now: jiff::Timestamp::now(),
@@ -114,7 +112,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Err(e) => return unusable(&e.to_string()),
     };
     let rendered = report::render(&report, args.output, color);
-    let summary = report::summary(&report);
+    let summary = match no_policies {
+        Some(note) => format!("{}; {note}", report::summary(&report)),
+        None => report::summary(&report),
+    };
     let mut stdout = std::io::stdout().lock();
     let written = if args.output == Format::Text {
         write!(stdout, "{rendered}").and_then(|()| writeln!(stdout, "{summary}"))

@@ -80,6 +80,28 @@ impl PtrArgs {
     }
 }
 
+/// The policies of the folder named with `--policies`, for `check` and
+/// `review`: none when no folder is named, never a folder picked up from the
+/// working directory (a repository's Kyverno `policies/` is not ours).
+/// Skipped documents are noted on standard error; `tool` prefixes them.
+pub fn load_policies(tool: &str, dir: Option<&std::path::Path>) -> Result<crate::policy::PolicySet, String> {
+    let Some(dir) = dir else {
+        return Ok(crate::policy::PolicySet::default());
+    };
+    match crate::policy::load::load_dir(dir) {
+        Ok(folder) => {
+            for skipped in &folder.skipped {
+                eprintln!("{tool}: note: {skipped}");
+            }
+            Ok(folder.set)
+        }
+        Err(errors) => {
+            let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            Err(format!("invalid policies:\n{}", lines.join("\n")))
+        }
+    }
+}
+
 /// Log output for every subcommand: human-readable on a terminal, JSON lines
 /// when asked (for log collectors). `RUST_LOG` overrides the level.
 pub fn init_logging(json: bool) {

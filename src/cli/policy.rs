@@ -42,8 +42,11 @@ fn lint(dir: &std::path::Path) -> ExitCode {
         return ExitCode::from(2);
     }
     match crate::policy::load::load_dir(dir) {
-        Ok(set) => {
-            let n = set.policies.len();
+        Ok(folder) => {
+            for skipped in &folder.skipped {
+                println!("{skipped}");
+            }
+            let n = folder.set.policies.len();
             println!(
                 "{}: {n} {} OK",
                 dir.display(),

@@ -18,9 +18,9 @@ pub struct ReviewArgs {
     /// would after the mutation (the verdict).
     #[arg(long)]
     pub mutate: bool,
-    /// Policy folder.
-    #[arg(long, default_value = "policies", value_name = "DIR")]
-    pub policies: PathBuf,
+    /// Folder of toleration policies to apply (none without it).
+    #[arg(long, value_name = "DIR")]
+    pub policies: Option<PathBuf>,
     #[command(flatten)]
     pub ptr: super::PtrArgs,
 }
@@ -41,7 +41,7 @@ pub fn run(args: ReviewArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let policies = match super::check::load_policies(&args.policies) {
+    let policies = match super::load_policies("draguard review", args.policies.as_deref()) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("draguard review: {e}");

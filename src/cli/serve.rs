@@ -38,11 +38,12 @@ pub struct ServeArgs {
     /// k, M, G) are understood.
     #[arg(long, default_value = "3Mi", value_parser = parse_size, value_name = "BYTES")]
     pub max_body: usize,
-    /// Policy folder: loaded at start (a broken file stops the start),
-    /// then watched; edits apply within seconds, broken edits are logged and
-    /// the last good policies stay.
-    #[arg(long, default_value = "policies", value_name = "DIR")]
-    pub policies: PathBuf,
+    /// Folder of toleration policies: loaded at start (a missing folder or a
+    /// broken file stops the start), then watched; edits apply within
+    /// seconds, broken edits are logged and the last good policies stay.
+    /// Without it no policy applies, and the log says so.
+    #[arg(long, value_name = "DIR")]
+    pub policies: Option<PathBuf>,
     /// Do not look for a cluster: judge with the request alone.
     #[arg(long, conflicts_with = "kubeconfig")]
     pub no_cluster: bool,
@@ -99,7 +100,11 @@ fn startup_failed(json: bool, message: &str) -> ExitCode {
 async fn serve(args: ServeArgs) -> Result<(), String> {
     server::install_crypto_provider();
     let tls = tls_source(&args);
-    let mut config = ServerConfig::new(args.listen, tls.clone()).with_policies(args.policies.clone());
+    let mut config = ServerConfig::new(args.listen, tls.clone());
+    match &args.policies {
+        Some(dir) => config = config.with_policies(dir.clone()),
+        None => tracing::warn!("no --policies folder named: no toleration policy applies"),
+    }
     config.max_body = args.max_body;
     config.ptr = args.ptr.load()?.map(std::sync::Arc::new);
     let cluster = live_view(&args).await?;
@@ -250,7 +255,7 @@ mod tests {
         assert_eq!(args.listen, "0.0.0.0:8443".parse().unwrap());
         assert_eq!(args.max_body, DEFAULT_MAX_BODY);
         assert_eq!(args.certs_dir, PathBuf::from("certs"));
-        assert_eq!(args.policies, PathBuf::from("policies"));
+        assert_eq!(args.policies, None, "no policy folder is picked up implicitly");
         assert_eq!(args.log_format, LogFormat::Text);
         assert_eq!(
             tls_source(&args),

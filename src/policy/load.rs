@@ -33,28 +33,74 @@ impl fmt::Display for PolicyError {
     }
 }
 
+/// A document of a policy folder that is not a draguard policy (a Kyverno
+/// policy, a kustomization.yaml): skipped, and said so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub file: String,
+    pub position: Position,
+    /// `kyverno.io/v1 ClusterPolicy`.
+    pub what: String,
+}
+
+impl fmt::Display for Skipped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: skipped {}: not a draguard policy ({API_VERSION} {KIND})",
+            self.file, self.position.line, self.position.column, self.what
+        )
+    }
+}
+
+/// What a policy folder holds.
+#[derive(Debug, Clone, Default)]
+pub struct Folder {
+    pub set: PolicySet,
+    pub skipped: Vec<Skipped>,
+}
+
+/// One file's policies and skipped documents.
+#[derive(Debug, Clone, Default)]
+pub struct Parsed {
+    pub policies: Vec<Loaded>,
+    pub skipped: Vec<Skipped>,
+}
+
 /// Loads every `*.yaml`/`*.yml` file of `dir` (not recursively, in name
-/// order). A folder that does not exist holds no policies. Any error fails
-/// the whole load, so a broken edit never replaces good policies.
-pub fn load_dir(dir: &Path) -> Result<PolicySet, Vec<PolicyError>> {
+/// order). The folder was named by the user, so a folder that does not
+/// exist is an error, never "no policies". Any error fails the whole load,
+/// so a broken edit never replaces good policies.
+pub fn load_dir(dir: &Path) -> Result<Folder, Vec<PolicyError>> {
+    let folder_error = |message: String| {
+        vec![PolicyError {
+            file: dir.display().to_string(),
+            position: Position::default(),
+            message,
+        }]
+    };
     let files = match policy_files(dir) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(PolicySet::default()),
-        Err(e) => {
-            return Err(vec![PolicyError {
-                file: dir.display().to_string(),
-                position: Position::default(),
-                message: format!("cannot read the policy folder: {e}"),
-            }]);
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(folder_error("the policy folder does not exist".into()));
         }
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(folder_error(
+                "not a folder: --policies names a folder of policy files".into(),
+            ));
+        }
+        Err(e) => return Err(folder_error(format!("cannot read the policy folder: {e}"))),
     };
-    let mut set = PolicySet::default();
+    let mut folder = Folder::default();
     let mut errors = Vec::new();
     for file in files {
         let name = file.display().to_string();
         match std::fs::read_to_string(&file) {
-            Ok(text) => match parse(&name, &text) {
-                Ok(policies) => set.policies.extend(policies),
+            Ok(text) => match parse_file(&name, &text) {
+                Ok(parsed) => {
+                    folder.set.policies.extend(parsed.policies);
+                    folder.skipped.extend(parsed.skipped);
+                }
                 Err(mut e) => errors.append(&mut e),
             },
             Err(e) => errors.push(PolicyError {
@@ -64,8 +110,8 @@ pub fn load_dir(dir: &Path) -> Result<PolicySet, Vec<PolicyError>> {
             }),
         }
     }
-    errors.extend(duplicate_names(&set));
-    if errors.is_empty() { Ok(set) } else { Err(errors) }
+    errors.extend(duplicate_names(&folder.set));
+    if errors.is_empty() { Ok(folder) } else { Err(errors) }
 }
 
 /// The policy files of a folder, in name order.
@@ -97,6 +143,13 @@ fn duplicate_names(set: &PolicySet) -> Vec<PolicyError> {
 
 /// Parses and lints one file's policies.
 pub fn parse(file: &str, text: &str) -> Result<Vec<Loaded>, Vec<PolicyError>> {
+    parse_file(file, text).map(|parsed| parsed.policies)
+}
+
+/// Parses and lints one file: draguard policies are loaded, documents of
+/// other API groups are skipped. A document in draguard's group that is
+/// not a valid policy is an error, since it was meant to be one.
+pub fn parse_file(file: &str, text: &str) -> Result<Parsed, Vec<PolicyError>> {
     let error = |position: Position, message: String| PolicyError {
         file: file.to_owned(),
         position,
@@ -111,18 +164,26 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Loaded>, Vec<PolicyError>> {
             first.split(" at line ").next().unwrap_or(first).to_owned(),
         )]
     })?;
-    let mut loaded = Vec::new();
+    let mut parsed = Parsed::default();
     let mut errors = Vec::new();
     for doc in &docs {
         let value = doc.value.to_value();
         if value.is_null() {
             continue;
         }
+        if let Some(what) = foreign(&value) {
+            parsed.skipped.push(Skipped {
+                file: file.to_owned(),
+                position: locate(doc, &[]),
+                what,
+            });
+            continue;
+        }
         match crate::objects::decode::<TolerationPolicy>(&value) {
             Ok(policy) => {
                 let problems = lint(&policy);
                 if problems.is_empty() {
-                    loaded.push(Loaded {
+                    parsed.policies.push(Loaded {
                         policy,
                         file: file.to_owned(),
                     });
@@ -137,7 +198,24 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Loaded>, Vec<PolicyError>> {
             }
         }
     }
-    if errors.is_empty() { Ok(loaded) } else { Err(errors) }
+    if errors.is_empty() { Ok(parsed) } else { Err(errors) }
+}
+
+/// `apiVersion kind` of a document from another API group; `None` for
+/// draguard's group and for documents that name no apiVersion (a policy
+/// with a typo must fail, not vanish).
+fn foreign(doc: &serde_json::Value) -> Option<String> {
+    let api_version = doc.get("apiVersion")?.as_str()?;
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    let ours = API_VERSION.rsplit_once('/').map_or("", |(group, _)| group);
+    if group == ours {
+        return None;
+    }
+    let kind = doc
+        .get("kind")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("(no kind)");
+    Some(format!("{api_version} {kind}"))
 }
 
 /// `spec.pods.allow[0]: unknown field `operatr`, expected ...` into the path
@@ -450,11 +528,67 @@ spec:
             "{errs:?}"
         );
         std::fs::remove_file(dir.path().join("a.yml")).expect("rm");
-        assert_eq!(load_dir(dir.path()).expect("loads").policies.len(), 2);
+        assert_eq!(load_dir(dir.path()).expect("loads").set.policies.len(), 2);
+    }
+
+    #[test]
+    fn a_named_folder_that_is_missing_is_an_error_not_zero_policies() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("missing");
+        let errs = load_dir(&missing).expect_err("a missing folder fails");
+        assert_eq!(
+            errs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [format!("{}:0:0: the policy folder does not exist", missing.display())]
+        );
+        let file = dir.path().join("file.yaml");
+        std::fs::write(&file, GOOD).expect("write");
+        let errs = load_dir(&file).expect_err("a file is not a folder");
+        assert!(errs[0].message.starts_with("not a folder"), "{errs:?}");
+    }
+
+    #[test]
+    fn documents_of_other_api_groups_are_skipped_with_a_note() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kyverno =
+            "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: require-labels}\nspec: {rules: []}\n";
+        std::fs::write(dir.path().join("kyverno.yaml"), kyverno).expect("write");
+        std::fs::write(
+            dir.path().join("kustomization.yaml"),
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+        )
+        .expect("write");
+        // A file may mix both: the policy loads, the other document is noted.
+        std::fs::write(dir.path().join("mixed.yaml"), format!("{kyverno}---\n{GOOD}")).expect("write");
+        let folder = load_dir(dir.path()).expect("foreign documents are not errors");
+        assert_eq!(folder.set.policies.len(), 2, "both policies of GOOD load");
+        let notes: Vec<String> = folder.skipped.iter().map(ToString::to_string).collect();
+        let at = |file: &str, line: usize| format!("{}:{line}:1", dir.path().join(file).display());
+        assert_eq!(
+            notes,
+            [
+                format!(
+                    "{}: skipped kustomize.config.k8s.io/v1beta1 Kustomization: not a draguard policy (policy.draguard.dev/v1alpha1 TolerationPolicy)",
+                    at("kustomization.yaml", 1)
+                ),
+                format!(
+                    "{}: skipped kyverno.io/v1 ClusterPolicy: not a draguard policy (policy.draguard.dev/v1alpha1 TolerationPolicy)",
+                    at("kyverno.yaml", 1)
+                ),
+                format!(
+                    "{}: skipped kyverno.io/v1 ClusterPolicy: not a draguard policy (policy.draguard.dev/v1alpha1 TolerationPolicy)",
+                    at("mixed.yaml", 1)
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_document_of_our_group_with_a_wrong_version_or_kind_still_fails() {
+        let text = GOOD.replacen("policy.draguard.dev/v1alpha1", "policy.draguard.dev/v1", 1);
+        let err = one_error(&text);
         assert!(
-            load_dir(&dir.path().join("missing"))
-                .expect("no folder, no policies")
-                .is_empty()
+            err.contains("apiVersion must be \"policy.draguard.dev/v1alpha1\""),
+            "{err}"
         );
     }
 }

@@ -48,6 +48,13 @@ pub fn fingerprint(dir: &Path) -> u64 {
     h.finish()
 }
 
+/// Documents of the folder that are not draguard policies, one line each.
+pub fn log_skipped(skipped: &[super::load::Skipped]) {
+    for s in skipped {
+        tracing::info!(note = %s, "skipped a document that is not a draguard policy");
+    }
+}
+
 /// Polls `dir` every `every` until the task is dropped.
 pub async fn watch(dir: PathBuf, store: PolicyStore, every: Duration) {
     let mut last = fingerprint(&dir);
@@ -59,9 +66,10 @@ pub async fn watch(dir: PathBuf, store: PolicyStore, every: Duration) {
         }
         last = now;
         match load_dir(&dir) {
-            Ok(set) => {
-                tracing::info!(dir = %dir.display(), policies = set.policies.len(), "policies reloaded");
-                store.replace(set);
+            Ok(folder) => {
+                log_skipped(&folder.skipped);
+                tracing::info!(dir = %dir.display(), policies = folder.set.policies.len(), "policies reloaded");
+                store.replace(folder.set);
             }
             Err(errors) => {
                 for e in &errors {

@@ -233,11 +233,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         tokio::spawn(reloader.run(config.reload_every, stop_rx.clone()));
     }
     if let Some(dir) = config.policies_dir.clone() {
-        let set = load_dir(&dir).map_err(|errors| {
+        let folder = load_dir(&dir).map_err(|errors| {
             ServerError::Policies(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
         })?;
-        tracing::info!(dir = %dir.display(), policies = set.policies.len(), "policies loaded");
-        config.policies.replace(set);
+        reload::log_skipped(&folder.skipped);
+        tracing::info!(dir = %dir.display(), policies = folder.set.policies.len(), "policies loaded");
+        config.policies.replace(folder.set);
         let (store, every, mut stop) = (config.policies.clone(), config.policy_reload_every, stop_rx.clone());
         tokio::spawn(async move {
             tokio::select! {
