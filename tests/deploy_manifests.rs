@@ -1,0 +1,444 @@
+//! The shipped manifests cannot take a cluster down: every kustomization
+//! under `deploy/` is rendered with `kubectl kustomize` and the webhook
+//! configurations are judged by what they would do, not by how they are
+//! spelled. Namespace selectors are evaluated against the namespaces that
+//! must stay exempt, `matchConditions` are evaluated as CEL against the
+//! requests of kubelets and the node lifecycle controller, and every entry's
+//! failure policy, timeout and CA source is checked.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kube_cel::cel::{Context, Program, Value as CelValue};
+use serde_json::{Value, json};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// `kubectl kustomize DIR`, parsed. Without kubectl the tests cannot run;
+/// CI installs it and fails loudly if it cannot.
+fn render(dir: &Path) -> Option<Vec<Value>> {
+    let out = match Command::new("kubectl").arg("kustomize").arg(dir).output() {
+        Ok(out) => out,
+        Err(e) if std::env::var_os("CI").is_some() => panic!("kubectl is needed to render deploy/: {e}"),
+        Err(e) => {
+            eprintln!("skipped: kubectl not found ({e})");
+            return None;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {} failed:\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8 YAML");
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("rendered YAML parses");
+    Some(docs.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// The base plus components, composed as a user's overlay would; written
+/// under the repository because kustomize refuses absolute resource paths.
+fn render_with_components(components: &[&str]) -> Option<Vec<Value>> {
+    let scratch = Path::new(ROOT).join("target");
+    std::fs::create_dir_all(&scratch).expect("target/");
+    let dir = tempfile::Builder::new()
+        .prefix("kustomize-")
+        .tempdir_in(&scratch)
+        .expect("tempdir");
+    let list: Vec<String> = components
+        .iter()
+        .map(|c| format!("../../deploy/components/{c}"))
+        .collect();
+    let kustomization = json!({"resources": ["../../deploy/base"], "components": list});
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        serde_json::to_string(&kustomization).expect("JSON is YAML"),
+    )
+    .expect("write kustomization");
+    render(dir.path())
+}
+
+fn overlay(name: &str) -> PathBuf {
+    Path::new(ROOT).join("deploy").join(name)
+}
+
+fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> Option<&'a Value> {
+    docs.iter().find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+}
+
+fn of_kind<'a>(docs: &'a [Value], kind: &'a str) -> impl Iterator<Item = &'a Value> {
+    docs.iter().filter(move |d| d["kind"] == kind)
+}
+
+fn deployment(docs: &[Value]) -> &Value {
+    find(docs, "Deployment", "draguard").expect("the Deployment")
+}
+
+fn args(docs: &[Value]) -> Vec<&str> {
+    deployment(docs)["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// Every webhook entry of both configurations, with the configuration.
+fn webhooks(docs: &[Value]) -> Vec<(&Value, &Value)> {
+    ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"]
+        .iter()
+        .flat_map(|kind| of_kind(docs, kind))
+        .flat_map(|config| {
+            config["webhooks"]
+                .as_array()
+                .expect("webhooks")
+                .iter()
+                .map(move |w| (config, w))
+        })
+        .collect()
+}
+
+fn validating<'a>(docs: &'a [Value], name: &str) -> &'a Value {
+    webhooks(docs)
+        .into_iter()
+        .find(|(c, w)| c["kind"] == "ValidatingWebhookConfiguration" && w["name"] == name)
+        .map(|(_, w)| w)
+        .unwrap_or_else(|| panic!("validating webhook {name}"))
+}
+
+fn resources(webhook: &Value) -> Vec<&str> {
+    webhook["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .flat_map(|r| r["resources"].as_array().expect("resources"))
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+fn namespaced(webhook: &Value) -> bool {
+    webhook["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .any(|r| r["scope"] != "Cluster")
+}
+
+/// `metav1.LabelSelector` semantics, as the apiserver applies
+/// namespaceSelector (absent selector: every namespace).
+fn selects(selector: &Value, labels: &BTreeMap<&str, &str>) -> bool {
+    if selector.is_null() {
+        return true;
+    }
+    let match_labels = selector["matchLabels"].as_object().into_iter().flatten();
+    let labels_ok = match_labels
+        .into_iter()
+        .all(|(k, v)| labels.get(k.as_str()).is_some_and(|l| Some(*l) == v.as_str()));
+    let expressions = selector["matchExpressions"].as_array().into_iter().flatten();
+    let expressions_ok = expressions.into_iter().all(|e| {
+        let key = e["key"].as_str().expect("key");
+        let values: Vec<&str> = e["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let value = labels.get(key);
+        match e["operator"].as_str().expect("operator") {
+            "In" => value.is_some_and(|v| values.contains(v)),
+            "NotIn" => value.is_none_or(|v| !values.contains(v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            other => panic!("unknown selector operator {other}"),
+        }
+    });
+    labels_ok && expressions_ok
+}
+
+/// The labels a namespace carries: its name (set by the apiserver since
+/// 1.22) and any others given.
+fn namespace<'a>(name: &'a str, more: &[(&'a str, &'a str)]) -> BTreeMap<&'a str, &'a str> {
+    let mut labels: BTreeMap<&str, &str> = more.iter().copied().collect();
+    labels.insert("kubernetes.io/metadata.name", name);
+    labels
+}
+
+/// Whether the apiserver would call the webhook for a request by `user`:
+/// every matchCondition must evaluate to true.
+fn sent_for(webhook: &Value, user: &str) -> bool {
+    let conditions = webhook["matchConditions"].as_array().into_iter().flatten();
+    conditions.into_iter().all(|c| {
+        let expression = c["expression"].as_str().expect("expression");
+        let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
+        let mut ctx = Context::default();
+        let request = json!({"userInfo": {"username": user, "groups": ["system:authenticated"]}});
+        ctx.add_variable_from_value("request", kube_cel::cel::to_value(&request).expect("CEL value"));
+        match program.execute(&ctx) {
+            Ok(CelValue::Bool(b)) => b,
+            other => panic!("{expression} does not give a bool: {other:?}"),
+        }
+    })
+}
+
+const KUBELET: &str = "system:node:worker-1";
+const NODE_CONTROLLER: &str = "system:serviceaccount:kube-system:node-controller";
+const CONTROLLER_MANAGER: &str = "system:kube-controller-manager";
+const ADMIN: &str = "alice";
+
+/// What must hold in every rendering, whoever provides the CA.
+fn assert_fails_safe(docs: &[Value], expected_failure: &[(&str, &str)]) {
+    let all = webhooks(docs);
+    assert!(all.len() >= 7, "every webhook entry is rendered: {}", all.len());
+    let draguard_ns = deployment(docs)["metadata"]["namespace"].as_str().expect("namespace");
+    let service = find(docs, "Service", "draguard").expect("the Service");
+    for (config, w) in &all {
+        let name = w["name"].as_str().expect("name");
+        assert_eq!(
+            w["timeoutSeconds"], 3,
+            "{name}: a hung replica costs each call at most 3 s"
+        );
+        // A mutation is never worth a failed API call.
+        if config["kind"] == "MutatingWebhookConfiguration" {
+            assert_eq!(w["failurePolicy"], "Ignore", "{name}");
+        }
+        let client = &w["clientConfig"]["service"];
+        assert_eq!(
+            client["name"], service["metadata"]["name"],
+            "{name} calls draguard's Service"
+        );
+        assert_eq!(client["namespace"], draguard_ns, "{name} calls draguard's namespace");
+        let port = client["port"].as_u64().unwrap_or(443);
+        assert!(
+            service["spec"]["ports"]
+                .as_array()
+                .expect("ports")
+                .iter()
+                .any(|p| p["port"] == port),
+            "{name}: the Service serves port {port}"
+        );
+        if namespaced(w) {
+            let user = namespace("ml", &[]);
+            assert!(
+                selects(&w["namespaceSelector"], &user),
+                "{name} judges tenant namespaces"
+            );
+            for exempt in ["kube-system", "kube-node-lease", draguard_ns] {
+                assert!(
+                    !selects(&w["namespaceSelector"], &namespace(exempt, &[])),
+                    "{name} must never judge namespace {exempt}"
+                );
+            }
+            let ignored = namespace("legacy", &[("draguard.dev/ignore", "true")]);
+            assert!(
+                !selects(&w["namespaceSelector"], &ignored),
+                "{name} skips namespaces labelled draguard.dev/ignore"
+            );
+        }
+        // Kubelets never wait on draguard for their own objects.
+        if resources(w).iter().any(|r| matches!(*r, "pods" | "nodes")) {
+            assert!(!sent_for(w, KUBELET), "{name} is not called for kubelets");
+            assert!(sent_for(w, ADMIN), "{name} is called for users");
+        }
+    }
+    let nodes = validating(docs, "nodes.validate.draguard.dev");
+    assert_eq!(resources(nodes), ["nodes"], "Nodes have an entry of their own");
+    for controller in [NODE_CONTROLLER, CONTROLLER_MANAGER] {
+        assert!(
+            !sent_for(nodes, controller),
+            "the node lifecycle controller ({controller}) taints nodes without draguard"
+        );
+    }
+    for (entry, policy) in expected_failure {
+        assert_eq!(
+            validating(docs, entry)["failurePolicy"],
+            *policy,
+            "failurePolicy of {entry}"
+        );
+    }
+    // The draguard namespace carries the opt-out label too, so renaming it
+    // in an overlay keeps it exempt.
+    let ns = find(docs, "Namespace", draguard_ns).expect("the Namespace");
+    assert_eq!(ns["metadata"]["labels"]["draguard.dev/ignore"], "true");
+}
+
+/// The base's failure policies, entry by entry.
+const BASE_FAILURE: &[(&str, &str)] = &[
+    ("validate.draguard.dev", "Fail"),
+    ("workloads.validate.draguard.dev", "Ignore"),
+    ("admin.validate.draguard.dev", "Fail"),
+    ("resourceslices.validate.draguard.dev", "Ignore"),
+    ("nodes.validate.draguard.dev", "Ignore"),
+];
+
+fn ca_bundle_is_empty(w: &Value) -> bool {
+    w["clientConfig"]["caBundle"].as_str().is_none_or(str::is_empty)
+}
+
+#[test]
+fn base_fails_safe_and_fills_its_own_ca_bundle() {
+    let Some(docs) = render(&overlay("base")) else { return };
+    assert_fails_safe(&docs, BASE_FAILURE);
+    assert!(
+        args(&docs).contains(&"--manage-webhook-certs"),
+        "no caBundle in the manifests: draguard must fill it"
+    );
+    for (_, w) in webhooks(&docs) {
+        assert!(
+            w["clientConfig"].get("caBundle").is_none(),
+            "{}: no caBundle written in the manifests (an empty one fails every call, and GitOps would fight the manager)",
+            w["name"]
+        );
+    }
+    // --manage-webhook-certs may write exactly its Secret and caBundle.
+    let role = find(&docs, "Role", "draguard-webhook-certs").expect("the Secret's Role");
+    let named: Vec<&Value> = role["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .filter(|r| r["verbs"] != json!(["create"]))
+        .collect();
+    assert!(
+        named.iter().all(|r| r["resourceNames"] == json!(["draguard-tls"])),
+        "{role}"
+    );
+    let cluster_role = find(&docs, "ClusterRole", "draguard-webhook-certs").expect("the caBundle ClusterRole");
+    assert_eq!(cluster_role["rules"][0]["resourceNames"], json!(["draguard"]));
+}
+
+#[test]
+fn base_is_read_only_and_highly_available() {
+    let Some(docs) = render(&overlay("base")) else { return };
+    let reader = find(&docs, "ClusterRole", "draguard").expect("the ClusterRole");
+    for rule in reader["rules"].as_array().expect("rules") {
+        assert_eq!(rule["verbs"], json!(["get", "list", "watch"]), "read-only: {rule}");
+    }
+    assert!(!args(&docs).contains(&"--sync-quotas"), "quota writes are opt-in");
+    let d = deployment(&docs);
+    let spec = &d["spec"]["template"]["spec"];
+    assert_eq!(d["spec"]["replicas"], 3);
+    assert_eq!(spec["priorityClassName"], "system-cluster-critical");
+    let keys: Vec<&str> = spec["topologySpreadConstraints"]
+        .as_array()
+        .expect("spread")
+        .iter()
+        .filter_map(|c| c["topologyKey"].as_str())
+        .collect();
+    assert_eq!(keys, ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]);
+    let container = &spec["containers"][0];
+    for probe in ["startupProbe", "readinessProbe", "livenessProbe"] {
+        assert!(container[probe]["httpGet"]["path"].is_string(), "{probe}");
+    }
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    let pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+        .as_u64()
+        .expect("preStop sleep");
+    let grace = spec["terminationGracePeriodSeconds"].as_u64().unwrap_or(30);
+    // The server drains for up to 20 s after SIGTERM.
+    assert!(
+        pre_stop >= 5 && pre_stop + 20 <= grace,
+        "preStop {pre_stop} s, grace {grace} s"
+    );
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    let pdb = find(&docs, "PodDisruptionBudget", "draguard").expect("the PDB");
+    assert_eq!(pdb["spec"]["maxUnavailable"], 1);
+    // The policies are a required ConfigMap, generated from policies/.
+    let volume = spec["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == "policies")
+        .expect("policies volume");
+    assert!(volume["configMap"]["optional"].as_bool() != Some(true), "required");
+    let config_map = volume["configMap"]["name"].as_str().expect("name");
+    let data = &find(&docs, "ConfigMap", config_map).expect("the generated ConfigMap")["data"];
+    let files: Vec<&String> = data.as_object().expect("data").keys().collect();
+    assert_eq!(files, ["dedicated-nodes.yaml", "gpu-devices.yaml", "maintenance.yaml"]);
+    assert!(args(&docs).contains(&"--policies=/etc/draguard/policies"));
+}
+
+#[test]
+fn cert_manager_overlay_lets_the_injector_fill_the_ca_bundle() {
+    let Some(docs) = render(&overlay("cert-manager")) else {
+        return;
+    };
+    assert_fails_safe(&docs, BASE_FAILURE);
+    let args = args(&docs);
+    assert!(
+        !args.contains(&"--manage-webhook-certs"),
+        "one CA manager at a time: {args:?}"
+    );
+    assert!(args.contains(&"--tls-cert=/etc/draguard/tls/tls.crt"), "{args:?}");
+    assert!(args.contains(&"--tls-key=/etc/draguard/tls/tls.key"), "{args:?}");
+    let certificate = find(&docs, "Certificate", "draguard").expect("the Certificate");
+    let ns = certificate["metadata"]["namespace"].as_str().expect("namespace");
+    for (config, w) in webhooks(&docs) {
+        assert!(ca_bundle_is_empty(w), "the injector owns caBundle");
+        assert_eq!(
+            config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+            format!("{ns}/draguard"),
+            "{}: an empty caBundle only where cert-manager fills it",
+            w["name"]
+        );
+    }
+    assert!(
+        find(&docs, "Role", "draguard-webhook-certs").is_none(),
+        "nothing to write"
+    );
+    assert!(
+        find(&docs, "ClusterRole", "draguard-webhook-certs").is_none(),
+        "nothing to write"
+    );
+}
+
+#[test]
+fn fail_closed_components_change_only_their_entry() {
+    let Some(docs) = render_with_components(&["nodes-fail-closed"]) else {
+        return;
+    };
+    let mut expected = BASE_FAILURE.to_vec();
+    expected[4].1 = "Fail";
+    assert_fails_safe(&docs, &expected);
+
+    let Some(docs) = render_with_components(&["slices-fail-closed"]) else {
+        return;
+    };
+    let mut expected = BASE_FAILURE.to_vec();
+    expected[3].1 = "Fail";
+    assert_fails_safe(&docs, &expected);
+}
+
+#[test]
+fn sync_quotas_component_adds_the_flag_and_the_writes() {
+    let Some(docs) = render_with_components(&["sync-quotas"]) else {
+        return;
+    };
+    assert_fails_safe(&docs, BASE_FAILURE);
+    assert!(args(&docs).contains(&"--sync-quotas"));
+    let writer = find(&docs, "ClusterRole", "draguard-sync-quotas").expect("the writer role");
+    assert_eq!(writer["rules"][0]["resources"], json!(["resourcequotas"]));
+    let binding = find(&docs, "ClusterRoleBinding", "draguard-sync-quotas").expect("binding");
+    assert_eq!(
+        binding["subjects"][0]["namespace"],
+        deployment(&docs)["metadata"]["namespace"]
+    );
+}
+
+/// Every kustomization under deploy/ renders (components are composed in
+/// the tests above).
+#[test]
+fn every_overlay_builds() {
+    let deploy = Path::new(ROOT).join("deploy");
+    let mut built = Vec::new();
+    for entry in std::fs::read_dir(&deploy).expect("deploy/") {
+        let dir = entry.expect("entry").path();
+        if dir.join("kustomization.yaml").is_file() {
+            let Some(docs) = render(&dir) else { return };
+            assert!(!docs.is_empty(), "{} renders objects", dir.display());
+            built.push(dir.file_name().expect("name").to_string_lossy().into_owned());
+        }
+    }
+    built.sort();
+    assert!(built.len() >= 2, "{built:?}");
+    assert!(built.contains(&"base".to_owned()) && built.contains(&"cert-manager".to_owned()));
+}
