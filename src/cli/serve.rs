@@ -31,7 +31,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "certs", value_name = "DIR")]
     pub certs_dir: PathBuf,
     /// Extra DNS name or IP address for the generated certificate (repeatable),
-    /// e.g. `draguard.draguard-system.svc`.
+    /// e.g. `draguard.draguard.svc` (the Service of deploy/base).
     #[arg(long = "san", value_name = "NAME", conflicts_with = "tls_cert")]
     pub sans: Vec<String>,
     /// Largest request body accepted, in bytes; suffixes Ki, Mi, Gi (and
