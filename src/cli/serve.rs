@@ -66,21 +66,38 @@ pub struct ServeArgs {
     #[arg(long, conflicts_with_all = ["tls_cert", "no_cluster", "sans"])]
     pub manage_webhook_certs: bool,
     /// With --manage-webhook-certs: the Secret holding the CA and certificate.
-    #[arg(long, default_value = "draguard-tls", value_name = "NAME")]
+    #[arg(
+        long,
+        default_value = "draguard-tls",
+        value_name = "NAME",
+        requires = "manage_webhook_certs"
+    )]
     pub webhook_secret: String,
     /// With --manage-webhook-certs: namespace of the Secret and the Service
     /// (default: $POD_NAMESPACE, else the service account's namespace, else
     /// `draguard`).
+    // No `requires`: clap counts $POD_NAMESPACE as given, and pods set it
+    // whether or not they manage certificates.
     #[arg(long, env = "POD_NAMESPACE", value_name = "NS")]
     pub webhook_namespace: Option<String>,
     /// With --manage-webhook-certs: the Service the apiserver calls; the
     /// certificate is valid for <svc>, <svc>.<ns>, <svc>.<ns>.svc and
     /// <svc>.<ns>.svc.cluster.local.
-    #[arg(long, default_value = "draguard", value_name = "NAME")]
+    #[arg(
+        long,
+        default_value = "draguard",
+        value_name = "NAME",
+        requires = "manage_webhook_certs"
+    )]
     pub webhook_service: String,
     /// With --manage-webhook-certs: name of both the
     /// MutatingWebhookConfiguration and the ValidatingWebhookConfiguration.
-    #[arg(long, default_value = "draguard", value_name = "NAME")]
+    #[arg(
+        long,
+        default_value = "draguard",
+        value_name = "NAME",
+        requires = "manage_webhook_certs"
+    )]
     pub webhook_config: String,
     /// Log output format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
@@ -395,5 +412,9 @@ mod tests {
             argv.extend_from_slice(conflicting);
             assert!(parse(&argv).is_err(), "{argv:?}");
         }
+        assert!(
+            parse(&["--webhook-secret", "s"]).is_err(),
+            "the --webhook-* flags only make sense with --manage-webhook-certs"
+        );
     }
 }
