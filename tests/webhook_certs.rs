@@ -149,10 +149,9 @@ async fn racing_replicas_create_the_secret_once_and_serve_the_same_certificate()
     rb.expect("replica b");
 
     assert_eq!(api.writes_of("POST"), ["secrets/draguard/draguard-tls"], "created once");
-    let refused = api.objects.lock().expect("lock").refused.clone();
     assert_eq!(
-        refused,
-        [("POST".to_owned(), "409 AlreadyExists draguard/draguard-tls".to_owned())],
+        api.refused_of("POST"),
+        ["409 AlreadyExists draguard/draguard-tls"],
         "the loser's create was refused"
     );
     let secret = api.secret(NS, SECRET).expect("the Secret");
@@ -208,11 +207,7 @@ async fn an_expiring_certificate_is_renewed_once_with_the_read_resource_version(
         ["secrets/draguard/draguard-tls@7"],
         "one renewal, conditional on the version read"
     );
-    let refused = api.objects.lock().expect("lock").refused.clone();
-    assert_eq!(
-        refused,
-        [("PUT".to_owned(), "409 Conflict draguard/draguard-tls@7".to_owned())]
-    );
+    assert_eq!(api.refused_of("PUT"), ["409 Conflict draguard/draguard-tls@7"]);
     let secret = api.secret(NS, SECRET).expect("the Secret");
     assert_eq!(secret["metadata"]["labels"]["keep"], "me", "metadata is kept");
     let tls_crt = secret_data(&secret, "tls.crt");
@@ -366,4 +361,67 @@ async fn an_unreachable_api_server_leaves_the_replica_unready_but_running() {
     assert!(!task.is_finished(), "keeps retrying");
     assert!(!ready.is_ready());
     task.abort();
+}
+
+/// Replica B read the Secret before replica A rotated the CA and put the new
+/// one into caBundle. B must not put the old CA back: it re-reads the
+/// Secret before writing, and then serves the new certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_with_a_stale_secret_does_not_put_an_old_ca_back() {
+    let names = settings().dns_names();
+    let now = jiff::Timestamp::now();
+    let old = generate(&names, now).expect("bundle");
+    let secret_of = |bundle: &draguard::cluster::webhook_certs::Bundle, rv: &str| {
+        let data: serde_json::Map<String, Value> = bundle
+            .to_data()
+            .into_iter()
+            .map(|(k, v)| (k, json!(b64(&v.0))))
+            .collect();
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": SECRET, "namespace": NS, "resourceVersion": rv}, "data": data})
+    };
+    let mut objects = with_webhook_configs(Objects::default());
+    objects.lists.insert("secrets".into(), vec![secret_of(&old, "7")]);
+    let api = FakeApiServer::start(objects).await;
+    let mut slow = settings();
+    slow.secret_every = Duration::from_secs(3600);
+    let mut b = WebhookCerts::new(api.client(), slow, ManagedCert::new().expect("cert"));
+    b.sync().await.expect("sync");
+    assert_eq!(b.served().expect("serving"), &old);
+
+    // Replica A rotates the CA and patches caBundle.
+    let rotated = draguard::cluster::webhook_certs::renew(
+        &old.to_data(),
+        &draguard::cluster::webhook_certs::Verdict::RotateCa("test".into()),
+        &names,
+        now,
+    )
+    .expect("renew")
+    .expect("a new bundle");
+    {
+        let mut objects = api.objects.lock().expect("lock");
+        objects.lists.insert("secrets".into(), vec![secret_of(&rotated, "8")]);
+        for (plural, i) in [
+            ("mutatingwebhookconfigurations", 1),
+            ("validatingwebhookconfigurations", 0),
+        ] {
+            let list = objects.lists.get_mut(plural).expect("list");
+            list[0]["webhooks"][i]["clientConfig"]["caBundle"] = json!(b64(rotated.ca_cert.as_bytes()));
+        }
+    }
+    let patches = api.writes_of("PATCH").len();
+
+    b.sync().await.expect("sync");
+    assert_eq!(api.writes_of("PATCH").len(), patches, "caBundle left as A put it");
+    let mutating = api
+        .webhook_config("mutatingwebhookconfigurations", "draguard")
+        .expect("config");
+    assert_eq!(
+        unb64(&mutating["webhooks"][1]["clientConfig"]["caBundle"]),
+        rotated.ca_cert.as_bytes()
+    );
+    assert_eq!(b.served().expect("serving"), &rotated, "B follows A");
+    // Old and new CA both trusted during the rotation.
+    trusted_by(rotated.ca_cert.as_bytes(), old.tls_cert.as_bytes()).expect("old certificate still trusted");
+    trusted_by(rotated.ca_cert.as_bytes(), rotated.tls_cert.as_bytes()).expect("new certificate trusted");
 }

@@ -61,6 +61,8 @@ const CA_VALID_DAYS: i64 = 3650;
 const SERVING_VALID_DAYS: i64 = 365;
 /// Renew when less than this remains, whatever the lifetime.
 const MIN_REMAINING_SECS: i64 = 30 * 24 * 3600;
+const MUTATING: &str = "MutatingWebhookConfiguration";
+const VALIDATING: &str = "ValidatingWebhookConfiguration";
 /// How many times one check re-reads the Secret after losing a race.
 const RACE_RETRIES: usize = 3;
 
@@ -134,7 +136,7 @@ pub enum CertError {
         #[source]
         source: kube::Error,
     },
-    #[error("Secret {0} changed under us {RACE_RETRIES} times in a row")]
+    #[error("{0} changed under us {RACE_RETRIES} times in a row")]
     Contended(String),
     #[error("Secret {secret} holds no usable certificate even after writing it: {reason}")]
     Unusable { secret: String, reason: String },
@@ -499,7 +501,8 @@ pub struct WebhookEntry {
     pub name: String,
     /// `(namespace, name)` of the service it calls, if it calls a service.
     pub service: Option<(String, String)>,
-    pub ca_bundle: Vec<u8>,
+    /// `None` when the field is absent (the apiserver omits an empty one).
+    pub ca_bundle: Option<Vec<u8>>,
 }
 
 impl WebhookEntry {
@@ -507,7 +510,7 @@ impl WebhookEntry {
         WebhookEntry {
             name: name.to_owned(),
             service: config.service.as_ref().map(|s| (s.namespace.clone(), s.name.clone())),
-            ca_bundle: config.ca_bundle.as_ref().map(|b| b.0.clone()).unwrap_or_default(),
+            ca_bundle: config.ca_bundle.as_ref().map(|b| b.0.clone()),
         }
     }
 }
@@ -522,8 +525,10 @@ pub struct CaBundlePlan {
 }
 
 /// Sets `caBundle` to `ca` (PEM) in the entries calling `namespace/service`,
-/// each guarded by a `test` of the entry's name so that a list reordered in
-/// the meantime fails the patch instead of touching another entry.
+/// each guarded by a `test` of the entry's name (a list reordered in the
+/// meantime fails the patch instead of touching another entry) and of the
+/// `caBundle` seen (a replica that just put a newer CA there is not
+/// overwritten by one that read the Secret before it changed).
 pub fn ca_bundle_plan(entries: &[WebhookEntry], namespace: &str, service: &str, ca: &[u8]) -> CaBundlePlan {
     use base64::Engine as _;
     let encoded = base64::engine::general_purpose::STANDARD.encode(ca);
@@ -537,9 +542,14 @@ pub fn ca_bundle_plan(entries: &[WebhookEntry], namespace: &str, service: &str, 
             continue;
         }
         plan.ours += 1;
-        if entry.ca_bundle != ca {
+        if entry.ca_bundle.as_deref() != Some(ca) {
             plan.ops
                 .push(json!({"op": "test", "path": format!("/webhooks/{i}/name"), "value": entry.name}));
+            if let Some(seen) = &entry.ca_bundle {
+                let seen = base64::engine::general_purpose::STANDARD.encode(seen);
+                plan.ops
+                    .push(json!({"op": "test", "path": format!("/webhooks/{i}/clientConfig/caBundle"), "value": seen}));
+            }
             plan.ops
                 .push(json!({"op": "add", "path": format!("/webhooks/{i}/clientConfig/caBundle"), "value": encoded}));
         }
@@ -677,7 +687,7 @@ impl WebhookCerts {
                 Err(e) => return Err(self.api_error("cannot update")(e)),
             }
         }
-        Err(CertError::Contended(self.secret_ref()))
+        Err(CertError::Contended(format!("Secret {}", self.secret_ref())))
     }
 
     fn new_secret(&self, bundle: &Bundle) -> Secret {
@@ -697,40 +707,112 @@ impl WebhookCerts {
         }
     }
 
-    /// Puts `ca` into every entry of both configurations that calls our
-    /// service. `Ok` once at least one such entry exists and all have it.
-    pub async fn ensure_ca_bundle(&self, ca: &str) -> Result<(), CertError> {
+    /// The entries of both configurations (`None` for one that is absent).
+    async fn read_configs(&self) -> Result<[Option<Vec<WebhookEntry>>; 2], CertError> {
+        let name = &self.settings.webhook_config;
+        let failed = |kind: &str| {
+            let what = format!("cannot read {kind} {name}");
+            move |source| CertError::Api { what, source }
+        };
+        let mutating = self.mutating.get_opt(name).await.map_err(failed(MUTATING))?;
+        let validating = self.validating.get_opt(name).await.map_err(failed(VALIDATING))?;
+        Ok([
+            mutating.map(|c| {
+                c.webhooks
+                    .iter()
+                    .flatten()
+                    .map(|w| WebhookEntry::new(&w.name, &w.client_config))
+                    .collect()
+            }),
+            validating.map(|c| {
+                c.webhooks
+                    .iter()
+                    .flatten()
+                    .map(|w| WebhookEntry::new(&w.name, &w.client_config))
+                    .collect()
+            }),
+        ])
+    }
+
+    fn plans(&self, configs: &[Option<Vec<WebhookEntry>>; 2], ca: &str) -> [Option<CaBundlePlan>; 2] {
+        let (ns, svc) = (&self.settings.namespace, &self.settings.service);
+        [
+            configs[0].as_ref().map(|e| ca_bundle_plan(e, ns, svc, ca.as_bytes())),
+            configs[1].as_ref().map(|e| ca_bundle_plan(e, ns, svc, ca.as_bytes())),
+        ]
+    }
+
+    /// Puts the Secret's `ca.crt` into every entry of both configurations
+    /// that calls our service. `Ok` once at least one such entry exists and
+    /// all have it.
+    ///
+    /// Before writing, the Secret is read again (after the configurations):
+    /// another replica may have rotated the CA and put the new one in
+    /// `caBundle` since we last read it, and we must not put the old back.
+    async fn ensure_ca_bundle(&mut self) -> Result<(), CertError> {
+        for _ in 0..RACE_RETRIES {
+            match self.try_ca_bundle().await {
+                // A `test` op failed: someone changed the configuration
+                // between our read and our patch. Read it again.
+                Err(CertError::Api {
+                    source: kube::Error::Api(status),
+                    ..
+                }) if status.is_invalid() => {
+                    tracing::debug!("caBundle changed while we patched it; reading it again");
+                }
+                done => return done,
+            }
+        }
+        Err(CertError::Contended(format!(
+            "webhook configurations {}",
+            self.settings.webhook_config
+        )))
+    }
+
+    async fn try_ca_bundle(&mut self) -> Result<(), CertError> {
+        let Some(mut ca) = self.desired.as_ref().map(|d| d.ca_cert.clone()) else {
+            return Ok(());
+        };
+        let configs = self.read_configs().await?;
+        let mut plans = self.plans(&configs, &ca);
+        if plans.iter().flatten().any(|p| !p.ops.is_empty()) {
+            let fresh = self.ensure_secret().await?;
+            self.secret_read_at = Some(Instant::now());
+            ca = fresh.ca_cert.clone();
+            self.desired = Some(fresh);
+            plans = self.plans(&configs, &ca);
+        }
         let name = &self.settings.webhook_config;
         let mut ours = 0;
-        let mutating = self.mutating.get_opt(name).await;
-        match mutating.map_err(self.config_error("MutatingWebhookConfiguration"))? {
-            Some(config) => {
-                let entries: Vec<WebhookEntry> = config
-                    .webhooks
-                    .iter()
-                    .flatten()
-                    .map(|w| WebhookEntry::new(&w.name, &w.client_config))
-                    .collect();
-                ours += self
-                    .patch(&self.mutating, "MutatingWebhookConfiguration", &entries, ca)
-                    .await?;
+        for (kind, plan) in [MUTATING, VALIDATING].into_iter().zip(plans) {
+            let Some(plan) = plan else {
+                tracing::debug!(kind, name, "no such webhook configuration to patch");
+                continue;
+            };
+            ours += plan.ours;
+            if plan.ops.is_empty() {
+                continue;
             }
-            None => tracing::debug!(name, "no MutatingWebhookConfiguration to patch"),
-        }
-        let validating = self.validating.get_opt(name).await;
-        match validating.map_err(self.config_error("ValidatingWebhookConfiguration"))? {
-            Some(config) => {
-                let entries: Vec<WebhookEntry> = config
-                    .webhooks
-                    .iter()
-                    .flatten()
-                    .map(|w| WebhookEntry::new(&w.name, &w.client_config))
-                    .collect();
-                ours += self
-                    .patch(&self.validating, "ValidatingWebhookConfiguration", &entries, ca)
-                    .await?;
-            }
-            None => tracing::debug!(name, "no ValidatingWebhookConfiguration to patch"),
+            let failed = |source| CertError::Api {
+                what: format!("cannot patch caBundle into {kind} {name}"),
+                source,
+            };
+            let patch: json_patch::Patch =
+                serde_json::from_value(Value::Array(plan.ops)).map_err(|e| failed(kube::Error::SerdeError(e)))?;
+            let patch = Patch::Json::<()>(patch);
+            let written = if kind == MUTATING {
+                self.mutating
+                    .patch(name, &PatchParams::default(), &patch)
+                    .await
+                    .map(drop)
+            } else {
+                self.validating
+                    .patch(name, &PatchParams::default(), &patch)
+                    .await
+                    .map(drop)
+            };
+            written.map_err(failed)?;
+            tracing::info!(kind, name, "put the webhook CA into caBundle");
         }
         if ours == 0 {
             return Err(CertError::NoWebhook {
@@ -739,40 +821,8 @@ impl WebhookCerts {
                 service: self.settings.service.clone(),
             });
         }
+        self.in_ca_bundle = Some(ca);
         Ok(())
-    }
-
-    fn config_error(&self, kind: &str) -> impl FnOnce(kube::Error) -> CertError {
-        let what = format!("cannot read {kind} {}", self.settings.webhook_config);
-        move |source| CertError::Api { what, source }
-    }
-
-    /// Patches one configuration if needed; returns how many entries call us.
-    async fn patch<K>(&self, api: &Api<K>, kind: &str, entries: &[WebhookEntry], ca: &str) -> Result<usize, CertError>
-    where
-        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-    {
-        let name = &self.settings.webhook_config;
-        let plan = ca_bundle_plan(entries, &self.settings.namespace, &self.settings.service, ca.as_bytes());
-        if plan.ops.is_empty() {
-            return Ok(plan.ours);
-        }
-        let failed = |source| CertError::Api {
-            what: format!("cannot patch caBundle into {kind} {name}"),
-            source,
-        };
-        let patch: json_patch::Patch =
-            serde_json::from_value(Value::Array(plan.ops.clone())).map_err(|e| failed(kube::Error::SerdeError(e)))?;
-        api.patch(name, &PatchParams::default(), &Patch::Json::<()>(patch))
-            .await
-            .map_err(failed)?;
-        tracing::info!(
-            kind,
-            name,
-            webhooks = plan.ops.len() / 2,
-            "put the webhook CA into caBundle"
-        );
-        Ok(plan.ours)
     }
 
     /// One pass: the Secret (when due: at first, then every
@@ -785,17 +835,13 @@ impl WebhookCerts {
             self.desired = Some(self.ensure_secret().await?);
             self.secret_read_at = Some(Instant::now());
         }
-        let Some(desired) = self.desired.clone() else {
-            return Ok(());
-        };
-        let bundle_result = self.ensure_ca_bundle(&desired.ca_cert).await;
-        if bundle_result.is_ok() {
-            self.in_ca_bundle = Some(desired.ca_cert.clone());
-            if !self.ca_bundle_done.swap(true, Ordering::AcqRel) {
-                tracing::info!("webhook caBundle is in place");
-            }
+        let bundle_result = self.ensure_ca_bundle().await;
+        if bundle_result.is_ok() && !self.ca_bundle_done.swap(true, Ordering::AcqRel) {
+            tracing::info!("webhook caBundle is in place");
         }
-        self.serve(&desired)?;
+        if let Some(desired) = self.desired.clone() {
+            self.serve(&desired)?;
+        }
         bundle_result
     }
 
@@ -1057,41 +1103,63 @@ mod tests {
         assert!(until <= ca_until);
     }
 
-    fn entry(name: &str, service: Option<(&str, &str)>, ca: &str) -> WebhookEntry {
+    fn entry(name: &str, service: Option<(&str, &str)>, ca: Option<&str>) -> WebhookEntry {
         WebhookEntry {
             name: name.into(),
             service: service.map(|(ns, n)| (ns.into(), n.into())),
-            ca_bundle: ca.as_bytes().to_vec(),
+            ca_bundle: ca.map(|c| c.as_bytes().to_vec()),
         }
     }
 
     #[test]
     fn the_patch_touches_only_our_entries_that_differ() {
         let entries = [
-            entry("other.example", Some(("other", "draguard")), ""),
-            entry("mutate.draguard.dev", Some(("draguard", "draguard")), ""),
-            entry("url.example", None, "x"),
-            entry("done.draguard.dev", Some(("draguard", "draguard")), "CA"),
+            entry("other.example", Some(("other", "draguard")), None),
+            entry("mutate.draguard.dev", Some(("draguard", "draguard")), Some("")),
+            entry("url.example", None, Some("x")),
+            entry("done.draguard.dev", Some(("draguard", "draguard")), Some("CA")),
+            entry("bare.draguard.dev", Some(("draguard", "draguard")), None),
         ];
         let plan = ca_bundle_plan(&entries, "draguard", "draguard", b"CA");
-        assert_eq!(plan.ours, 2);
+        assert_eq!(plan.ours, 3);
         assert_eq!(
             plan.ops,
             [
                 json!({"op": "test", "path": "/webhooks/1/name", "value": "mutate.draguard.dev"}),
+                json!({"op": "test", "path": "/webhooks/1/clientConfig/caBundle", "value": ""}),
                 json!({"op": "add", "path": "/webhooks/1/clientConfig/caBundle", "value": "Q0E="}),
+                json!({"op": "test", "path": "/webhooks/4/name", "value": "bare.draguard.dev"}),
+                json!({"op": "add", "path": "/webhooks/4/clientConfig/caBundle", "value": "Q0E="}),
             ]
         );
         // The ops parse as a JSON patch and do what they say.
         let mut doc = json!({"webhooks": [
             {"name": "other.example", "clientConfig": {}},
             {"name": "mutate.draguard.dev", "clientConfig": {"caBundle": ""}},
+            {"name": "url.example", "clientConfig": {"caBundle": "eA=="}},
+            {"name": "done.draguard.dev", "clientConfig": {"caBundle": "Q0E="}},
+            {"name": "bare.draguard.dev", "clientConfig": {}},
         ]});
-        let patch: json_patch::Patch = serde_json::from_value(Value::Array(plan.ops)).unwrap();
+        let before = doc.clone();
+        let patch: json_patch::Patch = serde_json::from_value(Value::Array(plan.ops.clone())).unwrap();
         json_patch::patch(&mut doc, &patch).unwrap();
-        assert_eq!(doc["webhooks"][1]["clientConfig"]["caBundle"], "Q0E=");
-        assert_eq!(doc["webhooks"][0]["clientConfig"], json!({}));
-        let done = ca_bundle_plan(&entries[3..], "draguard", "draguard", b"CA");
+        for i in 0..5 {
+            let expected = if i == 1 || i == 4 {
+                json!("Q0E=")
+            } else {
+                before["webhooks"][i]["clientConfig"]["caBundle"].clone()
+            };
+            assert_eq!(doc["webhooks"][i]["clientConfig"]["caBundle"], expected, "entry {i}");
+        }
+        // Reordered meanwhile: the name test fails, nothing is written.
+        let mut reordered = before.clone();
+        reordered["webhooks"].as_array_mut().unwrap().swap(0, 1);
+        assert!(json_patch::patch(&mut reordered, &patch).is_err());
+        let done = ca_bundle_plan(&entries[3..4], "draguard", "draguard", b"CA");
         assert_eq!((done.ours, done.ops.len()), (1, 0), "nothing to write twice");
+        // A caBundle changed since it was read fails the patch.
+        let mut doc = json!({"webhooks": [{}, {"name": "mutate.draguard.dev", "clientConfig": {"caBundle": "TkVX"}}]});
+        let patch: json_patch::Patch = serde_json::from_value(Value::Array(plan.ops[..3].to_vec())).unwrap();
+        assert!(json_patch::patch(&mut doc, &patch).is_err());
     }
 }

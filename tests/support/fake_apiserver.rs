@@ -122,6 +122,17 @@ impl FakeApiServer {
             .collect()
     }
 
+    /// Writes refused, whose method is `method`.
+    pub fn refused_of(&self, method: &str) -> Vec<String> {
+        let objects = self.objects.lock().expect("lock");
+        objects
+            .refused
+            .iter()
+            .filter(|(m, _)| m == method)
+            .map(|(_, what)| what.clone())
+            .collect()
+    }
+
     pub fn quotas(&self) -> Vec<Value> {
         self.objects
             .lock()
