@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use draguard::cluster::webhook_certs::{Settings, WebhookCerts, generate};
+use draguard::cluster::webhook_certs::{Bundle, Settings, Verdict, WebhookCerts, generate, renew};
 use draguard::server::{self, ManagedCert, RunningServer, ServerConfig, TlsSource};
 use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::pem::PemObject as _;
@@ -67,6 +67,17 @@ fn with_webhook_configs(mut objects: Objects) -> Objects {
         ],
     );
     objects
+}
+
+/// The Secret as the apiserver would store it, holding `bundle`.
+fn secret_json(bundle: &Bundle, rv: &str) -> Value {
+    let data: serde_json::Map<String, Value> = bundle
+        .to_data()
+        .into_iter()
+        .map(|(k, v)| (k, json!(b64(&v.0))))
+        .collect();
+    json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": SECRET, "namespace": NS, "resourceVersion": rv}, "data": data})
 }
 
 fn secret_data(secret: &Value, key: &str) -> Vec<u8> {
@@ -182,15 +193,9 @@ async fn an_expiring_certificate_is_renewed_once_with_the_read_resource_version(
         .expect("time");
     let old = generate(&names, then).expect("old bundle");
     let mut objects = with_webhook_configs(Objects::default());
-    let data: serde_json::Map<String, Value> = old.to_data().into_iter().map(|(k, v)| (k, json!(b64(&v.0)))).collect();
-    objects.lists.insert(
-        "secrets".into(),
-        vec![
-            json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-            "metadata": {"name": SECRET, "namespace": NS, "resourceVersion": "7", "labels": {"keep": "me"}},
-            "data": data}),
-        ],
-    );
+    let mut secret = secret_json(&old, "7");
+    secret["metadata"]["labels"] = json!({"keep": "me"});
+    objects.lists.insert("secrets".into(), vec![secret]);
     // Two replicas notice at the same time: both read resourceVersion 7.
     objects.secret_get_barrier = Some((Arc::new(tokio::sync::Barrier::new(2)), 2));
     let api = FakeApiServer::start(objects).await;
@@ -371,17 +376,8 @@ async fn a_replica_with_a_stale_secret_does_not_put_an_old_ca_back() {
     let names = settings().dns_names();
     let now = jiff::Timestamp::now();
     let old = generate(&names, now).expect("bundle");
-    let secret_of = |bundle: &draguard::cluster::webhook_certs::Bundle, rv: &str| {
-        let data: serde_json::Map<String, Value> = bundle
-            .to_data()
-            .into_iter()
-            .map(|(k, v)| (k, json!(b64(&v.0))))
-            .collect();
-        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-            "metadata": {"name": SECRET, "namespace": NS, "resourceVersion": rv}, "data": data})
-    };
     let mut objects = with_webhook_configs(Objects::default());
-    objects.lists.insert("secrets".into(), vec![secret_of(&old, "7")]);
+    objects.lists.insert("secrets".into(), vec![secret_json(&old, "7")]);
     let api = FakeApiServer::start(objects).await;
     let mut slow = settings();
     slow.secret_every = Duration::from_secs(3600);
@@ -390,17 +386,12 @@ async fn a_replica_with_a_stale_secret_does_not_put_an_old_ca_back() {
     assert_eq!(b.served().expect("serving"), &old);
 
     // Replica A rotates the CA and patches caBundle.
-    let rotated = draguard::cluster::webhook_certs::renew(
-        &old.to_data(),
-        &draguard::cluster::webhook_certs::Verdict::RotateCa("test".into()),
-        &names,
-        now,
-    )
-    .expect("renew")
-    .expect("a new bundle");
+    let rotated = renew(&old.to_data(), &Verdict::RotateCa("test".into()), &names, now)
+        .expect("renew")
+        .expect("a new bundle");
     {
         let mut objects = api.objects.lock().expect("lock");
-        objects.lists.insert("secrets".into(), vec![secret_of(&rotated, "8")]);
+        objects.lists.insert("secrets".into(), vec![secret_json(&rotated, "8")]);
         for (plural, i) in [
             ("mutatingwebhookconfigurations", 1),
             ("validatingwebhookconfigurations", 0),
@@ -424,4 +415,46 @@ async fn a_replica_with_a_stale_secret_does_not_put_an_old_ca_back() {
     // Old and new CA both trusted during the rotation.
     trusted_by(rotated.ca_cert.as_bytes(), old.tls_cert.as_bytes()).expect("old certificate still trusted");
     trusted_by(rotated.ca_cert.as_bytes(), rotated.tls_cert.as_bytes()).expect("new certificate trusted");
+}
+
+/// A replica does not switch to a certificate from a new CA while caBundle
+/// does not hold that CA: the apiserver would reject it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_from_a_new_ca_waits_for_ca_bundle() {
+    let names = settings().dns_names();
+    let now = jiff::Timestamp::now();
+    let old = generate(&names, now).expect("bundle");
+    let mut objects = with_webhook_configs(Objects::default());
+    objects.lists.insert("secrets".into(), vec![secret_json(&old, "7")]);
+    let api = FakeApiServer::start(objects).await;
+    let mut eager = settings();
+    eager.secret_every = Duration::ZERO;
+    let mut manager = WebhookCerts::new(api.client(), eager, ManagedCert::new().expect("cert"));
+    manager.sync().await.expect("sync");
+    assert_eq!(manager.served().expect("serving"), &old);
+
+    // Another replica rotated the CA but could not patch caBundle (RBAC).
+    let rotated = renew(&old.to_data(), &Verdict::RotateCa("test".into()), &names, now)
+        .expect("renew")
+        .expect("a new bundle");
+    {
+        let mut objects = api.objects.lock().expect("lock");
+        objects.lists.insert("secrets".into(), vec![secret_json(&rotated, "8")]);
+        objects.forbid_webhook_patches = true;
+    }
+    let failed = manager.sync().await;
+    assert!(failed.is_err(), "the caBundle patch is refused");
+    assert_eq!(
+        manager.served().expect("serving"),
+        &old,
+        "still the old CA's certificate"
+    );
+
+    api.objects.lock().expect("lock").forbid_webhook_patches = false;
+    manager.sync().await.expect("sync");
+    assert_eq!(
+        manager.served().expect("serving"),
+        &rotated,
+        "caBundle holds the new CA now"
+    );
 }

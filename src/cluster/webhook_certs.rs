@@ -663,7 +663,8 @@ impl WebhookCerts {
             let mut updated = secret;
             // The resourceVersion read above makes the write conditional:
             // if another replica renewed meanwhile, ours is refused.
-            updated.type_ = Some(SECRET_TYPE.to_owned());
+            // The type cannot change; a Secret made without one gets ours.
+            updated.type_.get_or_insert_with(|| SECRET_TYPE.to_owned());
             updated.data = Some(bundle.to_data());
             updated.string_data = None;
             match self

@@ -35,6 +35,8 @@ pub struct Objects {
     /// When set, the first `n` Secret GETs (n = the barrier's size) wait for
     /// each other, so that racing clients all read before anyone writes.
     pub secret_get_barrier: Option<(Arc<tokio::sync::Barrier>, usize)>,
+    /// When set, every webhook configuration PATCH is forbidden (403).
+    pub forbid_webhook_patches: bool,
 }
 
 impl Objects {
@@ -440,6 +442,21 @@ async fn patch_webhook_config(
         );
     }
     let mut objects = s.lock().expect("lock");
+    if objects.forbid_webhook_patches {
+        objects
+            .refused
+            .push(("PATCH".into(), format!("403 Forbidden {plural}/{name}")));
+        return status(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            format!(
+                "{plural}.admissionregistration.k8s.io \"{name}\" is forbidden: User \"system:serviceaccount:draguard:draguard\" cannot patch resource \"{plural}\" in API group \"admissionregistration.k8s.io\" at the cluster scope"
+            ),
+            &plural,
+            Some("admissionregistration.k8s.io"),
+            &name,
+        );
+    }
     let Some(i) = find_in(&objects, &plural, None, &name) else {
         return webhook_config_not_found(&plural, &name);
     };
