@@ -138,7 +138,7 @@ pub enum CertError {
     },
     #[error("{0} changed under us {RACE_RETRIES} times in a row")]
     Contended(String),
-    #[error("Secret {secret} holds no usable certificate even after writing it: {reason}")]
+    #[error("Secret {secret} holds no usable certificate: {reason}")]
     Unusable { secret: String, reason: String },
     #[error("cannot serve the certificate from Secret {secret}: {reason}")]
     Serve { secret: String, reason: String },
