@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::cluster::live::LiveView;
-use crate::server::{self, DEFAULT_MAX_BODY, ServerConfig, TlsSource};
+use crate::cluster::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
+use crate::server::{self, DEFAULT_MAX_BODY, ManagedCert, ServerConfig, TlsSource};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -59,6 +60,46 @@ pub struct ServeArgs {
     /// touches only the ResourceQuotas it created.
     #[arg(long, conflicts_with = "no_cluster")]
     pub sync_quotas: bool,
+    /// Keep the webhook CA and serving certificate in a Secret (created if
+    /// absent, renewed before expiry, shared by all replicas), serve it from
+    /// memory and put the CA into caBundle of the webhook configurations'
+    /// entries that call --webhook-service. Needs a cluster.
+    #[arg(long, conflicts_with_all = ["tls_cert", "no_cluster", "sans"])]
+    pub manage_webhook_certs: bool,
+    /// With --manage-webhook-certs: the Secret holding the CA and certificate.
+    #[arg(
+        long,
+        default_value = "draguard-tls",
+        value_name = "NAME",
+        requires = "manage_webhook_certs"
+    )]
+    pub webhook_secret: String,
+    /// With --manage-webhook-certs: namespace of the Secret and the Service
+    /// (default: $POD_NAMESPACE, else the service account's namespace, else
+    /// `draguard`).
+    // No `requires`: clap counts $POD_NAMESPACE as given, and pods set it
+    // whether or not they manage certificates.
+    #[arg(long, env = "POD_NAMESPACE", value_name = "NS")]
+    pub webhook_namespace: Option<String>,
+    /// With --manage-webhook-certs: the Service the apiserver calls; the
+    /// certificate is valid for <svc>, <svc>.<ns>, <svc>.<ns>.svc and
+    /// <svc>.<ns>.svc.cluster.local.
+    #[arg(
+        long,
+        default_value = "draguard",
+        value_name = "NAME",
+        requires = "manage_webhook_certs"
+    )]
+    pub webhook_service: String,
+    /// With --manage-webhook-certs: name of both the
+    /// MutatingWebhookConfiguration and the ValidatingWebhookConfiguration.
+    #[arg(
+        long,
+        default_value = "draguard",
+        value_name = "NAME",
+        requires = "manage_webhook_certs"
+    )]
+    pub webhook_config: String,
     /// Log output format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -99,7 +140,15 @@ fn startup_failed(json: bool, message: &str) -> ExitCode {
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
     server::install_crypto_provider();
-    let tls = tls_source(&args);
+    let managed = if args.manage_webhook_certs {
+        Some(ManagedCert::new().map_err(|e| e.to_string())?)
+    } else {
+        None
+    };
+    let tls = match &managed {
+        Some(cert) => TlsSource::Managed(cert.clone()),
+        None => tls_source(&args),
+    };
     let mut config = ServerConfig::new(args.listen, tls.clone());
     match &args.policies {
         Some(dir) => config = config.with_policies(dir.clone()),
@@ -111,8 +160,33 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     if let Some((view, _)) = &cluster {
         config = config.with_live_view(view.clone());
     }
+    let cert_manager = match (managed, &cluster) {
+        (Some(cert), Some((_, client))) => {
+            let settings = webhook_cert_settings(&args);
+            tracing::info!(
+                secret = %format!("{}/{}", settings.namespace, settings.secret),
+                service = %settings.service,
+                webhook_config = %settings.webhook_config,
+                "managing the webhook certificate and caBundle"
+            );
+            let manager = WebhookCerts::new(client.clone(), settings, cert);
+            let certs_ready = manager.readiness();
+            let cluster_ready = config.ready.clone();
+            config.ready = std::sync::Arc::new(move || cluster_ready() && certs_ready.is_ready());
+            Some(manager)
+        }
+        (Some(_), None) => {
+            return Err(
+                "--manage-webhook-certs needs a cluster (a kubeconfig or the in-cluster service account)".into(),
+            );
+        }
+        (None, _) => None,
+    };
     let policies = config.policies.clone();
     let running = server::start(config).await.map_err(|e| e.to_string())?;
+    if let Some(manager) = cert_manager {
+        tokio::spawn(manager.run());
+    }
     if args.sync_quotas {
         let Some((view, client)) = cluster else {
             return Err("--sync-quotas needs a cluster (a kubeconfig or the in-cluster service account)".into());
@@ -130,6 +204,23 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     running.wait().await.map_err(|e| e.to_string())?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The `--webhook-*` flags, the namespace defaulted as documented.
+fn webhook_cert_settings(args: &ServeArgs) -> Settings {
+    let namespace = match &args.webhook_namespace {
+        Some(ns) if !ns.trim().is_empty() => ns.trim().to_owned(),
+        _ => {
+            let file = std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE).ok();
+            default_namespace(None, file.as_deref())
+        }
+    };
+    Settings::new(
+        &args.webhook_secret,
+        &namespace,
+        &args.webhook_service,
+        &args.webhook_config,
+    )
 }
 
 fn tls_source(args: &ServeArgs) -> TlsSource {
@@ -298,5 +389,37 @@ mod tests {
         assert_eq!(args.log_format, LogFormat::Json);
         assert!(parse(&["--no-cluster", "--kubeconfig", "k"]).is_err());
         assert!(parse(&["--listen", "nowhere"]).is_err());
+    }
+
+    #[test]
+    fn managed_webhook_certs() {
+        let args = parse(&["--manage-webhook-certs", "--webhook-namespace", "sys"]).unwrap();
+        assert!(args.manage_webhook_certs);
+        assert_eq!(
+            webhook_cert_settings(&args),
+            Settings::new("draguard-tls", "sys", "draguard", "draguard")
+        );
+        let args = parse(&[
+            "--manage-webhook-certs",
+            "--webhook-secret=s",
+            "--webhook-namespace=ns",
+            "--webhook-service=svc",
+            "--webhook-config=cfg",
+        ])
+        .unwrap();
+        assert_eq!(webhook_cert_settings(&args), Settings::new("s", "ns", "svc", "cfg"));
+        for conflicting in [
+            &["--tls-cert", "a.crt", "--tls-key", "a.key"][..],
+            &["--no-cluster"],
+            &["--san", "x.example"],
+        ] {
+            let mut argv = vec!["--manage-webhook-certs"];
+            argv.extend_from_slice(conflicting);
+            assert!(parse(&argv).is_err(), "{argv:?}");
+        }
+        assert!(
+            parse(&["--webhook-secret", "s"]).is_err(),
+            "the --webhook-* flags only make sense with --manage-webhook-certs"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! cluster, `check` and tests back it with objects they were given.
 
 pub mod live;
+pub mod webhook_certs;
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -12,6 +12,8 @@ mod metrics;
 mod routes;
 mod tls;
 
+pub use tls::ManagedCert;
+
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -47,14 +49,30 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Where the serving certificate comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum TlsSource {
     /// PEM files, reloaded when they change on disk.
     Files { cert: PathBuf, key: PathBuf },
     /// A development CA and certificate generated into (or reused from) `dir`,
     /// valid for `localhost`, `127.0.0.1` and `sans`.
     Generate { dir: PathBuf, sans: Vec<String> },
+    /// Handed over in memory and swapped by whoever holds the other clones
+    /// of the handle (`--manage-webhook-certs`).
+    Managed(ManagedCert),
 }
+
+impl PartialEq for TlsSource {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (TlsSource::Files { cert, key }, TlsSource::Files { cert: c, key: k }) => cert == c && key == k,
+            (TlsSource::Generate { dir, sans }, TlsSource::Generate { dir: d, sans: s }) => dir == d && sans == s,
+            (TlsSource::Managed(a), TlsSource::Managed(b)) => a.same(b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for TlsSource {}
 
 impl fmt::Display for TlsSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -65,6 +83,7 @@ impl fmt::Display for TlsSource {
             TlsSource::Generate { dir, .. } => {
                 write!(f, "development certificate in {}", dir.display())
             }
+            TlsSource::Managed(_) => f.write_str("certificate managed in a Kubernetes Secret"),
         }
     }
 }
@@ -322,6 +341,11 @@ fn prepare_tls(source: &TlsSource) -> Result<PreparedTls, ServerError> {
                 reloader: None,
             })
         }
+        TlsSource::Managed(cert) => Ok(PreparedTls {
+            rustls: tls::server_config(cert.store())?,
+            ca_file: None,
+            reloader: None,
+        }),
     }
 }
 

@@ -1,6 +1,7 @@
 //! rustls setup and certificate hot reload.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -65,6 +66,81 @@ pub(crate) fn load_pair(cert: &Path, key: &Path) -> Result<CertifiedKey, ServerE
     parse_pair(&cert_pem, &key_pem, cert, key)
 }
 
+/// A certificate handed over in memory (by the `--manage-webhook-certs`
+/// controller): no file is read or written.
+///
+/// Until the first [`ManagedCert::install`] it serves a throwaway
+/// self-signed certificate, so `/healthz` answers (kubelet probes do not
+/// verify certificates) while [`ManagedCert::is_serving`] keeps `/readyz`
+/// false. Cheap to clone; every clone swaps the same store.
+#[derive(Debug, Clone)]
+pub struct ManagedCert {
+    store: Arc<CertStore>,
+    installed: Arc<AtomicBool>,
+}
+
+impl ManagedCert {
+    pub fn new() -> Result<Self, ServerError> {
+        let placeholder = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
+            .map_err(|e| ServerError::Generate(e.to_string()))?;
+        let cert = placeholder.cert.pem();
+        let key = placeholder.signing_key.serialize_pem();
+        let pair = parse_pem_pair(cert.as_bytes(), key.as_bytes())
+            .map_err(|reason| ServerError::Generate(format!("placeholder certificate: {reason}")))?;
+        Ok(ManagedCert {
+            store: Arc::new(CertStore::new(pair)),
+            installed: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Serves `cert_pem` (a chain, leaf first) with `key_pem` from the next
+    /// handshake on; connections already open keep their certificate. An
+    /// unusable pair is refused and the current certificate stays.
+    pub fn install(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<(), ServerError> {
+        let pair = parse_pem_pair(cert_pem, key_pem).map_err(|e| ServerError::Tls(e.to_string()))?;
+        self.store.replace(pair);
+        self.installed.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether a certificate was installed (not the placeholder).
+    pub fn is_serving(&self) -> bool {
+        self.installed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn store(&self) -> Arc<CertStore> {
+        self.store.clone()
+    }
+
+    pub(crate) fn same(&self, other: &ManagedCert) -> bool {
+        Arc::ptr_eq(&self.store, &other.store)
+    }
+}
+
+/// Why a certificate chain and key cannot be served, by culprit.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PairError {
+    #[error("certificate: {0}")]
+    Cert(String),
+    #[error("private key: {0}")]
+    Key(String),
+    #[error("the key does not belong to the certificate: {0}")]
+    Mismatch(String),
+}
+
+/// A PEM chain (leaf first) and the leaf's PEM key, checked to match.
+fn parse_pem_pair(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, PairError> {
+    let chain = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| PairError::Cert(format!("not a PEM certificate chain: {e}")))?;
+    if chain.is_empty() {
+        return Err(PairError::Cert("no CERTIFICATE block found".into()));
+    }
+    let private_key =
+        PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| PairError::Key(format!("not a PEM private key: {e}")))?;
+    CertifiedKey::from_der(chain, private_key, &provider()).map_err(|e| PairError::Mismatch(e.to_string()))
+}
+
 fn read(path: &Path) -> Result<Vec<u8>, ServerError> {
     std::fs::read(path).map_err(|source| ServerError::Read {
         path: path.to_owned(),
@@ -77,16 +153,11 @@ fn parse_pair(cert_pem: &[u8], key_pem: &[u8], cert: &Path, key: &Path) -> Resul
         path: path.to_owned(),
         reason,
     };
-    let chain = CertificateDer::pem_slice_iter(cert_pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| bad(cert, format!("not a PEM certificate chain: {e}")))?;
-    if chain.is_empty() {
-        return Err(bad(cert, "no CERTIFICATE block found".into()));
-    }
-    let private_key =
-        PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| bad(key, format!("not a PEM private key: {e}")))?;
-    CertifiedKey::from_der(chain, private_key, &provider())
-        .map_err(|e| bad(key, format!("unusable with {}: {e}", cert.display())))
+    parse_pem_pair(cert_pem, key_pem).map_err(|e| match e {
+        PairError::Cert(reason) => bad(cert, reason),
+        PairError::Key(reason) => bad(key, reason),
+        PairError::Mismatch(reason) => bad(key, format!("unusable with {}: {reason}", cert.display())),
+    })
 }
 
 /// What tells a changed file: Kubernetes swaps Secret mounts by symlink, so

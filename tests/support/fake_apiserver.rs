@@ -4,6 +4,12 @@
 //! A fake Kubernetes API server on loopback, for kube-rs clients in tests:
 //! LIST answers the stored objects, WATCH stays open without events, and
 //! ResourceQuotas can be created, replaced and deleted (recorded).
+//!
+//! Secrets can be read, created and replaced with the apiserver's rules:
+//! a resourceVersion per write, 409 AlreadyExists on a second create, 409
+//! Conflict on a replace carrying a stale resourceVersion, 404 NotFound,
+//! each as the apiserver's Status body. Mutating and validating webhook
+//! configurations can be read and JSON-patched (a failed `test` is a 422).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -22,6 +28,22 @@ use serde_json::{Value, json};
 pub struct Objects {
     pub lists: BTreeMap<String, Vec<Value>>,
     pub writes: Vec<(String, String)>,
+    /// Writes the fake refused, as `(method, "<status> <reason> <what>")`.
+    pub refused: Vec<(String, String)>,
+    /// Last resourceVersion handed out by a Secret or webhook write.
+    pub resource_version: u64,
+    /// When set, the first `n` Secret GETs (n = the barrier's size) wait for
+    /// each other, so that racing clients all read before anyone writes.
+    pub secret_get_barrier: Option<(Arc<tokio::sync::Barrier>, usize)>,
+    /// When set, every webhook configuration PATCH is forbidden (403).
+    pub forbid_webhook_patches: bool,
+}
+
+impl Objects {
+    fn next_resource_version(&mut self) -> String {
+        self.resource_version = self.resource_version.max(100) + 1;
+        self.resource_version.to_string()
+    }
 }
 
 pub type Shared = Arc<Mutex<Objects>>;
@@ -53,6 +75,15 @@ impl FakeApiServer {
                 "/api/v1/namespaces/{ns}/resourcequotas/{name}",
                 axum::routing::get(get_quota).put(replace_quota).delete(delete_quota),
             )
+            .route("/api/v1/namespaces/{ns}/secrets", axum::routing::post(create_secret))
+            .route(
+                "/api/v1/namespaces/{ns}/secrets/{name}",
+                axum::routing::get(get_secret).put(replace_secret),
+            )
+            .route(
+                "/apis/admissionregistration.k8s.io/v1/{plural}/{name}",
+                axum::routing::get(get_webhook_config).patch(patch_webhook_config),
+            )
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -65,6 +96,43 @@ impl FakeApiServer {
     pub fn client(&self) -> kube::Client {
         let url: axum::http::Uri = format!("http://{}", self.addr).parse().expect("url");
         kube::Client::try_from(kube::Config::new(url)).expect("client")
+    }
+
+    /// The stored Secret `ns/name`.
+    pub fn secret(&self, ns: &str, name: &str) -> Option<Value> {
+        let objects = self.objects.lock().expect("lock");
+        let i = find_in(&objects, "secrets", Some(ns), name)?;
+        objects.lists.get("secrets").map(|l| l[i].clone())
+    }
+
+    /// The stored `mutatingwebhookconfigurations` or
+    /// `validatingwebhookconfigurations` object `name`.
+    pub fn webhook_config(&self, plural: &str, name: &str) -> Option<Value> {
+        let objects = self.objects.lock().expect("lock");
+        let i = find_in(&objects, plural, None, name)?;
+        objects.lists.get(plural).map(|l| l[i].clone())
+    }
+
+    /// Writes that succeeded, whose method is `method`.
+    pub fn writes_of(&self, method: &str) -> Vec<String> {
+        let objects = self.objects.lock().expect("lock");
+        objects
+            .writes
+            .iter()
+            .filter(|(m, _)| m == method)
+            .map(|(_, what)| what.clone())
+            .collect()
+    }
+
+    /// Writes refused, whose method is `method`.
+    pub fn refused_of(&self, method: &str) -> Vec<String> {
+        let objects = self.objects.lock().expect("lock");
+        objects
+            .refused
+            .iter()
+            .filter(|(m, _)| m == method)
+            .map(|(_, what)| what.clone())
+            .collect()
     }
 
     pub fn quotas(&self) -> Vec<Value> {
@@ -208,4 +276,224 @@ async fn delete_quota(State(s): State<Shared>, Path((ns, name)): Path<(String, S
         .map(|l| l.remove(i))
         .unwrap_or(Value::Null);
     axum::Json(removed).into_response()
+}
+
+/// A Status body as the apiserver sends it.
+fn status(code: StatusCode, reason: &str, message: String, kind: &str, group: Option<&str>, name: &str) -> Response {
+    let mut details = json!({"name": name, "kind": kind});
+    if let Some(group) = group {
+        details["group"] = json!(group);
+    }
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason, "details": details, "code": code.as_u16()});
+    (code, axum::Json(body)).into_response()
+}
+
+fn find_in(objects: &Objects, key: &str, ns: Option<&str>, name: &str) -> Option<usize> {
+    objects
+        .lists
+        .get(key)?
+        .iter()
+        .position(|v| v["metadata"]["name"] == name && ns.is_none_or(|ns| v["metadata"]["namespace"] == ns))
+}
+
+fn secret_not_found(name: &str) -> Response {
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        format!("secrets \"{name}\" not found"),
+        "secrets",
+        None,
+        name,
+    )
+}
+
+async fn get_secret(State(s): State<Shared>, Path((ns, name)): Path<(String, String)>) -> Response {
+    let gate = {
+        let mut objects = s.lock().expect("lock");
+        match &mut objects.secret_get_barrier {
+            Some((barrier, left)) if *left > 0 => {
+                *left -= 1;
+                Some(barrier.clone())
+            }
+            _ => None,
+        }
+    };
+    if let Some(barrier) = gate {
+        barrier.wait().await;
+    }
+    let objects = s.lock().expect("lock");
+    match find_in(&objects, "secrets", Some(&ns), &name)
+        .and_then(|i| objects.lists.get("secrets").map(|l| l[i].clone()))
+    {
+        Some(v) => axum::Json(v).into_response(),
+        None => secret_not_found(&name),
+    }
+}
+
+async fn create_secret(
+    State(s): State<Shared>,
+    Path(ns): Path<String>,
+    axum::Json(mut v): axum::Json<Value>,
+) -> Response {
+    let name = v["metadata"]["name"].as_str().unwrap_or("").to_owned();
+    let mut objects = s.lock().expect("lock");
+    if find_in(&objects, "secrets", Some(&ns), &name).is_some() {
+        objects
+            .refused
+            .push(("POST".into(), format!("409 AlreadyExists {ns}/{name}")));
+        return status(
+            StatusCode::CONFLICT,
+            "AlreadyExists",
+            format!("secrets \"{name}\" already exists"),
+            "secrets",
+            None,
+            &name,
+        );
+    }
+    let rv = objects.next_resource_version();
+    v["metadata"]["namespace"] = json!(ns);
+    v["metadata"]["resourceVersion"] = json!(rv);
+    v["metadata"]["uid"] = json!(format!("uid-{ns}-{name}"));
+    v["apiVersion"] = json!("v1");
+    v["kind"] = json!("Secret");
+    objects.writes.push(("POST".into(), format!("secrets/{ns}/{name}")));
+    objects.lists.entry("secrets".into()).or_default().push(v.clone());
+    (StatusCode::CREATED, axum::Json(v)).into_response()
+}
+
+async fn replace_secret(
+    State(s): State<Shared>,
+    Path((ns, name)): Path<(String, String)>,
+    axum::Json(mut v): axum::Json<Value>,
+) -> Response {
+    let mut objects = s.lock().expect("lock");
+    let Some(i) = find_in(&objects, "secrets", Some(&ns), &name) else {
+        return secret_not_found(&name);
+    };
+    let stored = objects.lists.get("secrets").map(|l| l[i].clone()).unwrap_or_default();
+    let sent = v["metadata"]["resourceVersion"].as_str().unwrap_or("").to_owned();
+    // An update without a resourceVersion is unconditional, as for the
+    // apiserver's Secrets; one with a stale resourceVersion is refused.
+    if !sent.is_empty() && stored["metadata"]["resourceVersion"] != sent.as_str() {
+        objects
+            .refused
+            .push(("PUT".into(), format!("409 Conflict {ns}/{name}@{sent}")));
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on secrets \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+            ),
+            "secrets",
+            None,
+            &name,
+        );
+    }
+    let rv = objects.next_resource_version();
+    v["metadata"]["namespace"] = json!(ns);
+    v["metadata"]["resourceVersion"] = json!(rv);
+    objects
+        .writes
+        .push(("PUT".into(), format!("secrets/{ns}/{name}@{sent}")));
+    if let Some(list) = objects.lists.get_mut("secrets") {
+        list[i] = v.clone();
+    }
+    axum::Json(v).into_response()
+}
+
+fn webhook_config_not_found(plural: &str, name: &str) -> Response {
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        format!("{plural}.admissionregistration.k8s.io \"{name}\" not found"),
+        plural,
+        Some("admissionregistration.k8s.io"),
+        name,
+    )
+}
+
+async fn get_webhook_config(State(s): State<Shared>, Path((plural, name)): Path<(String, String)>) -> Response {
+    let objects = s.lock().expect("lock");
+    match find_in(&objects, &plural, None, &name).and_then(|i| objects.lists.get(&plural).map(|l| l[i].clone())) {
+        Some(v) => axum::Json(v).into_response(),
+        None => webhook_config_not_found(&plural, &name),
+    }
+}
+
+async fn patch_webhook_config(
+    State(s): State<Shared>,
+    Path((plural, name)): Path<(String, String)>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
+    let content_type = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if content_type != "application/json-patch+json" {
+        return status(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!("this fake only takes JSON patches, not {content_type}"),
+            &plural,
+            Some("admissionregistration.k8s.io"),
+            &name,
+        );
+    }
+    let mut objects = s.lock().expect("lock");
+    if objects.forbid_webhook_patches {
+        objects
+            .refused
+            .push(("PATCH".into(), format!("403 Forbidden {plural}/{name}")));
+        return status(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            format!(
+                "{plural}.admissionregistration.k8s.io \"{name}\" is forbidden: User \"system:serviceaccount:draguard:draguard\" cannot patch resource \"{plural}\" in API group \"admissionregistration.k8s.io\" at the cluster scope"
+            ),
+            &plural,
+            Some("admissionregistration.k8s.io"),
+            &name,
+        );
+    }
+    let Some(i) = find_in(&objects, &plural, None, &name) else {
+        return webhook_config_not_found(&plural, &name);
+    };
+    let patch: json_patch::Patch = match serde_json::from_slice(&body) {
+        Ok(patch) => patch,
+        Err(e) => {
+            return status(
+                StatusCode::BAD_REQUEST,
+                "BadRequest",
+                e.to_string(),
+                &plural,
+                None,
+                &name,
+            );
+        }
+    };
+    let mut doc = objects.lists.get(&plural).map(|l| l[i].clone()).unwrap_or_default();
+    if let Err(e) = json_patch::patch(&mut doc, &patch) {
+        objects
+            .refused
+            .push(("PATCH".into(), format!("422 Invalid {plural}/{name}")));
+        return status(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            e.to_string(),
+            &plural,
+            Some("admissionregistration.k8s.io"),
+            &name,
+        );
+    }
+    doc["metadata"]["resourceVersion"] = json!(objects.next_resource_version());
+    objects.writes.push((
+        "PATCH".into(),
+        format!("{plural}/{name} {}", String::from_utf8_lossy(&body)),
+    ));
+    if let Some(list) = objects.lists.get_mut(&plural) {
+        list[i] = doc.clone();
+    }
+    axum::Json(doc).into_response()
 }

@@ -1,0 +1,1166 @@
+//! `serve --manage-webhook-certs`: draguard keeps its own webhook CA and
+//! serving certificate in a Secret and the CA in its webhook configurations'
+//! `caBundle`, so no one has to paste a CA by hand and no cert-manager is
+//! needed.
+//!
+//! - The Secret (type `kubernetes.io/tls`) holds `tls.crt`/`tls.key` (the
+//!   serving certificate), `ca.crt` (every CA to trust: the signing CA
+//!   first, then a retired one during a rotation) and `ca.key` (the signing
+//!   CA's key). It is created when absent; when two replicas race, the
+//!   apiserver's 409 picks the winner and the loser uses the winner's.
+//!   Renewals are written with the Secret's resourceVersion, so of two
+//!   replicas renewing at once one wins and the other re-reads.
+//! - A certificate is renewed when less than a third of its life or less
+//!   than 30 days remain. The CA (10 years) is rotated the same way; the old
+//!   CA stays in `ca.crt`, hence in `caBundle`, so replicas still serving a
+//!   certificate from the old CA keep working until they pick up the new one.
+//! - `caBundle` is patched (a JSON patch guarded by a `test` of the entry's
+//!   name) only into webhook entries whose service is ours, and only when it
+//!   differs.
+//! - A replica serves a certificate from a new CA only once `caBundle` holds
+//!   that CA (or when it has nothing better to serve).
+//!
+//! The pure parts (generate, parse, decide, build the patch) are separate
+//! from the API calls and tested on their own.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use jiff::ToSpan as _;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    PublicKeyData as _,
+};
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::ServerCertVerifier as _;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use serde_json::{Value, json};
+
+use crate::server::ManagedCert;
+
+/// Secret keys. `tls.crt`, `tls.key` and `ca.crt` are the usual ones of a
+/// `kubernetes.io/tls` Secret; `ca.key` is draguard's.
+pub const TLS_CERT: &str = "tls.crt";
+pub const TLS_KEY: &str = "tls.key";
+pub const CA_CERT: &str = "ca.crt";
+pub const CA_KEY: &str = "ca.key";
+const SECRET_TYPE: &str = "kubernetes.io/tls";
+
+const CA_VALID_DAYS: i64 = 3650;
+const SERVING_VALID_DAYS: i64 = 365;
+/// Renew when less than this remains, whatever the lifetime.
+const MIN_REMAINING_SECS: i64 = 30 * 24 * 3600;
+const MUTATING: &str = "MutatingWebhookConfiguration";
+const VALIDATING: &str = "ValidatingWebhookConfiguration";
+/// How many times one check re-reads the Secret after losing a race.
+const RACE_RETRIES: usize = 3;
+
+/// What the controller manages, and how often it looks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// The Secret holding the CA and the serving certificate.
+    pub secret: String,
+    /// Namespace of the Secret and of the Service.
+    pub namespace: String,
+    /// The Service the apiserver calls; the certificate's DNS names follow it.
+    pub service: String,
+    /// Name of both the MutatingWebhookConfiguration and the
+    /// ValidatingWebhookConfiguration.
+    pub webhook_config: String,
+    /// How often the Secret is re-read (renewals by other replicas, expiry).
+    pub secret_every: Duration,
+    /// How often `caBundle` is checked (a `kubectl apply` may reset it).
+    pub ca_bundle_every: Duration,
+}
+
+impl Settings {
+    /// The Secret re-read every 10 minutes, `caBundle` checked every minute.
+    pub fn new(secret: &str, namespace: &str, service: &str, webhook_config: &str) -> Self {
+        Settings {
+            secret: secret.to_owned(),
+            namespace: namespace.to_owned(),
+            service: service.to_owned(),
+            webhook_config: webhook_config.to_owned(),
+            secret_every: Duration::from_secs(600),
+            ca_bundle_every: Duration::from_secs(60),
+        }
+    }
+
+    /// `<svc>`, `<svc>.<ns>`, `<svc>.<ns>.svc`, `<svc>.<ns>.svc.cluster.local`.
+    pub fn dns_names(&self) -> Vec<String> {
+        let (svc, ns) = (&self.service, &self.namespace);
+        vec![
+            svc.clone(),
+            format!("{svc}.{ns}"),
+            format!("{svc}.{ns}.svc"),
+            format!("{svc}.{ns}.svc.cluster.local"),
+        ]
+    }
+}
+
+/// Where draguard runs when `--webhook-namespace` is not given: the pod's
+/// namespace from `POD_NAMESPACE` (the caller reads it) or the service
+/// account's namespace file, else `draguard`.
+pub fn default_namespace(pod_namespace: Option<&str>, service_account_file: Option<&str>) -> String {
+    [pod_namespace, service_account_file]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .find(|ns| !ns.is_empty())
+        .unwrap_or("draguard")
+        .to_owned()
+}
+
+/// Where Kubernetes mounts the pod's namespace.
+pub const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/// What goes wrong; every error is retried by [`WebhookCerts::run`].
+#[derive(Debug, thiserror::Error)]
+pub enum CertError {
+    #[error("cannot generate a certificate: {0}")]
+    Generate(String),
+    #[error("{what}: {source}")]
+    Api {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{0} changed under us {RACE_RETRIES} times in a row")]
+    Contended(String),
+    #[error("Secret {secret} holds no usable certificate: {reason}")]
+    Unusable { secret: String, reason: String },
+    #[error("cannot serve the certificate from Secret {secret}: {reason}")]
+    Serve { secret: String, reason: String },
+    #[error(
+        "neither MutatingWebhookConfiguration nor ValidatingWebhookConfiguration {config} has a webhook calling service {namespace}/{service}"
+    )]
+    NoWebhook {
+        config: String,
+        namespace: String,
+        service: String,
+    },
+}
+
+fn generate_failed(e: impl std::fmt::Display) -> CertError {
+    CertError::Generate(e.to_string())
+}
+
+// ---------------------------------------------------------------- pure parts
+
+/// The four PEM texts of the Secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Bundle {
+    /// Every CA to trust: the signing CA first, then retired ones.
+    pub ca_cert: String,
+    /// The signing CA's key.
+    pub ca_key: String,
+    pub tls_cert: String,
+    pub tls_key: String,
+}
+
+impl std::fmt::Debug for Bundle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bundle")
+            .field("ca_cert", &self.ca_cert)
+            .field("tls_cert", &self.tls_cert)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Bundle {
+    /// The four keys of a Secret's data, each present and UTF-8.
+    pub fn from_data(data: &BTreeMap<String, ByteString>) -> Result<Bundle, String> {
+        let text = |key: &str| -> Result<String, String> {
+            let bytes = data.get(key).ok_or_else(|| format!("no {key}"))?;
+            String::from_utf8(bytes.0.clone()).map_err(|_| format!("{key} is not PEM text"))
+        };
+        Ok(Bundle {
+            ca_cert: text(CA_CERT)?,
+            ca_key: text(CA_KEY)?,
+            tls_cert: text(TLS_CERT)?,
+            tls_key: text(TLS_KEY)?,
+        })
+    }
+
+    pub fn to_data(&self) -> BTreeMap<String, ByteString> {
+        [
+            (CA_CERT, &self.ca_cert),
+            (CA_KEY, &self.ca_key),
+            (TLS_CERT, &self.tls_cert),
+            (TLS_KEY, &self.tls_key),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), ByteString(v.as_bytes().to_vec())))
+        .collect()
+    }
+
+    /// The DER of the CA that signs (the first of `ca.crt`).
+    fn signing_ca(&self) -> Option<CertificateDer<'static>> {
+        parse_certs(&self.ca_cert).ok()?.into_iter().next()
+    }
+}
+
+/// A certificate's validity, in seconds since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Validity {
+    pub not_before: i64,
+    pub not_after: i64,
+}
+
+impl Validity {
+    /// When to renew: once less than a third of the lifetime, or less than
+    /// 30 days, remains.
+    pub fn renew_at(&self) -> i64 {
+        let third = (self.not_after - self.not_before) / 3;
+        self.not_after - third.max(MIN_REMAINING_SECS)
+    }
+
+    pub fn needs_renewal(&self, now: i64) -> bool {
+        now >= self.renew_at()
+    }
+
+    pub fn expired(&self, now: i64) -> bool {
+        now >= self.not_after
+    }
+}
+
+/// The certificates of a PEM text, in order.
+pub fn parse_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("not PEM certificates: {e}"))?;
+    if certs.is_empty() {
+        return Err("no CERTIFICATE block".into());
+    }
+    Ok(certs)
+}
+
+/// The validity of one DER certificate.
+pub fn validity(der: &[u8]) -> Result<Validity, String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| format!("not an X.509 certificate: {e}"))?;
+    let validity = cert.validity();
+    Ok(Validity {
+        not_before: validity.not_before.timestamp(),
+        not_after: validity.not_after.timestamp(),
+    })
+}
+
+/// Whether a PEM private key is the one of a DER certificate.
+fn key_matches(der: &[u8], key_pem: &str) -> Result<KeyPair, String> {
+    let key = KeyPair::from_pem(key_pem).map_err(|e| format!("not a PEM private key: {e}"))?;
+    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| format!("not an X.509 certificate: {e}"))?;
+    if cert.public_key().raw != key.subject_public_key_info().as_slice() {
+        return Err("the key does not belong to the certificate".into());
+    }
+    Ok(key)
+}
+
+/// What to do with the Secret's contents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Keep,
+    /// A new serving certificate from the same CA.
+    RenewServing(String),
+    /// A new CA, kept next to the old one in `ca.crt`, and a new serving
+    /// certificate signed by it.
+    RotateCa(String),
+    /// Nothing worth keeping: a new CA and serving certificate.
+    Regenerate(String),
+}
+
+/// Judges the Secret's data at `now` (Unix seconds) for `names`.
+pub fn assess(data: &BTreeMap<String, ByteString>, names: &[String], now: i64) -> Verdict {
+    let bundle = match Bundle::from_data(data) {
+        Ok(bundle) => bundle,
+        Err(reason) => return Verdict::Regenerate(reason),
+    };
+    let ca = match check_ca(&bundle, now) {
+        Ok(ca) => ca,
+        Err(reason) => return Verdict::Regenerate(format!("CA: {reason}")),
+    };
+    if ca.needs_renewal(now) {
+        return Verdict::RotateCa(format!("the CA expires at {}", show_time(ca.not_after)));
+    }
+    match check_serving(&bundle, names, now) {
+        Ok(serving) if serving.needs_renewal(now) => {
+            Verdict::RenewServing(format!("the certificate expires at {}", show_time(serving.not_after)))
+        }
+        Ok(_) => Verdict::Keep,
+        Err(reason) => Verdict::RenewServing(reason),
+    }
+}
+
+fn show_time(secs: i64) -> String {
+    jiff::Timestamp::from_second(secs).map_or_else(|_| secs.to_string(), |t| t.to_string())
+}
+
+/// The signing CA's validity, if it parses, has its key and is in force.
+fn check_ca(bundle: &Bundle, now: i64) -> Result<Validity, String> {
+    let certs = parse_certs(&bundle.ca_cert)?;
+    let signing = certs.first().ok_or("no CA certificate")?;
+    key_matches(signing, &bundle.ca_key)?;
+    let (_, cert) =
+        x509_parser::parse_x509_certificate(signing).map_err(|e| format!("not an X.509 certificate: {e}"))?;
+    if !cert.is_ca() {
+        return Err("the first certificate of ca.crt is not a CA".into());
+    }
+    let validity = validity(signing)?;
+    if validity.expired(now) {
+        return Err(format!("expired at {}", show_time(validity.not_after)));
+    }
+    Ok(validity)
+}
+
+/// The serving certificate's validity, if its key matches, the signing CA
+/// signed it and it is valid now for every name.
+fn check_serving(bundle: &Bundle, names: &[String], now: i64) -> Result<Validity, String> {
+    let chain = parse_certs(&bundle.tls_cert).map_err(|e| format!("{TLS_CERT}: {e}"))?;
+    let (leaf, intermediates) = chain.split_first().ok_or("tls.crt: no certificate")?;
+    key_matches(leaf, &bundle.tls_key).map_err(|e| format!("{TLS_KEY}: {e}"))?;
+    let ca = bundle.signing_ca().ok_or("ca.crt: no certificate")?;
+    verify(&ca, leaf, intermediates, names, now)?;
+    validity(leaf)
+}
+
+/// Verifies `leaf` as a server certificate for every name, as a client
+/// trusting only `ca` would at `now`.
+pub fn verify(
+    ca: &CertificateDer<'_>,
+    leaf: &CertificateDer<'_>,
+    intermediates: &[CertificateDer<'_>],
+    names: &[String],
+    now: i64,
+) -> Result<(), String> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.clone().into_owned()).map_err(|e| format!("ca.crt: {e}"))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+        .build()
+        .map_err(|e| format!("ca.crt: {e}"))?;
+    let at = UnixTime::since_unix_epoch(Duration::from_secs(u64::try_from(now).unwrap_or(0)));
+    for name in names {
+        let server = ServerName::try_from(name.as_str()).map_err(|e| format!("{name}: {e}"))?;
+        verifier
+            .verify_server_cert(leaf, intermediates, &server, &[], at)
+            .map_err(|e| format!("the certificate does not serve {name}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A brand-new CA and serving certificate.
+pub fn generate(names: &[String], now: jiff::Timestamp) -> Result<Bundle, CertError> {
+    let (ca_cert, ca_key) = new_ca(now)?;
+    let (tls_cert, tls_key) = issue(&ca_cert, &ca_key, names, now)?;
+    Ok(Bundle {
+        ca_cert,
+        ca_key,
+        tls_cert,
+        tls_key,
+    })
+}
+
+/// What the Secret should hold after `verdict` (`None` for [`Verdict::Keep`]).
+pub fn renew(
+    data: &BTreeMap<String, ByteString>,
+    verdict: &Verdict,
+    names: &[String],
+    now: jiff::Timestamp,
+) -> Result<Option<Bundle>, CertError> {
+    let old = Bundle::from_data(data);
+    match (verdict, old) {
+        (Verdict::Keep, _) => Ok(None),
+        (Verdict::RenewServing(_), Ok(old)) => {
+            let signing_pem = first_pem(&old.ca_cert).ok_or_else(|| generate_failed("ca.crt: no certificate"))?;
+            let (tls_cert, tls_key) = issue(&signing_pem, &old.ca_key, names, now)?;
+            Ok(Some(Bundle {
+                ca_cert: retain_unexpired(&old.ca_cert, now.as_second()),
+                ca_key: old.ca_key,
+                tls_cert,
+                tls_key,
+            }))
+        }
+        (Verdict::RotateCa(_), Ok(old)) => {
+            let (ca_cert, ca_key) = new_ca(now)?;
+            let (tls_cert, tls_key) = issue(&ca_cert, &ca_key, names, now)?;
+            // The old signing CA stays trusted until it expires; older
+            // retired ones go.
+            let previous = first_pem(&old.ca_cert)
+                .filter(|pem| retain_unexpired(pem, now.as_second()) == *pem)
+                .unwrap_or_default();
+            Ok(Some(Bundle {
+                ca_cert: format!("{ca_cert}{previous}"),
+                ca_key,
+                tls_cert,
+                tls_key,
+            }))
+        }
+        _ => generate(names, now).map(Some),
+    }
+}
+
+/// The first certificate of a PEM text, as PEM.
+fn first_pem(pem: &str) -> Option<String> {
+    parse_certs(pem).ok()?.into_iter().next().map(|der| to_pem(&der))
+}
+
+fn to_pem(der: &CertificateDer<'_>) -> String {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(der.as_ref());
+    let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in encoded.as_bytes().chunks(64) {
+        pem.push_str(&String::from_utf8_lossy(line));
+        pem.push('\n');
+    }
+    pem.push_str("-----END CERTIFICATE-----\n");
+    pem
+}
+
+/// The certificates of `pem` that have not expired at `now`, as PEM.
+fn retain_unexpired(pem: &str, now: i64) -> String {
+    parse_certs(pem)
+        .unwrap_or_default()
+        .iter()
+        .filter(|der| validity(der).is_ok_and(|v| !v.expired(now)))
+        .map(|der| to_pem(der))
+        .collect()
+}
+
+fn new_ca(now: jiff::Timestamp) -> Result<(String, String), CertError> {
+    let mut params = CertificateParams::default();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, format!("draguard webhook CA {}", now.as_second()));
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    set_validity(&mut params, now, CA_VALID_DAYS, None)?;
+    let key = KeyPair::generate().map_err(generate_failed)?;
+    let cert = params.self_signed(&key).map_err(generate_failed)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+/// A serving certificate for `names`, signed by the CA `ca_pem`/`ca_key`,
+/// never outliving the CA.
+fn issue(ca_pem: &str, ca_key: &str, names: &[String], now: jiff::Timestamp) -> Result<(String, String), CertError> {
+    let ca_der = parse_certs(ca_pem).map_err(generate_failed)?;
+    let ca_der = ca_der.first().ok_or_else(|| generate_failed("no CA certificate"))?;
+    let ca_until = validity(ca_der).map_err(generate_failed)?.not_after;
+    let signing_key = KeyPair::from_pem(ca_key).map_err(generate_failed)?;
+    let issuer = Issuer::from_ca_cert_der(ca_der, signing_key).map_err(generate_failed)?;
+    let mut params = CertificateParams::new(names.to_vec()).map_err(generate_failed)?;
+    let common_name = names.get(2).or(names.first()).cloned().unwrap_or_default();
+    params.distinguished_name.push(DnType::CommonName, common_name);
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.use_authority_key_identifier_extension = true;
+    set_validity(&mut params, now, SERVING_VALID_DAYS, Some(ca_until))?;
+    let key = KeyPair::generate().map_err(generate_failed)?;
+    let cert = params.signed_by(&key, &issuer).map_err(generate_failed)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+/// From the start of yesterday (UTC; replicas' clocks differ a little) for
+/// `days`, but not past `cap` (Unix seconds).
+fn set_validity(
+    params: &mut CertificateParams,
+    now: jiff::Timestamp,
+    days: i64,
+    cap: Option<i64>,
+) -> Result<(), CertError> {
+    let today = now.to_zoned(jiff::tz::TimeZone::UTC).date();
+    let from = today.checked_sub(1.day()).map_err(generate_failed)?;
+    let mut until = today.checked_add(days.days()).map_err(generate_failed)?;
+    if let Some(cap) = cap {
+        let cap = jiff::Timestamp::from_second(cap)
+            .map_err(generate_failed)?
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .date();
+        until = until.min(cap);
+    }
+    let at = |d: jiff::civil::Date| {
+        rcgen::date_time_ymd(i32::from(d.year()), d.month().unsigned_abs(), d.day().unsigned_abs())
+    };
+    params.not_before = at(from);
+    params.not_after = at(until);
+    Ok(())
+}
+
+/// One webhook entry of a configuration, as far as `caBundle` goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEntry {
+    pub name: String,
+    /// `(namespace, name)` of the service it calls, if it calls a service.
+    pub service: Option<(String, String)>,
+    /// `None` when the field is absent (the apiserver omits an empty one).
+    pub ca_bundle: Option<Vec<u8>>,
+}
+
+impl WebhookEntry {
+    fn new(name: &str, config: &WebhookClientConfig) -> Self {
+        WebhookEntry {
+            name: name.to_owned(),
+            service: config.service.as_ref().map(|s| (s.namespace.clone(), s.name.clone())),
+            ca_bundle: config.ca_bundle.as_ref().map(|b| b.0.clone()),
+        }
+    }
+}
+
+/// What a configuration needs for its entries calling our service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaBundlePlan {
+    /// How many entries call our service.
+    pub ours: usize,
+    /// JSON patch operations; empty when every such entry already has `ca`.
+    pub ops: Vec<Value>,
+}
+
+/// Sets `caBundle` to `ca` (PEM) in the entries calling `namespace/service`,
+/// each guarded by a `test` of the entry's name (a list reordered in the
+/// meantime fails the patch instead of touching another entry) and of the
+/// `caBundle` seen (a replica that just put a newer CA there is not
+/// overwritten by one that read the Secret before it changed).
+pub fn ca_bundle_plan(entries: &[WebhookEntry], namespace: &str, service: &str, ca: &[u8]) -> CaBundlePlan {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(ca);
+    let mut plan = CaBundlePlan { ours: 0, ops: vec![] };
+    for (i, entry) in entries.iter().enumerate() {
+        let ours = entry
+            .service
+            .as_ref()
+            .is_some_and(|(ns, name)| ns == namespace && name == service);
+        if !ours {
+            continue;
+        }
+        plan.ours += 1;
+        if entry.ca_bundle.as_deref() != Some(ca) {
+            plan.ops
+                .push(json!({"op": "test", "path": format!("/webhooks/{i}/name"), "value": entry.name}));
+            if let Some(seen) = &entry.ca_bundle {
+                let seen = base64::engine::general_purpose::STANDARD.encode(seen);
+                plan.ops
+                    .push(json!({"op": "test", "path": format!("/webhooks/{i}/clientConfig/caBundle"), "value": seen}));
+            }
+            plan.ops
+                .push(json!({"op": "add", "path": format!("/webhooks/{i}/clientConfig/caBundle"), "value": encoded}));
+        }
+    }
+    plan
+}
+
+// ------------------------------------------------------------------- the IO
+
+/// Tells `/readyz` whether a managed certificate is served and `caBundle`
+/// was put in place at least once.
+#[derive(Clone)]
+pub struct Readiness {
+    cert: ManagedCert,
+    ca_bundle_done: Arc<AtomicBool>,
+}
+
+impl Readiness {
+    pub fn is_ready(&self) -> bool {
+        self.cert.is_serving() && self.ca_bundle_done.load(Ordering::Acquire)
+    }
+}
+
+/// The controller: one per replica.
+pub struct WebhookCerts {
+    secrets: Api<Secret>,
+    mutating: Api<MutatingWebhookConfiguration>,
+    validating: Api<ValidatingWebhookConfiguration>,
+    settings: Settings,
+    cert: ManagedCert,
+    ca_bundle_done: Arc<AtomicBool>,
+    /// What the Secret held at the last read.
+    desired: Option<Bundle>,
+    /// What is being served.
+    served: Option<Bundle>,
+    /// The `ca.crt` last found in every entry's `caBundle`.
+    in_ca_bundle: Option<String>,
+    secret_read_at: Option<Instant>,
+}
+
+impl WebhookCerts {
+    pub fn new(client: Client, settings: Settings, cert: ManagedCert) -> Self {
+        WebhookCerts {
+            secrets: Api::namespaced(client.clone(), &settings.namespace),
+            mutating: Api::all(client.clone()),
+            validating: Api::all(client),
+            settings,
+            cert,
+            ca_bundle_done: Arc::new(AtomicBool::new(false)),
+            desired: None,
+            served: None,
+            in_ca_bundle: None,
+            secret_read_at: None,
+        }
+    }
+
+    pub fn readiness(&self) -> Readiness {
+        Readiness {
+            cert: self.cert.clone(),
+            ca_bundle_done: self.ca_bundle_done.clone(),
+        }
+    }
+
+    /// What is being served, if anything.
+    pub fn served(&self) -> Option<&Bundle> {
+        self.served.as_ref()
+    }
+
+    fn secret_ref(&self) -> String {
+        format!("{}/{}", self.settings.namespace, self.settings.secret)
+    }
+
+    fn api_error(&self, what: &str) -> impl FnOnce(kube::Error) -> CertError {
+        let what = format!("{what} Secret {}", self.secret_ref());
+        move |source| CertError::Api { what, source }
+    }
+
+    /// Reads the Secret, creates or renews it if needed, and returns what it
+    /// holds in the end (ours, or the winner's after a lost race).
+    pub async fn ensure_secret(&self) -> Result<Bundle, CertError> {
+        let names = self.settings.dns_names();
+        for _ in 0..RACE_RETRIES {
+            let now = jiff::Timestamp::now();
+            let found = self.secrets.get_opt(&self.settings.secret).await;
+            let Some(secret) = found.map_err(self.api_error("cannot read"))? else {
+                let bundle = generate(&names, now)?;
+                match self
+                    .secrets
+                    .create(&PostParams::default(), &self.new_secret(&bundle))
+                    .await
+                {
+                    Ok(_) => {
+                        tracing::info!(secret = %self.secret_ref(), "created the webhook CA and serving certificate");
+                        return Ok(bundle);
+                    }
+                    Err(kube::Error::Api(status)) if status.is_already_exists() => {
+                        tracing::info!(secret = %self.secret_ref(), "another replica created the webhook certificate first; using theirs");
+                        continue;
+                    }
+                    Err(e) => return Err(self.api_error("cannot create")(e)),
+                }
+            };
+            let data = secret.data.clone().unwrap_or_default();
+            let verdict = assess(&data, &names, now.as_second());
+            let Some(bundle) = renew(&data, &verdict, &names, now)? else {
+                return Bundle::from_data(&data).map_err(|reason| CertError::Unusable {
+                    secret: self.secret_ref(),
+                    reason,
+                });
+            };
+            let mut updated = secret;
+            // The resourceVersion read above makes the write conditional:
+            // if another replica renewed meanwhile, ours is refused.
+            // The type cannot change; a Secret made without one gets ours.
+            updated.type_.get_or_insert_with(|| SECRET_TYPE.to_owned());
+            updated.data = Some(bundle.to_data());
+            updated.string_data = None;
+            match self
+                .secrets
+                .replace(&self.settings.secret, &PostParams::default(), &updated)
+                .await
+            {
+                Ok(_) => {
+                    let (action, reason) = match &verdict {
+                        Verdict::RotateCa(r) => ("rotated the webhook CA", r.as_str()),
+                        Verdict::RenewServing(r) => ("renewed the webhook serving certificate", r.as_str()),
+                        Verdict::Regenerate(r) => ("regenerated the webhook CA and certificate", r.as_str()),
+                        Verdict::Keep => ("rewrote the webhook certificate", ""),
+                    };
+                    tracing::info!(secret = %self.secret_ref(), reason, "{action}");
+                    return Ok(bundle);
+                }
+                Err(kube::Error::Api(status)) if status.is_conflict() => {
+                    tracing::info!(secret = %self.secret_ref(), "another replica changed the webhook certificate first; using theirs");
+                }
+                Err(e) => return Err(self.api_error("cannot update")(e)),
+            }
+        }
+        Err(CertError::Contended(format!("Secret {}", self.secret_ref())))
+    }
+
+    fn new_secret(&self, bundle: &Bundle) -> Secret {
+        Secret {
+            metadata: ObjectMeta {
+                name: Some(self.settings.secret.clone()),
+                namespace: Some(self.settings.namespace.clone()),
+                labels: Some(BTreeMap::from([(
+                    "app.kubernetes.io/managed-by".to_owned(),
+                    "draguard".to_owned(),
+                )])),
+                ..ObjectMeta::default()
+            },
+            type_: Some(SECRET_TYPE.to_owned()),
+            data: Some(bundle.to_data()),
+            ..Secret::default()
+        }
+    }
+
+    /// The entries of both configurations (`None` for one that is absent).
+    async fn read_configs(&self) -> Result<[Option<Vec<WebhookEntry>>; 2], CertError> {
+        let name = &self.settings.webhook_config;
+        let failed = |kind: &str| {
+            let what = format!("cannot read {kind} {name}");
+            move |source| CertError::Api { what, source }
+        };
+        let mutating = self.mutating.get_opt(name).await.map_err(failed(MUTATING))?;
+        let validating = self.validating.get_opt(name).await.map_err(failed(VALIDATING))?;
+        Ok([
+            mutating.map(|c| {
+                c.webhooks
+                    .iter()
+                    .flatten()
+                    .map(|w| WebhookEntry::new(&w.name, &w.client_config))
+                    .collect()
+            }),
+            validating.map(|c| {
+                c.webhooks
+                    .iter()
+                    .flatten()
+                    .map(|w| WebhookEntry::new(&w.name, &w.client_config))
+                    .collect()
+            }),
+        ])
+    }
+
+    fn plans(&self, configs: &[Option<Vec<WebhookEntry>>; 2], ca: &str) -> [Option<CaBundlePlan>; 2] {
+        let (ns, svc) = (&self.settings.namespace, &self.settings.service);
+        [
+            configs[0].as_ref().map(|e| ca_bundle_plan(e, ns, svc, ca.as_bytes())),
+            configs[1].as_ref().map(|e| ca_bundle_plan(e, ns, svc, ca.as_bytes())),
+        ]
+    }
+
+    /// Puts the Secret's `ca.crt` into every entry of both configurations
+    /// that calls our service. `Ok` once at least one such entry exists and
+    /// all have it.
+    ///
+    /// Before writing, the Secret is read again (after the configurations):
+    /// another replica may have rotated the CA and put the new one in
+    /// `caBundle` since we last read it, and we must not put the old back.
+    async fn ensure_ca_bundle(&mut self) -> Result<(), CertError> {
+        for _ in 0..RACE_RETRIES {
+            match self.try_ca_bundle().await {
+                // A `test` op failed: someone changed the configuration
+                // between our read and our patch. Read it again.
+                Err(CertError::Api {
+                    source: kube::Error::Api(status),
+                    ..
+                }) if status.is_invalid() => {
+                    tracing::debug!("caBundle changed while we patched it; reading it again");
+                }
+                done => return done,
+            }
+        }
+        Err(CertError::Contended(format!(
+            "webhook configurations {}",
+            self.settings.webhook_config
+        )))
+    }
+
+    async fn try_ca_bundle(&mut self) -> Result<(), CertError> {
+        let Some(mut ca) = self.desired.as_ref().map(|d| d.ca_cert.clone()) else {
+            return Ok(());
+        };
+        let configs = self.read_configs().await?;
+        let mut plans = self.plans(&configs, &ca);
+        if plans.iter().flatten().any(|p| !p.ops.is_empty()) {
+            let fresh = self.ensure_secret().await?;
+            self.secret_read_at = Some(Instant::now());
+            ca = fresh.ca_cert.clone();
+            self.desired = Some(fresh);
+            plans = self.plans(&configs, &ca);
+        }
+        let name = &self.settings.webhook_config;
+        let mut ours = 0;
+        for (kind, plan) in [MUTATING, VALIDATING].into_iter().zip(plans) {
+            let Some(plan) = plan else {
+                tracing::debug!(kind, name, "no such webhook configuration to patch");
+                continue;
+            };
+            ours += plan.ours;
+            if plan.ops.is_empty() {
+                continue;
+            }
+            let failed = |source| CertError::Api {
+                what: format!("cannot patch caBundle into {kind} {name}"),
+                source,
+            };
+            let patch: json_patch::Patch =
+                serde_json::from_value(Value::Array(plan.ops)).map_err(|e| failed(kube::Error::SerdeError(e)))?;
+            let patch = Patch::Json::<()>(patch);
+            let written = if kind == MUTATING {
+                self.mutating
+                    .patch(name, &PatchParams::default(), &patch)
+                    .await
+                    .map(drop)
+            } else {
+                self.validating
+                    .patch(name, &PatchParams::default(), &patch)
+                    .await
+                    .map(drop)
+            };
+            written.map_err(failed)?;
+            tracing::info!(kind, name, "put the webhook CA into caBundle");
+        }
+        if ours == 0 {
+            return Err(CertError::NoWebhook {
+                config: name.clone(),
+                namespace: self.settings.namespace.clone(),
+                service: self.settings.service.clone(),
+            });
+        }
+        self.in_ca_bundle = Some(ca);
+        Ok(())
+    }
+
+    /// One pass: the Secret (when due: at first, then every
+    /// `secret_every`), then `caBundle`, then the certificate served.
+    pub async fn sync(&mut self) -> Result<(), CertError> {
+        let due = self
+            .secret_read_at
+            .is_none_or(|at| at.elapsed() >= self.settings.secret_every);
+        if due {
+            self.desired = Some(self.ensure_secret().await?);
+            self.secret_read_at = Some(Instant::now());
+        }
+        let bundle_result = self.ensure_ca_bundle().await;
+        if bundle_result.is_ok() && !self.ca_bundle_done.swap(true, Ordering::AcqRel) {
+            tracing::info!("webhook caBundle is in place");
+        }
+        if let Some(desired) = self.desired.clone() {
+            self.serve(&desired)?;
+        }
+        bundle_result
+    }
+
+    /// Serves `desired` unless it comes from a CA that `caBundle` does not
+    /// hold yet while we still serve something else.
+    fn serve(&mut self, desired: &Bundle) -> Result<(), CertError> {
+        if self.served.as_ref() == Some(desired) {
+            return Ok(());
+        }
+        let same_ca = self
+            .served
+            .as_ref()
+            .is_some_and(|served| served.signing_ca() == desired.signing_ca());
+        let trusted = self.in_ca_bundle.as_deref() == Some(desired.ca_cert.as_str());
+        if self.served.is_some() && !same_ca && !trusted {
+            tracing::info!("waiting for caBundle to hold the new CA before serving its certificate");
+            return Ok(());
+        }
+        self.cert
+            .install(desired.tls_cert.as_bytes(), desired.tls_key.as_bytes())
+            .map_err(|e| CertError::Serve {
+                secret: self.secret_ref(),
+                reason: e.to_string(),
+            })?;
+        let first = self.served.is_none();
+        self.served = Some(desired.clone());
+        if first {
+            tracing::info!(secret = %self.secret_ref(), "serving the webhook certificate");
+        } else {
+            tracing::info!(secret = %self.secret_ref(), "serving the renewed webhook certificate");
+        }
+        Ok(())
+    }
+
+    /// Runs forever: the Secret every `secret_every`, `caBundle` every
+    /// `ca_bundle_every`; after a failure, again after a backoff (1 s
+    /// doubling to `ca_bundle_every`), with log lines thinning out as
+    /// failures repeat.
+    pub async fn run(mut self) {
+        let mut failures: u32 = 0;
+        loop {
+            let delay = match self.sync().await {
+                Ok(()) => {
+                    if failures > 0 {
+                        tracing::info!(failures, "webhook certificate sync works again");
+                    }
+                    failures = 0;
+                    self.settings.ca_bundle_every
+                }
+                Err(e) => {
+                    failures = failures.saturating_add(1);
+                    let delay = backoff(failures, self.settings.ca_bundle_every);
+                    // 1st, 2nd, 4th, 8th … failure: a few lines, not a flood.
+                    if failures.is_power_of_two() {
+                        tracing::warn!(error = %e, failures, retry_in = ?delay, "webhook certificate sync failed");
+                    } else {
+                        tracing::debug!(error = %e, failures, retry_in = ?delay, "webhook certificate sync failed");
+                    }
+                    delay
+                }
+            };
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+/// 1 s, 2 s, 4 s … up to `max` (at least 1 s).
+pub fn backoff(failures: u32, max: Duration) -> Duration {
+    let exp = failures.saturating_sub(1).min(16);
+    Duration::from_secs(1u64 << exp).min(max.max(Duration::from_secs(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: i64 = 24 * 3600;
+
+    fn settings() -> Settings {
+        Settings::new("draguard-tls", "draguard", "draguard", "draguard")
+    }
+
+    fn at(text: &str) -> jiff::Timestamp {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn names_follow_the_service() {
+        assert_eq!(
+            settings().dns_names(),
+            [
+                "draguard",
+                "draguard.draguard",
+                "draguard.draguard.svc",
+                "draguard.draguard.svc.cluster.local"
+            ]
+        );
+    }
+
+    #[test]
+    fn namespace_defaults() {
+        assert_eq!(default_namespace(Some("a"), Some("b")), "a");
+        assert_eq!(default_namespace(Some(" "), Some("b\n")), "b");
+        assert_eq!(default_namespace(None, None), "draguard");
+    }
+
+    #[test]
+    fn renewal_window() {
+        let year = Validity {
+            not_before: 0,
+            not_after: 365 * DAY,
+        };
+        // A third of a year remains from day 244 on (365 - 121.67).
+        assert!(!year.needs_renewal(243 * DAY));
+        assert!(year.needs_renewal(244 * DAY));
+        let short = Validity {
+            not_before: 0,
+            not_after: 60 * DAY,
+        };
+        // 30 days beat a third of 60.
+        assert!(!short.needs_renewal(29 * DAY));
+        assert!(short.needs_renewal(30 * DAY));
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let max = Duration::from_secs(60);
+        let delays: Vec<u64> = (1..=8).map(|n| backoff(n, max).as_secs()).collect();
+        assert_eq!(delays, [1, 2, 4, 8, 16, 32, 60, 60]);
+        assert_eq!(backoff(u32::MAX, max), max);
+    }
+
+    #[test]
+    fn a_fresh_bundle_is_kept_and_verifies() {
+        let names = settings().dns_names();
+        let now = at("2026-11-23T08:00:00Z");
+        let bundle = generate(&names, now).unwrap();
+        assert_eq!(assess(&bundle.to_data(), &names, now.as_second()), Verdict::Keep);
+        let ca = parse_certs(&bundle.ca_cert).unwrap();
+        let leaf = parse_certs(&bundle.tls_cert).unwrap();
+        verify(&ca[0], &leaf[0], &[], &names, now.as_second()).unwrap();
+        let serving = validity(&leaf[0]).unwrap();
+        assert_eq!(serving.not_after - serving.not_before, 366 * DAY);
+        let ca = validity(&ca[0]).unwrap();
+        assert_eq!(ca.not_after - ca.not_before, 3651 * DAY);
+    }
+
+    #[test]
+    fn an_aging_serving_certificate_is_renewed_from_the_same_ca() {
+        let names = settings().dns_names();
+        let then = at("2026-01-01T00:00:00Z");
+        let old = generate(&names, then).unwrap();
+        let now = at("2026-10-01T00:00:00Z");
+        let verdict = assess(&old.to_data(), &names, now.as_second());
+        assert!(matches!(verdict, Verdict::RenewServing(_)), "{verdict:?}");
+        let new = renew(&old.to_data(), &verdict, &names, now).unwrap().unwrap();
+        assert_eq!(new.ca_cert, old.ca_cert);
+        assert_eq!(new.ca_key, old.ca_key);
+        assert_ne!(new.tls_cert, old.tls_cert);
+        assert_eq!(assess(&new.to_data(), &names, now.as_second()), Verdict::Keep);
+    }
+
+    #[test]
+    fn other_names_or_a_foreign_key_renew_the_serving_certificate() {
+        let names = settings().dns_names();
+        let now = at("2026-11-23T08:00:00Z");
+        let bundle = generate(&names, now).unwrap();
+        let moved = Settings::new("s", "elsewhere", "draguard", "draguard").dns_names();
+        assert!(matches!(
+            assess(&bundle.to_data(), &moved, now.as_second()),
+            Verdict::RenewServing(r) if r.contains("draguard.elsewhere")
+        ));
+        let other = generate(&names, now).unwrap();
+        let mut mixed = bundle.clone();
+        mixed.tls_key = other.tls_key.clone();
+        assert!(matches!(
+            assess(&mixed.to_data(), &names, now.as_second()),
+            Verdict::RenewServing(r) if r.contains("does not belong")
+        ));
+        // Signed by another CA.
+        let mut foreign = bundle;
+        foreign.tls_cert = other.tls_cert;
+        foreign.tls_key = other.tls_key;
+        assert!(matches!(
+            assess(&foreign.to_data(), &names, now.as_second()),
+            Verdict::RenewServing(_)
+        ));
+    }
+
+    #[test]
+    fn garbage_or_a_missing_key_regenerates() {
+        let names = settings().dns_names();
+        let now = at("2026-11-23T08:00:00Z");
+        let bundle = generate(&names, now).unwrap();
+        let mut data = bundle.to_data();
+        data.remove(CA_KEY);
+        let verdict = assess(&data, &names, now.as_second());
+        assert_eq!(verdict, Verdict::Regenerate("no ca.key".into()));
+        let mut data = bundle.to_data();
+        data.insert(
+            CA_CERT.into(),
+            ByteString(b"-----BEGIN CERTIFICATE-----\nAAAA\n".to_vec()),
+        );
+        assert!(matches!(assess(&data, &names, now.as_second()), Verdict::Regenerate(_)));
+        let mut data = bundle.to_data();
+        data.insert(CA_KEY.into(), ByteString(vec![0xff, 0xfe]));
+        let verdict = assess(&data, &names, now.as_second());
+        assert!(matches!(verdict, Verdict::Regenerate(_)));
+        let new = renew(&data, &verdict, &names, now).unwrap().unwrap();
+        assert_ne!(new.ca_cert, bundle.ca_cert);
+        assert_eq!(assess(&new.to_data(), &names, now.as_second()), Verdict::Keep);
+        // The serving certificate is not a CA.
+        let mut data = bundle.to_data();
+        data.insert(CA_CERT.into(), ByteString(bundle.tls_cert.clone().into_bytes()));
+        data.insert(CA_KEY.into(), ByteString(bundle.tls_key.clone().into_bytes()));
+        assert!(matches!(assess(&data, &names, now.as_second()), Verdict::Regenerate(r) if r.contains("not a CA")));
+    }
+
+    #[test]
+    fn an_aging_ca_is_rotated_and_the_old_one_stays_trusted() {
+        let names = settings().dns_names();
+        let then = at("2020-01-01T00:00:00Z");
+        let old = generate(&names, then).unwrap();
+        let now = at("2027-01-01T00:00:00Z");
+        let verdict = assess(&old.to_data(), &names, now.as_second());
+        assert!(matches!(verdict, Verdict::RotateCa(_)), "{verdict:?}");
+        let new = renew(&old.to_data(), &verdict, &names, now).unwrap().unwrap();
+        let cas = parse_certs(&new.ca_cert).unwrap();
+        assert_eq!(cas.len(), 2, "new CA, then the old one");
+        assert_eq!(to_pem(&cas[1]), old.ca_cert);
+        assert_ne!(new.ca_key, old.ca_key);
+        let leaf = parse_certs(&new.tls_cert).unwrap();
+        verify(&cas[0], &leaf[0], &[], &names, now.as_second()).unwrap();
+        assert_eq!(assess(&new.to_data(), &names, now.as_second()), Verdict::Keep);
+        // The old one goes once it has expired.
+        let later = at("2030-06-01T00:00:00Z");
+        assert_eq!(retain_unexpired(&new.ca_cert, later.as_second()), to_pem(&cas[0]));
+    }
+
+    #[test]
+    fn an_expired_ca_regenerates() {
+        let names = settings().dns_names();
+        let old = generate(&names, at("2010-01-01T00:00:00Z")).unwrap();
+        let now = at("2026-11-23T08:00:00Z");
+        assert!(matches!(
+            assess(&old.to_data(), &names, now.as_second()),
+            Verdict::Regenerate(r) if r.contains("expired")
+        ));
+    }
+
+    #[test]
+    fn the_serving_certificate_never_outlives_its_ca() {
+        let names = settings().dns_names();
+        let ca = generate(&names, at("2017-01-01T00:00:00Z")).unwrap();
+        let now = at("2026-10-01T00:00:00Z");
+        let (cert, _) = issue(&ca.ca_cert, &ca.ca_key, &names, now).unwrap();
+        let ca_until = validity(&parse_certs(&ca.ca_cert).unwrap()[0]).unwrap().not_after;
+        let until = validity(&parse_certs(&cert).unwrap()[0]).unwrap().not_after;
+        assert!(until <= ca_until);
+    }
+
+    fn entry(name: &str, service: Option<(&str, &str)>, ca: Option<&str>) -> WebhookEntry {
+        WebhookEntry {
+            name: name.into(),
+            service: service.map(|(ns, n)| (ns.into(), n.into())),
+            ca_bundle: ca.map(|c| c.as_bytes().to_vec()),
+        }
+    }
+
+    #[test]
+    fn the_patch_touches_only_our_entries_that_differ() {
+        let entries = [
+            entry("other.example", Some(("other", "draguard")), None),
+            entry("mutate.draguard.dev", Some(("draguard", "draguard")), Some("")),
+            entry("url.example", None, Some("x")),
+            entry("done.draguard.dev", Some(("draguard", "draguard")), Some("CA")),
+            entry("bare.draguard.dev", Some(("draguard", "draguard")), None),
+        ];
+        let plan = ca_bundle_plan(&entries, "draguard", "draguard", b"CA");
+        assert_eq!(plan.ours, 3);
+        assert_eq!(
+            plan.ops,
+            [
+                json!({"op": "test", "path": "/webhooks/1/name", "value": "mutate.draguard.dev"}),
+                json!({"op": "test", "path": "/webhooks/1/clientConfig/caBundle", "value": ""}),
+                json!({"op": "add", "path": "/webhooks/1/clientConfig/caBundle", "value": "Q0E="}),
+                json!({"op": "test", "path": "/webhooks/4/name", "value": "bare.draguard.dev"}),
+                json!({"op": "add", "path": "/webhooks/4/clientConfig/caBundle", "value": "Q0E="}),
+            ]
+        );
+        // The ops parse as a JSON patch and do what they say.
+        let mut doc = json!({"webhooks": [
+            {"name": "other.example", "clientConfig": {}},
+            {"name": "mutate.draguard.dev", "clientConfig": {"caBundle": ""}},
+            {"name": "url.example", "clientConfig": {"caBundle": "eA=="}},
+            {"name": "done.draguard.dev", "clientConfig": {"caBundle": "Q0E="}},
+            {"name": "bare.draguard.dev", "clientConfig": {}},
+        ]});
+        let before = doc.clone();
+        let patch: json_patch::Patch = serde_json::from_value(Value::Array(plan.ops.clone())).unwrap();
+        json_patch::patch(&mut doc, &patch).unwrap();
+        for i in 0..5 {
+            let expected = if i == 1 || i == 4 {
+                json!("Q0E=")
+            } else {
+                before["webhooks"][i]["clientConfig"]["caBundle"].clone()
+            };
+            assert_eq!(doc["webhooks"][i]["clientConfig"]["caBundle"], expected, "entry {i}");
+        }
+        // Reordered meanwhile: the name test fails, nothing is written.
+        let mut reordered = before.clone();
+        reordered["webhooks"].as_array_mut().unwrap().swap(0, 1);
+        assert!(json_patch::patch(&mut reordered, &patch).is_err());
+        let done = ca_bundle_plan(&entries[3..4], "draguard", "draguard", b"CA");
+        assert_eq!((done.ours, done.ops.len()), (1, 0), "nothing to write twice");
+        // A caBundle changed since it was read fails the patch.
+        let mut doc = json!({"webhooks": [{}, {"name": "mutate.draguard.dev", "clientConfig": {"caBundle": "TkVX"}}]});
+        let patch: json_patch::Patch = serde_json::from_value(Value::Array(plan.ops[..3].to_vec())).unwrap();
+        assert!(json_patch::patch(&mut doc, &patch).is_err());
+    }
+}
