@@ -9,6 +9,8 @@
 pub mod certs;
 mod duration;
 mod metrics;
+#[cfg(target_os = "linux")]
+mod process;
 mod routes;
 mod tls;
 
@@ -75,6 +77,9 @@ pub type ReadyCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 /// Everything [`start`] needs.
 pub struct ServerConfig {
     pub listen: SocketAddr,
+    /// When set: plain-HTTP `GET /metrics` on this address as well, for
+    /// Prometheus to scrape without TLS.
+    pub metrics_listen: Option<SocketAddr>,
     pub tls: TlsSource,
     /// Largest request body accepted; larger ones get HTTP 413.
     pub max_body: usize,
@@ -97,6 +102,7 @@ impl ServerConfig {
     pub fn new(listen: SocketAddr, tls: TlsSource) -> Self {
         ServerConfig {
             listen,
+            metrics_listen: None,
             tls,
             max_body: DEFAULT_MAX_BODY,
             cluster: Arc::new(NoCluster),
@@ -169,6 +175,7 @@ impl ShutdownHandle {
 /// [`ShutdownHandle`]) stops the server as [`RunningServer::shutdown`] would.
 pub struct RunningServer {
     local_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     ca_file: Option<PathBuf>,
     stop: ShutdownHandle,
     task: JoinHandle<()>,
@@ -178,6 +185,11 @@ impl RunningServer {
     /// The bound address (the real port when asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The bound plain-HTTP metrics address, when asked for one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// The CA that signed the generated certificate, for the webhook's caBundle.
@@ -228,6 +240,15 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         addr: config.listen,
         source,
     })?;
+    // Bound before anything starts, so a busy metrics port is a startup
+    // error like a busy HTTPS port.
+    let (metrics_listener, metrics_addr) = match config.metrics_listen {
+        Some(addr) => {
+            let (listener, bound) = bind(addr).await?;
+            (Some(listener), Some(bound))
+        }
+        None => (None, None),
+    };
     let (stop_tx, stop_rx) = watch::channel(false);
     if let Some(reloader) = prepared.reloader {
         tokio::spawn(reloader.run(config.reload_every, stop_rx.clone()));
@@ -246,16 +267,56 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             }
         });
     }
-    let state = routes::AppState::new(config.cluster, config.ready, config.policies, config.ptr);
+    let mut metrics = metrics::Metrics::new();
+    metrics.watch_policies(config.policies.clone());
+    metrics.watch_certificate(prepared.store);
+    metrics.watch_caches(config.cluster.clone());
+    let metrics = Arc::new(metrics);
+    let state = routes::AppState::new(
+        config.cluster,
+        config.ready,
+        metrics.clone(),
+        config.policies,
+        config.ptr,
+    );
     let app = routes::router(state, config.max_body);
     let acceptor = TlsAcceptor::from(Arc::new(prepared.rustls));
-    let task = tokio::spawn(accept_loop(listener, acceptor, app, stop_rx));
+    let https = accept_loop(listener, acceptor, app, stop_rx.clone());
+    let task = match metrics_listener {
+        Some(listener) => {
+            let plain = serve_metrics(listener, metrics, stop_rx);
+            // One task, so `wait` returns once both have stopped.
+            tokio::spawn(async move {
+                tokio::join!(https, plain);
+            })
+        }
+        None => tokio::spawn(https),
+    };
     Ok(RunningServer {
         local_addr,
+        metrics_addr,
         ca_file: prepared.ca_file,
         stop: ShutdownHandle(Arc::new(stop_tx)),
         task,
     })
+}
+
+/// A listener and the address it got (the real port when asked for 0).
+async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), ServerError> {
+    let bind_error = |source| ServerError::Bind { addr, source };
+    let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+    let bound = listener.local_addr().map_err(bind_error)?;
+    Ok((listener, bound))
+}
+
+/// `GET /metrics` over plain HTTP until shutdown. A scrape is short, so
+/// unlike the webhook port there is nothing worth draining.
+async fn serve_metrics(listener: TcpListener, metrics: Arc<metrics::Metrics>, mut stop: watch::Receiver<bool>) {
+    let app = routes::metrics_router(metrics);
+    let stopping = async move { stopped(&mut stop).await };
+    if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stopping).await {
+        tracing::warn!(error = %e, "the metrics listener failed");
+    }
 }
 
 /// Waits for SIGTERM (what the kubelet sends) or Ctrl-C.
@@ -293,6 +354,8 @@ async fn sigterm() {
 
 struct PreparedTls {
     rustls: rustls::ServerConfig,
+    /// The certificate served, for the expiry metric.
+    store: Arc<tls::CertStore>,
     ca_file: Option<PathBuf>,
     reloader: Option<tls::Reloader>,
 }
@@ -302,7 +365,8 @@ fn prepare_tls(source: &TlsSource) -> Result<PreparedTls, ServerError> {
         TlsSource::Files { cert, key } => {
             let (store, reloader) = tls::Reloader::load(cert, key)?;
             Ok(PreparedTls {
-                rustls: tls::server_config(store)?,
+                rustls: tls::server_config(store.clone())?,
+                store,
                 ca_file: None,
                 reloader: Some(reloader),
             })
@@ -316,7 +380,8 @@ fn prepare_tls(source: &TlsSource) -> Result<PreparedTls, ServerError> {
             );
             let store = tls::CertStore::load(&generated.cert, &generated.key)?;
             Ok(PreparedTls {
-                rustls: tls::server_config(store)?,
+                rustls: tls::server_config(store.clone())?,
+                store,
                 ca_file: Some(generated.ca_cert),
                 reloader: None,
             })
