@@ -322,3 +322,50 @@ impl Summary {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::log_capture::{capture, top_level_keys};
+
+    fn denial() -> Summary {
+        Summary {
+            uid: "u-1".into(),
+            kind: "ResourceClaim".into(),
+            decoded: true,
+            handled: Some("ResourceClaim"),
+            namespace: "ml".into(),
+            name: "c".into(),
+            operation: "CREATE",
+            allowed: false,
+            causes: 1,
+            reason: "spec.devices.requests[0].name: Required value".into(),
+            audit: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_denial_logs_its_reason_beside_one_message() {
+        let logged = capture(true, false, || {
+            denial().log(Endpoint::Validate, Duration::from_micros(42))
+        });
+        let line = logged.lines().next().expect("one line");
+        let keys = top_level_keys(line);
+        assert_eq!(keys.iter().filter(|k| *k == "message").count(), 1, "{keys:?}");
+        let json: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(json["message"], "admission review denied");
+        assert_eq!(json["reason"], "spec.devices.requests[0].name: Required value");
+        assert_eq!(json["object"], "ml/c");
+        assert_eq!(json["micros"], 42);
+    }
+
+    #[test]
+    fn kind_labels_are_bounded() {
+        let mut s = denial();
+        assert_eq!(s.kind_label(), "ResourceClaim");
+        s.handled = None;
+        assert_eq!(s.kind_label(), "other");
+        s.decoded = false;
+        assert_eq!(s.kind_label(), "undecodable");
+    }
+}
