@@ -456,6 +456,57 @@ mod tests {
         }
     }
 
+    /// Every metric name the alerts and the dashboard in deploy/monitoring
+    /// query is one this server exports, so a rename breaks this test
+    /// rather than silently emptying a panel or an alert. Linux only: the
+    /// `process_*` metrics are.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn deploy_monitoring_queries_exported_metrics() {
+        let mut m = Metrics::new();
+        m.watch_policies(PolicyStore::default());
+        m.watch_caches(Arc::new(Caches));
+        m.answered("validate", "Pod", true, Duration::from_millis(1));
+        let text = m.render();
+        let exported: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split(['{', ' ']).next())
+            .collect();
+        // The certificate gauge needs a served certificate; e2e_metrics
+        // checks its line.
+        let exported_elsewhere = ["draguard_certificate_expiry_timestamp_seconds"];
+
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/monitoring");
+        let mut used = std::collections::BTreeSet::new();
+        for file in ["prometheusrule.yaml", "dashboard.json"] {
+            let text = std::fs::read_to_string(dir.join(file)).unwrap();
+            for (start, _) in text.match_indices(['d', 'p']) {
+                let rest = &text[start..];
+                if !(rest.starts_with("draguard_") || rest.starts_with("process_")) {
+                    continue;
+                }
+                let before = text[..start].chars().next_back();
+                if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                used.insert(rest[..end].to_owned());
+            }
+        }
+        assert!(used.len() >= 15, "found only {used:?}");
+        let unknown: Vec<&String> = used
+            .iter()
+            .filter(|n| !exported.contains(n.as_str()) && !exported_elsewhere.contains(&n.as_str()))
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "deploy/monitoring queries {unknown:?}; exported: {exported:?}"
+        );
+    }
+
     #[test]
     fn no_cluster_no_cache_series() {
         let mut m = Metrics::new();
