@@ -309,13 +309,27 @@ async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), ServerError
     Ok((listener, bound))
 }
 
-/// `GET /metrics` over plain HTTP until shutdown. A scrape is short, so
-/// unlike the webhook port there is nothing worth draining.
-async fn serve_metrics(listener: TcpListener, metrics: Arc<metrics::Metrics>, mut stop: watch::Receiver<bool>) {
+/// `GET /metrics` over plain HTTP until shutdown. A scrape in flight may
+/// finish, within the webhook's drain time, so that a client that never
+/// closes its connection cannot hold the process up.
+async fn serve_metrics(listener: TcpListener, metrics: Arc<metrics::Metrics>, stop: watch::Receiver<bool>) {
+    use std::future::IntoFuture as _;
     let app = routes::metrics_router(metrics);
-    let stopping = async move { stopped(&mut stop).await };
-    if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stopping).await {
-        tracing::warn!(error = %e, "the metrics listener failed");
+    let (mut graceful, mut deadline) = (stop.clone(), stop);
+    let serve = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stopped(&mut graceful).await })
+        .into_future();
+    let give_up = async move {
+        stopped(&mut deadline).await;
+        tokio::time::sleep(DRAIN_TIMEOUT).await;
+    };
+    tokio::select! {
+        served = serve => {
+            if let Err(e) = served {
+                tracing::warn!(error = %e, "the metrics listener failed");
+            }
+        }
+        () = give_up => tracing::warn!("metrics connections still open after {DRAIN_TIMEOUT:?}; closing them"),
     }
 }
 
