@@ -1,14 +1,21 @@
 //! `/metrics` end to end: the plain-HTTP listener of `--metrics-listen`, and
 //! the state metrics (build, certificate, policies) as a scrape sees them.
 
+mod support {
+    pub mod fake_apiserver;
+}
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use draguard::cluster::live::LiveView;
 use draguard::server::{self, RunningServer, ServerConfig, ServerError, TlsSource};
 use reqwest::StatusCode;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use serde_json::json;
+use support::fake_apiserver::{FakeApiServer, Objects};
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -27,6 +34,13 @@ async fn start(tls: TlsSource, adjust: impl FnOnce(&mut ServerConfig)) -> Runnin
     let mut config = ServerConfig::new(loopback(), tls);
     config.metrics_listen = Some(loopback());
     adjust(&mut config);
+    server::start(config).await.expect("server starts")
+}
+
+/// With a plain metrics port, judging with the watched caches of `view`.
+async fn start_watching(certs: &Path, view: LiveView) -> RunningServer {
+    let mut config = ServerConfig::new(loopback(), generated(certs)).with_live_view(view);
+    config.metrics_listen = Some(loopback());
     server::start(config).await.expect("server starts")
 }
 
@@ -204,5 +218,80 @@ async fn policy_reloads_are_counted_by_result() {
     let text = scrape_until(&server, r#"draguard_policy_reloads_total{result="success"} 2"#).await;
     assert!(has(&text, "draguard_policy_last_reload_successful 1"), "{text}");
     assert!(has(&text, "draguard_policies_loaded 2"), "{text}");
+    server.stop().await.unwrap();
+}
+
+fn namespace(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "resourceVersion": "1"}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_state_comes_from_the_watches() {
+    let mut objects = Objects::default();
+    objects
+        .lists
+        .insert("namespaces".into(), vec![namespace("default"), namespace("ml")]);
+    objects.lists.insert(
+        "resourceclaims".into(),
+        vec![json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "a", "namespace": "ml", "resourceVersion": "1"},
+            "spec": {"devices": {"requests": []}}})],
+    );
+    let api = FakeApiServer::start(objects).await;
+    let view = LiveView::start(api.client());
+    let certs = tempfile::tempdir().unwrap();
+    let server = start_watching(certs.path(), view).await;
+    let text = scrape_until(&server, r#"draguard_cache_synced{cache="resourceslicepatches"} 1"#).await;
+    for line in [
+        r#"draguard_cache_synced{cache="namespaces"} 1"#,
+        r#"draguard_cache_synced{cache="resourceclaims"} 1"#,
+        r#"draguard_cache_synced{cache="resourcequotas"} 1"#,
+        r#"draguard_cache_objects{cache="namespaces"} 2"#,
+        r#"draguard_cache_objects{cache="resourceclaims"} 1"#,
+        r#"draguard_cache_objects{cache="resourcequotas"} 0"#,
+        r#"draguard_cache_objects{cache="resourceslicepatches"} 0"#,
+        r#"draguard_cache_watch_errors_total{cache="namespaces"} 0"#,
+    ] {
+        // Each cache syncs on its own; wait for every line.
+        let text = if has(&text, line) {
+            text.clone()
+        } else {
+            scrape_until(&server, line).await
+        };
+        assert!(has(&text, line), "missing {line:?} in\n{text}");
+    }
+    server.stop().await.unwrap();
+}
+
+/// A port nothing listens on: connections are refused at once.
+fn closed_port() -> SocketAddr {
+    let listener = std::net::TcpListener::bind(loopback()).unwrap();
+    listener.local_addr().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_cluster_shows_as_unsynced_caches_with_errors() {
+    let url: axum::http::Uri = format!("http://{}", closed_port()).parse().unwrap();
+    let client = kube::Client::try_from(kube::Config::new(url)).unwrap();
+    let view = LiveView::start(client);
+    let certs = tempfile::tempdir().unwrap();
+    let server = start_watching(certs.path(), view).await;
+    let errors = |text: &str| -> Option<u64> {
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(r#"draguard_cache_watch_errors_total{cache="namespaces"} "#))?;
+        line.parse().ok()
+    };
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = scrape(&server).await.2;
+        if errors(&text).is_some_and(|n| n > 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(errors(&text).is_some_and(|n| n > 0), "{text}");
+    assert!(has(&text, r#"draguard_cache_synced{cache="namespaces"} 0"#), "{text}");
+    assert!(has(&text, r#"draguard_cache_objects{cache="namespaces"} 0"#), "{text}");
     server.stop().await.unwrap();
 }
