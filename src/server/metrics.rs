@@ -74,17 +74,19 @@ impl Metrics {
     /// methods before sharing it.
     pub(crate) fn new() -> Self {
         let mut registry = Registry::default();
+        // Help texts registered here have no final period: the registry
+        // adds one. Collectors write theirs whole.
         let requests = Family::<RequestLabels, Counter>::default();
         // prometheus-client appends `_total` to counters itself.
         registry.register(
             "draguard_admission_requests",
-            "AdmissionReviews answered, by endpoint, object kind and verdict.",
+            "AdmissionReviews answered, by endpoint, object kind and verdict",
             requests.clone(),
         );
         let review_seconds = Family::new_with_constructor(review_histogram as fn() -> Histogram);
         registry.register(
             "draguard_admission_review_seconds",
-            "Time to answer one AdmissionReview, from body read to verdict, by endpoint.",
+            "Time to answer one AdmissionReview, from body read to verdict, by endpoint",
             review_seconds.clone(),
         );
         let mut counter = |name: &str, help: &str| {
@@ -94,24 +96,24 @@ impl Metrics {
         };
         let unhandled_kinds = counter(
             "draguard_unhandled_kinds",
-            "AdmissionReviews for kinds draguard does not judge (allowed unchanged).",
+            "AdmissionReviews for kinds draguard does not judge (allowed unchanged)",
         );
         let bad_requests = counter(
             "draguard_bad_requests",
-            "Requests answered with HTTP 400 or 413: not an AdmissionReview, or too large.",
+            "Requests answered with HTTP 400 or 413: not an AdmissionReview, or too large",
         );
         let timeouts = counter(
             "draguard_review_timeouts",
-            "Reviews that missed the apiserver's deadline (answered with HTTP 504).",
+            "Reviews that missed the apiserver's deadline (answered with HTTP 504)",
         );
         let policy_audits = counter(
             "draguard_policy_audit_violations",
-            "Tolerations an Audit-mode policy would have denied (admitted and recorded).",
+            "Tolerations an Audit-mode policy would have denied (admitted and recorded)",
         );
         // The encoder appends `_info`.
         registry.register(
             "draguard_build",
-            "The running draguard: version, git commit and the Kubernetes version whose rules it carries.",
+            "The running draguard: version, git commit and the Kubernetes version whose rules it carries",
             Info::new([
                 ("version", build_info::VERSION),
                 ("commit", build_info::GIT_COMMIT),
@@ -344,6 +346,7 @@ mod tests {
         m.audited(3);
         let text = m.render();
         for line in [
+            "# HELP draguard_bad_requests Requests answered with HTTP 400 or 413: not an AdmissionReview, or too large.",
             "# TYPE draguard_admission_requests counter",
             "draguard_admission_requests_total{endpoint=\"validate\",kind=\"ResourceClaim\",allowed=\"true\"} 2",
             "draguard_admission_requests_total{endpoint=\"mutate\",kind=\"other\",allowed=\"true\"} 1",
