@@ -264,7 +264,7 @@ async fn metrics_count_reviews_and_unhandled_kinds() {
     for line in [
         r#"draguard_admission_requests_total{endpoint="validate",kind="ResourceClaim",allowed="true"} 1"#,
         r#"draguard_admission_requests_total{endpoint="validate",kind="other",allowed="true"} 1"#,
-        "draguard_admission_review_seconds_count 2",
+        r#"draguard_admission_review_seconds_count{endpoint="validate"} 2"#,
         "draguard_unhandled_kinds_total 1",
         "draguard_bad_requests_total 0",
     ] {

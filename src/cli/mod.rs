@@ -102,17 +102,159 @@ pub fn load_policies(tool: &str, dir: Option<&std::path::Path>) -> Result<crate:
     }
 }
 
-/// Log output for every subcommand: human-readable on a terminal, JSON lines
-/// when asked (for log collectors). `RUST_LOG` overrides the level.
+/// Log output for every subcommand: human-readable text, or JSON lines when
+/// asked (for log collectors). `RUST_LOG` overrides the level.
+///
+/// JSON lines carry the event's text as the one top-level `message` key,
+/// next to the event's fields (which therefore are never named `message`).
+/// Text is coloured only on a terminal and never with `NO_COLOR` set, so
+/// redirected logs and `kubectl logs` hold no escape codes.
 pub fn init_logging(json: bool) {
+    use std::io::IsTerminal as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let ansi = colour_wanted(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR"));
+    let _ = log_subscriber(json, ansi, env_filter(), std::io::stderr).try_init();
+}
+
+fn env_filter() -> tracing_subscriber::EnvFilter {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if json {
-        builder.json().try_init()
+    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+}
+
+/// The subscriber [`init_logging`] installs, writing to `writer` (tests
+/// give it a buffer).
+pub(crate) fn log_subscriber<W>(
+    json: bool,
+    ansi: bool,
+    filter: tracing_subscriber::EnvFilter,
+    writer: W,
+) -> Box<dyn tracing::Subscriber + Send + Sync>
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    if json {
+        // Without flattening, the text sits in a nested `fields` object
+        // that collectors do not look in for the message.
+        Box::new(builder.json().flatten_event(true).finish())
     } else {
-        builder.try_init()
-    };
+        Box::new(builder.with_ansi(ansi).finish())
+    }
+}
+
+/// <https://no-color.org>: set and not empty means no colour.
+fn colour_wanted(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+pub(crate) mod log_capture {
+    //! Runs code under [`super::log_subscriber`] writing into a buffer.
+
+    use std::io::Write;
+    use std::sync::{Arc, Mutex, PoisonError};
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What `f` logged (at debug and above), as text.
+    pub(crate) fn capture(json: bool, ansi: bool, f: impl FnOnce()) -> String {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let filter = tracing_subscriber::EnvFilter::new("debug");
+        let subscriber = super::log_subscriber(json, ansi, filter, move || writer.clone());
+        tracing::subscriber::with_default(subscriber, f);
+        let bytes = buffer.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        String::from_utf8(bytes).expect("logs are UTF-8")
+    }
+
+    /// The top-level keys of a JSON object, in order and with repeats
+    /// (a map would hide a duplicate `message`).
+    pub(crate) fn top_level_keys(line: &str) -> Vec<String> {
+        struct Keys(Vec<String>);
+        impl<'de> serde::Deserialize<'de> for Keys {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Visitor;
+                impl<'de> serde::de::Visitor<'de> for Visitor {
+                    type Value = Keys;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("a JSON object")
+                    }
+                    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                        let mut keys = Vec::new();
+                        while let Some((key, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                            keys.push(key);
+                        }
+                        Ok(Keys(keys))
+                    }
+                }
+                d.deserialize_map(Visitor)
+            }
+        }
+        match serde_json::from_str::<Keys>(line) {
+            Ok(keys) => keys.0,
+            Err(e) => panic!("not a JSON object: {e}: {line:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_capture::{capture, top_level_keys};
+
+    #[test]
+    fn json_lines_have_one_top_level_message() {
+        let logged = capture(true, false, || {
+            tracing::info!(reason = "a \"quoted\" reason", count = 3, "admission review denied");
+            tracing::warn!(error = "boom", "second line");
+        });
+        let lines: Vec<&str> = logged.lines().collect();
+        assert_eq!(lines.len(), 2, "{logged}");
+        let keys = top_level_keys(lines[0]);
+        assert_eq!(keys.iter().filter(|k| *k == "message").count(), 1, "{keys:?}");
+        assert!(!keys.iter().any(|k| k == "fields"), "flattened: {keys:?}");
+        let first: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(first["message"], "admission review denied");
+        assert_eq!(first["reason"], "a \"quoted\" reason");
+        assert_eq!(first["count"], 3);
+        assert_eq!(first["level"], "INFO");
+        let second: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(
+            (&second["message"], &second["error"]),
+            (&"second line".into(), &"boom".into())
+        );
+    }
+
+    #[test]
+    fn text_has_no_escape_codes_without_colour() {
+        let plain = capture(false, false, || tracing::warn!(what = "namespaces", "watch error"));
+        assert!(plain.contains("watch error"), "{plain}");
+        assert!(!plain.contains('\u{1b}'), "{plain:?}");
+        let coloured = capture(false, true, || tracing::warn!("watch error"));
+        assert!(coloured.contains('\u{1b}'), "the switch does something: {coloured:?}");
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        use super::colour_wanted;
+        assert!(colour_wanted(true, None));
+        assert!(colour_wanted(true, Some("".into())), "empty NO_COLOR is unset");
+        assert!(!colour_wanted(true, Some("1".into())));
+        assert!(!colour_wanted(false, None));
+        assert!(!colour_wanted(false, Some("1".into())));
+    }
 }

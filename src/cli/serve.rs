@@ -21,6 +21,11 @@ pub struct ServeArgs {
     /// Address and port to serve HTTPS on.
     #[arg(long, default_value = "0.0.0.0:8443", value_name = "ADDR")]
     pub listen: SocketAddr,
+    /// Also serve `GET /metrics` over plain HTTP on this address (e.g.
+    /// `0.0.0.0:9090`), for Prometheus to scrape without TLS. The HTTPS
+    /// `/metrics` stays.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
     /// PEM certificate (chain) to serve; reloaded when the file changes.
     #[arg(long, requires = "tls_key", value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
@@ -155,6 +160,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         None => tracing::warn!("no --policies folder named: no toleration policy applies"),
     }
     config.max_body = args.max_body;
+    config.metrics_listen = args.metrics_listen;
     config.ptr = args.ptr.load()?.map(std::sync::Arc::new);
     let cluster = live_view(&args).await?;
     if let Some((view, _)) = &cluster {
@@ -195,6 +201,9 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         tokio::spawn(draguard_sync(client, policies, view));
     }
     tracing::info!(listen = %running.local_addr(), %tls, max_body = args.max_body, "serving admission reviews");
+    if let Some(addr) = running.metrics_addr() {
+        tracing::info!(listen = %addr, "serving plain-HTTP /metrics");
+    }
     let stop = running.shutdown_handle();
     tokio::spawn(async move {
         server::shutdown_signal().await;
@@ -348,6 +357,7 @@ mod tests {
         assert_eq!(args.certs_dir, PathBuf::from("certs"));
         assert_eq!(args.policies, None, "no policy folder is picked up implicitly");
         assert_eq!(args.log_format, LogFormat::Text);
+        assert_eq!(args.metrics_listen, None);
         assert_eq!(
             tls_source(&args),
             TlsSource::Generate {
@@ -382,8 +392,11 @@ mod tests {
             "512Ki",
             "--log-format",
             "json",
+            "--metrics-listen",
+            "0.0.0.0:9090",
         ])
         .unwrap();
+        assert_eq!(args.metrics_listen, Some("0.0.0.0:9090".parse().unwrap()));
         assert_eq!(args.sans, ["a.example", "10.0.0.1"]);
         assert_eq!(args.max_body, 512 << 10);
         assert_eq!(args.log_format, LogFormat::Json);

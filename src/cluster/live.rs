@@ -1,6 +1,9 @@
 //! The live view: kube-rs reflectors kept current by watches.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
@@ -11,7 +14,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
-use super::ClusterView;
+use super::error_log::{ErrorLog, Report};
+use super::{CacheState, ClusterView};
 use crate::objects::patch::PatchSpec;
 use crate::objects::{ClaimSpec, ClaimVersion};
 use crate::quota::{Charge, Limits, charge};
@@ -24,10 +28,44 @@ pub struct LiveView {
     quotas: Store<ResourceQuota>,
     /// draguard.dev/v1alpha1 ResourceSlicePatches (empty without the CRD).
     patches: Store<DynamicObject>,
+    /// One per store above, in the same order.
+    health: [Arc<WatchHealth>; 4],
 }
 
+/// What a reflector task tells `/metrics` about its watch; atomics, so the
+/// task never waits for a scrape.
+#[derive(Debug)]
+struct WatchHealth {
+    what: &'static str,
+    synced: AtomicBool,
+    errors: AtomicU64,
+}
+
+impl WatchHealth {
+    fn new(what: &'static str) -> Arc<Self> {
+        Arc::new(WatchHealth {
+            what,
+            synced: AtomicBool::new(false),
+            errors: AtomicU64::new(0),
+        })
+    }
+
+    fn state(&self, objects: usize) -> CacheState {
+        CacheState {
+            name: self.what,
+            synced: self.synced.load(Ordering::Relaxed),
+            objects,
+            watch_errors: self.errors.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// At most one line per watch per minute while it keeps failing: enough to
+/// see it is still down, few enough to read the rest of the log.
+const ERROR_LINE_EVERY: Duration = Duration::from_secs(60);
+
 /// Starts one reflector on the current runtime and returns its store.
-fn reflect<K>(api: Api<K>, what: &'static str) -> Store<K>
+fn reflect<K>(api: Api<K>, what: &'static str) -> (Store<K>, Arc<WatchHealth>)
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
@@ -37,7 +75,7 @@ where
 
 /// The CRD's objects, through the dynamic API (the type is draguard's own).
 /// Without the CRD the watch fails quietly and the store stays empty.
-fn reflect_patches(client: Client) -> Store<DynamicObject> {
+fn reflect_patches(client: Client) -> (Store<DynamicObject>, Arc<WatchHealth>) {
     let gvk = GroupVersionKind::gvk("draguard.dev", "v1alpha1", "ResourceSlicePatch");
     let resource = ApiResource::from_gvk_with_plural(&gvk, "resourceslicepatches");
     let api = Api::<DynamicObject>::all_with(client, &resource);
@@ -49,38 +87,73 @@ fn reflect_patches(client: Client) -> Store<DynamicObject> {
     )
 }
 
-fn run_reflector<K>(api: Api<K>, writer: reflector::store::Writer<K>, what: &'static str, quiet: bool) -> Store<K>
+fn run_reflector<K>(
+    api: Api<K>,
+    writer: reflector::store::Writer<K>,
+    what: &'static str,
+    quiet: bool,
+) -> (Store<K>, Arc<WatchHealth>)
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
 {
     let reader = writer.as_reader();
+    let health = WatchHealth::new(what);
     let stream = watcher(api, watcher::Config::default())
         .default_backoff()
-        .reflect(writer)
-        .applied_objects();
+        .reflect(writer);
+    let task_health = health.clone();
     tokio::spawn(async move {
         futures::pin_mut!(stream);
+        let mut log = ErrorLog::new(ERROR_LINE_EVERY);
+        // A missing CRD is expected: its watch speaks at debug level only.
+        macro_rules! say {
+            ($loud:ident, $($arg:tt)*) => {
+                if quiet { tracing::debug!($($arg)*) } else { tracing::$loud!($($arg)*) }
+            };
+        }
         while let Some(event) = stream.next().await {
             match event {
-                Err(e) if quiet => tracing::debug!(error = %e, what, "watch error; retrying"),
-                Err(e) => tracing::warn!(error = %e, what, "watch error; retrying"),
-                Ok(_) => {}
+                Ok(event) => {
+                    if matches!(event, watcher::Event::InitDone) {
+                        task_health.synced.store(true, Ordering::Relaxed);
+                    }
+                    if let Some(errors) = log.succeeded() {
+                        say!(info, what, errors, "watch recovered");
+                    }
+                }
+                Err(e) => {
+                    task_health.errors.fetch_add(1, Ordering::Relaxed);
+                    if let Report::Log { suppressed } = log.failed(Instant::now()) {
+                        say!(
+                            warn,
+                            error = %e,
+                            what,
+                            suppressed,
+                            "watch error; retrying with backoff (at most one line a minute; `suppressed` errors since the last)"
+                        );
+                    }
+                }
             }
         }
     });
-    reader
+    (reader, health)
 }
 
 impl LiveView {
     /// Starts the watches on the current tokio runtime and returns at once;
     /// [`LiveView::wait_ready`] tells when the first lists have arrived.
     pub fn start(client: Client) -> Self {
+        let (namespaces, h0) = reflect(Api::<Namespace>::all(client.clone()), "namespaces");
+        let (claims, h1) = reflect(Api::<ResourceClaim>::all(client.clone()), "resourceclaims");
+        let (quotas, h2) = reflect(Api::<ResourceQuota>::all(client.clone()), "resourcequotas");
+        let (patches, h3) = reflect_patches(client);
         LiveView {
-            namespaces: reflect(Api::<Namespace>::all(client.clone()), "namespaces"),
-            claims: reflect(Api::<ResourceClaim>::all(client.clone()), "resourceclaims"),
-            quotas: reflect(Api::<ResourceQuota>::all(client.clone()), "resourcequotas"),
-            patches: reflect_patches(client),
+            namespaces,
+            claims,
+            quotas,
+            patches,
+            health: [h0, h1, h2, h3],
         }
     }
 
@@ -139,6 +212,17 @@ impl ClusterView for LiveView {
                 Some((p.metadata.name.clone()?, spec))
             })
             .collect()
+    }
+
+    /// Read at scrape time: a length and two atomics per cache.
+    fn caches(&self) -> Vec<CacheState> {
+        let [namespaces, claims, quotas, patches] = &self.health;
+        vec![
+            namespaces.state(self.namespaces.len()),
+            claims.state(self.claims.len()),
+            quotas.state(self.quotas.len()),
+            patches.state(self.patches.len()),
+        ]
     }
 
     fn resource_quotas(&self, namespace: &str) -> Vec<Limits> {

@@ -2,6 +2,7 @@
 //! [`ClusterView`]; the server backs it with watched caches when it has a
 //! cluster, `check` and tests back it with objects they were given.
 
+mod error_log;
 pub mod live;
 pub mod webhook_certs;
 
@@ -44,6 +45,25 @@ pub trait ClusterView: Send + Sync {
     fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
         Vec::new()
     }
+
+    /// The state of the watched caches behind this view, for `/metrics`;
+    /// empty when nothing is watched.
+    fn caches(&self) -> Vec<CacheState> {
+        Vec::new()
+    }
+}
+
+/// What `/metrics` says about one watched cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheState {
+    /// The resource, e.g. `namespaces`.
+    pub name: &'static str,
+    /// The first full list has arrived (client-go's HasSynced).
+    pub synced: bool,
+    /// Objects in the cache now.
+    pub objects: usize,
+    /// Failed lists and watches so far.
+    pub watch_errors: u64,
 }
 
 /// No cluster at all: nothing is known.

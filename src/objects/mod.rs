@@ -70,6 +70,21 @@ impl Kind {
             _ => None,
         }
     }
+
+    /// The Kubernetes kind name, static so that a metric label built from
+    /// it costs no allocation.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::ResourceClaim(_) => "ResourceClaim",
+            Kind::ResourceClaimTemplate(_) => "ResourceClaimTemplate",
+            Kind::ResourceSlice { .. } => "ResourceSlice",
+            Kind::DeviceTaintRule => "DeviceTaintRule",
+            Kind::ResourceSlicePatch => "ResourceSlicePatch",
+            Kind::Pod => "Pod",
+            Kind::Node => "Node",
+            Kind::Workload(w) => w.name(),
+        }
+    }
 }
 
 /// An object that could not be decoded into the shape its kind requires.

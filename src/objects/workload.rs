@@ -31,6 +31,18 @@ impl Workload {
         }
     }
 
+    /// The Kubernetes kind name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Deployment => "Deployment",
+            Workload::ReplicaSet => "ReplicaSet",
+            Workload::StatefulSet => "StatefulSet",
+            Workload::DaemonSet => "DaemonSet",
+            Workload::Job => "Job",
+            Workload::CronJob => "CronJob",
+        }
+    }
+
     /// JSON-pointer tokens of the pod spec inside the template.
     pub fn pod_spec_tokens(self) -> &'static [&'static str] {
         match self {

@@ -5,33 +5,92 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::PolicySet;
 use super::load::{load_dir, policy_files};
 
 /// The current policies, shared by every request; swapped whole on reload.
 #[derive(Clone, Default)]
-pub struct PolicyStore(Arc<RwLock<Arc<PolicySet>>>);
+pub struct PolicyStore {
+    current: Arc<RwLock<Arc<PolicySet>>>,
+    outcomes: Arc<ReloadOutcomes>,
+}
+
+/// How loading the policy folder went, for `/metrics` to read at scrape
+/// time: plain atomics, so recording costs the reload nothing measurable.
+#[derive(Debug, Default)]
+struct ReloadOutcomes {
+    successes: AtomicU64,
+    failures: AtomicU64,
+    /// Unix milliseconds of the last good load; 0 while there was none.
+    last_success_ms: AtomicI64,
+    /// Whether the latest attempt was good (a fixed file clears a failure).
+    last_failed: AtomicBool,
+}
+
+/// A snapshot of [`PolicyStore`]'s load outcomes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReloadStats {
+    /// Good loads of the folder, the one at start included.
+    pub successes: u64,
+    /// Loads rejected because a file was invalid.
+    pub failures: u64,
+    /// When the last good load happened (Unix seconds), if one did.
+    pub last_success: Option<f64>,
+    /// The latest attempt was rejected: the policies in force are older
+    /// than the folder.
+    pub last_failed: bool,
+}
 
 impl PolicyStore {
+    /// Fixed policies (no folder behind them): no load is recorded.
     pub fn new(set: PolicySet) -> Self {
-        PolicyStore(Arc::new(RwLock::new(Arc::new(set))))
+        PolicyStore {
+            current: Arc::new(RwLock::new(Arc::new(set))),
+            outcomes: Arc::default(),
+        }
     }
 
     pub fn current(&self) -> Arc<PolicySet> {
-        match self.0.read() {
+        match self.current.read() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
+    /// Puts `set` in force and records a good load of the folder.
     pub fn replace(&self, set: PolicySet) {
         let set = Arc::new(set);
-        match self.0.write() {
+        match self.current.write() {
             Ok(mut guard) => *guard = set,
             Err(poisoned) => *poisoned.into_inner() = set,
+        }
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        self.outcomes.successes.fetch_add(1, Ordering::Relaxed);
+        self.outcomes.last_success_ms.store(now_ms, Ordering::Relaxed);
+        self.outcomes.last_failed.store(false, Ordering::Relaxed);
+    }
+
+    /// Records a load that was rejected; the policies in force stay.
+    pub fn rejected(&self) {
+        self.outcomes.failures.fetch_add(1, Ordering::Relaxed);
+        self.outcomes.last_failed.store(true, Ordering::Relaxed);
+    }
+
+    pub fn reload_stats(&self) -> ReloadStats {
+        let o = &self.outcomes;
+        let last_ms = o.last_success_ms.load(Ordering::Relaxed);
+        ReloadStats {
+            successes: o.successes.load(Ordering::Relaxed),
+            failures: o.failures.load(Ordering::Relaxed),
+            // Milliseconds to seconds: exact enough for "how long ago".
+            last_success: (last_ms > 0).then(|| last_ms as f64 / 1000.0),
+            last_failed: o.last_failed.load(Ordering::Relaxed),
         }
     }
 }
@@ -75,8 +134,39 @@ pub async fn watch(dir: PathBuf, store: PolicyStore, every: Duration) {
                 for e in &errors {
                     tracing::warn!(error = %e, "invalid policy file");
                 }
+                store.rejected();
                 tracing::warn!(dir = %dir.display(), errors = errors.len(), "policy change rejected; the last good policies stay in force");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_good_and_rejected_loads() {
+        let store = PolicyStore::new(PolicySet::default());
+        let fresh = store.reload_stats();
+        assert_eq!(
+            fresh,
+            ReloadStats {
+                successes: 0,
+                failures: 0,
+                last_success: None,
+                last_failed: false
+            }
+        );
+        let before = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+        store.replace(PolicySet::default());
+        store.rejected();
+        let stats = store.reload_stats();
+        assert_eq!((stats.successes, stats.failures, stats.last_failed), (1, 1, true));
+        let at = stats.last_success.unwrap();
+        assert!(at >= before.floor() && at <= before + 60.0, "{at} vs {before}");
+        store.replace(PolicySet::default());
+        let stats = store.reload_stats();
+        assert_eq!((stats.successes, stats.failures, stats.last_failed), (2, 1, false));
     }
 }

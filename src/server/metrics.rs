@@ -1,10 +1,31 @@
-//! Prometheus counters, rendered by hand in the text exposition format.
+//! Prometheus metrics, kept and rendered by `prometheus-client` in the
+//! OpenMetrics text format.
+//!
+//! The request path only touches atomics (one counter family lookup under a
+//! short read lock, one histogram observation); everything that describes
+//! state elsewhere (policies, certificate, caches, the process) is read by
+//! collectors at scrape time, so a review never pays for it.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
+use super::tls::CertStore;
+use crate::build_info;
+use crate::cluster::ClusterView;
+use crate::policy::reload::PolicyStore;
+
+/// What `/metrics` answers with: prometheus-client writes OpenMetrics 1.0.
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Upper bounds (seconds) of the review latency histogram: a review is
 /// usually well under a millisecond; the apiserver gives up at 30 s.
@@ -12,197 +33,490 @@ const BUCKETS: [f64; 14] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 10.0,
 ];
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct RequestKey {
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RequestLabels {
     endpoint: &'static str,
     /// A kind draguard handles, `other` or `undecodable`: never free text
-    /// from the request, so the number of series stays bounded.
-    kind: String,
+    /// from the request, so the number of series stays bounded and the
+    /// label costs no allocation.
+    kind: &'static str,
     allowed: bool,
 }
 
-#[derive(Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct EndpointLabels {
+    endpoint: &'static str,
+}
+
+fn review_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
 pub(crate) struct Metrics {
-    requests: Mutex<BTreeMap<RequestKey, u64>>,
-    review_seconds: Histogram,
-    unhandled_kinds: AtomicU64,
-    bad_requests: AtomicU64,
-    timeouts: AtomicU64,
-    policy_audits: AtomicU64,
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    review_seconds: Family<EndpointLabels, Histogram, fn() -> Histogram>,
+    unhandled_kinds: Counter,
+    bad_requests: Counter,
+    timeouts: Counter,
+    policy_audits: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Metrics {
-    pub(crate) fn answered(&self, endpoint: &'static str, kind: &str, allowed: bool, took: Duration) {
-        let key = RequestKey {
+    /// The request metrics, `draguard_build_info` and, on Linux, the
+    /// `process_*` metrics. Add the state collectors with the `watch_*`
+    /// methods before sharing it.
+    pub(crate) fn new() -> Self {
+        let mut registry = Registry::default();
+        // Help texts registered here have no final period: the registry
+        // adds one. Collectors write theirs whole.
+        let requests = Family::<RequestLabels, Counter>::default();
+        // prometheus-client appends `_total` to counters itself.
+        registry.register(
+            "draguard_admission_requests",
+            "AdmissionReviews answered, by endpoint, object kind and verdict",
+            requests.clone(),
+        );
+        let review_seconds = Family::new_with_constructor(review_histogram as fn() -> Histogram);
+        registry.register(
+            "draguard_admission_review_seconds",
+            "Time to answer one AdmissionReview, from body read to verdict, by endpoint",
+            review_seconds.clone(),
+        );
+        let mut counter = |name: &str, help: &str| {
+            let c = Counter::default();
+            registry.register(name, help, c.clone());
+            c
+        };
+        let unhandled_kinds = counter(
+            "draguard_unhandled_kinds",
+            "AdmissionReviews for kinds draguard does not judge (allowed unchanged)",
+        );
+        let bad_requests = counter(
+            "draguard_bad_requests",
+            "Requests answered with HTTP 400 or 413: not an AdmissionReview, or too large",
+        );
+        let timeouts = counter(
+            "draguard_review_timeouts",
+            "Reviews that missed the apiserver's deadline (answered with HTTP 504)",
+        );
+        let policy_audits = counter(
+            "draguard_policy_audit_violations",
+            "Tolerations an Audit-mode policy would have denied (admitted and recorded)",
+        );
+        // The encoder appends `_info`.
+        registry.register(
+            "draguard_build",
+            "The running draguard: version, git commit and the Kubernetes version whose rules it carries",
+            Info::new([
+                ("version", build_info::VERSION),
+                ("commit", build_info::GIT_COMMIT),
+                ("kubernetes", build_info::KUBERNETES_VERSION),
+            ]),
+        );
+        #[cfg(target_os = "linux")]
+        registry.register_collector(Box::new(super::process::ProcessCollector));
+        Metrics {
+            registry,
+            requests,
+            review_seconds,
+            unhandled_kinds,
+            bad_requests,
+            timeouts,
+            policy_audits,
+        }
+    }
+
+    /// Exports how loading `policies` went.
+    pub(crate) fn watch_policies(&mut self, policies: PolicyStore) {
+        self.registry.register_collector(Box::new(PolicyCollector(policies)));
+    }
+
+    /// Exports when the certificate `store` serves expires.
+    pub(crate) fn watch_certificate(&mut self, store: Arc<CertStore>) {
+        self.registry.register_collector(Box::new(CertCollector(store)));
+    }
+
+    /// Exports the state of the cluster caches (none without a cluster).
+    pub(crate) fn watch_caches(&mut self, cluster: Arc<dyn ClusterView>) {
+        self.registry.register_collector(Box::new(CacheCollector(cluster)));
+    }
+
+    pub(crate) fn answered(&self, endpoint: &'static str, kind: &'static str, allowed: bool, took: Duration) {
+        let labels = RequestLabels {
             endpoint,
-            kind: kind.to_owned(),
+            kind,
             allowed,
         };
-        *self
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(key)
-            .or_default() += 1;
-        self.review_seconds.observe(took);
+        self.requests.get_or_create(&labels).inc();
+        self.review_seconds
+            .get_or_create(&EndpointLabels { endpoint })
+            .observe(took.as_secs_f64());
     }
 
     pub(crate) fn unhandled_kind(&self) {
-        self.unhandled_kinds.fetch_add(1, Ordering::Relaxed);
+        self.unhandled_kinds.inc();
     }
 
     pub(crate) fn bad_request(&self) {
-        self.bad_requests.fetch_add(1, Ordering::Relaxed);
+        self.bad_requests.inc();
     }
 
     pub(crate) fn timed_out(&self) {
-        self.timeouts.fetch_add(1, Ordering::Relaxed);
+        self.timeouts.inc();
     }
 
     pub(crate) fn audited(&self, violations: usize) {
-        self.policy_audits
-            .fetch_add(u64::try_from(violations).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.policy_audits.inc_by(u64::try_from(violations).unwrap_or(u64::MAX));
     }
 
+    /// The OpenMetrics text of every metric, `# EOF` included.
     pub(crate) fn render(&self) -> String {
-        let mut out = String::new();
-        header(
-            &mut out,
-            "draguard_admission_requests_total",
-            "counter",
-            "AdmissionReviews answered, by endpoint, object kind and verdict.",
-        );
-        let requests = self.requests.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        for (key, count) in &requests {
-            let _ = writeln!(
-                out,
-                "draguard_admission_requests_total{{endpoint=\"{}\",kind=\"{}\",allowed=\"{}\"}} {count}",
-                key.endpoint,
-                escape(&key.kind),
-                key.allowed
-            );
+        let mut out = String::with_capacity(8 * 1024);
+        // Writing into a String fails only if an encoder reports an error,
+        // which none of ours do; a partial page beats a panic.
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::warn!(error = %e, "cannot encode the metrics");
         }
-        self.review_seconds
-            .render(&mut out, "draguard_admission_review_seconds");
-        counter(
-            &mut out,
-            "draguard_unhandled_kinds_total",
-            "AdmissionReviews for kinds draguard does not judge (allowed unchanged).",
-            &self.unhandled_kinds,
-        );
-        counter(
-            &mut out,
-            "draguard_bad_requests_total",
-            "Requests answered with HTTP 400 or 413: not an AdmissionReview, or too large.",
-            &self.bad_requests,
-        );
-        counter(
-            &mut out,
-            "draguard_review_timeouts_total",
-            "Reviews that missed the apiserver's deadline (answered with HTTP 504).",
-            &self.timeouts,
-        );
-        counter(
-            &mut out,
-            "draguard_policy_audit_violations_total",
-            "Tolerations an Audit-mode policy would have denied (admitted and recorded).",
-            &self.policy_audits,
-        );
         out
     }
 }
 
-struct Histogram {
-    /// Per-bucket counts (not cumulative); the last slot is above every bound.
-    buckets: [AtomicU64; BUCKETS.len() + 1],
-    sum_micros: AtomicU64,
+/// One metric with a single series.
+fn single<M: EncodeMetric>(encoder: &mut DescriptorEncoder, name: &str, help: &str, metric: M) -> std::fmt::Result {
+    metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
 }
 
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram {
-            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
-            sum_micros: AtomicU64::new(0),
+/// One metric with a series per label set.
+fn family<S: EncodeLabelSet, M: EncodeMetric>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    series: impl IntoIterator<Item = (S, M)>,
+) -> std::fmt::Result {
+    let mut metric = encoder.encode_descriptor(name, help, None, kind)?;
+    for (labels, value) in series {
+        value.encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+#[derive(Clone)]
+struct PolicyCollector(PolicyStore);
+
+impl std::fmt::Debug for PolicyCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PolicyCollector")
+    }
+}
+
+impl Collector for PolicyCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let stats = self.0.reload_stats();
+        // Both results always: `rate()` and `increase()` need the zero.
+        family(
+            &mut encoder,
+            "draguard_policy_reloads",
+            "Loads of the policy folder (the one at start included), by result.",
+            MetricType::Counter,
+            [
+                ([("result", "success")], ConstCounter::new(stats.successes)),
+                ([("result", "failure")], ConstCounter::new(stats.failures)),
+            ],
+        )?;
+        single(
+            &mut encoder,
+            "draguard_policy_last_reload_successful",
+            "1 when the latest load of the policy folder was good, 0 when it was rejected.",
+            ConstGauge::new(i64::from(!stats.last_failed)),
+        )?;
+        if let Some(at) = stats.last_success {
+            single(
+                &mut encoder,
+                "draguard_policy_last_reload_success_timestamp_seconds",
+                "When the policy folder was last loaded successfully (Unix seconds).",
+                ConstGauge::new(at),
+            )?;
         }
+        let loaded = i64::try_from(self.0.current().policies.len()).unwrap_or(i64::MAX);
+        single(
+            &mut encoder,
+            "draguard_policies_loaded",
+            "Toleration policies in force.",
+            ConstGauge::new(loaded),
+        )
     }
 }
 
-impl Histogram {
-    fn observe(&self, took: Duration) {
-        let seconds = took.as_secs_f64();
-        let slot = BUCKETS.iter().position(|le| seconds <= *le).unwrap_or(BUCKETS.len());
-        self.buckets[slot].fetch_add(1, Ordering::Relaxed);
-        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        self.sum_micros.fetch_add(micros, Ordering::Relaxed);
-    }
+#[derive(Debug)]
+struct CertCollector(Arc<CertStore>);
 
-    fn render(&self, out: &mut String, name: &str) {
-        header(
-            out,
-            name,
-            "histogram",
-            "Time to answer one AdmissionReview, from body read to verdict.",
-        );
-        let mut cumulative = 0u64;
-        for (i, le) in BUCKETS.iter().enumerate() {
-            cumulative += self.buckets[i].load(Ordering::Relaxed);
-            let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
+impl Collector for CertCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        // Absent rather than 0 when unreadable: 0 would look expired.
+        let Some(not_after) = self.0.not_after() else {
+            return Ok(());
+        };
+        single(
+            &mut encoder,
+            "draguard_certificate_expiry_timestamp_seconds",
+            "notAfter of the serving certificate new TLS handshakes get (Unix seconds).",
+            ConstGauge::new(not_after),
+        )
+    }
+}
+
+struct CacheCollector(Arc<dyn ClusterView>);
+
+impl std::fmt::Debug for CacheCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheCollector")
+    }
+}
+
+impl Collector for CacheCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let caches = self.0.caches();
+        if caches.is_empty() {
+            return Ok(());
         }
-        cumulative += self.buckets[BUCKETS.len()].load(Ordering::Relaxed);
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
-        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        let _ = writeln!(out, "{name}_sum {sum}");
-        let _ = writeln!(out, "{name}_count {cumulative}");
+        let by_cache = |value: fn(&crate::cluster::CacheState) -> i64| {
+            caches
+                .iter()
+                .map(move |c| ([("cache", c.name)], ConstGauge::new(value(c))))
+        };
+        family(
+            &mut encoder,
+            "draguard_cache_synced",
+            "1 once the cache has its first full list from the apiserver, else 0.",
+            MetricType::Gauge,
+            by_cache(|c| i64::from(c.synced)),
+        )?;
+        family(
+            &mut encoder,
+            "draguard_cache_objects",
+            "Objects in the cache.",
+            MetricType::Gauge,
+            by_cache(|c| i64::try_from(c.objects).unwrap_or(i64::MAX)),
+        )?;
+        family(
+            &mut encoder,
+            "draguard_cache_watch_errors",
+            "Errors of the cache's list/watch (each one is retried with backoff).",
+            MetricType::Counter,
+            caches
+                .iter()
+                .map(|c| ([("cache", c.name)], ConstCounter::new(c.watch_errors))),
+        )
     }
-}
-
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-fn counter(out: &mut String, name: &str, help: &str, value: &AtomicU64) {
-    header(out, name, "counter", help);
-    let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
-}
-
-/// Label value escaping of the text format.
-fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::CacheState;
+
+    fn has(text: &str, line: &str) {
+        assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+    }
+
+    fn lacks(text: &str, prefix: &str) {
+        assert!(
+            !text.lines().any(|l| l.starts_with(prefix)),
+            "unexpected {prefix:?} in\n{text}"
+        );
+    }
 
     #[test]
-    fn renders_counters_and_cumulative_buckets() {
+    fn renders_counters_and_cumulative_buckets_by_endpoint() {
         let m = Metrics::default();
         m.answered("validate", "ResourceClaim", true, Duration::from_micros(200));
         m.answered("validate", "ResourceClaim", true, Duration::from_millis(2));
         m.answered("mutate", "other", true, Duration::from_secs(60));
         m.unhandled_kind();
         m.bad_request();
+        m.timed_out();
+        m.audited(3);
         let text = m.render();
         for line in [
+            "# HELP draguard_bad_requests Requests answered with HTTP 400 or 413: not an AdmissionReview, or too large.",
+            "# TYPE draguard_admission_requests counter",
             "draguard_admission_requests_total{endpoint=\"validate\",kind=\"ResourceClaim\",allowed=\"true\"} 2",
             "draguard_admission_requests_total{endpoint=\"mutate\",kind=\"other\",allowed=\"true\"} 1",
-            "draguard_admission_review_seconds_bucket{le=\"0.0001\"} 0",
-            "draguard_admission_review_seconds_bucket{le=\"0.00025\"} 1",
-            "draguard_admission_review_seconds_bucket{le=\"0.0025\"} 2",
-            "draguard_admission_review_seconds_bucket{le=\"10\"} 2",
-            "draguard_admission_review_seconds_bucket{le=\"+Inf\"} 3",
-            "draguard_admission_review_seconds_count 3",
-            "draguard_admission_review_seconds_sum 60.0022",
+            "# TYPE draguard_admission_review_seconds histogram",
+            "draguard_admission_review_seconds_bucket{le=\"0.0001\",endpoint=\"validate\"} 0",
+            "draguard_admission_review_seconds_bucket{le=\"0.00025\",endpoint=\"validate\"} 1",
+            "draguard_admission_review_seconds_bucket{le=\"0.0025\",endpoint=\"validate\"} 2",
+            "draguard_admission_review_seconds_bucket{le=\"+Inf\",endpoint=\"validate\"} 2",
+            "draguard_admission_review_seconds_count{endpoint=\"validate\"} 2",
+            "draguard_admission_review_seconds_sum{endpoint=\"validate\"} 0.0022",
+            "draguard_admission_review_seconds_bucket{le=\"10.0\",endpoint=\"mutate\"} 0",
+            "draguard_admission_review_seconds_bucket{le=\"+Inf\",endpoint=\"mutate\"} 1",
+            "draguard_admission_review_seconds_sum{endpoint=\"mutate\"} 60.0",
             "draguard_unhandled_kinds_total 1",
             "draguard_bad_requests_total 1",
+            "draguard_review_timeouts_total 1",
+            "draguard_policy_audit_violations_total 3",
         ] {
-            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+            has(&text, line);
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn build_info_names_version_commit_and_rules() {
+        let text = Metrics::new().render();
+        has(&text, "# TYPE draguard_build info");
+        has(
+            &text,
+            &format!(
+                "draguard_build_info{{version=\"{}\",commit=\"{}\",kubernetes=\"{}\"}} 1",
+                build_info::VERSION,
+                build_info::GIT_COMMIT,
+                build_info::KUBERNETES_VERSION
+            ),
+        );
+    }
+
+    #[test]
+    fn policy_reloads_and_policies_in_force() {
+        let store = PolicyStore::default();
+        let mut m = Metrics::new();
+        m.watch_policies(store.clone());
+        let text = m.render();
+        has(&text, "draguard_policy_reloads_total{result=\"success\"} 0");
+        has(&text, "draguard_policy_reloads_total{result=\"failure\"} 0");
+        has(&text, "draguard_policy_last_reload_successful 1");
+        has(&text, "draguard_policies_loaded 0");
+        lacks(&text, "draguard_policy_last_reload_success_timestamp_seconds ");
+
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+        let set = crate::policy::load::load_dir(&dir)
+            .expect("the example policies load")
+            .set;
+        let count = set.policies.len();
+        assert!(count > 0);
+        store.replace(set);
+        store.rejected();
+        let text = m.render();
+        has(&text, "draguard_policy_reloads_total{result=\"success\"} 1");
+        has(&text, "draguard_policy_reloads_total{result=\"failure\"} 1");
+        has(&text, "draguard_policy_last_reload_successful 0");
+        has(&text, &format!("draguard_policies_loaded {count}"));
+        // The encoder writes floats as Rust's Debug does at this magnitude.
+        let at = store.reload_stats().last_success.unwrap();
+        has(
+            &text,
+            &format!("draguard_policy_last_reload_success_timestamp_seconds {at:?}"),
+        );
+    }
+
+    #[derive(Debug)]
+    struct Caches;
+
+    impl ClusterView for Caches {
+        fn namespace_labels(&self, _: &str) -> Option<std::collections::BTreeMap<String, String>> {
+            None
+        }
+
+        fn caches(&self) -> Vec<CacheState> {
+            vec![
+                CacheState {
+                    name: "namespaces",
+                    synced: true,
+                    objects: 12,
+                    watch_errors: 0,
+                },
+                CacheState {
+                    name: "resourceclaims",
+                    synced: false,
+                    objects: 0,
+                    watch_errors: 4,
+                },
+            ]
         }
     }
 
     #[test]
-    fn escapes_label_values() {
-        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    fn cache_state_by_cache() {
+        let mut m = Metrics::new();
+        m.watch_caches(Arc::new(Caches));
+        let text = m.render();
+        for line in [
+            "draguard_cache_synced{cache=\"namespaces\"} 1",
+            "draguard_cache_synced{cache=\"resourceclaims\"} 0",
+            "draguard_cache_objects{cache=\"namespaces\"} 12",
+            "draguard_cache_objects{cache=\"resourceclaims\"} 0",
+            "draguard_cache_watch_errors_total{cache=\"namespaces\"} 0",
+            "draguard_cache_watch_errors_total{cache=\"resourceclaims\"} 4",
+        ] {
+            has(&text, line);
+        }
+    }
+
+    /// Every metric name the alerts and the dashboard in deploy/monitoring
+    /// query is one this server exports, so a rename breaks this test
+    /// rather than silently emptying a panel or an alert. Linux only: the
+    /// `process_*` metrics are.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn deploy_monitoring_queries_exported_metrics() {
+        let mut m = Metrics::new();
+        m.watch_policies(PolicyStore::default());
+        m.watch_caches(Arc::new(Caches));
+        m.answered("validate", "Pod", true, Duration::from_millis(1));
+        let text = m.render();
+        let exported: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split(['{', ' ']).next())
+            .collect();
+        // The certificate gauge needs a served certificate; e2e_metrics
+        // checks its line.
+        let exported_elsewhere = ["draguard_certificate_expiry_timestamp_seconds"];
+
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/monitoring");
+        let mut used = std::collections::BTreeSet::new();
+        for file in ["prometheusrule.yaml", "dashboard.json"] {
+            let text = std::fs::read_to_string(dir.join(file)).unwrap();
+            for (start, _) in text.match_indices(['d', 'p']) {
+                let rest = &text[start..];
+                if !(rest.starts_with("draguard_") || rest.starts_with("process_")) {
+                    continue;
+                }
+                let before = text[..start].chars().next_back();
+                if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                used.insert(rest[..end].to_owned());
+            }
+        }
+        assert!(used.len() >= 15, "found only {used:?}");
+        let unknown: Vec<&String> = used
+            .iter()
+            .filter(|n| !exported.contains(n.as_str()) && !exported_elsewhere.contains(&n.as_str()))
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "deploy/monitoring queries {unknown:?}; exported: {exported:?}"
+        );
+    }
+
+    #[test]
+    fn no_cluster_no_cache_series() {
+        let mut m = Metrics::new();
+        m.watch_caches(Arc::new(crate::cluster::NoCluster));
+        let text = m.render();
+        lacks(&text, "draguard_cache_");
     }
 }

@@ -9,6 +9,8 @@
 pub mod certs;
 mod duration;
 mod metrics;
+#[cfg(target_os = "linux")]
+mod process;
 mod routes;
 mod tls;
 
@@ -94,6 +96,9 @@ pub type ReadyCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 /// Everything [`start`] needs.
 pub struct ServerConfig {
     pub listen: SocketAddr,
+    /// When set: plain-HTTP `GET /metrics` on this address as well, for
+    /// Prometheus to scrape without TLS.
+    pub metrics_listen: Option<SocketAddr>,
     pub tls: TlsSource,
     /// Largest request body accepted; larger ones get HTTP 413.
     pub max_body: usize,
@@ -116,6 +121,7 @@ impl ServerConfig {
     pub fn new(listen: SocketAddr, tls: TlsSource) -> Self {
         ServerConfig {
             listen,
+            metrics_listen: None,
             tls,
             max_body: DEFAULT_MAX_BODY,
             cluster: Arc::new(NoCluster),
@@ -188,6 +194,7 @@ impl ShutdownHandle {
 /// [`ShutdownHandle`]) stops the server as [`RunningServer::shutdown`] would.
 pub struct RunningServer {
     local_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     ca_file: Option<PathBuf>,
     stop: ShutdownHandle,
     task: JoinHandle<()>,
@@ -197,6 +204,11 @@ impl RunningServer {
     /// The bound address (the real port when asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The bound plain-HTTP metrics address, when asked for one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// The CA that signed the generated certificate, for the webhook's caBundle.
@@ -247,6 +259,15 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         addr: config.listen,
         source,
     })?;
+    // Bound before anything starts, so a busy metrics port is a startup
+    // error like a busy HTTPS port.
+    let (metrics_listener, metrics_addr) = match config.metrics_listen {
+        Some(addr) => {
+            let (listener, bound) = bind(addr).await?;
+            (Some(listener), Some(bound))
+        }
+        None => (None, None),
+    };
     let (stop_tx, stop_rx) = watch::channel(false);
     if let Some(reloader) = prepared.reloader {
         tokio::spawn(reloader.run(config.reload_every, stop_rx.clone()));
@@ -266,16 +287,70 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             }
         });
     }
-    let state = routes::AppState::new(config.cluster, config.ready, config.policies, config.ptr);
+    let mut metrics = metrics::Metrics::new();
+    metrics.watch_policies(config.policies.clone());
+    metrics.watch_certificate(prepared.store);
+    metrics.watch_caches(config.cluster.clone());
+    let metrics = Arc::new(metrics);
+    let state = routes::AppState::new(
+        config.cluster,
+        config.ready,
+        metrics.clone(),
+        config.policies,
+        config.ptr,
+    );
     let app = routes::router(state, config.max_body);
     let acceptor = TlsAcceptor::from(Arc::new(prepared.rustls));
-    let task = tokio::spawn(accept_loop(listener, acceptor, app, stop_rx));
+    let https = accept_loop(listener, acceptor, app, stop_rx.clone());
+    let task = match metrics_listener {
+        Some(listener) => {
+            let plain = serve_metrics(listener, metrics, stop_rx);
+            // One task, so `wait` returns once both have stopped.
+            tokio::spawn(async move {
+                tokio::join!(https, plain);
+            })
+        }
+        None => tokio::spawn(https),
+    };
     Ok(RunningServer {
         local_addr,
+        metrics_addr,
         ca_file: prepared.ca_file,
         stop: ShutdownHandle(Arc::new(stop_tx)),
         task,
     })
+}
+
+/// A listener and the address it got (the real port when asked for 0).
+async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), ServerError> {
+    let bind_error = |source| ServerError::Bind { addr, source };
+    let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+    let bound = listener.local_addr().map_err(bind_error)?;
+    Ok((listener, bound))
+}
+
+/// `GET /metrics` over plain HTTP until shutdown. A scrape in flight may
+/// finish, within the webhook's drain time, so that a client that never
+/// closes its connection cannot hold the process up.
+async fn serve_metrics(listener: TcpListener, metrics: Arc<metrics::Metrics>, stop: watch::Receiver<bool>) {
+    use std::future::IntoFuture as _;
+    let app = routes::metrics_router(metrics);
+    let (mut graceful, mut deadline) = (stop.clone(), stop);
+    let serve = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stopped(&mut graceful).await })
+        .into_future();
+    let give_up = async move {
+        stopped(&mut deadline).await;
+        tokio::time::sleep(DRAIN_TIMEOUT).await;
+    };
+    tokio::select! {
+        served = serve => {
+            if let Err(e) = served {
+                tracing::warn!(error = %e, "the metrics listener failed");
+            }
+        }
+        () = give_up => tracing::warn!("metrics connections still open after {DRAIN_TIMEOUT:?}; closing them"),
+    }
 }
 
 /// Waits for SIGTERM (what the kubelet sends) or Ctrl-C.
@@ -313,6 +388,8 @@ async fn sigterm() {
 
 struct PreparedTls {
     rustls: rustls::ServerConfig,
+    /// The certificate served, for the expiry metric.
+    store: Arc<tls::CertStore>,
     ca_file: Option<PathBuf>,
     reloader: Option<tls::Reloader>,
 }
@@ -322,7 +399,8 @@ fn prepare_tls(source: &TlsSource) -> Result<PreparedTls, ServerError> {
         TlsSource::Files { cert, key } => {
             let (store, reloader) = tls::Reloader::load(cert, key)?;
             Ok(PreparedTls {
-                rustls: tls::server_config(store)?,
+                rustls: tls::server_config(store.clone())?,
+                store,
                 ca_file: None,
                 reloader: Some(reloader),
             })
@@ -336,16 +414,22 @@ fn prepare_tls(source: &TlsSource) -> Result<PreparedTls, ServerError> {
             );
             let store = tls::CertStore::load(&generated.cert, &generated.key)?;
             Ok(PreparedTls {
-                rustls: tls::server_config(store)?,
+                rustls: tls::server_config(store.clone())?,
+                store,
                 ca_file: Some(generated.ca_cert),
                 reloader: None,
             })
         }
-        TlsSource::Managed(cert) => Ok(PreparedTls {
-            rustls: tls::server_config(cert.store())?,
-            ca_file: None,
-            reloader: None,
-        }),
+        TlsSource::Managed(cert) => {
+            // Swapped in place on renewal, expiry metric included.
+            let store = cert.store();
+            Ok(PreparedTls {
+                rustls: tls::server_config(store.clone())?,
+                store,
+                ca_file: None,
+                reloader: None,
+            })
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use axum::routing::{get, post};
 
 use super::ReadyCheck;
 use super::duration::review_deadline;
-use super::metrics::Metrics;
+use super::metrics::{self, Metrics};
 use crate::admission::Incoming;
 use crate::cluster::ClusterView;
 use crate::objects::Kind;
@@ -35,13 +35,14 @@ impl AppState {
     pub(crate) fn new(
         cluster: Arc<dyn ClusterView>,
         ready: ReadyCheck,
+        metrics: Arc<Metrics>,
         policies: PolicyStore,
         ptr: Option<Arc<PtrConfig>>,
     ) -> Self {
         AppState {
             cluster,
             ready,
-            metrics: Arc::default(),
+            metrics,
             policies,
             ptr,
         }
@@ -114,8 +115,18 @@ async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
-    let content_type = "text/plain; version=0.0.4; charset=utf-8";
-    ([(header::CONTENT_TYPE, content_type)], state.metrics.render()).into_response()
+    render_metrics(&state.metrics)
+}
+
+/// The scrape answer, for this router and for `--metrics-listen`'s.
+pub(crate) fn render_metrics(metrics: &Metrics) -> Response {
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], metrics.render()).into_response()
+}
+
+/// Plain-HTTP `GET /metrics` only, for `serve --metrics-listen`: Prometheus
+/// scrapes it without TLS, and nothing else is reachable on that port.
+pub(crate) fn metrics_router(metrics: Arc<Metrics>) -> Router {
+    Router::new().route("/metrics", get(move || async move { render_metrics(&metrics) }))
 }
 
 /// Reads the body, reviews it off the async workers under the apiserver's
@@ -164,17 +175,19 @@ async fn admit(
 
 fn respond(metrics: &Metrics, endpoint: Endpoint, outcome: Outcome, took: Duration) -> Response {
     match outcome {
-        Outcome::NotAReview(message) => {
+        // Log fields are never named `message`: JSON logs put the event's
+        // own text under that key.
+        Outcome::NotAReview(reason) => {
             metrics.bad_request();
-            tracing::info!(endpoint = endpoint.name(), %message, "rejected a request that is not an AdmissionReview");
-            (StatusCode::BAD_REQUEST, message).into_response()
+            tracing::info!(endpoint = endpoint.name(), %reason, "rejected a request that is not an AdmissionReview");
+            (StatusCode::BAD_REQUEST, reason).into_response()
         }
-        Outcome::Unrenderable(message) => {
-            tracing::error!(endpoint = endpoint.name(), %message, "cannot serialize the AdmissionReview response");
-            (StatusCode::INTERNAL_SERVER_ERROR, message).into_response()
+        Outcome::Unrenderable(reason) => {
+            tracing::error!(endpoint = endpoint.name(), error = %reason, "cannot serialize the AdmissionReview response");
+            (StatusCode::INTERNAL_SERVER_ERROR, reason).into_response()
         }
         Outcome::Answered { body, summary } => {
-            if !summary.handled && summary.decoded {
+            if summary.handled.is_none() && summary.decoded {
                 metrics.unhandled_kind();
             }
             metrics.answered(endpoint.name(), summary.kind_label(), summary.allowed, took);
@@ -231,13 +244,15 @@ struct Summary {
     uid: String,
     kind: String,
     decoded: bool,
-    handled: bool,
+    /// The kind's static name when draguard judges it.
+    handled: Option<&'static str>,
     namespace: String,
     name: String,
     operation: &'static str,
     allowed: bool,
     causes: usize,
-    message: String,
+    /// Why it was denied (the Status message the apiserver shows).
+    reason: String,
     audit: Vec<String>,
 }
 
@@ -247,7 +262,9 @@ impl Summary {
         let kind = request.map(|r| &r.kind);
         Summary {
             uid: incoming.uid().to_owned(),
-            handled: kind.is_some_and(|k| Kind::route(&k.group, &k.version, &k.kind).is_some()),
+            handled: kind
+                .and_then(|k| Kind::route(&k.group, &k.version, &k.kind))
+                .map(|k| k.name()),
             kind: kind.map(|k| k.kind.clone()).unwrap_or_default(),
             decoded: request.is_some(),
             namespace: request.and_then(|r| r.namespace.clone()).unwrap_or_default(),
@@ -255,16 +272,16 @@ impl Summary {
             operation: request.map_or("", |r| operation_name(&r.operation)),
             allowed: decision.allowed,
             causes: decision.cause_fields().len(),
-            message: decision.status.as_ref().map(|s| s.message.clone()).unwrap_or_default(),
+            reason: decision.status.as_ref().map(|s| s.message.clone()).unwrap_or_default(),
             audit: decision.audit.clone(),
         }
     }
 
-    fn kind_label(&self) -> &str {
+    fn kind_label(&self) -> &'static str {
         match (self.decoded, self.handled) {
             (false, _) => "undecodable",
-            (true, false) => "other",
-            (true, true) => &self.kind,
+            (true, None) => "other",
+            (true, Some(kind)) => kind,
         }
     }
 
@@ -288,7 +305,8 @@ impl Summary {
                 "admission review"
             );
         } else {
-            let message = &self.message;
+            // `reason`, not `message`: that key holds the event text below.
+            let reason = &self.reason;
             tracing::info!(
                 uid,
                 endpoint,
@@ -298,9 +316,56 @@ impl Summary {
                 allowed = false,
                 causes,
                 micros,
-                message,
+                reason,
                 "admission review denied"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::log_capture::{capture, top_level_keys};
+
+    fn denial() -> Summary {
+        Summary {
+            uid: "u-1".into(),
+            kind: "ResourceClaim".into(),
+            decoded: true,
+            handled: Some("ResourceClaim"),
+            namespace: "ml".into(),
+            name: "c".into(),
+            operation: "CREATE",
+            allowed: false,
+            causes: 1,
+            reason: "spec.devices.requests[0].name: Required value".into(),
+            audit: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_denial_logs_its_reason_beside_one_message() {
+        let logged = capture(true, false, || {
+            denial().log(Endpoint::Validate, Duration::from_micros(42))
+        });
+        let line = logged.lines().next().expect("one line");
+        let keys = top_level_keys(line);
+        assert_eq!(keys.iter().filter(|k| *k == "message").count(), 1, "{keys:?}");
+        let json: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(json["message"], "admission review denied");
+        assert_eq!(json["reason"], "spec.devices.requests[0].name: Required value");
+        assert_eq!(json["object"], "ml/c");
+        assert_eq!(json["micros"], 42);
+    }
+
+    #[test]
+    fn kind_labels_are_bounded() {
+        let mut s = denial();
+        assert_eq!(s.kind_label(), "ResourceClaim");
+        s.handled = None;
+        assert_eq!(s.kind_label(), "other");
+        s.decoded = false;
+        assert_eq!(s.kind_label(), "undecodable");
     }
 }

@@ -1,7 +1,7 @@
 //! rustls setup and certificate hot reload.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -34,7 +34,14 @@ pub(crate) fn server_config(store: Arc<CertStore>) -> Result<rustls::ServerConfi
 #[derive(Debug)]
 pub(crate) struct CertStore {
     current: RwLock<Arc<CertifiedKey>>,
+    /// notAfter (Unix seconds) of the leaf in `current`, parsed once per
+    /// load so a scrape does not parse DER; [`UNKNOWN_EXPIRY`] when the
+    /// leaf could not be parsed.
+    not_after: AtomicI64,
 }
+
+/// [`CertStore::not_after`] of a leaf x509-parser cannot read.
+const UNKNOWN_EXPIRY: i64 = i64::MIN;
 
 impl CertStore {
     /// A store for files that are never reloaded.
@@ -44,13 +51,37 @@ impl CertStore {
 
     fn new(key: CertifiedKey) -> Self {
         CertStore {
+            not_after: AtomicI64::new(leaf_not_after(&key)),
             current: RwLock::new(Arc::new(key)),
         }
     }
 
     fn replace(&self, key: CertifiedKey) {
+        let not_after = leaf_not_after(&key);
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(key);
+        self.not_after.store(not_after, Ordering::Relaxed);
     }
+
+    /// When the certificate new handshakes get expires (Unix seconds), or
+    /// `None` when its notAfter could not be read.
+    pub(crate) fn not_after(&self) -> Option<i64> {
+        let at = self.not_after.load(Ordering::Relaxed);
+        (at != UNKNOWN_EXPIRY).then_some(at)
+    }
+}
+
+fn leaf_not_after(key: &CertifiedKey) -> i64 {
+    key.end_entity_cert()
+        .ok()
+        .and_then(|leaf| not_after(leaf))
+        .unwrap_or(UNKNOWN_EXPIRY)
+}
+
+/// notAfter of a DER certificate, in Unix seconds; `None` when it is not
+/// a certificate x509-parser can read.
+pub(crate) fn not_after(der: &[u8]) -> Option<i64> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    Some(cert.validity().not_after.timestamp())
 }
 
 impl ResolvesServerCert for CertStore {
@@ -228,4 +259,50 @@ impl Reloader {
 fn std_stamp(path: &Path) -> Stamp {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok()?, meta.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A self-signed certificate valid until `until` (Unix seconds).
+    fn cert_until(until: i64) -> (Vec<u8>, CertifiedKey) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        params.not_after = rcgen::date_time_ymd(1970, 1, 1) + time_from_secs(until);
+        let cert = params.self_signed(&key).unwrap();
+        let der = cert.der().to_vec();
+        let pair = parse_pair(
+            cert.pem().as_bytes(),
+            key.serialize_pem().as_bytes(),
+            Path::new("c.pem"),
+            Path::new("k.pem"),
+        )
+        .unwrap();
+        (der, pair)
+    }
+
+    fn time_from_secs(secs: i64) -> std::time::Duration {
+        std::time::Duration::from_secs(u64::try_from(secs).unwrap())
+    }
+
+    #[test]
+    fn reads_not_after_and_refuses_garbage() {
+        // 2031-03-04T05:06:07Z
+        let (der, _) = cert_until(1_930_453_567);
+        assert_eq!(not_after(&der), Some(1_930_453_567));
+        assert_eq!(not_after(b"not a certificate"), None);
+        assert_eq!(not_after(&[]), None);
+        assert_eq!(not_after(&der[..der.len() / 2]), None);
+    }
+
+    #[test]
+    fn store_follows_the_served_certificate() {
+        let (_, first) = cert_until(1_900_000_000);
+        let (_, second) = cert_until(2_000_000_000);
+        let store = CertStore::new(first);
+        assert_eq!(store.not_after(), Some(1_900_000_000));
+        store.replace(second);
+        assert_eq!(store.not_after(), Some(2_000_000_000));
+    }
 }

@@ -1,0 +1,170 @@
+//! Log output of the real binary: JSON lines a collector can parse, text
+//! without escape codes when nobody is looking at a terminal.
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// `draguard serve` that fails at start (a broken policy file) after
+/// logging a few lines; stderr is a pipe, not a terminal.
+fn failing_serve(format: &str, no_color: bool) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let policies = dir.path().join("policies");
+    std::fs::create_dir(&policies).unwrap();
+    std::fs::write(policies.join("broken.yaml"), "kind: [\n").unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_draguard"));
+    command
+        .args([
+            "serve",
+            "--no-cluster",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-format",
+            format,
+        ])
+        .arg("--policies")
+        .arg(&policies)
+        .arg("--certs-dir")
+        .arg(dir.path().join("certs"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if no_color {
+        command.env("NO_COLOR", "1");
+    } else {
+        command.env_remove("NO_COLOR");
+    }
+    command.output().expect("draguard runs")
+}
+
+/// Top-level keys with repeats: a map would hide a duplicate `message`.
+fn message_keys(line: &str) -> usize {
+    let object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON object ({e}): {line:?}"));
+    assert!(object.contains_key("message"), "{line}");
+    // serde_json keeps the last of duplicate keys, so count in the text:
+    // every key is `"name":` at depth 1 after flattening.
+    line.matches("\"message\":").count()
+}
+
+#[test]
+fn json_logs_are_one_object_per_line_with_one_message() {
+    let out = failing_serve("json", true);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.len() >= 2, "{stderr}");
+    for line in &lines {
+        assert_eq!(message_keys(line), 1, "{line}");
+    }
+    let last: serde_json::Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
+    assert_eq!(last["message"], "draguard serve cannot start");
+    assert_eq!(last["level"], "ERROR");
+    let error = last["error"].as_str().unwrap();
+    assert!(error.starts_with("invalid policies:"), "{error}");
+    assert!(error.contains("broken.yaml"), "{error}");
+}
+
+#[test]
+fn text_logs_to_a_pipe_have_no_escape_codes() {
+    // NO_COLOR unset: a pipe alone turns colour off.
+    let out = failing_serve("text", false);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("--no-cluster: running without a cluster"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+}
+
+/// A loopback port nobody listens on (bound, then released).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+fn watch_errors(text: &str, cache: &str) -> u64 {
+    let prefix = format!("draguard_cache_watch_errors_total{{cache=\"{cache}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// With the apiserver unreachable every watch fails again and again; the
+/// log gets one line per watch, not one per failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_cluster_is_logged_once_per_watch() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let dead = free_port();
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"http://127.0.0.1:{dead}\"}}\n\
+             contexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user: {{}}\n"
+        ),
+    )
+    .unwrap();
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_draguard"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+            "--metrics-listen",
+            &metrics,
+        ])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--certs-dir")
+        .arg(dir.path().join("certs"))
+        .arg("--policies")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/policies"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("draguard runs");
+
+    // Until every watch has failed at least twice (backoff starts below 1 s).
+    let caches = ["namespaces", "resourceclaims", "resourcequotas"];
+    draguard::server::install_crypto_provider();
+    let client = reqwest::Client::new();
+    let mut text = String::new();
+    for _ in 0..150 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let scrape = client
+            .get(format!("http://{metrics}/metrics"))
+            .timeout(Duration::from_secs(2));
+        let Ok(response) = scrape.send().await else {
+            continue;
+        };
+        text = response.text().await.unwrap_or_default();
+        if caches.iter().all(|c| watch_errors(&text, c) >= 2) {
+            break;
+        }
+    }
+    child.kill().expect("stop draguard");
+    let out = child.wait_with_output().expect("draguard exits");
+    for cache in caches {
+        assert!(watch_errors(&text, cache) >= 2, "{cache}: {text}");
+    }
+
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    for cache in caches {
+        let said = lines
+            .iter()
+            .filter(|l| l["what"] == cache && l["message"].as_str().is_some_and(|m| m.starts_with("watch error")))
+            .count();
+        assert_eq!(said, 1, "{cache}:\n{stderr}");
+    }
+    let first = lines.iter().find(|l| l["what"] == "namespaces").unwrap();
+    assert_eq!(first["level"], "WARN");
+    assert_eq!(first["suppressed"], 0);
+}
