@@ -146,7 +146,7 @@ case $engine in
         step "docker build"
         docker build "${build_args[@]}" "$CONTEXT"
         size="$(docker image inspect --format '{{.Size}}' "$IMAGE") bytes"
-        push="docker push $IMAGE"
+        push="docker push $IMAGE  (after docker login)"
         ;;
     buildah)
         step "buildah bud (storage driver $STORAGE_DRIVER)"
@@ -159,7 +159,7 @@ case $engine in
             buildah rmi "$previous" >/dev/null 2>&1 || true
         fi
         size=$(buildah images --noheading --format '{{.Size}}' "$IMAGE")
-        push="STORAGE_DRIVER=$STORAGE_DRIVER buildah push $IMAGE docker://$IMAGE"
+        push="STORAGE_DRIVER=$STORAGE_DRIVER buildah push $IMAGE  (after buildah login)"
         ;;
 esac
 step "image built in $((SECONDS - started)) s"
