@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Builds draguard's container image from the Containerfile at the repository
+# root: first the release binary, then a root file system holding it and the
+# shared libraries it loads (target/image/rootfs), then the image FROM
+# scratch with docker (when a Docker engine answers) or buildah.
+#
+#   bash scripts/image.sh                                   # draguard:dev
+#   IMAGE=ghcr.io/draguard/draguard:0.1.0 bash scripts/image.sh
+#   ENGINE=buildah bash scripts/image.sh                    # force an engine
+#
+# Environment:
+#   IMAGE           image name and tag (default draguard:dev)
+#   ENGINE          docker | buildah (default: docker if `docker info` works,
+#                   else buildah)
+#   IMAGE_SOURCE    the org.opencontainers.image.source label
+#   STORAGE_DRIVER  buildah's storage driver (default vfs: works as root
+#                   anywhere, no overlay or fuse needed)
+# Then: bash scripts/image-smoke.sh runs the image's entrypoint and asks it
+# for /healthz.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+IMAGE=${IMAGE:-draguard:dev}
+IMAGE_SOURCE=${IMAGE_SOURCE:-https://github.com/draguard/draguard}
+export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs}
+CONTEXT=target/image
+ROOTFS=$CONTEXT/rootfs
+
+step() { printf '== image: %s\n' "$*"; }
+fail() {
+    printf 'image.sh: %s\n' "$*" >&2
+    exit 1
+}
+
+# --- which engine -----------------------------------------------------------
+# A docker client without a running engine is common (CI machines, remote
+# contexts that are down): ask the engine, not the client.
+engine=${ENGINE:-}
+if [[ -z $engine ]]; then
+    if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+        engine=docker
+    elif command -v buildah >/dev/null 2>&1; then
+        engine=buildah
+    else
+        fail "no container engine: \`docker info\` fails (or docker is not installed) and buildah is not installed.
+Install buildah (Debian/Ubuntu, as root: apt-get install -y buildah) or start a Docker engine."
+    fi
+fi
+case $engine in
+    docker) docker info >/dev/null 2>&1 || fail "ENGINE=docker, but \`docker info\` fails: is the Docker engine running?" ;;
+    buildah) command -v buildah >/dev/null 2>&1 || fail "ENGINE=buildah, but buildah is not installed (apt-get install -y buildah)" ;;
+    *) fail "ENGINE must be docker or buildah, not '$engine'" ;;
+esac
+
+# --- what is built ------------------------------------------------------------
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+[[ -n $version ]] || fail "cannot read the package version from Cargo.toml"
+if revision=$(git rev-parse HEAD 2>/dev/null); then
+    # The same short form build.rs records, given explicitly: in a git
+    # worktree build.rs cannot watch .git/HEAD, so a stale value could stick.
+    commit=${revision:0:12}
+    if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+        commit="$commit-dirty"
+        revision="$revision-dirty"
+    fi
+else
+    revision=unknown
+    commit=unknown
+fi
+export DRAGUARD_GIT_COMMIT=$commit
+step "building $IMAGE (draguard $version, commit $commit) with $engine"
+
+# --- the binary ---------------------------------------------------------------
+step "cargo build --release --locked"
+started=$SECONDS
+cargo build --release --locked --bin draguard
+binary=target/release/draguard
+step "release binary built in $((SECONDS - started)) s"
+
+# --- the root file system -----------------------------------------------------
+step "preparing $ROOTFS"
+rm -rf "$CONTEXT"
+mkdir -p "$ROOTFS"
+install -m 0755 "$binary" "$ROOTFS/draguard"
+
+# Every shared object the binary loads, at the path the loader looks for it:
+# `ldd` prints `name => /path (addr)` for libraries and `/path (addr)` for the
+# loader itself; linux-vdso is the kernel's and has no file. Symbolic links
+# are followed, so the image holds plain files.
+if ! ldd_out=$(ldd "$binary" 2>&1); then
+    fail "ldd $binary failed: $ldd_out"
+fi
+if grep -q 'not found' <<<"$ldd_out"; then
+    fail "$binary needs libraries this machine lacks:
+$ldd_out"
+fi
+libs=$(awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' <<<"$ldd_out" | sort -u)
+[[ -n $libs ]] || fail "ldd names no libraries for $binary (a static binary? this script ships a glibc-linked one):
+$ldd_out"
+for lib in $libs; do
+    mkdir -p "$ROOTFS$(dirname "$lib")"
+    install -m 0755 "$(readlink -f "$lib")" "$ROOTFS$lib"
+    printf '   %s\n' "$lib"
+done
+
+install -d -m 0755 "$ROOTFS/etc" "$ROOTFS/etc/draguard" "$ROOTFS/etc/draguard/tls" "$ROOTFS/etc/draguard/policies"
+install -d -m 1777 "$ROOTFS/tmp"
+printf '%s\n' \
+    'root:x:0:0:root:/root:/sbin/nologin' \
+    'nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin' >"$ROOTFS/etc/passwd"
+printf '%s\n' 'root:x:0:' 'nonroot:x:65532:' >"$ROOTFS/etc/group"
+# glibc reads this for getaddrinfo and getpwuid; /etc/hosts and
+# /etc/resolv.conf are the container runtime's to provide.
+printf '%s\n' 'passwd: files' 'group: files' 'hosts: files dns' >"$ROOTFS/etc/nsswitch.conf"
+chmod 0644 "$ROOTFS/etc/passwd" "$ROOTFS/etc/group" "$ROOTFS/etc/nsswitch.conf"
+# Trust roots for a kubeconfig whose cluster names no certificate-authority
+# (kube-rs then verifies with the system roots). In-cluster, the service
+# account's ca.crt is used and this file is not read.
+ca_bundle=/etc/ssl/certs/ca-certificates.crt
+if [[ -r $ca_bundle ]]; then
+    install -D -m 0644 "$ca_bundle" "$ROOTFS$ca_bundle"
+else
+    printf 'image.sh: warning: %s not found (apt-get install ca-certificates); the image will trust no public CA\n' "$ca_bundle" >&2
+fi
+# Licenses of what the image distributes: draguard's, and Debian's copyright
+# files for the C library and libgcc it carries.
+install -D -m 0644 LICENSE "$ROOTFS/usr/share/doc/draguard/LICENSE"
+for pkg in libc6 libgcc-s1; do
+    if [[ -r /usr/share/doc/$pkg/copyright ]]; then
+        install -D -m 0644 "/usr/share/doc/$pkg/copyright" "$ROOTFS/usr/share/doc/$pkg/copyright"
+    fi
+done
+step "root file system: $(du -sh "$ROOTFS" | cut -f1)"
+
+# --- the image ----------------------------------------------------------------
+build_args=(
+    --file Containerfile
+    --build-arg "VERSION=$version"
+    --build-arg "REVISION=$revision"
+    --build-arg "SOURCE=$IMAGE_SOURCE"
+    --tag "$IMAGE"
+)
+started=$SECONDS
+case $engine in
+    docker)
+        step "docker build"
+        docker build "${build_args[@]}" "$CONTEXT"
+        size="$(docker image inspect --format '{{.Size}}' "$IMAGE") bytes"
+        push="docker push $IMAGE  (after docker login)"
+        ;;
+    buildah)
+        step "buildah bud (storage driver $STORAGE_DRIVER)"
+        previous=$(buildah images --noheading --format '{{.ID}}' "$IMAGE" 2>/dev/null || true)
+        buildah bud --isolation chroot --pull=never "${build_args[@]}" "$CONTEXT"
+        # The image this one replaces keeps its layers in storage, untagged;
+        # remove it unless something else still names or uses it.
+        current=$(buildah images --noheading --format '{{.ID}}' "$IMAGE")
+        if [[ -n $previous && $previous != "$current" ]]; then
+            buildah rmi "$previous" >/dev/null 2>&1 || true
+        fi
+        size=$(buildah images --noheading --format '{{.Size}}' "$IMAGE")
+        push="STORAGE_DRIVER=$STORAGE_DRIVER buildah push $IMAGE  (after buildah login)"
+        ;;
+esac
+step "image built in $((SECONDS - started)) s"
+step "done: $IMAGE ($engine, $size; draguard $version, revision $revision)"
+printf '   smoke test: IMAGE=%q ENGINE=%s bash scripts/image-smoke.sh\n' "$IMAGE" "$engine"
+printf '   push:       %s\n' "$push"
