@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use clap::Parser as _;
 use kube_cel::cel::{Context, Program, Value as CelValue};
 use serde_json::{Value, json};
 
@@ -82,6 +83,15 @@ fn args(docs: &[Value]) -> Vec<&str> {
         .iter()
         .filter_map(Value::as_str)
         .collect()
+}
+
+/// The container's arguments are ones this binary accepts: a renamed or
+/// removed flag breaks the test, not a rollout.
+fn assert_args_parse(docs: &[Value]) {
+    let args = args(docs);
+    if let Err(e) = draguard::cli::Cli::try_parse_from(std::iter::once("draguard").chain(args.iter().copied())) {
+        panic!("the Deployment's args {args:?} do not parse:\n{e}");
+    }
 }
 
 /// Every webhook entry of both configurations, with the configuration.
@@ -188,6 +198,7 @@ const ADMIN: &str = "alice";
 
 /// What must hold in every rendering, whoever provides the CA.
 fn assert_fails_safe(docs: &[Value], expected_failure: &[(&str, &str)]) {
+    assert_args_parse(docs);
     let all = webhooks(docs);
     assert!(all.len() >= 7, "every webhook entry is rendered: {}", all.len());
     let draguard_ns = deployment(docs)["metadata"]["namespace"].as_str().expect("namespace");
