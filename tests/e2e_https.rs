@@ -112,9 +112,16 @@ async fn health_and_readiness() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_waits_for_the_ready_check() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start_with(dir.path(), &[], |c| c.ready = Arc::new(|| false)).await;
-    let (status, _) = get_text(&client(&server), url(&server, "/readyz")).await;
+    let server = start_with(dir.path(), &[], |c| {
+        c.ready = Arc::new(|| Err("the webhook certificate is not served, or caBundle not set, yet".into()))
+    })
+    .await;
+    let (status, text) = get_text(&client(&server), url(&server, "/readyz")).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        text, "not ready: the webhook certificate is not served, or caBundle not set, yet",
+        "the 503 says what the replica waits for"
+    );
     server.stop().await.unwrap();
 }
 

@@ -112,7 +112,7 @@ fn trusted_by(ca_pem: &[u8], cert_pem: &[u8]) -> Result<(), String> {
 
 async fn start_managed(cert: &ManagedCert, ready: impl Fn() -> bool + Send + Sync + 'static) -> RunningServer {
     let mut config = ServerConfig::new("127.0.0.1:0".parse().expect("addr"), TlsSource::Managed(cert.clone()));
-    config.ready = Arc::new(ready);
+    config.ready = Arc::new(move || if ready() { Ok(()) } else { Err("waiting".to_owned()) });
     server::start(config).await.expect("server starts")
 }
 

@@ -178,7 +178,14 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             let manager = WebhookCerts::new(client.clone(), settings, cert);
             let certs_ready = manager.readiness();
             let cluster_ready = config.ready.clone();
-            config.ready = std::sync::Arc::new(move || cluster_ready() && certs_ready.is_ready());
+            config.ready = std::sync::Arc::new(move || {
+                cluster_ready()?;
+                if certs_ready.is_ready() {
+                    Ok(())
+                } else {
+                    Err("the webhook certificate is not served, or caBundle not set, yet".to_owned())
+                }
+            });
             Some(manager)
         }
         (Some(_), None) => {

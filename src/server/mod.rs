@@ -90,8 +90,9 @@ impl fmt::Display for TlsSource {
     }
 }
 
-/// Tells `/readyz` whether the server may take traffic.
-pub type ReadyCheck = Arc<dyn Fn() -> bool + Send + Sync>;
+/// Tells `/readyz` whether the server may take traffic, and if not, what it
+/// waits for (the 503's text, so an operator sees which part is missing).
+pub type ReadyCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// Everything [`start`] needs.
 pub struct ServerConfig {
@@ -125,7 +126,7 @@ impl ServerConfig {
             tls,
             max_body: DEFAULT_MAX_BODY,
             cluster: Arc::new(NoCluster),
-            ready: Arc::new(|| true),
+            ready: Arc::new(|| Ok(())),
             reload_every: DEFAULT_RELOAD_EVERY,
             policies: PolicyStore::default(),
             policies_dir: None,
@@ -143,7 +144,7 @@ impl ServerConfig {
     /// Judges with fixed cluster facts; always ready.
     pub fn with_cluster(mut self, cluster: Arc<dyn ClusterView>) -> Self {
         self.cluster = cluster;
-        self.ready = Arc::new(|| true);
+        self.ready = Arc::new(|| Ok(()));
         self
     }
 
@@ -152,7 +153,13 @@ impl ServerConfig {
     pub fn with_live_view(mut self, view: LiveView) -> Self {
         let probe = view.clone();
         self.cluster = Arc::new(view);
-        self.ready = Arc::new(move || probe.is_ready());
+        self.ready = Arc::new(move || {
+            if probe.is_ready() {
+                Ok(())
+            } else {
+                Err("cluster caches are still loading".to_owned())
+            }
+        });
         self
     }
 }

@@ -103,14 +103,9 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(state): State<AppState>) -> Response {
-    if (state.ready)() {
-        "ok".into_response()
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: cluster caches are still loading",
-        )
-            .into_response()
+    match (state.ready)() {
+        Ok(()) => "ok".into_response(),
+        Err(waiting_for) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {waiting_for}")).into_response(),
     }
 }
 
