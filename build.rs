@@ -6,9 +6,13 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=DRAGUARD_GIT_COMMIT");
-    // HEAD moves on commit and checkout; the ref it points at moves on commit.
-    for path in [".git/HEAD", ".git/refs/heads", ".git/packed-refs"] {
-        if std::path::Path::new(path).exists() {
+    // HEAD moves on checkout, the branch ref on commit. Ask git where they
+    // are: in a worktree `.git` is a file and HEAD lives elsewhere.
+    for path in [git_path("HEAD"), git_path("refs/heads"), git_path("packed-refs")]
+        .into_iter()
+        .flatten()
+    {
+        if std::path::Path::new(&path).exists() {
             println!("cargo:rerun-if-changed={path}");
         }
     }
@@ -18,6 +22,19 @@ fn main() {
         .or_else(git_commit)
         .unwrap_or_else(|| "unknown".to_owned());
     println!("cargo:rustc-env=DRAGUARD_GIT_COMMIT={commit}");
+}
+
+/// `git rev-parse --git-path NAME`: where this checkout keeps NAME.
+fn git_path(name: &str) -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--git-path", name])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8(out.stdout).ok())
+        .flatten()
+        .map(|p| p.trim().to_owned())
 }
 
 fn git_commit() -> Option<String> {
