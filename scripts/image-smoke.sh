@@ -33,16 +33,8 @@ for tool in unshare openssl curl; do
     command -v "$tool" >/dev/null 2>&1 || fail "needs $tool (apt-get install -y util-linux openssl curl)"
 done
 
-engine=${ENGINE:-}
-if [[ -z $engine ]]; then
-    if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
-        engine=docker
-    elif command -v buildah >/dev/null 2>&1; then
-        engine=buildah
-    else
-        fail "no container engine: \`docker info\` fails and buildah is not installed (apt-get install -y buildah)"
-    fi
-fi
+# shellcheck source=scripts/container-engine.sh
+source scripts/container-engine.sh
 
 work=$(mktemp -d /tmp/draguard-smoke.XXXXXX)
 container=

@@ -33,31 +33,15 @@ fail() {
 }
 
 # --- which engine -----------------------------------------------------------
-# A docker client without a running engine is common (CI machines, remote
-# contexts that are down): ask the engine, not the client.
-engine=${ENGINE:-}
-if [[ -z $engine ]]; then
-    if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
-        engine=docker
-    elif command -v buildah >/dev/null 2>&1; then
-        engine=buildah
-    else
-        fail "no container engine: \`docker info\` fails (or docker is not installed) and buildah is not installed.
-Install buildah (Debian/Ubuntu, as root: apt-get install -y buildah) or start a Docker engine."
-    fi
-fi
-case $engine in
-    docker) docker info >/dev/null 2>&1 || fail "ENGINE=docker, but \`docker info\` fails: is the Docker engine running?" ;;
-    buildah) command -v buildah >/dev/null 2>&1 || fail "ENGINE=buildah, but buildah is not installed (apt-get install -y buildah)" ;;
-    *) fail "ENGINE must be docker or buildah, not '$engine'" ;;
-esac
+# shellcheck source=scripts/container-engine.sh
+source scripts/container-engine.sh
 
 # --- what is built ------------------------------------------------------------
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
 [[ -n $version ]] || fail "cannot read the package version from Cargo.toml"
 if revision=$(git rev-parse HEAD 2>/dev/null); then
-    # The same short form build.rs records, given explicitly: in a git
-    # worktree build.rs cannot watch .git/HEAD, so a stale value could stick.
+    # The same short form build.rs records, given explicitly so that the
+    # image's revision label and `draguard --version` cannot disagree.
     commit=${revision:0:12}
     if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
         commit="$commit-dirty"
