@@ -123,6 +123,11 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
         }
         _ => None,
     };
+    if let Kind::Workload(w) = kind
+        && !w.template_to_judge(object, old)
+    {
+        return Decision::allow();
+    }
     let namespace = env.namespace.as_deref().unwrap_or("");
     // `/validate` judges the object as it will be stored: the apiserver has
     // applied `/mutate`'s patch already, or chose to go on without it.

@@ -131,16 +131,18 @@ async fn a_statefulset_gets_the_same_denial_live_and_in_check() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_template_may_change_its_tolerations_on_update() {
-    // Pods may only gain tolerations; a workload's template may change them
-    // (its Pods are replaced), so only validity and policy apply.
+    // Pods may only gain tolerations; a workload's template may drop or
+    // replace them (its Pods are replaced), so only validity and policy
+    // apply: the allowed toleration is replaced by an invalid one, and the
+    // one cause is the invalid effect, not the dropped toleration.
     let dir = policy_dir();
-    let allowed = "{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}";
     let old: Value =
         serde_saphyr::from_str(&STATEFULSET.replace("      - {key: gpu, operator: Exists, effect: NoSchedule}\n", ""))
             .expect("YAML");
     let mut new = old.clone();
-    new["spec"]["template"]["spec"]["tolerations"] = json!([serde_saphyr::from_str::<Value>(allowed).expect("YAML"), {"key": "dedicated", "operator": "Exists", "effect": "Bogus"}]);
-    let answer = validate(dir.path(), &admission_review(new, "UPDATE", old)).await;
+    new["spec"]["template"]["spec"]["tolerations"] =
+        json!([{"key": "dedicated", "operator": "Exists", "effect": "Bogus"}]);
+    let answer = validate(dir.path(), &admission_review(new.clone(), "UPDATE", old.clone())).await;
     let status = &answer["response"]["status"];
     assert_eq!(answer["response"]["allowed"], false);
     assert_eq!(status["code"], 422, "{answer}");
@@ -148,8 +150,39 @@ async fn a_template_may_change_its_tolerations_on_update() {
         status["details"]["causes"],
         json!([{
             "reason": "FieldValueNotSupported",
-            "field": "spec.template.spec.tolerations[1].effect",
+            "field": "spec.template.spec.tolerations[0].effect",
             "message": "Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""
         }])
+    );
+
+    new["spec"]["template"]["spec"]["tolerations"] = json!([]);
+    let dropped = validate(dir.path(), &admission_review(new, "UPDATE", old)).await;
+    assert_eq!(dropped["response"]["allowed"], true, "{dropped}");
+}
+
+/// A tightened policy must not freeze the workloads it now forbids: writes
+/// that leave the template as it was (scaling, labels, finalizers) pass, and
+/// so do objects a controller owns (a Deployment's ReplicaSets), whose owner
+/// was judged and whose Pods will be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_that_judge_no_new_template_pass() {
+    let dir = policy_dir();
+    let forbidden: Value = serde_saphyr::from_str(STATEFULSET).expect("YAML");
+    let mut scaled = forbidden.clone();
+    scaled["spec"]["replicas"] = json!(0);
+    let answer = validate(dir.path(), &admission_review(scaled, "UPDATE", forbidden.clone())).await;
+    assert_eq!(answer["response"]["allowed"], true, "scaling down: {answer}");
+
+    let mut owned = forbidden;
+    owned["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "trainer", "uid": "u", "controller": true}]);
+    let answer = validate(dir.path(), &admission_review(owned.clone(), "CREATE", Value::Null)).await;
+    assert_eq!(answer["response"]["allowed"], true, "a controller's object: {answer}");
+
+    owned["metadata"]["ownerReferences"][0]["controller"] = json!(false);
+    let answer = validate(dir.path(), &admission_review(owned, "CREATE", Value::Null)).await;
+    assert_eq!(
+        answer["response"]["allowed"], false,
+        "an owner that is not its controller: {answer}"
     );
 }

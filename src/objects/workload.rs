@@ -65,6 +65,22 @@ impl Workload {
             .unwrap_or(&NULL)
     }
 
+    /// Whether this write puts a pod template to judge. Not when a
+    /// controller owns the object (a Deployment's ReplicaSet, a CronJob's
+    /// Job): its owner was judged when written, and its Pods are judged when
+    /// created, while a denial here would stall the controller. Not on an
+    /// UPDATE that leaves the template as it was (scaling, labels, a
+    /// finalizer): a policy tightened since must not freeze the workload
+    /// that is being fixed.
+    pub fn template_to_judge(self, object: &Value, old: Option<&Value>) -> bool {
+        let controlled = object
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .is_some_and(|owners| owners.iter().any(|o| o.get("controller") == Some(&Value::Bool(true))));
+        let unchanged = old.is_some_and(|old| self.pod_spec(old) == self.pod_spec(object));
+        !controlled && !unchanged
+    }
+
     /// Pods the workload runs at once: `replicas` (Deployment, ReplicaSet,
     /// StatefulSet) or `parallelism` (Job, CronJob), 1 when unset; a
     /// DaemonSet runs one per node, which no manifest tells, so 1.
@@ -93,6 +109,35 @@ mod tests {
         assert_eq!(Workload::route("batch", "v1", "CronJob"), Some(Workload::CronJob));
         assert_eq!(Workload::route("apps", "v1beta1", "Deployment"), None);
         assert_eq!(Workload::route("", "v1", "Pod"), None);
+    }
+
+    #[test]
+    fn judges_only_new_templates_of_objects_no_controller_owns() {
+        let template =
+            |toleration: &str| json!({"spec": {"template": {"spec": {"tolerations": [{"key": toleration}]}}}});
+        let new = template("a");
+        assert!(Workload::ReplicaSet.template_to_judge(&new, None), "a CREATE");
+        assert!(
+            Workload::ReplicaSet.template_to_judge(&new, Some(&template("b"))),
+            "an UPDATE that changes the template"
+        );
+        let mut scaled = new.clone();
+        scaled["spec"]["replicas"] = json!(0);
+        assert!(
+            !Workload::ReplicaSet.template_to_judge(&scaled, Some(&new)),
+            "an UPDATE that keeps the template"
+        );
+        let mut owned = new.clone();
+        owned["metadata"] = json!({"ownerReferences": [{"kind": "Deployment", "name": "d", "controller": true}]});
+        assert!(
+            !Workload::ReplicaSet.template_to_judge(&owned, None),
+            "a controller's object"
+        );
+        owned["metadata"]["ownerReferences"][0]["controller"] = json!(false);
+        assert!(
+            Workload::ReplicaSet.template_to_judge(&owned, None),
+            "an owner that is not the controller"
+        );
     }
 
     #[test]
