@@ -174,15 +174,19 @@ fn namespace<'a>(name: &'a str, more: &[(&'a str, &'a str)]) -> BTreeMap<&'a str
     labels
 }
 
-/// Whether the apiserver would call the webhook for a request by `user`:
+/// Whether the apiserver would call the webhook for an UPDATE by `user`:
 /// every matchCondition must evaluate to true.
 fn sent_for(webhook: &Value, user: &str) -> bool {
+    sent_for_operation(webhook, user, "UPDATE")
+}
+
+fn sent_for_operation(webhook: &Value, user: &str, operation: &str) -> bool {
     let conditions = webhook["matchConditions"].as_array().into_iter().flatten();
     conditions.into_iter().all(|c| {
         let expression = c["expression"].as_str().expect("expression");
         let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
         let mut ctx = Context::default();
-        let request = json!({"userInfo": {"username": user, "groups": ["system:authenticated"]}});
+        let request = json!({"operation": operation, "userInfo": {"username": user, "groups": ["system:authenticated"]}});
         ctx.add_variable_from_value("request", kube_cel::cel::to_value(&request).expect("CEL value"));
         match program.execute(&ctx) {
             Ok(CelValue::Bool(b)) => b,
@@ -251,6 +255,14 @@ fn assert_fails_safe(docs: &[Value], expected_failure: &[(&str, &str)]) {
             assert!(!sent_for(w, KUBELET), "{name} is not called for kubelets");
             assert!(sent_for(w, ADMIN), "{name} is called for users");
         }
+    }
+    // Controllers' updates (finalizers, owner references) never wait on
+    // draguard; their creates and users' updates are judged.
+    let enforcing = validating(docs, "validate.draguard.dev");
+    const GARBAGE_COLLECTOR: &str = "system:serviceaccount:kube-system:generic-garbage-collector";
+    for controller in [GARBAGE_COLLECTOR, CONTROLLER_MANAGER] {
+        assert!(!sent_for(enforcing, controller), "{controller}'s updates are not sent");
+        assert!(sent_for_operation(enforcing, controller, "CREATE"), "{controller}'s creates are judged");
     }
     let nodes = validating(docs, "nodes.validate.draguard.dev");
     assert_eq!(resources(nodes), ["nodes"], "Nodes have an entry of their own");
