@@ -186,7 +186,8 @@ fn sent_for_operation(webhook: &Value, user: &str, operation: &str) -> bool {
         let expression = c["expression"].as_str().expect("expression");
         let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
         let mut ctx = Context::default();
-        let request = json!({"operation": operation, "userInfo": {"username": user, "groups": ["system:authenticated"]}});
+        let request =
+            json!({"operation": operation, "userInfo": {"username": user, "groups": ["system:authenticated"]}});
         ctx.add_variable_from_value("request", kube_cel::cel::to_value(&request).expect("CEL value"));
         match program.execute(&ctx) {
             Ok(CelValue::Bool(b)) => b,
@@ -262,7 +263,10 @@ fn assert_fails_safe(docs: &[Value], expected_failure: &[(&str, &str)]) {
     const GARBAGE_COLLECTOR: &str = "system:serviceaccount:kube-system:generic-garbage-collector";
     for controller in [GARBAGE_COLLECTOR, CONTROLLER_MANAGER] {
         assert!(!sent_for(enforcing, controller), "{controller}'s updates are not sent");
-        assert!(sent_for_operation(enforcing, controller, "CREATE"), "{controller}'s creates are judged");
+        assert!(
+            sent_for_operation(enforcing, controller, "CREATE"),
+            "{controller}'s creates are judged"
+        );
     }
     let nodes = validating(docs, "nodes.validate.draguard.dev");
     assert_eq!(resources(nodes), ["nodes"], "Nodes have an entry of their own");

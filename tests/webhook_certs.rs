@@ -77,7 +77,9 @@ fn secret_json(bundle: &Bundle, rv: &str) -> Value {
         .map(|(k, v)| (k, json!(b64(&v.0))))
         .collect();
     json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-        "metadata": {"name": SECRET, "namespace": NS, "resourceVersion": rv}, "data": data})
+        "metadata": {"name": SECRET, "namespace": NS, "resourceVersion": rv,
+            "labels": {"app.kubernetes.io/managed-by": "draguard"}},
+        "data": data})
 }
 
 fn secret_data(secret: &Value, key: &str) -> Vec<u8> {
@@ -194,7 +196,7 @@ async fn an_expiring_certificate_is_renewed_once_with_the_read_resource_version(
     let old = generate(&names, then).expect("old bundle");
     let mut objects = with_webhook_configs(Objects::default());
     let mut secret = secret_json(&old, "7");
-    secret["metadata"]["labels"] = json!({"keep": "me"});
+    secret["metadata"]["labels"]["keep"] = json!("me");
     objects.lists.insert("secrets".into(), vec![secret]);
     // Two replicas notice at the same time: both read resourceVersion 7.
     objects.secret_get_barrier = Some((Arc::new(tokio::sync::Barrier::new(2)), 2));
@@ -457,4 +459,31 @@ async fn a_certificate_from_a_new_ca_waits_for_ca_bundle() {
         &rotated,
         "caBundle holds the new CA now"
     );
+}
+
+/// A Secret draguard did not create (cert-manager's, after switching
+/// overlays) is never overwritten, even when it would need renewing: the
+/// replica stays unready and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_draguard_did_not_create_is_never_overwritten() {
+    let names = settings().dns_names();
+    let then = jiff::Timestamp::now()
+        .checked_sub(jiff::SignedDuration::from_hours(355 * 24))
+        .expect("time");
+    let expiring = generate(&names, then).expect("old bundle");
+    let mut secret = secret_json(&expiring, "3");
+    secret["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "cert-manager"});
+    let mut objects = with_webhook_configs(Objects::default());
+    objects.lists.insert("secrets".into(), vec![secret]);
+    let api = FakeApiServer::start(objects).await;
+    let mut replica = WebhookCerts::new(api.client(), settings(), ManagedCert::new().expect("cert"));
+    let err = replica.sync().await.expect_err("a foreign Secret is not renewed");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("Secret draguard/draguard-tls needs a new certificate (the certificate expires at ")
+            && message.ends_with("), but draguard did not create it (no label app.kubernetes.io/managed-by=draguard) and will not overwrite it: delete it to let draguard create its own, label it to hand it over, or serve cert-manager's certificate with --tls-cert instead of --manage-webhook-certs"),
+        "{message}"
+    );
+    assert!(api.writes_of("PUT").is_empty(), "nothing written");
+    assert!(!replica.readiness().is_ready());
 }

@@ -125,6 +125,18 @@ pub fn default_namespace(pod_namespace: Option<&str>, service_account_file: Opti
 /// Where Kubernetes mounts the pod's namespace.
 pub const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
+/// The label that marks the Secret as draguard's to renew.
+const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+
+fn created_by_draguard(secret: &Secret) -> bool {
+    secret
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|labels| labels.get(MANAGED_BY))
+        .is_some_and(|by| by == "draguard")
+}
+
 /// What goes wrong; every error is retried by [`WebhookCerts::run`].
 #[derive(Debug, thiserror::Error)]
 pub enum CertError {
@@ -140,6 +152,10 @@ pub enum CertError {
     Contended(String),
     #[error("Secret {secret} holds no usable certificate: {reason}")]
     Unusable { secret: String, reason: String },
+    #[error(
+        "Secret {secret} needs a new certificate ({reason}), but draguard did not create it (no label {MANAGED_BY}=draguard) and will not overwrite it: delete it to let draguard create its own, label it to hand it over, or serve cert-manager's certificate with --tls-cert instead of --manage-webhook-certs"
+    )]
+    NotOurs { secret: String, reason: String },
     #[error("cannot serve the certificate from Secret {secret}: {reason}")]
     Serve { secret: String, reason: String },
     #[error(
@@ -277,6 +293,16 @@ pub enum Verdict {
     RotateCa(String),
     /// Nothing worth keeping: a new CA and serving certificate.
     Regenerate(String),
+}
+
+impl Verdict {
+    /// Why the Secret must change (empty for [`Verdict::Keep`]).
+    pub fn reason(&self) -> &str {
+        match self {
+            Verdict::Keep => "",
+            Verdict::RenewServing(r) | Verdict::RotateCa(r) | Verdict::Regenerate(r) => r,
+        }
+    }
 }
 
 /// Judges the Secret's data at `now` (Unix seconds) for `names`.
@@ -660,6 +686,14 @@ impl WebhookCerts {
                     reason,
                 });
             };
+            // A Secret someone else made (cert-manager's, after switching
+            // overlays) is read, never overwritten: two writers would fight.
+            if !created_by_draguard(&secret) {
+                return Err(CertError::NotOurs {
+                    secret: self.secret_ref(),
+                    reason: verdict.reason().to_owned(),
+                });
+            }
             let mut updated = secret;
             // The resourceVersion read above makes the write conditional:
             // if another replica renewed meanwhile, ours is refused.
@@ -673,13 +707,13 @@ impl WebhookCerts {
                 .await
             {
                 Ok(_) => {
-                    let (action, reason) = match &verdict {
-                        Verdict::RotateCa(r) => ("rotated the webhook CA", r.as_str()),
-                        Verdict::RenewServing(r) => ("renewed the webhook serving certificate", r.as_str()),
-                        Verdict::Regenerate(r) => ("regenerated the webhook CA and certificate", r.as_str()),
-                        Verdict::Keep => ("rewrote the webhook certificate", ""),
+                    let action = match &verdict {
+                        Verdict::RotateCa(_) => "rotated the webhook CA",
+                        Verdict::RenewServing(_) => "renewed the webhook serving certificate",
+                        Verdict::Regenerate(_) => "regenerated the webhook CA and certificate",
+                        Verdict::Keep => "rewrote the webhook certificate",
                     };
-                    tracing::info!(secret = %self.secret_ref(), reason, "{action}");
+                    tracing::info!(secret = %self.secret_ref(), reason = verdict.reason(), "{action}");
                     return Ok(bundle);
                 }
                 Err(kube::Error::Api(status)) if status.is_conflict() => {
@@ -696,10 +730,7 @@ impl WebhookCerts {
             metadata: ObjectMeta {
                 name: Some(self.settings.secret.clone()),
                 namespace: Some(self.settings.namespace.clone()),
-                labels: Some(BTreeMap::from([(
-                    "app.kubernetes.io/managed-by".to_owned(),
-                    "draguard".to_owned(),
-                )])),
+                labels: Some(BTreeMap::from([(MANAGED_BY.to_owned(), "draguard".to_owned())])),
                 ..ObjectMeta::default()
             },
             type_: Some(SECRET_TYPE.to_owned()),
