@@ -56,6 +56,14 @@ impl CertStore {
         }
     }
 
+    /// A throwaway certificate that only answers probes until the real one
+    /// arrives: its expiry is nobody's concern, so the metric stays absent.
+    fn placeholder(key: CertifiedKey) -> Self {
+        let store = CertStore::new(key);
+        store.not_after.store(UNKNOWN_EXPIRY, Ordering::Relaxed);
+        store
+    }
+
     fn replace(&self, key: CertifiedKey) {
         let not_after = leaf_not_after(&key);
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(key);
@@ -119,7 +127,7 @@ impl ManagedCert {
         let pair = parse_pem_pair(cert.as_bytes(), key.as_bytes())
             .map_err(|reason| ServerError::Generate(format!("placeholder certificate: {reason}")))?;
         Ok(ManagedCert {
-            store: Arc::new(CertStore::new(pair)),
+            store: Arc::new(CertStore::placeholder(pair)),
             installed: Arc::new(AtomicBool::new(false)),
         })
     }
@@ -303,6 +311,20 @@ mod tests {
         let store = CertStore::new(first);
         assert_eq!(store.not_after(), Some(1_900_000_000));
         store.replace(second);
+        assert_eq!(store.not_after(), Some(2_000_000_000));
+    }
+
+    #[test]
+    fn a_placeholder_has_no_expiry_until_the_real_certificate_arrives() {
+        let (_, placeholder) = cert_until(1_900_000_000);
+        let store = CertStore::placeholder(placeholder);
+        assert_eq!(
+            store.not_after(),
+            None,
+            "the throwaway certificate's date is nobody's concern"
+        );
+        let (_, real) = cert_until(2_000_000_000);
+        store.replace(real);
         assert_eq!(store.not_after(), Some(2_000_000_000));
     }
 }
