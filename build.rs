@@ -8,13 +8,23 @@ fn main() {
     println!("cargo:rerun-if-env-changed=DRAGUARD_GIT_COMMIT");
     // HEAD moves on checkout, the branch ref on commit. Ask git where they
     // are: in a worktree `.git` is a file and HEAD lives elsewhere.
-    for path in [git_path("HEAD"), git_path("refs/heads"), git_path("packed-refs")]
-        .into_iter()
-        .flatten()
+    for path in [
+        git_path("HEAD"),
+        git_path("refs/heads"),
+        git_path("packed-refs"),
+        git_path("index"),
+    ]
+    .into_iter()
+    .flatten()
     {
         if std::path::Path::new(&path).exists() {
             println!("cargo:rerun-if-changed={path}");
         }
+    }
+    // An edit makes the build `-dirty`, and committing it clean again (the
+    // index above): without these the suffix would stick or go missing.
+    for path in ["src", "Cargo.toml", "Cargo.lock", "build.rs"] {
+        println!("cargo:rerun-if-changed={path}");
     }
     let commit = std::env::var("DRAGUARD_GIT_COMMIT")
         .ok()
