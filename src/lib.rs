@@ -13,6 +13,7 @@ pub mod explain;
 pub mod field;
 pub mod mutate;
 pub mod objects;
+pub mod pki;
 pub mod policy;
 pub mod quota;
 pub mod report;

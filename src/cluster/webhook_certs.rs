@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use jiff::ToSpan as _;
+use jiff::civil::Date;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
@@ -37,16 +38,14 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
-    PublicKeyData as _,
-};
+use rcgen::{Issuer, KeyPair, PublicKeyData as _};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::{Value, json};
 
+use crate::pki;
 use crate::server::ManagedCert;
 
 /// Secret keys. `tls.crt`, `tls.key` and `ca.crt` are the usual ones of a
@@ -463,13 +462,8 @@ fn retain_unexpired(pem: &str, now: i64) -> String {
 }
 
 fn new_ca(now: jiff::Timestamp) -> Result<(String, String), CertError> {
-    let mut params = CertificateParams::default();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, format!("draguard webhook CA {}", now.as_second()));
-    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    set_validity(&mut params, now, CA_VALID_DAYS, None)?;
+    let (from, until) = valid_dates(now, CA_VALID_DAYS, None)?;
+    let params = pki::ca_params(&format!("draguard webhook CA {}", now.as_second()), from, until);
     let key = KeyPair::generate().map_err(generate_failed)?;
     let cert = params.self_signed(&key).map_err(generate_failed)?;
     Ok((cert.pem(), key.serialize_pem()))
@@ -483,26 +477,17 @@ fn issue(ca_pem: &str, ca_key: &str, names: &[String], now: jiff::Timestamp) -> 
     let ca_until = validity(ca_der).map_err(generate_failed)?.not_after;
     let signing_key = KeyPair::from_pem(ca_key).map_err(generate_failed)?;
     let issuer = Issuer::from_ca_cert_der(ca_der, signing_key).map_err(generate_failed)?;
-    let mut params = CertificateParams::new(names.to_vec()).map_err(generate_failed)?;
     let common_name = names.get(2).or(names.first()).cloned().unwrap_or_default();
-    params.distinguished_name.push(DnType::CommonName, common_name);
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    params.use_authority_key_identifier_extension = true;
-    set_validity(&mut params, now, SERVING_VALID_DAYS, Some(ca_until))?;
+    let (from, until) = valid_dates(now, SERVING_VALID_DAYS, Some(ca_until))?;
+    let params = pki::server_params(names, &common_name, from, until).map_err(generate_failed)?;
     let key = KeyPair::generate().map_err(generate_failed)?;
     let cert = params.signed_by(&key, &issuer).map_err(generate_failed)?;
     Ok((cert.pem(), key.serialize_pem()))
 }
 
-/// From the start of yesterday (UTC; replicas' clocks differ a little) for
-/// `days`, but not past `cap` (Unix seconds).
-fn set_validity(
-    params: &mut CertificateParams,
-    now: jiff::Timestamp,
-    days: i64,
-    cap: Option<i64>,
-) -> Result<(), CertError> {
+/// From the start of yesterday (UTC; replicas' clocks differ a little) to
+/// `days` after today, but not past `cap` (Unix seconds).
+fn valid_dates(now: jiff::Timestamp, days: i64, cap: Option<i64>) -> Result<(Date, Date), CertError> {
     let today = now.to_zoned(jiff::tz::TimeZone::UTC).date();
     let from = today.checked_sub(1.day()).map_err(generate_failed)?;
     let mut until = today.checked_add(days.days()).map_err(generate_failed)?;
@@ -513,12 +498,7 @@ fn set_validity(
             .date();
         until = until.min(cap);
     }
-    let at = |d: jiff::civil::Date| {
-        rcgen::date_time_ymd(i32::from(d.year()), d.month().unsigned_abs(), d.day().unsigned_abs())
-    };
-    params.not_before = at(from);
-    params.not_after = at(until);
-    Ok(())
+    Ok((from, until))
 }
 
 /// One webhook entry of a configuration, as far as `caBundle` goes.

@@ -10,10 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::ToSpan as _;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
-};
+use jiff::civil::Date;
+use rcgen::{CertifiedIssuer, KeyPair};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::pem::PemObject as _;
@@ -21,6 +19,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::ServerError;
 use super::tls::{load_pair, provider};
+use crate::pki;
 
 /// Names every development certificate is valid for.
 const BUILT_IN_SANS: [&str; 2] = ["localhost", "127.0.0.1"];
@@ -117,10 +116,12 @@ fn reusable(certs: &DevCerts, sans: &[String]) -> Result<(), String> {
 
 fn generate(certs: &DevCerts, sans: &[String]) -> Result<(), ServerError> {
     let failed = |e: rcgen::Error| ServerError::Generate(e.to_string());
-    let ca_params = ca_params()?;
+    let (from, until) = valid_dates()?;
+    let ca_params = pki::ca_params("draguard development CA", from, until);
     let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().map_err(failed)?).map_err(failed)?;
     let server_key = KeyPair::generate().map_err(failed)?;
-    let server = server_params(sans)?.signed_by(&server_key, &ca).map_err(failed)?;
+    let server_params = pki::server_params(sans, "draguard", from, until).map_err(failed)?;
+    let server = server_params.signed_by(&server_key, &ca).map_err(failed)?;
     let dir = certs.cert.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|source| ServerError::Write {
         path: dir.to_owned(),
@@ -132,41 +133,13 @@ fn generate(certs: &DevCerts, sans: &[String]) -> Result<(), ServerError> {
     Ok(())
 }
 
-fn ca_params() -> Result<CertificateParams, ServerError> {
-    let mut params = CertificateParams::default();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "draguard development CA");
-    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    set_validity(&mut params)?;
-    Ok(params)
-}
-
-fn server_params(sans: &[String]) -> Result<CertificateParams, ServerError> {
-    // `new` turns strings that parse as IP addresses into IP SANs, the rest
-    // into DNS SANs.
-    let mut params = CertificateParams::new(sans.to_vec()).map_err(|e| ServerError::Generate(e.to_string()))?;
-    params.distinguished_name.push(DnType::CommonName, "draguard");
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    params.use_authority_key_identifier_extension = true;
-    set_validity(&mut params)?;
-    Ok(params)
-}
-
-/// From the start of today (UTC) for a year, instead of rcgen's 1975..4096.
-fn set_validity(params: &mut CertificateParams) -> Result<(), ServerError> {
+/// From the start of today (UTC) for [`VALID_DAYS`].
+fn valid_dates() -> Result<(Date, Date), ServerError> {
     let today = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC).date();
     let until = today
         .checked_add(VALID_DAYS.days())
         .map_err(|e| ServerError::Generate(e.to_string()))?;
-    let at = |d: jiff::civil::Date| {
-        rcgen::date_time_ymd(i32::from(d.year()), d.month().unsigned_abs(), d.day().unsigned_abs())
-    };
-    params.not_before = at(today);
-    params.not_after = at(until);
-    Ok(())
+    Ok((today, until))
 }
 
 /// Writes next to the target and renames, so a reader never sees half a
