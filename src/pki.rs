@@ -1,11 +1,16 @@
 //! Certificate pieces shared by the development certificates
 //! ([`crate::server::certs`]) and the managed webhook certificates
 //! ([`crate::cluster::webhook_certs`]): the parameters of a CA and of a
-//! serving certificate. Pure: no clock, no files, no keys; each caller picks
-//! its own names and dates.
+//! serving certificate, and what is read back from a certificate (all X.509
+//! parsing is here). Pure: no clock, no files; each caller picks its own
+//! names and dates.
 
 use jiff::civil::Date;
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
+    PublicKeyData as _,
+};
+use x509_parser::certificate::X509Certificate;
 
 /// A CA that signs only leaf certificates, valid from the start of
 /// `not_before` to the start of `not_after` (UTC).
@@ -42,6 +47,48 @@ fn set_validity(params: &mut CertificateParams, not_before: Date, not_after: Dat
     let at = |d: Date| rcgen::date_time_ymd(i32::from(d.year()), d.month().unsigned_abs(), d.day().unsigned_abs());
     params.not_before = at(not_before);
     params.not_after = at(not_after);
+}
+
+/// A certificate's validity, in seconds since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Validity {
+    pub not_before: i64,
+    pub not_after: i64,
+}
+
+impl Validity {
+    pub fn expired(&self, now: i64) -> bool {
+        now >= self.not_after
+    }
+}
+
+/// The validity of one DER certificate.
+pub fn validity(der: &[u8]) -> Result<Validity, String> {
+    let cert = parse(der)?;
+    let validity = cert.validity();
+    Ok(Validity {
+        not_before: validity.not_before.timestamp(),
+        not_after: validity.not_after.timestamp(),
+    })
+}
+
+/// Whether a DER certificate is a CA (basicConstraints cA).
+pub(crate) fn is_ca(der: &[u8]) -> Result<bool, String> {
+    Ok(parse(der)?.is_ca())
+}
+
+/// Whether a PEM private key is the one of a DER certificate.
+pub(crate) fn key_matches(der: &[u8], key_pem: &str) -> Result<KeyPair, String> {
+    let key = KeyPair::from_pem(key_pem).map_err(|e| format!("not a PEM private key: {e}"))?;
+    if parse(der)?.public_key().raw != key.subject_public_key_info().as_slice() {
+        return Err("the key does not belong to the certificate".into());
+    }
+    Ok(key)
+}
+
+fn parse(der: &[u8]) -> Result<X509Certificate<'_>, String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| format!("not an X.509 certificate: {e}"))?;
+    Ok(cert)
 }
 
 #[cfg(test)]

@@ -38,14 +38,15 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use rcgen::{Issuer, KeyPair, PublicKeyData as _};
+use rcgen::{Issuer, KeyPair};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::{Value, json};
 
-use crate::pki;
+use crate::pki::{self, is_ca, key_matches};
+pub use crate::pki::{Validity, validity};
 use crate::server::ManagedCert;
 
 /// Secret keys. `tls.crt`, `tls.key` and `ca.crt` are the usual ones of a
@@ -226,13 +227,8 @@ impl Bundle {
     }
 }
 
-/// A certificate's validity, in seconds since the Unix epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Validity {
-    pub not_before: i64,
-    pub not_after: i64,
-}
-
+/// The renewal rule of the managed certificates; [`Validity`] itself, like
+/// all reading of certificates, is in [`crate::pki`].
 impl Validity {
     /// When to renew: once less than a third of the lifetime, or less than
     /// 30 days, remains.
@@ -243,10 +239,6 @@ impl Validity {
 
     pub fn needs_renewal(&self, now: i64) -> bool {
         now >= self.renew_at()
-    }
-
-    pub fn expired(&self, now: i64) -> bool {
-        now >= self.not_after
     }
 }
 
@@ -259,26 +251,6 @@ pub fn parse_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
         return Err("no CERTIFICATE block".into());
     }
     Ok(certs)
-}
-
-/// The validity of one DER certificate.
-pub fn validity(der: &[u8]) -> Result<Validity, String> {
-    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| format!("not an X.509 certificate: {e}"))?;
-    let validity = cert.validity();
-    Ok(Validity {
-        not_before: validity.not_before.timestamp(),
-        not_after: validity.not_after.timestamp(),
-    })
-}
-
-/// Whether a PEM private key is the one of a DER certificate.
-fn key_matches(der: &[u8], key_pem: &str) -> Result<KeyPair, String> {
-    let key = KeyPair::from_pem(key_pem).map_err(|e| format!("not a PEM private key: {e}"))?;
-    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| format!("not an X.509 certificate: {e}"))?;
-    if cert.public_key().raw != key.subject_public_key_info().as_slice() {
-        return Err("the key does not belong to the certificate".into());
-    }
-    Ok(key)
 }
 
 /// What to do with the Secret's contents.
@@ -335,9 +307,7 @@ fn check_ca(bundle: &Bundle, now: i64) -> Result<Validity, String> {
     let certs = parse_certs(&bundle.ca_cert)?;
     let signing = certs.first().ok_or("no CA certificate")?;
     key_matches(signing, &bundle.ca_key)?;
-    let (_, cert) =
-        x509_parser::parse_x509_certificate(signing).map_err(|e| format!("not an X.509 certificate: {e}"))?;
-    if !cert.is_ca() {
+    if !is_ca(signing)? {
         return Err("the first certificate of ca.crt is not a CA".into());
     }
     let validity = validity(signing)?;

@@ -88,8 +88,7 @@ fn leaf_not_after(key: &CertifiedKey) -> i64 {
 /// notAfter of a DER certificate, in Unix seconds; `None` when it is not
 /// a certificate x509-parser can read.
 pub(crate) fn not_after(der: &[u8]) -> Option<i64> {
-    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
-    Some(cert.validity().not_after.timestamp())
+    crate::pki::validity(der).ok().map(|v| v.not_after)
 }
 
 impl ResolvesServerCert for CertStore {
