@@ -1,10 +1,16 @@
-//! Rate limit for repeated errors of one watch. An apiserver that cannot be
-//! reached makes a watch fail on every retry; without a limit that is
-//! several log lines a second per watch, which buries everything else and
-//! costs log storage. The clock is passed in, so the policy is a pure piece
-//! that tests drive without sleeping.
+//! Rate limit for repeated errors of one watch (or of the webhook
+//! certificate controller's loop). An apiserver that cannot be reached makes
+//! a watch fail on every retry; without a limit that is several log lines a
+//! second per watch, which buries everything else and costs log storage. The
+//! clock is passed in, so the policy is a pure piece that tests drive
+//! without sleeping.
 
 use std::time::{Duration, Instant};
+
+/// At most one line per watch (or per controller) a minute while it keeps
+/// failing: enough to see it is still down, few enough to read the rest of
+/// the log.
+pub(crate) const ERROR_LINE_EVERY: Duration = Duration::from_secs(60);
 
 /// Tells, for each error and each success of one watch, whether to log.
 #[derive(Debug)]

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
@@ -14,7 +14,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
-use super::error_log::{ErrorLog, Report};
+use super::error_log::{ERROR_LINE_EVERY, ErrorLog, Report};
 use super::{CacheState, ClusterView};
 use crate::objects::patch::PatchSpec;
 use crate::objects::{ClaimSpec, ClaimVersion};
@@ -59,10 +59,6 @@ impl WatchHealth {
         }
     }
 }
-
-/// At most one line per watch per minute while it keeps failing: enough to
-/// see it is still down, few enough to read the rest of the log.
-const ERROR_LINE_EVERY: Duration = Duration::from_secs(60);
 
 /// Starts one reflector on the current runtime and returns its store.
 fn reflect<K>(api: Api<K>, what: &'static str) -> (Store<K>, Arc<WatchHealth>)

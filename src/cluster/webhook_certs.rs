@@ -45,6 +45,7 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::{Value, json};
 
+use super::error_log::{ERROR_LINE_EVERY, ErrorLog, Report};
 use crate::pki::{self, is_ca, key_matches};
 pub use crate::pki::{Validity, validity};
 use crate::server::ManagedCert;
@@ -860,15 +861,17 @@ impl WebhookCerts {
 
     /// Runs forever: the Secret every `secret_every`, `caBundle` every
     /// `ca_bundle_every`; after a failure, again after a backoff (1 s
-    /// doubling to `ca_bundle_every`), with log lines thinning out as
-    /// failures repeat.
+    /// doubling to `ca_bundle_every`). Failures are logged as the watches'
+    /// are ([`ErrorLog`]): the first, then at most one line a minute with
+    /// how many were left out, and a line when it works again.
     pub async fn run(mut self) {
         let mut failures: u32 = 0;
+        let mut log = ErrorLog::new(ERROR_LINE_EVERY);
         loop {
             let delay = match self.sync().await {
                 Ok(()) => {
-                    if failures > 0 {
-                        tracing::info!(failures, "webhook certificate sync works again");
+                    if let Some(errors) = log.succeeded() {
+                        tracing::info!(failures = errors, "webhook certificate sync works again");
                     }
                     failures = 0;
                     self.settings.ca_bundle_every
@@ -876,11 +879,17 @@ impl WebhookCerts {
                 Err(e) => {
                     failures = failures.saturating_add(1);
                     let delay = backoff(failures, self.settings.ca_bundle_every);
-                    // 1st, 2nd, 4th, 8th … failure: a few lines, not a flood.
-                    if failures.is_power_of_two() {
-                        tracing::warn!(error = %e, failures, retry_in = ?delay, "webhook certificate sync failed");
-                    } else {
-                        tracing::debug!(error = %e, failures, retry_in = ?delay, "webhook certificate sync failed");
+                    match log.failed(Instant::now()) {
+                        Report::Log { suppressed } => tracing::warn!(
+                            error = %e,
+                            failures,
+                            suppressed,
+                            retry_in = ?delay,
+                            "webhook certificate sync failed (at most one line a minute; `suppressed` failures since the last)"
+                        ),
+                        Report::Quiet => {
+                            tracing::debug!(error = %e, failures, retry_in = ?delay, "webhook certificate sync failed")
+                        }
                     }
                     delay
                 }
