@@ -1,8 +1,14 @@
 //! Log output of the real binary: JSON lines a collector can parse, text
 //! without escape codes when nobody is looking at a terminal.
 
+mod support {
+    pub mod json;
+}
+
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
+
+use support::json::top_level_keys;
 
 /// `draguard serve` that fails at start (a broken policy file) after
 /// logging a few lines; stderr is a pipe, not a terminal.
@@ -37,14 +43,10 @@ fn failing_serve(format: &str, no_color: bool) -> Output {
     command.output().expect("draguard runs")
 }
 
-/// Top-level keys with repeats: a map would hide a duplicate `message`.
+/// How many top-level `message` keys a JSON log line has, repeats counted
+/// (a map would keep only the last).
 fn message_keys(line: &str) -> usize {
-    let object: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON object ({e}): {line:?}"));
-    assert!(object.contains_key("message"), "{line}");
-    // serde_json keeps the last of duplicate keys, so count in the text:
-    // every key is `"name":` at depth 1 after flattening.
-    line.matches("\"message\":").count()
+    top_level_keys(line).iter().filter(|key| *key == "message").count()
 }
 
 #[test]

@@ -147,6 +147,11 @@ fn colour_wanted(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
     terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
+/// Shared with tests/cli_logs.rs, so both read a JSON log line the same way.
+#[cfg(test)]
+#[path = "../../tests/support/json.rs"]
+mod json;
+
 #[cfg(test)]
 pub(crate) mod log_capture {
     //! Runs code under [`super::log_subscriber`] writing into a buffer.
@@ -182,34 +187,7 @@ pub(crate) mod log_capture {
         String::from_utf8(bytes).expect("logs are UTF-8")
     }
 
-    /// The top-level keys of a JSON object, in order and with repeats
-    /// (a map would hide a duplicate `message`).
-    pub(crate) fn top_level_keys(line: &str) -> Vec<String> {
-        struct Keys(Vec<String>);
-        impl<'de> serde::Deserialize<'de> for Keys {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct Visitor;
-                impl<'de> serde::de::Visitor<'de> for Visitor {
-                    type Value = Keys;
-                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                        f.write_str("a JSON object")
-                    }
-                    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
-                        let mut keys = Vec::new();
-                        while let Some((key, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
-                            keys.push(key);
-                        }
-                        Ok(Keys(keys))
-                    }
-                }
-                d.deserialize_map(Visitor)
-            }
-        }
-        match serde_json::from_str::<Keys>(line) {
-            Ok(keys) => keys.0,
-            Err(e) => panic!("not a JSON object: {e}: {line:?}"),
-        }
-    }
+    pub(crate) use super::json::top_level_keys;
 }
 
 #[cfg(test)]
