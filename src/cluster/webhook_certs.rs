@@ -862,7 +862,7 @@ impl WebhookCerts {
     /// Runs forever: the Secret every `secret_every`, `caBundle` every
     /// `ca_bundle_every`; after a failure, again after a backoff (1 s
     /// doubling to `ca_bundle_every`). Failures are logged as the watches'
-    /// are ([`ErrorLog`]): the first, then at most one line a minute with
+    /// are (`ErrorLog`): the first, then at most one line a minute with
     /// how many were left out, and a line when it works again.
     pub async fn run(mut self) {
         let mut failures: u32 = 0;
