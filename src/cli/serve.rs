@@ -87,8 +87,8 @@ pub struct ServeArgs {
     #[arg(long, env = "POD_NAMESPACE", value_name = "NS")]
     pub webhook_namespace: Option<String>,
     /// With --manage-webhook-certs: the Service the apiserver calls; the
-    /// certificate is valid for <svc>, <svc>.<ns>, <svc>.<ns>.svc and
-    /// <svc>.<ns>.svc.cluster.local.
+    /// certificate is valid for SVC, SVC.NS, SVC.NS.svc and
+    /// SVC.NS.svc.cluster.local.
     #[arg(
         long,
         default_value = "draguard",
