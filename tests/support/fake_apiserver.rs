@@ -203,11 +203,7 @@ async fn list_quotas(State(s): State<Shared>, Path(ns): Path<String>, RawQuery(q
 }
 
 fn find(objects: &Objects, ns: &str, name: &str) -> Option<usize> {
-    objects
-        .lists
-        .get("resourcequotas")?
-        .iter()
-        .position(|v| v["metadata"]["namespace"] == ns && v["metadata"]["name"] == name)
+    find_in(objects, "resourcequotas", Some(ns), name)
 }
 
 async fn get_quota(State(s): State<Shared>, Path((ns, name)): Path<(String, String)>) -> Response {
@@ -219,11 +215,14 @@ async fn get_quota(State(s): State<Shared>, Path((ns, name)): Path<(String, Stri
 }
 
 fn not_found(name: &str) -> Response {
-    (
+    status(
         StatusCode::NOT_FOUND,
-        axum::Json(json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404, "message": format!("resourcequotas {name:?} not found")})),
+        "NotFound",
+        format!("resourcequotas \"{name}\" not found"),
+        "resourcequotas",
+        None,
+        name,
     )
-        .into_response()
 }
 
 async fn create_quota(
