@@ -66,7 +66,7 @@ fn bench_review(c: &mut Criterion) {
     assert!(
         decision.allowed,
         "the typical claim must be admitted: {:?}",
-        decision.status
+        decision.denial
     );
 
     c.bench_function("review typical claim (parse + validate + render)", |b| {

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod cluster;
 pub mod explain;
 pub mod field;
+pub mod kinds;
 pub mod mutate;
 pub mod objects;
 pub mod pki;

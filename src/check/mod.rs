@@ -10,16 +10,19 @@ pub mod input;
 use std::collections::HashMap;
 use std::fmt;
 
-use kube::core::DynamicObject;
-use kube::core::admission::AdmissionRequest;
+use k8s_openapi::api::authentication::v1::UserInfo;
+use kube::core::admission::Operation;
+use kube::core::{GroupVersionKind, GroupVersionResource};
 use serde_json::{Value, json};
 use serde_saphyr::Spanned;
 
 use crate::cluster::StaticView;
+use crate::field::Path;
+use crate::objects::ObjectJson;
 use crate::objects::workload::Workload;
 use crate::policy::PolicySet;
 use crate::policy::ptr::PtrConfig;
-use crate::review::{Context, Phase, Request, review};
+use crate::review::{Context, Denial, Envelope, Phase, Request, review};
 use crate::yaml::{Node, Position};
 pub use input::{InputError, Source};
 
@@ -248,8 +251,12 @@ fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)
 }
 
-/// Kinds that live outside namespaces, among those draguard may see.
+/// Kinds that live outside namespaces: those the registry says so of, and
+/// others draguard may see in a manifest.
 fn cluster_scoped(kind: &str) -> bool {
+    if let Some(row) = crate::kinds::KINDS.iter().find(|r| r.kind == kind) {
+        return !row.namespaced;
+    }
     matches!(
         kind,
         "Namespace"
@@ -366,9 +373,10 @@ fn input_facts(objects: &[Object], default_namespace: &str, cluster: &mut Static
 fn charge_of(v: &Value, default_namespace: &str, cluster: &StaticView) -> Option<(String, crate::quota::Charge)> {
     let api_version = text(v, "/apiVersion")?;
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let kind = crate::objects::Kind::route(group, version, text(v, "/kind")?)?;
+    let routed = crate::kinds::route(group, version, text(v, "/kind")?)?;
     let ns = namespace_of(v, default_namespace);
-    crate::review::quota_charge(kind, v, ns, cluster)
+    let object = ObjectJson::Tree(v.clone());
+    (routed.row.charge)(&object, routed, ns, cluster)
         .ok()
         .flatten()
         .map(|c| (ns.to_owned(), c))
@@ -393,33 +401,35 @@ fn group_kind(v: &Value) -> (String, String) {
 }
 
 /// The AdmissionRequest the apiserver would send for this object.
-fn admission_request(
-    uid: usize,
-    object: Value,
-    old: Option<Value>,
-    namespace: Option<&str>,
-) -> Result<Request, String> {
+fn admission_request(uid: usize, object: Value, old: Option<Value>, namespace: Option<&str>) -> Request {
     let api_version = text(&object, "/apiVersion").unwrap_or("");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let kind = text(&object, "/kind").unwrap_or("");
-    let name = text(&object, "/metadata/name").unwrap_or("");
-    let envelope = json!({
-        "uid": format!("draguard-check-{uid}"),
-        "kind": {"group": group, "version": version, "kind": kind},
-        "resource": {"group": group, "version": version, "resource": format!("{}s", kind.to_lowercase())},
-        "name": name,
-        "namespace": namespace,
-        "operation": if old.is_some() { "UPDATE" } else { "CREATE" },
-        "userInfo": {"username": "draguard-check"},
-        "dryRun": true,
-    });
-    let envelope: AdmissionRequest<DynamicObject> =
-        serde_json::from_value(envelope).map_err(|e| format!("cannot build the admission request: {e}"))?;
-    Ok(Request {
+    let resource =
+        crate::kinds::find(group, kind).map_or_else(|| format!("{}s", kind.to_lowercase()), |r| r.plural.to_owned());
+    let envelope = Envelope {
+        uid: format!("draguard-check-{uid}"),
+        kind: GroupVersionKind::gvk(group, version, kind),
+        resource: GroupVersionResource::gvr(group, version, &resource),
+        sub_resource: None,
+        name: text(&object, "/metadata/name").unwrap_or("").to_owned(),
+        namespace: namespace.map(str::to_owned),
+        operation: if old.is_some() {
+            Operation::Update
+        } else {
+            Operation::Create
+        },
+        user_info: UserInfo {
+            username: Some("draguard-check".to_owned()),
+            ..UserInfo::default()
+        },
+        dry_run: true,
+    };
+    Request {
         envelope,
-        object: Some(object),
-        old_object: old,
-    })
+        object: Some(ObjectJson::Tree(object)),
+        old_object: old.map(ObjectJson::Tree),
+    }
 }
 
 fn check_object(
@@ -468,32 +478,37 @@ fn check_object(
     }
     let (source, document) = (object.source, object.document);
     let reviewed = in_namespace(object.value, namespace.as_deref().unwrap_or(""));
-    let request = match admission_request(n, reviewed, old.cloned(), namespace.as_deref()) {
-        Ok(r) => r,
-        Err(message) => {
-            report.allowed = false;
-            report
-                .findings
-                .push(error_finding("BadRequest", None, message, position));
-            return report;
-        }
-    };
+    let request = admission_request(n, reviewed, old.cloned(), namespace.as_deref());
     let decision = review(&request, ctx);
     report.allowed = decision.allowed;
-    if let Some(status) = &decision.status {
-        let causes = status.details.as_ref().map(|d| d.causes.as_slice()).unwrap_or_default();
-        for cause in causes {
-            let field = cause.field.clone();
-            let at = spans.locate(source, document, &prefix, &manifest_path(&kind, &field));
-            report
-                .findings
-                .push(error_finding(&cause.reason, Some(field), cause.message.clone(), at));
+    let mut cause = |reason: &str, field: Option<&Path>, message: String| {
+        let at = field.map_or(position, |f| {
+            spans.locate(source, document, &prefix, &manifest_path(&kind, f))
+        });
+        report
+            .findings
+            .push(error_finding(reason, field.map(ToString::to_string), message, at));
+    };
+    match &decision.denial {
+        Some(Denial::Invalid { errors, .. }) => {
+            for e in errors {
+                cause(e.kind.reason(), Some(&e.field), e.body());
+            }
         }
-        if causes.is_empty() && !decision.allowed {
-            report
-                .findings
-                .push(error_finding(&status.reason, None, status.message.clone(), position));
+        Some(Denial::Forbidden { violations, .. }) => {
+            // A violation without a field (quota) is a cause with an empty
+            // field, as in the Status: reported at the object.
+            let object = Path::new("");
+            for v in violations {
+                cause(
+                    "FieldValueForbidden",
+                    Some(v.field.as_ref().unwrap_or(&object)),
+                    v.message.clone(),
+                );
+            }
         }
+        Some(Denial::BadRequest(e)) => cause("BadRequest", None, e.to_string()),
+        None => {}
     }
     for entry in &decision.audit {
         report.findings.push(Finding {
@@ -505,15 +520,14 @@ fn check_object(
         });
     }
     for warning in &decision.warnings {
-        let field = leading_field(warning);
-        let at = field
-            .as_deref()
-            .map_or(position, |f| spans.locate(source, document, &prefix, f));
+        let at = warning.field.as_ref().map_or(position, |f| {
+            spans.locate(source, document, &prefix, &manifest_path(&kind, f))
+        });
         report.findings.push(Finding {
             severity: Severity::Warning,
-            field,
+            field: warning.field.as_ref().map(ToString::to_string),
             reason: "Warning".into(),
-            message: warning.clone(),
+            message: warning.message.clone(),
             position: at,
         });
     }
@@ -532,17 +546,12 @@ fn error_finding(reason: &str, field: Option<String>, message: String, position:
 
 /// Where a reported field really is in the manifest: the apiserver reports
 /// node taints under `metadata.taints`, but they are written in `spec`.
-fn manifest_path(kind: &str, field: &str) -> String {
+fn manifest_path(kind: &str, field: &Path) -> String {
+    let field = field.to_string();
     match field.strip_prefix("metadata.taints") {
         Some(rest) if kind == "Node" => format!("spec.taints{rest}"),
-        _ => field.to_owned(),
+        _ => field,
     }
-}
-
-/// A warning that starts with a field path (`spec.deviceSelector is empty`).
-fn leading_field(warning: &str) -> Option<String> {
-    let first = warning.split_whitespace().next()?.trim_end_matches(':');
-    (first.starts_with("spec.") || first.starts_with("metadata.")).then(|| first.to_owned())
 }
 
 /// The parsed documents of every source, for positions.

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{DecodeError, nullable};
+use super::{DecodeError, ObjectJson, Whole, nullable};
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClaimSpec {
@@ -200,41 +200,91 @@ impl ClaimSpec {
     /// Decodes a claim spec of the given version, converts it to the internal
     /// shape and applies the apiserver's defaults (`SetDefaults_*`).
     pub fn decode(spec: &Value, version: ClaimVersion) -> Result<Self, DecodeError> {
-        let mut spec = match version {
+        Ok(match version {
+            ClaimVersion::V1 | ClaimVersion::V1beta2 => Self::from_structured(super::decode(spec)?),
+            ClaimVersion::V1beta1 => Self::from_flat(super::decode(spec)?),
+        })
+    }
+
+    /// A ResourceClaim: its metadata and spec, decoded in one pass.
+    pub fn decode_claim(json: &ObjectJson, version: ClaimVersion) -> Result<Whole<Self>, DecodeError> {
+        Ok(match version {
             ClaimVersion::V1 | ClaimVersion::V1beta2 => {
-                let wire: WireClaimSpec<StructuredRequest> = super::decode(spec)?;
-                let requests = wire
-                    .devices
-                    .requests
-                    .into_iter()
-                    .map(|r| DeviceRequest {
-                        name: r.name,
-                        exactly: r.exactly,
-                        first_available: r.first_available,
-                    })
-                    .collect();
-                ClaimSpec {
-                    devices: DeviceClaim {
-                        requests,
-                        constraints: wire.devices.constraints,
-                        config: wire.devices.config,
-                    },
+                let w: Whole<WireClaimSpec<StructuredRequest>> = json.decode()?;
+                Whole {
+                    metadata: w.metadata,
+                    spec: Self::from_structured(w.spec),
                 }
             }
             ClaimVersion::V1beta1 => {
-                let wire: WireClaimSpec<FlatRequest> = super::decode(spec)?;
-                let requests = wire.devices.requests.into_iter().map(convert_v1beta1_request).collect();
-                ClaimSpec {
-                    devices: DeviceClaim {
-                        requests,
-                        constraints: wire.devices.constraints,
-                        config: wire.devices.config,
-                    },
+                let w: Whole<WireClaimSpec<FlatRequest>> = json.decode()?;
+                Whole {
+                    metadata: w.metadata,
+                    spec: Self::from_flat(w.spec),
                 }
             }
-        };
+        })
+    }
+
+    /// A ResourceClaimTemplate: its metadata, and the metadata and spec of
+    /// the claims it stamps, decoded in one pass.
+    pub fn decode_template(json: &ObjectJson, version: ClaimVersion) -> Result<Whole<Whole<Self>>, DecodeError> {
+        fn inner<R>(
+            w: Whole<Whole<WireClaimSpec<R>>>,
+            convert: fn(WireClaimSpec<R>) -> ClaimSpec,
+        ) -> Whole<Whole<ClaimSpec>> {
+            Whole {
+                metadata: w.metadata,
+                spec: Whole {
+                    metadata: w.spec.metadata,
+                    spec: convert(w.spec.spec),
+                },
+            }
+        }
+        Ok(match version {
+            ClaimVersion::V1 | ClaimVersion::V1beta2 => inner(json.decode()?, Self::from_structured),
+            ClaimVersion::V1beta1 => inner(json.decode()?, Self::from_flat),
+        })
+    }
+
+    fn from_structured(wire: WireClaimSpec<StructuredRequest>) -> Self {
+        let WireDeviceClaim {
+            requests,
+            constraints,
+            config,
+        } = wire.devices;
+        let requests = requests
+            .into_iter()
+            .map(|r| DeviceRequest {
+                name: r.name,
+                exactly: r.exactly,
+                first_available: r.first_available,
+            })
+            .collect();
+        Self::defaulted(DeviceClaim {
+            requests,
+            constraints,
+            config,
+        })
+    }
+
+    fn from_flat(wire: WireClaimSpec<FlatRequest>) -> Self {
+        let WireDeviceClaim {
+            requests,
+            constraints,
+            config,
+        } = wire.devices;
+        Self::defaulted(DeviceClaim {
+            requests: requests.into_iter().map(convert_v1beta1_request).collect(),
+            constraints,
+            config,
+        })
+    }
+
+    fn defaulted(devices: DeviceClaim) -> Self {
+        let mut spec = ClaimSpec { devices };
         spec.apply_defaults();
-        Ok(spec)
+        spec
     }
 
     /// `SetDefaults_ExactDeviceRequest`, `SetDefaults_DeviceSubRequest` and the

@@ -99,14 +99,19 @@ impl SliceSpec {
     /// Decodes a slice spec; for v1beta1 every `basic` device is flattened
     /// (`Convert_v1beta1_BasicDevice_To_resource_Device`).
     pub fn decode(spec: &Value) -> Result<Self, DecodeError> {
-        let mut spec: SliceSpec = super::decode(spec)?;
+        super::decode(spec).map(SliceSpec::flattened)
+    }
+
+    /// The spec as every version is judged: v1beta1's `basic` devices
+    /// flattened.
+    pub fn flattened(mut spec: SliceSpec) -> SliceSpec {
         for device in spec.devices.iter_mut().flatten() {
             if let Some(basic) = device.basic.take() {
                 let name = std::mem::take(&mut device.name);
                 *device = Device { name, ..*basic };
             }
         }
-        Ok(spec)
+        spec
     }
 
     pub fn devices(&self) -> &[Device] {

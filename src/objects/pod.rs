@@ -37,11 +37,12 @@ impl PodSpecView {
     }
 }
 
+/// The part of a Node's spec draguard judges.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default)]
-struct NodeSpecView {
+pub struct NodeSpecView {
     #[serde(deserialize_with = "nullable")]
-    taints: Vec<Taint>,
+    pub taints: Vec<Taint>,
 }
 
 /// `spec.taints` of a Node.

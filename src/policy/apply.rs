@@ -3,11 +3,10 @@
 //! verdicts.
 
 use json_patch::PatchOperation;
-use k8s_openapi::api::authentication::v1::UserInfo;
 use serde_json::Value;
 
-use super::PolicySet;
-use super::enforce::{self, Outcome, Subject, Target};
+use super::applicable::Applicable;
+use super::enforce::{self, Outcome, Target};
 use super::model::Toleration;
 use crate::field::Path;
 use crate::objects::claim::{ClaimSpec, ClaimVersion, DeviceToleration, TolerationPlace};
@@ -92,29 +91,9 @@ pub fn claim_lists(spec: &ClaimSpec, version: ClaimVersion, prefix: &[&str]) -> 
         .collect()
 }
 
-/// Who asks and where, for every list of one object.
-pub struct Asker<'a> {
-    pub namespace: &'a str,
-    pub labels: Option<&'a std::collections::BTreeMap<String, String>>,
-    pub user: &'a UserInfo,
-    pub target: Target,
-}
-
-impl Asker<'_> {
-    fn subject(&self, tolerations: Vec<(Path, Toleration)>) -> Subject<'_> {
-        Subject {
-            namespace: self.namespace,
-            labels: self.labels,
-            user: self.user,
-            target: self.target,
-            tolerations,
-        }
-    }
-}
-
-/// What the policies say about all lists of an object.
-pub fn evaluate(set: &PolicySet, asker: &Asker<'_>, lists: &[TolerationList]) -> Outcome {
-    let tolerations = lists
+/// What the applying policies say about all lists of an object.
+pub fn evaluate(applicable: &Applicable<'_>, target: Target, lists: &[TolerationList]) -> Outcome {
+    let tolerations: Vec<(Path, Toleration)> = lists
         .iter()
         .flat_map(|l| {
             l.tolerations
@@ -123,19 +102,19 @@ pub fn evaluate(set: &PolicySet, asker: &Asker<'_>, lists: &[TolerationList]) ->
                 .map(|(i, t)| (l.path.index(i), t.clone()))
         })
         .collect();
-    enforce::evaluate(set, &asker.subject(tolerations))
+    enforce::judge_all(applicable, target, &tolerations)
 }
 
 /// The default tolerations each list lacks, as patches against `object`.
 pub fn default_patches(
-    set: &PolicySet,
-    asker: &Asker<'_>,
+    applicable: &Applicable<'_>,
+    target: Target,
     lists: &[TolerationList],
     object: &Value,
 ) -> Vec<PatchOperation> {
     let mut ops = Vec::new();
     for list in lists {
-        let add = enforce::defaults(set, &asker.subject(Vec::new()), &list.tolerations);
+        let add = enforce::defaults_for(applicable, target, &list.tolerations);
         if add.is_empty() {
             continue;
         }

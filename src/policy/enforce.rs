@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::authentication::v1::UserInfo;
 
+use super::applicable::Applicable;
 use super::cover::{covers, describe, is_platform_default};
 use super::model::{Mode, Toleration};
 use super::{PolicySet, Selection, TolerationPolicy};
@@ -53,25 +54,23 @@ impl Outcome {
 /// policy whose selector needs unknown namespace labels is reported only
 /// when it would reject a toleration, and then says that it cannot tell.
 pub fn evaluate(set: &PolicySet, subject: &Subject<'_>) -> Outcome {
+    let applicable = Applicable::new(set, subject.namespace, true, subject.user, || subject.labels.cloned());
+    judge_all(&applicable, subject.target, &subject.tolerations)
+}
+
+/// What the applying policies say about every toleration.
+pub fn judge_all(applicable: &Applicable<'_>, target: Target, tolerations: &[(Path, Toleration)]) -> Outcome {
     let mut outcome = Outcome::default();
-    for loaded in &set.policies {
-        let p = &loaded.policy;
-        if p.exempts(subject.user) {
-            continue;
-        }
-        let unknown = match p.selects(subject.namespace, subject.labels) {
-            Selection::NotSelected => continue,
-            Selection::Unknown => true,
-            Selection::Selected => false,
-        };
-        for (path, t) in &subject.tolerations {
-            let Some(why) = judge(p, subject.target, t) else {
+    for (p, selection) in &applicable.policies {
+        let unknown = *selection == Selection::Unknown;
+        for (path, t) in tolerations {
+            let Some(why) = judge(p, target, t) else {
                 continue;
             };
             let caveat = if unknown {
                 format!(
                     " (if it applies: the labels of namespace {:?} are unknown; give them with a Namespace object or --namespace-labels)",
-                    subject.namespace
+                    applicable.namespace
                 )
             } else {
                 String::new()
@@ -86,8 +85,8 @@ pub fn evaluate(set: &PolicySet, subject: &Subject<'_>) -> Outcome {
                         "toleration policy {:?}{caveat}: {path} ({}) {why}; namespace {:?} may use {}",
                         p.metadata.name,
                         describe(t),
-                        subject.namespace,
-                        may_use(p, subject.target)
+                        applicable.namespace,
+                        may_use(p, target)
                     ),
                 ),
             });
@@ -142,17 +141,18 @@ fn may_use(p: &TolerationPolicy, target: Target) -> String {
 /// default) and without the ones any selecting policy would reject
 /// (PodTolerationRestriction's `MergeTolerations`, plus kubernetes#64616).
 pub fn defaults(set: &PolicySet, subject: &Subject<'_>, existing: &[Toleration]) -> Vec<Toleration> {
-    let selecting: Vec<&TolerationPolicy> = set
-        .policies
-        .iter()
-        .map(|l| &l.policy)
-        .filter(|p| !p.exempts(subject.user) && p.selects(subject.namespace, subject.labels) == Selection::Selected)
-        .collect();
+    let applicable = Applicable::new(set, subject.namespace, true, subject.user, || subject.labels.cloned());
+    defaults_for(&applicable, subject.target, existing)
+}
+
+/// [`defaults`] for the policies that apply.
+pub fn defaults_for(applicable: &Applicable<'_>, target: Target, existing: &[Toleration]) -> Vec<Toleration> {
+    let selecting: Vec<&TolerationPolicy> = applicable.selected().collect();
     let mut added: Vec<Toleration> = Vec::new();
     for p in selecting.iter().filter(|p| p.spec.mode != Mode::Audit) {
-        for d in lists(p, subject.target).2 {
+        for d in lists(p, target).2 {
             let covered = existing.iter().chain(added.iter()).any(|e| covers(e, d));
-            let rejected = selecting.iter().any(|q| judge(q, subject.target, d).is_some());
+            let rejected = selecting.iter().any(|q| judge(q, target, d).is_some());
             if !covered && !rejected {
                 added.push(d.clone());
             }

@@ -2,6 +2,7 @@
 //! namespace may use, with deny lists, defaults and modes. Policy files are
 //! the platform team's, not the tenants'.
 
+pub mod applicable;
 pub mod apply;
 pub mod cover;
 pub mod enforce;

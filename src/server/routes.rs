@@ -16,7 +16,6 @@ use super::duration::review_deadline;
 use super::metrics::{self, Metrics};
 use crate::admission::Incoming;
 use crate::cluster::ClusterView;
-use crate::objects::Kind;
 use crate::policy::PolicySet;
 use crate::policy::ptr::PtrConfig;
 use crate::policy::reload::PolicyStore;
@@ -258,8 +257,8 @@ impl Summary {
         Summary {
             uid: incoming.uid().to_owned(),
             handled: kind
-                .and_then(|k| Kind::route(&k.group, &k.version, &k.kind))
-                .map(|k| k.name()),
+                .and_then(|k| crate::kinds::route(&k.group, &k.version, &k.kind))
+                .map(|r| r.row.kind),
             kind: kind.map(|k| k.kind.clone()).unwrap_or_default(),
             decoded: request.is_some(),
             namespace: request.and_then(|r| r.namespace.clone()).unwrap_or_default(),
@@ -267,7 +266,11 @@ impl Summary {
             operation: request.map_or("", |r| operation_name(&r.operation)),
             allowed: decision.allowed,
             causes: decision.cause_fields().len(),
-            reason: decision.status.as_ref().map(|s| s.message.clone()).unwrap_or_default(),
+            reason: decision
+                .denial
+                .as_ref()
+                .map(|d| crate::admission::status(d).message)
+                .unwrap_or_default(),
             audit: decision.audit.clone(),
         }
     }

@@ -1,0 +1,105 @@
+//! ResourceClaim: the spec is immutable; a new claim is judged whole,
+//! charged against quota, and its device tolerations meet the policies.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use crate::cluster::ClusterView;
+use crate::field::{FieldError, Path};
+use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, ObjectJson, Whole};
+use crate::policy::apply::{self, TolerationList};
+use crate::policy::enforce::Target as PolicyTarget;
+use crate::quota::{Charge, charge};
+use crate::rules;
+
+pub const ROW: KindRow = KindRow {
+    group: "resource.k8s.io",
+    kind: "ResourceClaim",
+    versions: &["v1", "v1beta2", "v1beta1"],
+    plural: "resourceclaims",
+    namespaced: true,
+    pod_spec: None,
+    review: crate::review::pipeline::<Claim>,
+    charge: super::charge::<Claim>,
+};
+
+pub struct Claim;
+
+/// A claim and the served version it came in (device tolerations are
+/// located differently in v1beta1).
+pub struct ClaimView {
+    pub whole: Whole<ClaimSpec>,
+    pub version: ClaimVersion,
+}
+
+/// The claim version of a routed request.
+pub(super) fn claim_version(routed: Routed) -> Result<ClaimVersion, DecodeError> {
+    ClaimVersion::parse(routed.version)
+        .ok_or_else(|| DecodeError::new(format!("version {} carries no claims", routed.version)))
+}
+
+impl AdmittedKind for Claim {
+    type View = ClaimView;
+
+    fn decode(object: &ObjectJson, routed: Routed) -> Result<ClaimView, DecodeError> {
+        let version = claim_version(routed)?;
+        Ok(ClaimView {
+            whole: ClaimSpec::decode_claim(object, version)?,
+            version,
+        })
+    }
+
+    fn meta(view: &ClaimView) -> &ObjectMeta {
+        &view.whole.metadata
+    }
+
+    fn validate(new: &ClaimView, old: Option<&ClaimView>, facts: &Facts<'_>) -> Verdict {
+        let spec = &new.whole.spec;
+        let mut errs = rules::meta::validate_object_meta(&new.whole.metadata, true, &Path::new("metadata"));
+        match old {
+            None => {
+                errs.extend(rules::claim::validate_claim_spec(spec, &Path::new("spec")));
+                errs.extend(admin_access(spec, facts));
+            }
+            Some(old) => {
+                errs.extend(shared::validate_meta_update(&new.whole.metadata, &old.whole.metadata));
+                errs.extend(immutable_spec(spec, &old.whole.spec, facts, &Path::new("spec")));
+            }
+        }
+        errs.into()
+    }
+
+    fn toleration_lists(view: &ClaimView, _: Routed) -> Option<(PolicyTarget, Vec<TolerationList>)> {
+        let lists = apply::claim_lists(&view.whole.spec, view.version, &["spec"]);
+        Some((PolicyTarget::Device, lists))
+    }
+
+    const CHARGED: bool = true;
+
+    fn quota_charge(view: &ClaimView, _: &str, _: &dyn ClusterView) -> Option<Charge> {
+        Some(charge(&view.whole.spec))
+    }
+}
+
+/// `admin-access` needs a namespace labelled for it.
+pub(super) fn admin_access(spec: &ClaimSpec, facts: &Facts<'_>) -> Vec<FieldError> {
+    let labels = facts.cluster.namespace_labels(facts.namespace);
+    rules::claim::validate_admin_access(spec, labels.as_ref())
+}
+
+/// A claim spec is immutable. When it changed, the apiserver says so; draguard
+/// also judges the new spec with enum ratcheting against the old one, so the
+/// author learns everything that is wrong with it at once.
+pub(super) fn immutable_spec(
+    spec: &ClaimSpec,
+    old: &ClaimSpec,
+    facts: &Facts<'_>,
+    spec_path: &Path,
+) -> Vec<FieldError> {
+    if spec == old {
+        return Vec::new();
+    }
+    let mut errs = vec![shared::immutable_spec(facts.object)];
+    errs.extend(rules::claim::validate_claim_spec_update(spec, old, spec_path));
+    errs
+}

@@ -1,0 +1,100 @@
+//! ResourceClaimTemplate: judged as the claims it stamps; its spec is
+//! immutable, including the claims' metadata.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::claim::{admin_access, claim_version, immutable_spec};
+use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use crate::cluster::ClusterView;
+use crate::field::Path;
+use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, ObjectJson, Whole};
+use crate::policy::apply::{self, TolerationList};
+use crate::policy::enforce::Target as PolicyTarget;
+use crate::quota::{Charge, charge};
+use crate::rules;
+
+pub const ROW: KindRow = KindRow {
+    group: "resource.k8s.io",
+    kind: "ResourceClaimTemplate",
+    versions: &["v1", "v1beta2", "v1beta1"],
+    plural: "resourceclaimtemplates",
+    namespaced: true,
+    pod_spec: None,
+    review: crate::review::pipeline::<ClaimTemplate>,
+    charge: super::charge::<ClaimTemplate>,
+};
+
+pub struct ClaimTemplate;
+
+/// The template's metadata, and the metadata and spec of its claims.
+pub struct ClaimTemplateView {
+    pub whole: Whole<Whole<ClaimSpec>>,
+    pub version: ClaimVersion,
+}
+
+impl AdmittedKind for ClaimTemplate {
+    type View = ClaimTemplateView;
+
+    fn decode(object: &ObjectJson, routed: Routed) -> Result<ClaimTemplateView, DecodeError> {
+        let version = claim_version(routed)?;
+        Ok(ClaimTemplateView {
+            whole: ClaimSpec::decode_template(object, version)?,
+            version,
+        })
+    }
+
+    fn meta(view: &ClaimTemplateView) -> &ObjectMeta {
+        &view.whole.metadata
+    }
+
+    fn validate(new: &ClaimTemplateView, old: Option<&ClaimTemplateView>, facts: &Facts<'_>) -> Verdict {
+        let (meta, template) = (&new.whole.metadata, &new.whole.spec);
+        let spec_path = Path::new("spec");
+        match old {
+            Some(old) => {
+                let old_template = &old.whole.spec;
+                let mut errs = shared::validate_meta_update(meta, &old.whole.metadata);
+                if template.metadata != old_template.metadata && template.spec == old_template.spec {
+                    errs.push(shared::immutable_spec(facts.object));
+                }
+                errs.extend(immutable_spec(
+                    &template.spec,
+                    &old_template.spec,
+                    facts,
+                    &spec_path.child("spec"),
+                ));
+                errs.into()
+            }
+            None => {
+                let mut errs = rules::meta::validate_object_meta(meta, true, &Path::new("metadata"));
+                errs.extend(rules::meta::validate_labels_and_annotations(
+                    &template.metadata,
+                    &spec_path.child("metadata"),
+                ));
+                errs.extend(rules::claim::validate_claim_spec(
+                    &template.spec,
+                    &spec_path.child("spec"),
+                ));
+                errs.extend(admin_access(&template.spec, facts));
+                errs.into()
+            }
+        }
+    }
+
+    fn toleration_lists(view: &ClaimTemplateView, _: Routed) -> Option<(PolicyTarget, Vec<TolerationList>)> {
+        let lists = apply::claim_lists(&view.whole.spec.spec, view.version, &["spec", "spec"]);
+        Some((PolicyTarget::Device, lists))
+    }
+
+    const CHARGED: bool = true;
+
+    /// A webhook charges the claims themselves; `check` knows how many
+    /// claims the template will stamp and charges it that many times.
+    fn quota_charge(view: &ClaimTemplateView, namespace: &str, cluster: &dyn ClusterView) -> Option<Charge> {
+        let name = view.whole.metadata.name.as_deref().unwrap_or("");
+        match cluster.template_claims(namespace, name) {
+            Some(n) if n > 0 => Some(charge(&view.whole.spec.spec).times(n)),
+            _ => None,
+        }
+    }
+}

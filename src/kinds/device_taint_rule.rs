@@ -1,0 +1,59 @@
+//! DeviceTaintRule: an admin's taint on the devices a selector picks.
+//! A selector that picks every device is allowed, with a warning.
+
+use json_patch::PatchOperation;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::Value;
+
+use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use crate::field::Path;
+use crate::objects::dra::DeviceTaintRuleSpec;
+use crate::objects::{DecodeError, ObjectJson, Whole};
+use crate::review::Warning;
+use crate::rules;
+
+pub const ROW: KindRow = KindRow {
+    group: "resource.k8s.io",
+    kind: "DeviceTaintRule",
+    versions: &["v1", "v1beta2", "v1alpha3"],
+    plural: "devicetaintrules",
+    namespaced: false,
+    pod_spec: None,
+    review: crate::review::pipeline::<DeviceTaintRule>,
+    charge: super::charge::<DeviceTaintRule>,
+};
+
+pub struct DeviceTaintRule;
+
+impl AdmittedKind for DeviceTaintRule {
+    type View = Whole<DeviceTaintRuleSpec>;
+
+    fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
+        object.decode()
+    }
+
+    fn meta(view: &Self::View) -> &ObjectMeta {
+        &view.metadata
+    }
+
+    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> Verdict {
+        let mut errors = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
+        let spec_path = Path::new("spec");
+        errors.extend(rules::devicetaintrule::validate_device_taint_rule(
+            &new.spec,
+            old.map(|o| &o.spec),
+            &spec_path,
+        ));
+        let warnings = rules::devicetaintrule::device_taint_rule_warnings(&new.spec)
+            .into_iter()
+            .map(|w| Warning::at(spec_path.child("deviceSelector"), w))
+            .collect();
+        Verdict { errors, warnings }
+    }
+
+    fn stamps(object: &Value, old: Option<&Value>, _: Routed, now: &str) -> Vec<PatchOperation> {
+        crate::mutate::time_added::rule_taint(object, old, &["spec", "taint"], now)
+            .into_iter()
+            .collect()
+    }
+}

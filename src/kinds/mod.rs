@@ -1,0 +1,209 @@
+//! The kind registry: every kind draguard admits, declared once.
+//!
+//! A [`KindRow`] says where a kind lives in the API (group, served
+//! versions, plural, scope, where its pod spec is) and which typed view
+//! judges it. Routing, the metric label, `check`'s kind map and the review
+//! pipeline all read this table; a test checks the webhook rules, the RBAC
+//! and the CRD in `deploy/` against it. A new kind is one file here that
+//! implements [`AdmittedKind`], plus one row in [`KINDS`].
+
+mod claim;
+mod claim_template;
+mod device_taint_rule;
+mod node;
+mod pod;
+mod resource_slice;
+mod shared;
+mod slice_patch;
+mod workload;
+
+use json_patch::PatchOperation;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::Value;
+
+use crate::cluster::ClusterView;
+use crate::field::FieldError;
+use crate::objects::pod::PodSpecView;
+use crate::objects::{DecodeError, ObjectJson};
+use crate::policy::apply::TolerationList;
+use crate::policy::enforce::Target as PolicyTarget;
+use crate::quota::Charge;
+use crate::review::{Context, Decision, Request, Warning};
+
+/// One kind as the API serves it, and the pipeline that judges it.
+#[derive(Debug)]
+pub struct KindRow {
+    pub group: &'static str,
+    pub kind: &'static str,
+    /// The served versions draguard knows the shape of; any other version
+    /// of the kind is not judged.
+    pub versions: &'static [&'static str],
+    /// The resource name in URLs, webhook rules and RBAC.
+    pub plural: &'static str,
+    pub namespaced: bool,
+    /// JSON-pointer tokens of the pod spec draguard judges, for kinds that
+    /// carry one (a Pod's own, a workload's template).
+    pub pod_spec: Option<&'static [&'static str]>,
+    /// The review pipeline, instantiated for the kind's typed view.
+    pub review: fn(Routed, &Request, &Context<'_>) -> Decision,
+    /// What creating an object of the kind costs in quota (`check` charges
+    /// the whole input before judging any object).
+    pub charge: ChargeFn,
+}
+
+/// [`KindRow::charge`]: `Ok(None)` for objects quota does not count.
+pub type ChargeFn = fn(&ObjectJson, Routed, &str, &dyn ClusterView) -> Result<Option<Charge>, DecodeError>;
+
+/// [`ChargeFn`] for a kind: its view decoded, then charged.
+pub fn charge<K: AdmittedKind>(
+    object: &ObjectJson,
+    routed: Routed,
+    namespace: &str,
+    cluster: &dyn ClusterView,
+) -> Result<Option<Charge>, DecodeError> {
+    if !K::CHARGED {
+        return Ok(None);
+    }
+    K::decode(object, routed).map(|view| K::quota_charge(&view, namespace, cluster))
+}
+
+impl KindRow {
+    /// `schema.GroupKind.String()`: `ResourceClaim.resource.k8s.io`, `Pod`.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.to_owned()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+}
+
+/// A request's kind found in the registry, with the served version it came in.
+#[derive(Clone, Copy, Debug)]
+pub struct Routed {
+    pub row: &'static KindRow,
+    pub version: &'static str,
+}
+
+/// Every kind draguard judges. Order matters only for readers.
+pub static KINDS: &[KindRow] = &[
+    claim::ROW,
+    claim_template::ROW,
+    resource_slice::ROW,
+    device_taint_rule::ROW,
+    slice_patch::ROW,
+    slice_patch::ROW_KEP,
+    pod::ROW,
+    node::ROW,
+    workload::DEPLOYMENT,
+    workload::REPLICA_SET,
+    workload::STATEFUL_SET,
+    workload::DAEMON_SET,
+    workload::JOB,
+    workload::CRON_JOB,
+];
+
+/// The row and served version for a group/version/kind; `None` means
+/// draguard has nothing to say about it (allowed, no patch).
+pub fn route(group: &str, version: &str, kind: &str) -> Option<Routed> {
+    route_in(KINDS, group, version, kind)
+}
+
+/// [`route`] over any table: tests route toy kinds through their own.
+pub fn route_in(table: &'static [KindRow], group: &str, version: &str, kind: &str) -> Option<Routed> {
+    table
+        .iter()
+        .find(|r| r.group == group && r.kind == kind)
+        .and_then(|row| {
+            row.versions
+                .iter()
+                .find(|v| **v == version)
+                .map(|version| Routed { row, version })
+        })
+}
+
+/// The row of a kind by group and name, whatever the version.
+pub fn find(group: &str, kind: &str) -> Option<&'static KindRow> {
+    KINDS.iter().find(|r| r.group == group && r.kind == kind)
+}
+
+/// What validation found: errors deny (422), warnings are passed on.
+#[derive(Debug, Default)]
+pub struct Verdict {
+    pub errors: Vec<FieldError>,
+    pub warnings: Vec<Warning>,
+}
+
+impl From<Vec<FieldError>> for Verdict {
+    fn from(errors: Vec<FieldError>) -> Self {
+        Verdict {
+            errors,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// What a kind's validation may consult besides the objects themselves.
+pub struct Facts<'a> {
+    pub routed: Routed,
+    /// The object being judged, for rules that echo part of it (an
+    /// immutable field is reported with its new value).
+    pub object: &'a ObjectJson,
+    pub namespace: &'a str,
+    pub cluster: &'a dyn ClusterView,
+}
+
+/// A kind draguard admits: how its objects are read, and what each stage
+/// of the pipeline asks of them. Every method but `decode`, `meta` and
+/// `validate` has a default that says "nothing here for this kind".
+pub trait AdmittedKind: 'static {
+    /// The typed view every stage reads, decoded once per object.
+    type View;
+
+    fn decode(object: &ObjectJson, routed: Routed) -> Result<Self::View, DecodeError>;
+
+    fn meta(view: &Self::View) -> &ObjectMeta;
+
+    /// The rules of the kind: `old` on UPDATE.
+    fn validate(new: &Self::View, old: Option<&Self::View>, facts: &Facts<'_>) -> Verdict;
+
+    /// Whether this write is judged at all (a workload owned by a
+    /// controller, or whose template did not change, is not).
+    fn judged(_new: &Self::View, _old: Option<&Self::View>) -> bool {
+        true
+    }
+
+    /// Patches every write gets (`timeAdded` of device taints), computed
+    /// on the JSON as sent so that unknown fields survive.
+    fn stamps(_object: &Value, _old: Option<&Value>, _routed: Routed, _now: &str) -> Vec<PatchOperation> {
+        Vec::new()
+    }
+
+    /// Whether a CREATE gets the policies' default tolerations (and
+    /// PodTolerationRestriction's merge). A workload's Pods get theirs when
+    /// they are created; its template is judged as written.
+    const DEFAULTS_ON_CREATE: bool = true;
+
+    /// The toleration lists toleration policies judge, and whose they are.
+    fn toleration_lists(_view: &Self::View, _routed: Routed) -> Option<(PolicyTarget, Vec<TolerationList>)> {
+        None
+    }
+
+    /// The pod spec PodTolerationRestriction's whitelist applies to.
+    fn pod_spec(_view: &Self::View) -> Option<&PodSpecView> {
+        None
+    }
+
+    /// Whether quota counts objects of the kind at all.
+    const CHARGED: bool = false;
+
+    /// What creating the object costs in quota, when quota counts it.
+    fn quota_charge(_view: &Self::View, _namespace: &str, _cluster: &dyn ClusterView) -> Option<Charge> {
+        None
+    }
+
+    /// Priority ties with the patches the cluster already has.
+    fn priority_ties(_view: &Self::View, _cluster: &dyn ClusterView) -> Vec<String> {
+        Vec::new()
+    }
+}

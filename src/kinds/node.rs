@@ -1,0 +1,46 @@
+//! Node: its taints. ValidateNode reports them under `metadata` (it
+//! passes the metadata path down), so draguard does too.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use crate::field::Path;
+use crate::objects::pod::NodeSpecView;
+use crate::objects::{DecodeError, ObjectJson, Whole};
+use crate::rules;
+
+pub const ROW: KindRow = KindRow {
+    group: "",
+    kind: "Node",
+    versions: &["v1"],
+    plural: "nodes",
+    namespaced: false,
+    pod_spec: None,
+    review: crate::review::pipeline::<Node>,
+    charge: super::charge::<Node>,
+};
+
+pub struct Node;
+
+impl AdmittedKind for Node {
+    type View = Whole<NodeSpecView>;
+
+    fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
+        object.decode()
+    }
+
+    fn meta(view: &Self::View) -> &ObjectMeta {
+        &view.metadata
+    }
+
+    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> Verdict {
+        let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
+        let path = Path::new("metadata").child("taints");
+        errs.extend(rules::taints::validate_node_taints(
+            &new.spec.taints,
+            old.map(|o| o.spec.taints.as_slice()),
+            &path,
+        ));
+        errs.into()
+    }
+}

@@ -1,0 +1,56 @@
+//! Pod: node tolerations, topology spread and resource claim references.
+//! A running Pod may only gain tolerations.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use crate::field::Path;
+use crate::objects::pod::PodSpecView;
+use crate::objects::{DecodeError, ObjectJson, Whole};
+use crate::policy::apply::{self, TolerationList};
+use crate::policy::enforce::Target as PolicyTarget;
+use crate::rules;
+
+pub const ROW: KindRow = KindRow {
+    group: "",
+    kind: "Pod",
+    versions: &["v1"],
+    plural: "pods",
+    namespaced: true,
+    pod_spec: Some(&["spec"]),
+    review: crate::review::pipeline::<Pod>,
+    charge: super::charge::<Pod>,
+};
+
+pub struct Pod;
+
+impl AdmittedKind for Pod {
+    type View = Whole<PodSpecView>;
+
+    fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
+        object.decode()
+    }
+
+    fn meta(view: &Self::View) -> &ObjectMeta {
+        &view.metadata
+    }
+
+    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> Verdict {
+        let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), true);
+        errs.extend(rules::pod::validate_pod_spec(
+            &new.spec,
+            old.map(|o| &o.spec),
+            &Path::new("spec"),
+        ));
+        errs.into()
+    }
+
+    fn toleration_lists(view: &Self::View, routed: Routed) -> Option<(PolicyTarget, Vec<TolerationList>)> {
+        let tokens = routed.row.pod_spec?;
+        Some((PolicyTarget::Pod, apply::pod_lists(&view.spec, tokens)))
+    }
+
+    fn pod_spec(view: &Self::View) -> Option<&PodSpecView> {
+        Some(&view.spec)
+    }
+}

@@ -1,0 +1,56 @@
+//! ResourceSlice: what a driver publishes about its devices. Every taint
+//! gets its `timeAdded` stamped on each write.
+
+use json_patch::PatchOperation;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::Value;
+
+use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use crate::field::Path;
+use crate::objects::dra::SliceSpec;
+use crate::objects::{DecodeError, ObjectJson, Whole};
+use crate::rules;
+
+pub const ROW: KindRow = KindRow {
+    group: "resource.k8s.io",
+    kind: "ResourceSlice",
+    versions: &["v1", "v1beta2", "v1beta1"],
+    plural: "resourceslices",
+    namespaced: false,
+    pod_spec: None,
+    review: crate::review::pipeline::<ResourceSlice>,
+    charge: super::charge::<ResourceSlice>,
+};
+
+pub struct ResourceSlice;
+
+impl AdmittedKind for ResourceSlice {
+    type View = Whole<SliceSpec>;
+
+    fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
+        let whole: Whole<SliceSpec> = object.decode()?;
+        Ok(Whole {
+            metadata: whole.metadata,
+            spec: SliceSpec::flattened(whole.spec),
+        })
+    }
+
+    fn meta(view: &Self::View) -> &ObjectMeta {
+        &view.metadata
+    }
+
+    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> Verdict {
+        let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
+        errs.extend(rules::slice::validate_slice_spec(
+            &new.spec,
+            old.map(|o| &o.spec),
+            &Path::new("spec"),
+        ));
+        errs.into()
+    }
+
+    /// v1beta1 nests each device's fields under `basic`.
+    fn stamps(object: &Value, _: Option<&Value>, routed: Routed, now: &str) -> Vec<PatchOperation> {
+        crate::mutate::time_added::resource_slice(object, routed.version == "v1beta1", now)
+    }
+}

@@ -1,0 +1,67 @@
+//! ResourceSlicePatch (KEP-5027): admins override what drivers publish.
+//! Served by draguard's CRD, and understood as the KEP's
+//! `resource.k8s.io/v1alpha3` for when Kubernetes serves it. A patch whose
+//! priority ties with an overlapping one is warned about, or denied where
+//! a policy says so.
+
+use json_patch::PatchOperation;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::Value;
+
+use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use crate::cluster::ClusterView;
+use crate::field::Path;
+use crate::objects::patch::PatchSpec;
+use crate::objects::{DecodeError, ObjectJson, Whole};
+use crate::rules;
+
+pub const ROW: KindRow = KindRow {
+    group: "draguard.dev",
+    kind: "ResourceSlicePatch",
+    versions: &["v1alpha1"],
+    plural: "resourceslicepatches",
+    namespaced: false,
+    pod_spec: None,
+    review: crate::review::pipeline::<SlicePatch>,
+    charge: super::charge::<SlicePatch>,
+};
+
+/// The same kind as KEP-5027 names it.
+pub const ROW_KEP: KindRow = KindRow {
+    group: "resource.k8s.io",
+    versions: &["v1alpha3"],
+    ..ROW
+};
+
+pub struct SlicePatch;
+
+impl AdmittedKind for SlicePatch {
+    type View = Whole<PatchSpec>;
+
+    fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
+        object.decode()
+    }
+
+    fn meta(view: &Self::View) -> &ObjectMeta {
+        &view.metadata
+    }
+
+    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> Verdict {
+        let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
+        errs.extend(rules::device_patch::validate_patch_spec(
+            &new.spec,
+            old.map(|o| &o.spec),
+            &Path::new("spec"),
+        ));
+        errs.into()
+    }
+
+    fn stamps(object: &Value, old: Option<&Value>, _: Routed, now: &str) -> Vec<PatchOperation> {
+        crate::mutate::time_added::patch_taints(object, old, now)
+    }
+
+    fn priority_ties(view: &Self::View, cluster: &dyn ClusterView) -> Vec<String> {
+        let name = view.metadata.name.as_deref().unwrap_or("");
+        rules::device_patch::priority_ties(name, &view.spec.devices, &cluster.slice_patches())
+    }
+}

@@ -1,0 +1,96 @@
+//! Mutate: the patches draguard adds, computed on the object's JSON as
+//! sent so that fields unknown to draguard survive. Every write gets its
+//! taints' `timeAdded`; a CREATE gets PodTolerationRestriction's merge
+//! (when enabled; the in-tree plugin runs before webhooks) and then the
+//! applying policies' default tolerations, computed on the merged object.
+
+use json_patch::PatchOperation;
+use serde_json::Value;
+
+use super::{Context, ReviewError, Subject};
+use crate::kinds::AdmittedKind;
+use crate::objects::ObjectJson;
+use crate::policy::applicable::Applicable;
+use crate::policy::apply;
+use crate::policy::ptr;
+
+pub fn patches<K: AdmittedKind>(
+    subject: &Subject<'_, K>,
+    applicable: &Applicable<'_>,
+    ctx: &Context<'_>,
+) -> Result<Vec<PatchOperation>, ReviewError> {
+    let object = subject
+        .object
+        .tree()
+        .map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
+    let old = subject
+        .old_object
+        .map(ObjectJson::tree)
+        .transpose()
+        .map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
+    let now = crate::mutate::time_added::format_now(ctx.now);
+    let mut ops = K::stamps(&object, old.as_deref(), subject.routed, &now);
+    if subject.is_create() && K::DEFAULTS_ON_CREATE {
+        ops.extend(create_defaults(subject, &object, applicable, ctx)?);
+    }
+    Ok(ops)
+}
+
+fn create_defaults<K: AdmittedKind>(
+    subject: &Subject<'_, K>,
+    object: &Value,
+    applicable: &Applicable<'_>,
+    ctx: &Context<'_>,
+) -> Result<Vec<PatchOperation>, ReviewError> {
+    let mut ops = ptr_merge(subject, object, ctx)?;
+    if applicable.is_empty() {
+        return Ok(ops);
+    }
+    if ops.is_empty() {
+        ops.extend(policy_defaults::<K>(&subject.view, subject, object, applicable));
+    } else {
+        // The merge changed the tolerations the defaults are computed on.
+        let merged = crate::mutate::apply(object, &ops).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
+        let view = K::decode(&ObjectJson::Tree(merged.clone()), subject.routed)
+            .map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
+        ops.extend(policy_defaults::<K>(&view, subject, &merged, applicable));
+    }
+    Ok(ops)
+}
+
+fn policy_defaults<K: AdmittedKind>(
+    view: &K::View,
+    subject: &Subject<'_, K>,
+    object: &Value,
+    applicable: &Applicable<'_>,
+) -> Vec<PatchOperation> {
+    match K::toleration_lists(view, subject.routed) {
+        Some((target, lists)) => apply::default_patches(applicable, target, &lists, object),
+        None => Vec::new(),
+    }
+}
+
+/// PodTolerationRestriction's `MergeTolerations` on a Pod's own spec.
+fn ptr_merge<K: AdmittedKind>(
+    subject: &Subject<'_, K>,
+    object: &Value,
+    ctx: &Context<'_>,
+) -> Result<Vec<PatchOperation>, ReviewError> {
+    let (Some(config), Some(spec)) = (ctx.ptr, K::pod_spec(&subject.view)) else {
+        return Ok(Vec::new());
+    };
+    let lists = apply::pod_lists(spec, &["spec"]);
+    let tolerations = lists.first().map(|l| l.tolerations.as_slice()).unwrap_or_default();
+    let annotations = ctx.cluster.namespace_annotations(subject.namespace());
+    let merged = ptr::admit(spec, tolerations, annotations.as_ref(), config)
+        .map_err(|e| ReviewError::PodTolerationRestriction(e.to_string()))?;
+    let Some(merged) = merged else {
+        return Ok(Vec::new());
+    };
+    let values: Vec<Value> = merged.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
+    Ok(vec![crate::mutate::set(
+        object,
+        &["spec", "tolerations"],
+        Value::Array(values),
+    )])
+}

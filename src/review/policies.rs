@@ -1,0 +1,46 @@
+//! Policies: what the applying toleration policies, and
+//! PodTolerationRestriction's whitelist (when enabled), say about the
+//! object's tolerations.
+
+use super::{Context, Subject};
+use crate::kinds::AdmittedKind;
+use crate::policy::applicable::Applicable;
+use crate::policy::apply;
+use crate::policy::enforce::Violation;
+use crate::policy::model::Mode;
+use crate::policy::ptr;
+
+/// Every violation, PodTolerationRestriction's first (the in-tree plugin
+/// runs before any webhook).
+pub fn violations<K: AdmittedKind>(
+    subject: &Subject<'_, K>,
+    applicable: &Applicable<'_>,
+    ctx: &Context<'_>,
+) -> Vec<Violation> {
+    let mut out: Vec<Violation> = ptr_whitelist(subject, ctx).into_iter().collect();
+    if !applicable.is_empty()
+        && let Some((target, lists)) = K::toleration_lists(&subject.view, subject.routed)
+    {
+        out.extend(apply::evaluate(applicable, target, &lists).violations);
+    }
+    out
+}
+
+/// PodTolerationRestriction's whitelist, on a pod spec's tolerations.
+fn ptr_whitelist<K: AdmittedKind>(subject: &Subject<'_, K>, ctx: &Context<'_>) -> Option<Violation> {
+    let config = ctx.ptr?;
+    let spec = K::pod_spec(&subject.view)?;
+    let tolerations: Vec<_> = apply::pod_lists(spec, &[])
+        .into_iter()
+        .flat_map(|l| l.tolerations)
+        .collect();
+    let annotations = ctx.cluster.namespace_annotations(subject.namespace());
+    ptr::verify(&tolerations, annotations.as_ref(), config)
+        .err()
+        .map(|message| Violation {
+            policy: "PodTolerationRestriction".into(),
+            mode: Mode::Enforce,
+            field: None,
+            message: message.to_string(),
+        })
+}

@@ -1,0 +1,96 @@
+//! Quota (SPEC.md §7): on CREATE, usage plus this object's charge must fit
+//! every limit of the applying policies and of the namespace's
+//! ResourceQuotas.
+
+use super::{Context, Subject, Warning};
+use crate::kinds::AdmittedKind;
+use crate::policy::Selection;
+use crate::policy::applicable::Applicable;
+use crate::policy::enforce::Violation;
+use crate::policy::model::Mode;
+use crate::quota::{Charge, Limits, excesses};
+
+/// One source of limits: a policy's `quota` (with its mode and message,
+/// and whether it applies only if the unknown labels say so) or a
+/// ResourceQuota.
+struct LimitSource {
+    limits: Limits,
+    mode: Mode,
+    message: String,
+    guessed: bool,
+}
+
+pub fn quota<K: AdmittedKind>(
+    subject: &Subject<'_, K>,
+    applicable: &Applicable<'_>,
+    ctx: &Context<'_>,
+) -> (Vec<Violation>, Vec<Warning>) {
+    if !subject.is_create() {
+        return (Vec::new(), Vec::new());
+    }
+    let namespace = subject.namespace();
+    let sources = limit_sources(applicable, namespace, ctx);
+    // Most namespaces have no limits: then nothing is charged.
+    if sources.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let Some(requested) = K::quota_charge(&subject.view, namespace, ctx.cluster) else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut warnings = Vec::new();
+    let used = ctx.cluster.quota_usage(namespace).unwrap_or_else(|| {
+        warnings.push(Warning::new(format!(
+            "quota: the usage of namespace {namespace:?} is unknown (no cluster); only this claim's charge ({requested}) was checked against the limits"
+        )));
+        Charge::default()
+    });
+    let mut violations = Vec::new();
+    for source in sources {
+        for excess in excesses(&source.limits, &used, &requested) {
+            let caveat = if source.guessed {
+                format!(" (if the policy applies: the labels of namespace {namespace:?} are unknown)")
+            } else {
+                String::new()
+            };
+            let text = format!("{excess}{caveat}");
+            violations.push(Violation {
+                policy: source.limits.source.clone(),
+                mode: source.mode,
+                field: None,
+                message: if source.message.is_empty() {
+                    text
+                } else {
+                    format!("{text}: {}", source.message)
+                },
+            });
+        }
+    }
+    (violations, warnings)
+}
+
+fn limit_sources(applicable: &Applicable<'_>, namespace: &str, ctx: &Context<'_>) -> Vec<LimitSource> {
+    let mut sources: Vec<LimitSource> = applicable
+        .policies
+        .iter()
+        .filter_map(|(p, selection)| {
+            Limits::from_policy(&p.metadata.name, &p.spec.quota).map(|limits| LimitSource {
+                limits,
+                mode: p.spec.mode,
+                message: p.spec.message.clone(),
+                guessed: *selection == Selection::Unknown,
+            })
+        })
+        .collect();
+    sources.extend(
+        ctx.cluster
+            .resource_quotas(namespace)
+            .into_iter()
+            .map(|limits| LimitSource {
+                limits,
+                mode: Mode::Enforce,
+                message: String::new(),
+                guessed: false,
+            }),
+    );
+    sources
+}

@@ -1,0 +1,97 @@
+//! What the core is asked: the request envelope, the object as raw JSON,
+//! and what the core may know besides.
+
+use k8s_openapi::api::authentication::v1::UserInfo;
+use kube::core::admission::{AdmissionRequest, Operation};
+use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource};
+use serde::Deserialize;
+
+use crate::cluster::ClusterView;
+use crate::objects::ObjectJson;
+use crate::policy::PolicySet;
+use crate::policy::ptr::PtrConfig;
+
+/// What the apiserver sent, with the object kept as JSON: each kind's
+/// stages read a typed view decoded from it once, patches are computed
+/// against it, and fields unknown to draguard are never lost.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub envelope: Envelope,
+    pub object: Option<ObjectJson>,
+    pub old_object: Option<ObjectJson>,
+}
+
+/// The fields of an `AdmissionRequest` the core reads.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope {
+    pub uid: String,
+    pub kind: GroupVersionKind,
+    pub resource: GroupVersionResource,
+    #[serde(default)]
+    pub sub_resource: Option<String>,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    pub operation: Operation,
+    #[serde(default)]
+    pub user_info: UserInfo,
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+impl From<AdmissionRequest<DynamicObject>> for Envelope {
+    fn from(r: AdmissionRequest<DynamicObject>) -> Self {
+        Envelope {
+            uid: r.uid,
+            kind: r.kind,
+            resource: r.resource,
+            sub_resource: r.sub_resource,
+            name: r.name,
+            namespace: r.namespace,
+            operation: r.operation,
+            user_info: r.user_info,
+            dry_run: r.dry_run,
+        }
+    }
+}
+
+impl Envelope {
+    /// The namespace of the request; cluster-scoped objects have none.
+    pub fn namespace(&self) -> &str {
+        self.namespace.as_deref().unwrap_or("")
+    }
+}
+
+/// Which half of admission is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// `/mutate`: compute patches, never deny for validation reasons.
+    Mutate,
+    /// `/validate`: judge the object as it is.
+    Validate,
+    /// `check` and `review --mutate`: mutate, then validate the result.
+    Both,
+}
+
+/// Everything the core may know besides the request itself.
+pub struct Context<'a> {
+    pub now: jiff::Timestamp,
+    pub cluster: &'a dyn ClusterView,
+    pub policies: &'a PolicySet,
+    /// PodTolerationRestriction compatibility, when enabled: the plugin's
+    /// cluster configuration (namespace annotations come from `cluster`).
+    pub ptr: Option<&'a PtrConfig>,
+    pub phase: Phase,
+}
+
+/// The operation as the AdmissionReview spells it.
+pub fn operation_name(op: &Operation) -> &'static str {
+    match op {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    }
+}

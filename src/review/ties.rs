@@ -1,0 +1,39 @@
+//! Priority ties: a ResourceSlicePatch whose priority ties with an
+//! overlapping one is warned about, or denied where an applying policy
+//! sets `patches.denyPriorityTies`.
+
+use super::{Context, Subject, Warning};
+use crate::field::Path;
+use crate::kinds::AdmittedKind;
+use crate::policy::applicable::Applicable;
+use crate::policy::enforce::Violation;
+
+pub fn priority_ties<K: AdmittedKind>(
+    subject: &Subject<'_, K>,
+    applicable: &Applicable<'_>,
+    ctx: &Context<'_>,
+) -> (Vec<Violation>, Vec<Warning>) {
+    let ties = K::priority_ties(&subject.view, ctx.cluster);
+    if ties.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let field = Path::new("spec").child("devices").child("priority");
+    match applicable.selected().find(|p| p.spec.patches.deny_priority_ties) {
+        None => (Vec::new(), ties.into_iter().map(Warning::new).collect()),
+        Some(p) => {
+            let violations = ties
+                .into_iter()
+                .map(|message| Violation {
+                    policy: p.metadata.name.clone(),
+                    mode: p.spec.mode,
+                    field: Some(field.clone()),
+                    message: format!(
+                        "toleration policy {:?} denies priority ties: {message}",
+                        p.metadata.name
+                    ),
+                })
+                .collect();
+            (violations, Vec::new())
+        }
+    }
+}
