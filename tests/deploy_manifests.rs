@@ -469,3 +469,90 @@ fn every_overlay_builds() {
     assert!(built.len() >= 2, "{built:?}");
     assert!(built.contains(&"base".to_owned()) && built.contains(&"cert-manager".to_owned()));
 }
+
+/// The webhook rules, the CRD and the RBAC name kinds the way the kind
+/// registry declares them: every kind draguard judges is sent to it, and
+/// nothing is sent (or read) that the registry does not know.
+#[test]
+fn manifests_agree_with_the_kind_registry() {
+    use draguard::kinds::KINDS;
+    let Some(docs) = render(&overlay("base")) else { return };
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .expect("a list")
+            .iter()
+            .map(|s| s.as_str().expect("a string").to_owned())
+            .collect()
+    };
+    let mut sent = Vec::new();
+    for config in of_kind(&docs, "ValidatingWebhookConfiguration") {
+        for w in config["webhooks"].as_array().expect("webhooks") {
+            for rule in w["rules"].as_array().expect("rules") {
+                let versions = strings(&rule["apiVersions"]);
+                for group in strings(&rule["apiGroups"]) {
+                    for resource in strings(&rule["resources"]) {
+                        let row = KINDS
+                            .iter()
+                            .find(|r| r.group == group && r.plural == resource)
+                            .unwrap_or_else(|| panic!("{}: {group}/{resource} is not in the registry", w["name"]));
+                        for v in versions.iter().filter(|v| *v != "*") {
+                            assert!(
+                                row.versions.contains(&v.as_str()),
+                                "{group}/{v} {resource}: not a version the registry knows"
+                            );
+                        }
+                        sent.push((group.clone(), resource.clone(), versions.clone()));
+                    }
+                }
+            }
+        }
+    }
+    for row in KINDS {
+        for version in row.versions {
+            assert!(
+                sent.iter()
+                    .any(|(g, r, vs)| g == row.group && r == row.plural && vs.iter().any(|v| v == "*" || v == version)),
+                "{}/{version} {} is judged by draguard but no validating webhook sends it",
+                row.group,
+                row.plural
+            );
+        }
+    }
+    let crd = find(&docs, "CustomResourceDefinition", "resourceslicepatches.draguard.dev").expect("the CRD");
+    let row = KINDS
+        .iter()
+        .find(|r| r.group == "draguard.dev" && r.kind == "ResourceSlicePatch")
+        .expect("the CRD's kind in the registry");
+    assert_eq!(crd["spec"]["group"], row.group);
+    assert_eq!(crd["spec"]["names"]["plural"], row.plural);
+    assert_eq!(crd["spec"]["names"]["kind"], row.kind);
+    assert_eq!(
+        crd["spec"]["scope"],
+        if row.namespaced { "Namespaced" } else { "Cluster" }
+    );
+    let served: Vec<&str> = crd["spec"]["versions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .filter(|v| v["served"] == true)
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert_eq!(served, row.versions);
+    // What draguard watches of the DRA kinds it judges, it reads by their
+    // plural (the core group also holds Namespaces and ResourceQuotas,
+    // which draguard reads but does not judge).
+    let role = find(&docs, "ClusterRole", "draguard").expect("the ClusterRole");
+    for rule in role["rules"].as_array().expect("rules") {
+        for group in strings(&rule["apiGroups"]) {
+            if group.is_empty() || !KINDS.iter().any(|r| r.group == group) {
+                continue;
+            }
+            for resource in strings(&rule["resources"]) {
+                assert!(
+                    KINDS.iter().any(|r| r.group == group && r.plural == resource),
+                    "the ClusterRole reads {group}/{resource}, which the registry does not know"
+                );
+            }
+        }
+    }
+}

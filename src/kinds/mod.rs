@@ -15,6 +15,8 @@ mod pod;
 mod resource_slice;
 mod shared;
 mod slice_patch;
+#[cfg(test)]
+mod toy;
 mod workload;
 
 use json_patch::PatchOperation;
@@ -101,6 +103,8 @@ pub static KINDS: &[KindRow] = &[
     workload::DAEMON_SET,
     workload::JOB,
     workload::CRON_JOB,
+    #[cfg(test)]
+    toy::ROW,
 ];
 
 /// The row and served version for a group/version/kind; `None` means
