@@ -3,7 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::cluster::ClusterView;
 use crate::field::{FieldError, Path};
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, ObjectJson, Whole};
@@ -19,11 +19,11 @@ pub const ROW: KindRow = KindRow {
     plural: "resourceclaims",
     namespaced: true,
     pod_spec: None,
-    review: crate::review::pipeline::<Claim>,
-    charge: super::charge::<Claim>,
+    review: crate::review::pipeline::<ClaimKind>,
+    charge: super::charge::<ClaimKind>,
 };
 
-pub struct Claim;
+pub struct ClaimKind;
 
 /// A claim and the served version it came in (device tolerations are
 /// located differently in v1beta1).
@@ -38,7 +38,7 @@ pub(super) fn claim_version(routed: Routed) -> Result<ClaimVersion, DecodeError>
         .ok_or_else(|| DecodeError::new(format!("version {} carries no claims", routed.version)))
 }
 
-impl AdmittedKind for Claim {
+impl AdmittedKind for ClaimKind {
     type View = ClaimView;
 
     fn decode(object: &ObjectJson, routed: Routed) -> Result<ClaimView, DecodeError> {
@@ -53,7 +53,7 @@ impl AdmittedKind for Claim {
         &view.whole.metadata
     }
 
-    fn validate(new: &ClaimView, old: Option<&ClaimView>, facts: &Facts<'_>) -> Verdict {
+    fn validate(new: &ClaimView, old: Option<&ClaimView>, facts: &Facts<'_>) -> RuleVerdict {
         let spec = &new.whole.spec;
         let mut errs = rules::meta::validate_object_meta(&new.whole.metadata, true, &Path::new("metadata"));
         match old {

@@ -4,7 +4,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::claim::{admin_access, claim_version, immutable_spec};
-use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::cluster::ClusterView;
 use crate::field::Path;
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, ObjectJson, Whole};
@@ -20,11 +20,11 @@ pub const ROW: KindRow = KindRow {
     plural: "resourceclaimtemplates",
     namespaced: true,
     pod_spec: None,
-    review: crate::review::pipeline::<ClaimTemplate>,
-    charge: super::charge::<ClaimTemplate>,
+    review: crate::review::pipeline::<ClaimTemplateKind>,
+    charge: super::charge::<ClaimTemplateKind>,
 };
 
-pub struct ClaimTemplate;
+pub struct ClaimTemplateKind;
 
 /// The template's metadata, and the metadata and spec of its claims.
 pub struct ClaimTemplateView {
@@ -32,7 +32,7 @@ pub struct ClaimTemplateView {
     pub version: ClaimVersion,
 }
 
-impl AdmittedKind for ClaimTemplate {
+impl AdmittedKind for ClaimTemplateKind {
     type View = ClaimTemplateView;
 
     fn decode(object: &ObjectJson, routed: Routed) -> Result<ClaimTemplateView, DecodeError> {
@@ -47,7 +47,7 @@ impl AdmittedKind for ClaimTemplate {
         &view.whole.metadata
     }
 
-    fn validate(new: &ClaimTemplateView, old: Option<&ClaimTemplateView>, facts: &Facts<'_>) -> Verdict {
+    fn validate(new: &ClaimTemplateView, old: Option<&ClaimTemplateView>, facts: &Facts<'_>) -> RuleVerdict {
         let (meta, template) = (&new.whole.metadata, &new.whole.spec);
         let spec_path = Path::new("spec");
         match old {

@@ -5,7 +5,7 @@ use json_patch::PatchOperation;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::Path;
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::objects::{DecodeError, ObjectJson, Whole};
@@ -19,13 +19,13 @@ pub const ROW: KindRow = KindRow {
     plural: "devicetaintrules",
     namespaced: false,
     pod_spec: None,
-    review: crate::review::pipeline::<DeviceTaintRule>,
-    charge: super::charge::<DeviceTaintRule>,
+    review: crate::review::pipeline::<DeviceTaintRuleKind>,
+    charge: super::charge::<DeviceTaintRuleKind>,
 };
 
-pub struct DeviceTaintRule;
+pub struct DeviceTaintRuleKind;
 
-impl AdmittedKind for DeviceTaintRule {
+impl AdmittedKind for DeviceTaintRuleKind {
     type View = Whole<DeviceTaintRuleSpec>;
 
     fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
@@ -36,7 +36,7 @@ impl AdmittedKind for DeviceTaintRule {
         &view.metadata
     }
 
-    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> Verdict {
+    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {
         let mut errors = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
         let spec_path = Path::new("spec");
         errors.extend(rules::devicetaintrule::validate_device_taint_rule(
@@ -48,7 +48,7 @@ impl AdmittedKind for DeviceTaintRule {
             .into_iter()
             .map(|w| Warning::at(spec_path.child("deviceSelector"), w))
             .collect();
-        Verdict { errors, warnings }
+        RuleVerdict { errors, warnings }
     }
 
     fn stamps(object: &Value, old: Option<&Value>, _: Routed, now: &str) -> Vec<PatchOperation> {

@@ -133,14 +133,14 @@ pub fn find(group: &str, kind: &str) -> Option<&'static KindRow> {
 
 /// What validation found: errors deny (422), warnings are passed on.
 #[derive(Debug, Default)]
-pub struct Verdict {
+pub struct RuleVerdict {
     pub errors: Vec<FieldError>,
     pub warnings: Vec<Warning>,
 }
 
-impl From<Vec<FieldError>> for Verdict {
+impl From<Vec<FieldError>> for RuleVerdict {
     fn from(errors: Vec<FieldError>) -> Self {
-        Verdict {
+        RuleVerdict {
             errors,
             warnings: Vec::new(),
         }
@@ -169,7 +169,7 @@ pub trait AdmittedKind: 'static {
     fn meta(view: &Self::View) -> &ObjectMeta;
 
     /// The rules of the kind: `old` on UPDATE.
-    fn validate(new: &Self::View, old: Option<&Self::View>, facts: &Facts<'_>) -> Verdict;
+    fn validate(new: &Self::View, old: Option<&Self::View>, facts: &Facts<'_>) -> RuleVerdict;
 
     /// Whether this write is judged at all (a workload owned by a
     /// controller, or whose template did not change, is not).

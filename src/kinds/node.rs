@@ -3,7 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::Path;
 use crate::objects::pod::NodeSpecView;
 use crate::objects::{DecodeError, ObjectJson, Whole};
@@ -16,13 +16,13 @@ pub const ROW: KindRow = KindRow {
     plural: "nodes",
     namespaced: false,
     pod_spec: None,
-    review: crate::review::pipeline::<Node>,
-    charge: super::charge::<Node>,
+    review: crate::review::pipeline::<NodeKind>,
+    charge: super::charge::<NodeKind>,
 };
 
-pub struct Node;
+pub struct NodeKind;
 
-impl AdmittedKind for Node {
+impl AdmittedKind for NodeKind {
     type View = Whole<NodeSpecView>;
 
     fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
@@ -33,7 +33,7 @@ impl AdmittedKind for Node {
         &view.metadata
     }
 
-    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> Verdict {
+    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {
         let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
         let path = Path::new("metadata").child("taints");
         errs.extend(rules::taints::validate_node_taints(

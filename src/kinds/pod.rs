@@ -3,7 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::Path;
 use crate::objects::pod::PodSpecView;
 use crate::objects::{DecodeError, ObjectJson, Whole};
@@ -18,13 +18,13 @@ pub const ROW: KindRow = KindRow {
     plural: "pods",
     namespaced: true,
     pod_spec: Some(&["spec"]),
-    review: crate::review::pipeline::<Pod>,
-    charge: super::charge::<Pod>,
+    review: crate::review::pipeline::<PodKind>,
+    charge: super::charge::<PodKind>,
 };
 
-pub struct Pod;
+pub struct PodKind;
 
-impl AdmittedKind for Pod {
+impl AdmittedKind for PodKind {
     type View = Whole<PodSpecView>;
 
     fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
@@ -35,7 +35,7 @@ impl AdmittedKind for Pod {
         &view.metadata
     }
 
-    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> Verdict {
+    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {
         let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), true);
         errs.extend(rules::pod::validate_pod_spec(
             &new.spec,

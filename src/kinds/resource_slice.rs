@@ -5,7 +5,7 @@ use json_patch::PatchOperation;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::Path;
 use crate::objects::dra::SliceSpec;
 use crate::objects::{DecodeError, ObjectJson, Whole};
@@ -18,13 +18,13 @@ pub const ROW: KindRow = KindRow {
     plural: "resourceslices",
     namespaced: false,
     pod_spec: None,
-    review: crate::review::pipeline::<ResourceSlice>,
-    charge: super::charge::<ResourceSlice>,
+    review: crate::review::pipeline::<ResourceSliceKind>,
+    charge: super::charge::<ResourceSliceKind>,
 };
 
-pub struct ResourceSlice;
+pub struct ResourceSliceKind;
 
-impl AdmittedKind for ResourceSlice {
+impl AdmittedKind for ResourceSliceKind {
     type View = Whole<SliceSpec>;
 
     fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
@@ -39,7 +39,7 @@ impl AdmittedKind for ResourceSlice {
         &view.metadata
     }
 
-    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> Verdict {
+    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {
         let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
         errs.extend(rules::slice::validate_slice_spec(
             &new.spec,

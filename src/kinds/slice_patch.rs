@@ -8,7 +8,7 @@ use json_patch::PatchOperation;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::cluster::ClusterView;
 use crate::field::Path;
 use crate::objects::patch::PatchSpec;
@@ -22,8 +22,8 @@ pub const ROW: KindRow = KindRow {
     plural: "resourceslicepatches",
     namespaced: false,
     pod_spec: None,
-    review: crate::review::pipeline::<SlicePatch>,
-    charge: super::charge::<SlicePatch>,
+    review: crate::review::pipeline::<SlicePatchKind>,
+    charge: super::charge::<SlicePatchKind>,
 };
 
 /// The same kind as KEP-5027 names it.
@@ -33,9 +33,9 @@ pub const ROW_KEP: KindRow = KindRow {
     ..ROW
 };
 
-pub struct SlicePatch;
+pub struct SlicePatchKind;
 
-impl AdmittedKind for SlicePatch {
+impl AdmittedKind for SlicePatchKind {
     type View = Whole<PatchSpec>;
 
     fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
@@ -46,7 +46,7 @@ impl AdmittedKind for SlicePatch {
         &view.metadata
     }
 
-    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> Verdict {
+    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {
         let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
         errs.extend(rules::device_patch::validate_patch_spec(
             &new.spec,

@@ -5,7 +5,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 
-use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::{FieldError, Path};
 use crate::objects::{DecodeError, ObjectJson, Whole};
 
@@ -16,11 +16,11 @@ pub const ROW: KindRow = KindRow {
     plural: "widgets",
     namespaced: true,
     pod_spec: None,
-    review: crate::review::pipeline::<Widget>,
-    charge: super::charge::<Widget>,
+    review: crate::review::pipeline::<WidgetKind>,
+    charge: super::charge::<WidgetKind>,
 };
 
-pub struct Widget;
+pub struct WidgetKind;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -28,7 +28,7 @@ pub struct WidgetSpec {
     size: i64,
 }
 
-impl AdmittedKind for Widget {
+impl AdmittedKind for WidgetKind {
     type View = Whole<WidgetSpec>;
 
     fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
@@ -39,7 +39,7 @@ impl AdmittedKind for Widget {
         &view.metadata
     }
 
-    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> Verdict {
+    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {
         let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), true);
         if new.spec.size < 0 {
             errs.push(FieldError::invalid(

@@ -6,7 +6,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use super::{AdmittedKind, Facts, KindRow, Routed, Verdict, shared};
+use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::Path;
 use crate::objects::pod::PodSpecView;
 use crate::objects::{DecodeError, ObjectJson};
@@ -25,8 +25,8 @@ const fn row(group: &'static str, kind: &'static str, plural: &'static str) -> K
         plural,
         namespaced: true,
         pod_spec: Some(TEMPLATE),
-        review: crate::review::pipeline::<Workload>,
-        charge: super::charge::<Workload>,
+        review: crate::review::pipeline::<WorkloadKind>,
+        charge: super::charge::<WorkloadKind>,
     }
 }
 
@@ -40,7 +40,7 @@ pub const CRON_JOB: KindRow = KindRow {
     ..row("batch", "CronJob", "cronjobs")
 };
 
-pub struct Workload;
+pub struct WorkloadKind;
 
 /// A workload as its template is judged. The template is also kept as
 /// JSON: whether an UPDATE changed it is asked of the whole template, not
@@ -53,7 +53,7 @@ pub struct WorkloadView {
     pub controlled: bool,
 }
 
-impl AdmittedKind for Workload {
+impl AdmittedKind for WorkloadKind {
     type View = WorkloadView;
 
     fn decode(object: &ObjectJson, routed: Routed) -> Result<WorkloadView, DecodeError> {
@@ -97,7 +97,7 @@ impl AdmittedKind for Workload {
     }
 
     /// A template may change freely: its Pods are replaced, not updated.
-    fn validate(new: &WorkloadView, old: Option<&WorkloadView>, facts: &Facts<'_>) -> Verdict {
+    fn validate(new: &WorkloadView, old: Option<&WorkloadView>, facts: &Facts<'_>) -> RuleVerdict {
         let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), true);
         errs.extend(rules::pod::validate_pod_template_spec(
             &new.pod_spec,

@@ -19,7 +19,7 @@ mod validate;
 pub use decision::{Decision, Denial, ObjectRef, Warning};
 pub use error::ReviewError;
 pub use request::{Context, Envelope, Phase, Request, operation_name};
-pub use subject::Subject;
+pub use subject::ReviewSubject;
 
 use kube::core::admission::Operation;
 
@@ -40,7 +40,7 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
 
 /// The stages, for one kind's typed view.
 pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_>) -> Decision {
-    let subject = match Subject::<K>::decode(routed, req) {
+    let subject = match ReviewSubject::<K>::decode(routed, req) {
         Ok(Some(subject)) => subject,
         Ok(None) => return Decision::allow(),
         // `/mutate` leaves an undecodable object alone; `/validate` says why.
@@ -86,7 +86,11 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
 
 /// `/mutate`: the patch, or — when draguard cannot compute its own patch —
 /// an admission without one, carrying the error to be logged and counted.
-fn mutate_only<K: AdmittedKind>(subject: &Subject<'_, K>, applicable: &Applicable<'_>, ctx: &Context<'_>) -> Decision {
+fn mutate_only<K: AdmittedKind>(
+    subject: &ReviewSubject<'_, K>,
+    applicable: &Applicable<'_>,
+    ctx: &Context<'_>,
+) -> Decision {
     match mutate::patches(subject, applicable, ctx) {
         Ok(patch) => Decision {
             patch,
@@ -101,10 +105,10 @@ fn mutate_only<K: AdmittedKind>(subject: &Subject<'_, K>, applicable: &Applicabl
 
 /// `check` and `review --mutate`: the patch, and the subject it makes.
 fn mutated<'r, K: AdmittedKind>(
-    subject: Subject<'r, K>,
+    subject: ReviewSubject<'r, K>,
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
-) -> Result<(Subject<'r, K>, Vec<json_patch::PatchOperation>), ReviewError> {
+) -> Result<(ReviewSubject<'r, K>, Vec<json_patch::PatchOperation>), ReviewError> {
     let patch = mutate::patches(&subject, applicable, ctx)?;
     if patch.is_empty() {
         return Ok((subject, patch));

@@ -7,7 +7,7 @@
 use json_patch::PatchOperation;
 use serde_json::Value;
 
-use super::{Context, ReviewError, Subject};
+use super::{Context, ReviewError, ReviewSubject};
 use crate::kinds::AdmittedKind;
 use crate::objects::ObjectJson;
 use crate::policy::applicable::Applicable;
@@ -15,7 +15,7 @@ use crate::policy::apply;
 use crate::policy::ptr;
 
 pub fn patches<K: AdmittedKind>(
-    subject: &Subject<'_, K>,
+    subject: &ReviewSubject<'_, K>,
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
 ) -> Result<Vec<PatchOperation>, ReviewError> {
@@ -37,7 +37,7 @@ pub fn patches<K: AdmittedKind>(
 }
 
 fn create_defaults<K: AdmittedKind>(
-    subject: &Subject<'_, K>,
+    subject: &ReviewSubject<'_, K>,
     object: &Value,
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
@@ -60,7 +60,7 @@ fn create_defaults<K: AdmittedKind>(
 
 fn policy_defaults<K: AdmittedKind>(
     view: &K::View,
-    subject: &Subject<'_, K>,
+    subject: &ReviewSubject<'_, K>,
     object: &Value,
     applicable: &Applicable<'_>,
 ) -> Vec<PatchOperation> {
@@ -72,7 +72,7 @@ fn policy_defaults<K: AdmittedKind>(
 
 /// PodTolerationRestriction's `MergeTolerations` on a Pod's own spec.
 fn ptr_merge<K: AdmittedKind>(
-    subject: &Subject<'_, K>,
+    subject: &ReviewSubject<'_, K>,
     object: &Value,
     ctx: &Context<'_>,
 ) -> Result<Vec<PatchOperation>, ReviewError> {

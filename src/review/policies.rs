@@ -2,7 +2,7 @@
 //! PodTolerationRestriction's whitelist (when enabled), say about the
 //! object's tolerations.
 
-use super::{Context, Subject};
+use super::{Context, ReviewSubject};
 use crate::kinds::AdmittedKind;
 use crate::policy::applicable::Applicable;
 use crate::policy::apply;
@@ -13,7 +13,7 @@ use crate::policy::ptr;
 /// Every violation, PodTolerationRestriction's first (the in-tree plugin
 /// runs before any webhook).
 pub fn violations<K: AdmittedKind>(
-    subject: &Subject<'_, K>,
+    subject: &ReviewSubject<'_, K>,
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
 ) -> Vec<Violation> {
@@ -27,7 +27,7 @@ pub fn violations<K: AdmittedKind>(
 }
 
 /// PodTolerationRestriction's whitelist, on a pod spec's tolerations.
-fn ptr_whitelist<K: AdmittedKind>(subject: &Subject<'_, K>, ctx: &Context<'_>) -> Option<Violation> {
+fn ptr_whitelist<K: AdmittedKind>(subject: &ReviewSubject<'_, K>, ctx: &Context<'_>) -> Option<Violation> {
     let config = ctx.ptr?;
     let spec = K::pod_spec(&subject.view)?;
     let tolerations: Vec<_> = apply::pod_lists(spec, &[])

@@ -2,7 +2,7 @@
 //! every limit of the applying policies and of the namespace's
 //! ResourceQuotas.
 
-use super::{Context, Subject, Warning};
+use super::{Context, ReviewSubject, Warning};
 use crate::kinds::AdmittedKind;
 use crate::policy::Selection;
 use crate::policy::applicable::Applicable;
@@ -21,7 +21,7 @@ struct LimitSource {
 }
 
 pub fn quota<K: AdmittedKind>(
-    subject: &Subject<'_, K>,
+    subject: &ReviewSubject<'_, K>,
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
 ) -> (Vec<Violation>, Vec<Warning>) {

@@ -12,7 +12,7 @@ use crate::objects::ObjectJson;
 
 /// One object under review: where it is routed, its JSON and its typed
 /// view, and the same for the stored object on UPDATE.
-pub struct Subject<'r, K: AdmittedKind> {
+pub struct ReviewSubject<'r, K: AdmittedKind> {
     pub routed: Routed,
     pub request: &'r Request,
     pub object: Cow<'r, ObjectJson>,
@@ -21,7 +21,7 @@ pub struct Subject<'r, K: AdmittedKind> {
     pub old: Option<K::View>,
 }
 
-impl<'r, K: AdmittedKind> Subject<'r, K> {
+impl<'r, K: AdmittedKind> ReviewSubject<'r, K> {
     /// `Ok(None)` when the write is not judged at all (see
     /// [`AdmittedKind::judged`]).
     pub fn decode(routed: Routed, request: &'r Request) -> Result<Option<Self>, ReviewError> {
@@ -56,7 +56,7 @@ impl<'r, K: AdmittedKind> Subject<'r, K> {
         if !K::judged(&view, old.as_ref()) {
             return Ok(None);
         }
-        Ok(Some(Subject {
+        Ok(Some(ReviewSubject {
             routed,
             request,
             object: Cow::Borrowed(object),
@@ -71,7 +71,7 @@ impl<'r, K: AdmittedKind> Subject<'r, K> {
     pub fn patched(self, patched: Value) -> Result<Self, ReviewError> {
         let object = ObjectJson::Tree(patched);
         let view = K::decode(&object, self.routed).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
-        Ok(Subject {
+        Ok(ReviewSubject {
             object: Cow::Owned(object),
             view,
             ..self

@@ -2,14 +2,14 @@
 //! overlapping one is warned about, or denied where an applying policy
 //! sets `patches.denyPriorityTies`.
 
-use super::{Context, Subject, Warning};
+use super::{Context, ReviewSubject, Warning};
 use crate::field::Path;
 use crate::kinds::AdmittedKind;
 use crate::policy::applicable::Applicable;
 use crate::policy::enforce::Violation;
 
 pub fn priority_ties<K: AdmittedKind>(
-    subject: &Subject<'_, K>,
+    subject: &ReviewSubject<'_, K>,
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
 ) -> (Vec<Violation>, Vec<Warning>) {

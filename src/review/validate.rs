@@ -1,9 +1,9 @@
 //! Validate: the kind's rules, as the kube-apiserver applies them.
 
-use super::{Context, Subject};
-use crate::kinds::{AdmittedKind, Facts, Verdict};
+use super::{Context, ReviewSubject};
+use crate::kinds::{AdmittedKind, Facts, RuleVerdict};
 
-pub fn validate<K: AdmittedKind>(subject: &Subject<'_, K>, ctx: &Context<'_>) -> Verdict {
+pub fn validate<K: AdmittedKind>(subject: &ReviewSubject<'_, K>, ctx: &Context<'_>) -> RuleVerdict {
     let facts = Facts {
         routed: subject.routed,
         object: &subject.object,
