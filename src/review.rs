@@ -159,7 +159,7 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
                 mutated = v;
                 &mutated
             }
-            Err(e) => return Decision::deny(bad_request(e)),
+            Err(e) => return Decision::deny(bad_request(e.to_string())),
         }
     };
     let target = Target::new(env, judged);
@@ -260,7 +260,7 @@ fn create_defaults(
     let current = if ops.is_empty() {
         object
     } else {
-        merged = crate::mutate::apply(object, &ops)?;
+        merged = crate::mutate::apply(object, &ops).map_err(|e| e.to_string())?;
         &merged
     };
     ops.extend(policy_defaults(kind, current, namespace, user, ctx).map_err(|e| e.message)?);
