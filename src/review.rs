@@ -280,7 +280,7 @@ fn ptr_merge(
     let lists = apply::pod_lists(&spec, &["spec"]);
     let tolerations = lists.first().map(|l| l.tolerations.as_slice()).unwrap_or_default();
     let annotations = ctx.cluster.namespace_annotations(namespace);
-    let Some(merged) = ptr::admit(&spec, tolerations, annotations.as_ref(), config)? else {
+    let Some(merged) = ptr::admit(&spec, tolerations, annotations.as_ref(), config).map_err(|e| e.to_string())? else {
         return Ok(Vec::new());
     };
     let values: Vec<Value> = merged.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
@@ -436,11 +436,11 @@ fn ptr_verdict(kind: Kind, object: &Value, namespace: &str, ctx: &Context<'_>) -
     let annotations = ctx.cluster.namespace_annotations(namespace);
     ptr::verify(tolerations, annotations.as_ref(), config)
         .err()
-        .map(|message| Violation {
+        .map(|e| Violation {
             policy: "PodTolerationRestriction".into(),
             mode: Mode::Enforce,
             field: None,
-            message,
+            message: e.to_string(),
         })
 }
 

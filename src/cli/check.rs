@@ -84,7 +84,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
     let ptr = match args.ptr.load() {
         Ok(p) => p,
-        Err(e) => return unusable(&e),
+        Err(e) => return unusable(&e.to_string()),
     };
     let no_policies = policies.is_empty().then(|| match &args.policies {
         None => "no toleration policies (none named with --policies)".to_owned(),

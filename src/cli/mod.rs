@@ -8,6 +8,8 @@ pub mod serve;
 
 use clap::{Parser, Subcommand};
 
+use crate::policy::ptr::{PtrConfig, PtrConfigError};
+
 /// Admission webhook and CI checker for taints, tolerations and DRA device requests.
 #[derive(Debug, Parser)]
 #[command(name = "draguard", version = crate::build_info::LONG_VERSION, about, long_about = None)]
@@ -65,15 +67,9 @@ pub struct PtrArgs {
 
 impl PtrArgs {
     /// The configuration to apply, or `None` when compatibility is off.
-    pub fn load(&self) -> Result<Option<crate::policy::ptr::PtrConfig>, String> {
+    pub fn load(&self) -> Result<Option<PtrConfig>, PtrConfigError> {
         match &self.pod_toleration_restriction_config {
-            Some(path) => {
-                let text =
-                    std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-                serde_saphyr::from_str(&text)
-                    .map(Some)
-                    .map_err(|e| format!("{}: {}", path.display(), e.without_snippet()))
-            }
+            Some(path) => PtrConfig::load(path).map(Some),
             None if self.pod_toleration_restriction => Ok(Some(Default::default())),
             None => Ok(None),
         }

@@ -161,7 +161,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     }
     config.max_body = args.max_body;
     config.metrics_listen = args.metrics_listen;
-    config.ptr = args.ptr.load()?.map(std::sync::Arc::new);
+    config.ptr = args.ptr.load().map_err(|e| e.to_string())?.map(std::sync::Arc::new);
     let cluster = live_view(&args).await?;
     if let Some((view, _)) = &cluster {
         config = config.with_live_view(view.clone());
