@@ -8,6 +8,8 @@ pub mod serve;
 
 use clap::{Parser, Subcommand};
 
+use crate::policy::PolicySet;
+use crate::policy::load::PolicyLoadError;
 use crate::policy::ptr::{PtrConfig, PtrConfigError};
 
 /// Admission webhook and CI checker for taints, tolerations and DRA device requests.
@@ -80,22 +82,15 @@ impl PtrArgs {
 /// `review`: none when no folder is named, never a folder picked up from the
 /// working directory (a repository's Kyverno `policies/` is not ours).
 /// Skipped documents are noted on standard error; `tool` prefixes them.
-pub fn load_policies(tool: &str, dir: Option<&std::path::Path>) -> Result<crate::policy::PolicySet, String> {
+pub fn load_policies(tool: &str, dir: Option<&std::path::Path>) -> Result<PolicySet, PolicyLoadError> {
     let Some(dir) = dir else {
-        return Ok(crate::policy::PolicySet::default());
+        return Ok(PolicySet::default());
     };
-    match crate::policy::load::load_dir(dir) {
-        Ok(folder) => {
-            for skipped in &folder.skipped {
-                eprintln!("{tool}: note: {skipped}");
-            }
-            Ok(folder.set)
-        }
-        Err(errors) => {
-            let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            Err(format!("invalid policies:\n{}", lines.join("\n")))
-        }
+    let folder = crate::policy::load::load_dir(dir)?;
+    for skipped in &folder.skipped {
+        eprintln!("{tool}: note: {skipped}");
     }
+    Ok(folder.set)
 }
 
 /// Log output for every subcommand: human-readable text, or JSON lines when
