@@ -62,8 +62,19 @@ impl Validity {
     }
 }
 
+/// Why a certificate or key cannot be read, or the two do not go together.
+#[derive(Debug, thiserror::Error)]
+pub enum PkiError {
+    #[error("not an X.509 certificate: {0}")]
+    NotX509(#[source] x509_parser::nom::Err<x509_parser::error::X509Error>),
+    #[error("not a PEM private key: {0}")]
+    NotPemKey(#[source] rcgen::Error),
+    #[error("the key does not belong to the certificate")]
+    KeyMismatch,
+}
+
 /// The validity of one DER certificate.
-pub fn validity(der: &[u8]) -> Result<Validity, String> {
+pub fn validity(der: &[u8]) -> Result<Validity, PkiError> {
     let cert = parse(der)?;
     let validity = cert.validity();
     Ok(Validity {
@@ -73,21 +84,21 @@ pub fn validity(der: &[u8]) -> Result<Validity, String> {
 }
 
 /// Whether a DER certificate is a CA (basicConstraints cA).
-pub(crate) fn is_ca(der: &[u8]) -> Result<bool, String> {
+pub(crate) fn is_ca(der: &[u8]) -> Result<bool, PkiError> {
     Ok(parse(der)?.is_ca())
 }
 
 /// Whether a PEM private key is the one of a DER certificate.
-pub(crate) fn key_matches(der: &[u8], key_pem: &str) -> Result<KeyPair, String> {
-    let key = KeyPair::from_pem(key_pem).map_err(|e| format!("not a PEM private key: {e}"))?;
+pub(crate) fn key_matches(der: &[u8], key_pem: &str) -> Result<KeyPair, PkiError> {
+    let key = KeyPair::from_pem(key_pem).map_err(PkiError::NotPemKey)?;
     if parse(der)?.public_key().raw != key.subject_public_key_info().as_slice() {
-        return Err("the key does not belong to the certificate".into());
+        return Err(PkiError::KeyMismatch);
     }
     Ok(key)
 }
 
-fn parse(der: &[u8]) -> Result<X509Certificate<'_>, String> {
-    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| format!("not an X.509 certificate: {e}"))?;
+fn parse(der: &[u8]) -> Result<X509Certificate<'_>, PkiError> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(PkiError::NotX509)?;
     Ok(cert)
 }
 
@@ -111,5 +122,49 @@ mod tests {
         .unwrap();
         assert_eq!(params.subject_alt_names.len(), 2);
         assert_eq!(params.not_after, rcgen::date_time_ymd(2027, 1, 31));
+    }
+
+    /// A self-signed CA: its DER and its key as PEM.
+    fn ca() -> (Vec<u8>, String) {
+        let key = KeyPair::generate().expect("key");
+        let params = ca_params("a CA", jiff::civil::date(2026, 1, 1), jiff::civil::date(2027, 1, 1));
+        let cert = params.self_signed(&key).expect("self-signed");
+        (cert.der().to_vec(), key.serialize_pem())
+    }
+
+    #[test]
+    fn reads_back_what_it_made() {
+        let (der, key) = ca();
+        assert!(is_ca(&der).expect("parses"));
+        let v = validity(&der).expect("parses");
+        assert_eq!(v.not_after - v.not_before, 365 * 24 * 3600);
+        assert!(key_matches(&der, &key).is_ok());
+    }
+
+    #[test]
+    fn pki_error_messages() {
+        let (der, _) = ca();
+        let (_, other_key) = ca();
+        let cases: [(Result<(), PkiError>, &str); 4] = [
+            (
+                validity(b"junk").map(drop),
+                "not an X.509 certificate: Parsing Error: NomError(Eof)",
+            ),
+            (
+                is_ca(b"").map(drop),
+                "not an X.509 certificate: Parsing requires 1 bytes/chars",
+            ),
+            (
+                key_matches(&der, "junk").map(drop),
+                "not a PEM private key: PEM error: malformedframing",
+            ),
+            (
+                key_matches(&der, &other_key).map(drop),
+                "the key does not belong to the certificate",
+            ),
+        ];
+        for (result, message) in cases {
+            assert_eq!(result.expect_err("refused").to_string(), message);
+        }
     }
 }

@@ -74,7 +74,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     };
     let policies = match super::load_policies("draguard check", args.policies.as_deref()) {
         Ok(p) => p,
-        Err(e) => return unusable(&e),
+        Err(e) => return unusable(&e.to_string()),
     };
     let mut namespace_labels = crate::cluster::StaticView::default();
     for (ns, labels) in &args.namespace_labels {
@@ -84,7 +84,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
     let ptr = match args.ptr.load() {
         Ok(p) => p,
-        Err(e) => return unusable(&e),
+        Err(e) => return unusable(&e.to_string()),
     };
     let no_policies = policies.is_empty().then(|| match &args.policies {
         None => "no toleration policies (none named with --policies)".to_owned(),

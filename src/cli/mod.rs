@@ -8,6 +8,10 @@ pub mod serve;
 
 use clap::{Parser, Subcommand};
 
+use crate::policy::PolicySet;
+use crate::policy::load::PolicyLoadError;
+use crate::policy::ptr::{PtrConfig, PtrConfigError};
+
 /// Admission webhook and CI checker for taints, tolerations and DRA device requests.
 #[derive(Debug, Parser)]
 #[command(name = "draguard", version = crate::build_info::LONG_VERSION, about, long_about = None)]
@@ -65,15 +69,9 @@ pub struct PtrArgs {
 
 impl PtrArgs {
     /// The configuration to apply, or `None` when compatibility is off.
-    pub fn load(&self) -> Result<Option<crate::policy::ptr::PtrConfig>, String> {
+    pub fn load(&self) -> Result<Option<PtrConfig>, PtrConfigError> {
         match &self.pod_toleration_restriction_config {
-            Some(path) => {
-                let text =
-                    std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-                serde_saphyr::from_str(&text)
-                    .map(Some)
-                    .map_err(|e| format!("{}: {}", path.display(), e.without_snippet()))
-            }
+            Some(path) => PtrConfig::load(path).map(Some),
             None if self.pod_toleration_restriction => Ok(Some(Default::default())),
             None => Ok(None),
         }
@@ -84,22 +82,15 @@ impl PtrArgs {
 /// `review`: none when no folder is named, never a folder picked up from the
 /// working directory (a repository's Kyverno `policies/` is not ours).
 /// Skipped documents are noted on standard error; `tool` prefixes them.
-pub fn load_policies(tool: &str, dir: Option<&std::path::Path>) -> Result<crate::policy::PolicySet, String> {
+pub fn load_policies(tool: &str, dir: Option<&std::path::Path>) -> Result<PolicySet, PolicyLoadError> {
     let Some(dir) = dir else {
-        return Ok(crate::policy::PolicySet::default());
+        return Ok(PolicySet::default());
     };
-    match crate::policy::load::load_dir(dir) {
-        Ok(folder) => {
-            for skipped in &folder.skipped {
-                eprintln!("{tool}: note: {skipped}");
-            }
-            Ok(folder.set)
-        }
-        Err(errors) => {
-            let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            Err(format!("invalid policies:\n{}", lines.join("\n")))
-        }
+    let folder = crate::policy::load::load_dir(dir)?;
+    for skipped in &folder.skipped {
+        eprintln!("{tool}: note: {skipped}");
     }
+    Ok(folder.set)
 }
 
 /// Log output for every subcommand: human-readable text, or JSON lines when

@@ -54,8 +54,9 @@ fn lint(dir: &std::path::Path) -> ExitCode {
             );
             ExitCode::SUCCESS
         }
-        Err(errors) => {
-            for e in &errors {
+        Err(load) => {
+            let errors = load.errors();
+            for e in errors {
                 println!("{e}");
             }
             eprintln!("{} error{}", errors.len(), if errors.len() == 1 { "" } else { "s" });

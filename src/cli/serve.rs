@@ -7,7 +7,46 @@ use std::time::Duration;
 
 use crate::cluster::live::LiveView;
 use crate::cluster::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
-use crate::server::{self, DEFAULT_MAX_BODY, ManagedCert, ServerConfig, TlsSource};
+use crate::policy::ptr::PtrConfigError;
+use crate::server::{self, DEFAULT_MAX_BODY, ManagedCert, ServerConfig, ServerError, TlsSource};
+
+/// Why `draguard serve` exits with 2: it could not start (or, rarer, the
+/// server task died; that is reported the same way).
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// Binding, TLS, the policy folder, or the server task.
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    #[error(transparent)]
+    PtrConfig(#[from] PtrConfigError),
+    /// `--kubeconfig` names a file that cannot be used: asked for
+    /// explicitly, so it is an error, not a fallback to no cluster.
+    #[error("cannot use kubeconfig {}: {source}", path.display())]
+    Kubeconfig {
+        path: PathBuf,
+        source: kube::config::KubeconfigError,
+    },
+    #[error("cannot create the Kubernetes client: {0}")]
+    Client(#[source] kube::Error),
+    /// A flag that works on the cluster, without one.
+    #[error("{flag} needs a cluster (a kubeconfig or the in-cluster service account)")]
+    NeedsCluster { flag: &'static str },
+}
+
+impl StartupError {
+    /// What to print. Policy errors are a list: all of it. Others may come
+    /// with a source excerpt (a kubeconfig's YAML errors): the first line
+    /// says what is wrong.
+    fn summary(&self) -> String {
+        let text = self.to_string();
+        match self {
+            StartupError::Server(ServerError::Policies(_)) => text,
+            _ => text.lines().next().unwrap_or_default().to_owned(),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -116,25 +155,19 @@ pub fn run(args: ServeArgs) -> ExitCode {
     super::init_logging(json);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
-        Err(e) => return startup_failed(json, &format!("cannot start the async runtime: {e}")),
+        Err(e) => return startup_failed(json, &StartupError::Runtime(e)),
     };
     let result = runtime.block_on(serve(args));
     // A review stuck past its deadline must not keep the process alive.
     runtime.shutdown_timeout(Duration::from_secs(1));
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => startup_failed(json, &message),
+        Err(error) => startup_failed(json, &error),
     }
 }
 
-fn startup_failed(json: bool, message: &str) -> ExitCode {
-    // Some errors (YAML parse errors) come with a source excerpt; the
-    // first line says what is wrong. Policy errors are a list: all of it.
-    let message = if message.starts_with("invalid policies:") {
-        message
-    } else {
-        message.lines().next().unwrap_or(message)
-    };
+fn startup_failed(json: bool, error: &StartupError) -> ExitCode {
+    let message = error.summary();
     if json {
         tracing::error!(error = message, "draguard serve cannot start");
     } else {
@@ -143,10 +176,10 @@ fn startup_failed(json: bool, message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-async fn serve(args: ServeArgs) -> Result<(), String> {
+async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     server::install_crypto_provider();
     let managed = if args.manage_webhook_certs {
-        Some(ManagedCert::new().map_err(|e| e.to_string())?)
+        Some(ManagedCert::new()?)
     } else {
         None
     };
@@ -189,20 +222,20 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             Some(manager)
         }
         (Some(_), None) => {
-            return Err(
-                "--manage-webhook-certs needs a cluster (a kubeconfig or the in-cluster service account)".into(),
-            );
+            return Err(StartupError::NeedsCluster {
+                flag: "--manage-webhook-certs",
+            });
         }
         (None, _) => None,
     };
     let policies = config.policies.clone();
-    let running = server::start(config).await.map_err(|e| e.to_string())?;
+    let running = server::start(config).await?;
     if let Some(manager) = cert_manager {
         tokio::spawn(manager.run());
     }
     if args.sync_quotas {
         let Some((view, client)) = cluster else {
-            return Err("--sync-quotas needs a cluster (a kubeconfig or the in-cluster service account)".into());
+            return Err(StartupError::NeedsCluster { flag: "--sync-quotas" });
         };
         tracing::info!("keeping a draguard-<policy> ResourceQuota in every namespace a quota policy selects");
         tokio::spawn(draguard_sync(client, policies, view));
@@ -217,7 +250,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         tracing::info!("shutdown requested");
         stop.shutdown();
     });
-    running.wait().await.map_err(|e| e.to_string())?;
+    running.wait().await?;
     tracing::info!("stopped");
     Ok(())
 }
@@ -253,16 +286,16 @@ fn tls_source(args: &ServeArgs) -> TlsSource {
 }
 
 /// The watched cluster caches, or `None` to run without a cluster.
-async fn live_view(args: &ServeArgs) -> Result<Option<(LiveView, kube::Client)>, String> {
+async fn live_view(args: &ServeArgs) -> Result<Option<(LiveView, kube::Client)>, StartupError> {
     let Some(config) = cluster_config(args).await? else {
         return Ok(None);
     };
     tracing::info!(apiserver = %config.cluster_url, "watching the cluster");
-    let client = kube::Client::try_from(config).map_err(|e| format!("cannot create the Kubernetes client: {e}"))?;
+    let client = kube::Client::try_from(config).map_err(StartupError::Client)?;
     Ok(Some((LiveView::start(client.clone()), client)))
 }
 
-async fn cluster_config(args: &ServeArgs) -> Result<Option<kube::Config>, String> {
+async fn cluster_config(args: &ServeArgs) -> Result<Option<kube::Config>, StartupError> {
     use kube::config::{KubeConfigOptions, Kubeconfig};
     if args.no_cluster {
         tracing::info!("--no-cluster: running without a cluster");
@@ -270,11 +303,14 @@ async fn cluster_config(args: &ServeArgs) -> Result<Option<kube::Config>, String
     }
     if let Some(path) = &args.kubeconfig {
         // Asked for explicitly: a broken file is an error, not a fallback.
-        let broken = |e: &dyn std::fmt::Display| format!("cannot use kubeconfig {}: {e}", path.display());
-        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| broken(&e))?;
+        let broken = |source| StartupError::Kubeconfig {
+            path: path.clone(),
+            source,
+        };
+        let kubeconfig = Kubeconfig::read_from(path).map_err(broken)?;
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
             .await
-            .map_err(|e| broken(&e))?;
+            .map_err(broken)?;
         return Ok(Some(config));
     }
     match kube::Config::infer().await {
@@ -342,6 +378,62 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
         Wrapper::try_parse_from(std::iter::once("serve").chain(args.iter().copied())).map(|w| w.serve)
+    }
+
+    #[test]
+    fn startup_error_messages() {
+        let policies = ServerError::Policies("a.yaml:1:7: unclosed bracket\nb.yaml:2:1: unknown field".into());
+        let kubeconfig = || StartupError::Kubeconfig {
+            path: "/k".into(),
+            source: kube::config::KubeconfigError::ReadConfig(std::io::Error::other("gone"), "/k".into()),
+        };
+        let two_lines = StartupError::Runtime(std::io::Error::other("first\nsecond"));
+        let cases = [
+            (
+                StartupError::Runtime(std::io::Error::other("no threads")),
+                "cannot start the async runtime: no threads",
+                "cannot start the async runtime: no threads",
+            ),
+            (
+                StartupError::Server(policies),
+                "invalid policies:\na.yaml:1:7: unclosed bracket\nb.yaml:2:1: unknown field",
+                "invalid policies:\na.yaml:1:7: unclosed bracket\nb.yaml:2:1: unknown field",
+            ),
+            (
+                StartupError::Server(ServerError::BadSan("a b".into())),
+                "invalid --san \"a b\": it is neither an IP address nor a DNS name",
+                "invalid --san \"a b\": it is neither an IP address nor a DNS name",
+            ),
+            (
+                kubeconfig(),
+                "cannot use kubeconfig /k: failed to read kubeconfig from '\"/k\"': gone",
+                "cannot use kubeconfig /k: failed to read kubeconfig from '\"/k\"': gone",
+            ),
+            (
+                StartupError::NeedsCluster { flag: "--sync-quotas" },
+                "--sync-quotas needs a cluster (a kubeconfig or the in-cluster service account)",
+                "--sync-quotas needs a cluster (a kubeconfig or the in-cluster service account)",
+            ),
+            (
+                two_lines,
+                "cannot start the async runtime: first\nsecond",
+                "cannot start the async runtime: first",
+            ),
+        ];
+        for (error, display, summary) in cases {
+            assert_eq!(error.to_string(), display);
+            assert_eq!(error.summary(), summary, "only policy errors keep every line");
+        }
+    }
+
+    #[test]
+    fn a_ptr_config_that_cannot_be_read_stops_the_start() {
+        let args = parse(&["--pod-toleration-restriction-config", "/nonexistent/ptr.yaml"]).unwrap();
+        let error = StartupError::from(args.ptr.load().expect_err("no such file"));
+        assert!(
+            error.summary().starts_with("/nonexistent/ptr.yaml: cannot read: "),
+            "{error}"
+        );
     }
 
     #[test]

@@ -46,7 +46,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::{Value, json};
 
 use super::error_log::{ERROR_LINE_EVERY, ErrorLog, Report};
-use crate::pki::{self, is_ca, key_matches};
+use crate::pki::{self, PkiError, is_ca, key_matches};
 pub use crate::pki::{Validity, validity};
 use crate::server::ManagedCert;
 
@@ -151,8 +151,8 @@ pub enum CertError {
     },
     #[error("{0} changed under us {RACE_RETRIES} times in a row")]
     Contended(String),
-    #[error("Secret {secret} holds no usable certificate: {reason}")]
-    Unusable { secret: String, reason: String },
+    #[error("Secret {secret} holds no usable certificate: {source}")]
+    Unusable { secret: String, source: BundleError },
     #[error(
         "Secret {secret} needs a new certificate ({reason}), but draguard did not create it (no label {MANAGED_BY}=draguard) and will not overwrite it: delete it to let draguard create its own, label it to hand it over, or serve cert-manager's certificate with --tls-cert instead of --manage-webhook-certs"
     )]
@@ -171,6 +171,61 @@ pub enum CertError {
 
 fn generate_failed(e: impl std::fmt::Display) -> CertError {
     CertError::Generate(e.to_string())
+}
+
+/// Why a Secret's data is not the four PEM texts of a [`Bundle`]; the
+/// Secret is then regenerated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BundleError {
+    #[error("no {0}")]
+    Missing(&'static str),
+    #[error("{0} is not PEM text")]
+    NotText(&'static str),
+}
+
+/// Why a PEM text yields no certificate.
+#[derive(Debug, thiserror::Error)]
+pub enum PemCertsError {
+    #[error("not PEM certificates: {0}")]
+    Pem(#[source] rustls::pki_types::pem::Error),
+    #[error("no CERTIFICATE block")]
+    Empty,
+}
+
+/// Why the Secret's signing CA or serving certificate cannot be kept:
+/// [`assess`] turns it into the reason of a renewal.
+#[derive(Debug, thiserror::Error)]
+pub enum CertCheckError {
+    /// `ca.crt` holds no certificate ([`assess`] says "CA: " before it).
+    #[error(transparent)]
+    CaPem(PemCertsError),
+    /// A certificate or key does not parse, or the CA's key is not its own.
+    #[error(transparent)]
+    Pki(#[from] PkiError),
+    #[error("the first certificate of ca.crt is not a CA")]
+    NotCa,
+    #[error("expired at {}", show_time(*.0))]
+    Expired(i64),
+    #[error("{TLS_CERT}: {0}")]
+    ServingPem(PemCertsError),
+    #[error("{TLS_KEY}: {0}")]
+    ServingKey(PkiError),
+    #[error("{CA_CERT}: no certificate")]
+    NoSigningCa,
+    /// The CA is not usable as a trust anchor.
+    #[error("{CA_CERT}: {0}")]
+    BadCa(#[source] rustls::Error),
+    #[error("{CA_CERT}: {0}")]
+    Verifier(#[source] rustls::client::VerifierBuilderError),
+    /// A name to serve is neither a DNS name nor an IP address.
+    #[error("{name}: {source}")]
+    BadName {
+        name: String,
+        source: rustls::pki_types::InvalidDnsNameError,
+    },
+    /// A client trusting only the CA would refuse the certificate for `name`.
+    #[error("the certificate does not serve {name}: {source}")]
+    NotServed { name: String, source: rustls::Error },
 }
 
 // ---------------------------------------------------------------- pure parts
@@ -197,10 +252,10 @@ impl std::fmt::Debug for Bundle {
 
 impl Bundle {
     /// The four keys of a Secret's data, each present and UTF-8.
-    pub fn from_data(data: &BTreeMap<String, ByteString>) -> Result<Bundle, String> {
-        let text = |key: &str| -> Result<String, String> {
-            let bytes = data.get(key).ok_or_else(|| format!("no {key}"))?;
-            String::from_utf8(bytes.0.clone()).map_err(|_| format!("{key} is not PEM text"))
+    pub fn from_data(data: &BTreeMap<String, ByteString>) -> Result<Bundle, BundleError> {
+        let text = |key: &'static str| -> Result<String, BundleError> {
+            let bytes = data.get(key).ok_or(BundleError::Missing(key))?;
+            String::from_utf8(bytes.0.clone()).map_err(|_| BundleError::NotText(key))
         };
         Ok(Bundle {
             ca_cert: text(CA_CERT)?,
@@ -244,12 +299,13 @@ impl Validity {
 }
 
 /// The certificates of a PEM text, in order.
-pub fn parse_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+/// Never empty.
+pub fn parse_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, PemCertsError> {
     let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("not PEM certificates: {e}"))?;
+        .map_err(PemCertsError::Pem)?;
     if certs.is_empty() {
-        return Err("no CERTIFICATE block".into());
+        return Err(PemCertsError::Empty);
     }
     Ok(certs)
 }
@@ -281,7 +337,7 @@ impl Verdict {
 pub fn assess(data: &BTreeMap<String, ByteString>, names: &[String], now: i64) -> Verdict {
     let bundle = match Bundle::from_data(data) {
         Ok(bundle) => bundle,
-        Err(reason) => return Verdict::Regenerate(reason),
+        Err(reason) => return Verdict::Regenerate(reason.to_string()),
     };
     let ca = match check_ca(&bundle, now) {
         Ok(ca) => ca,
@@ -295,7 +351,7 @@ pub fn assess(data: &BTreeMap<String, ByteString>, names: &[String], now: i64) -
             Verdict::RenewServing(format!("the certificate expires at {}", show_time(serving.not_after)))
         }
         Ok(_) => Verdict::Keep,
-        Err(reason) => Verdict::RenewServing(reason),
+        Err(reason) => Verdict::RenewServing(reason.to_string()),
     }
 }
 
@@ -304,29 +360,33 @@ fn show_time(secs: i64) -> String {
 }
 
 /// The signing CA's validity, if it parses, has its key and is in force.
-fn check_ca(bundle: &Bundle, now: i64) -> Result<Validity, String> {
-    let certs = parse_certs(&bundle.ca_cert)?;
-    let signing = certs.first().ok_or("no CA certificate")?;
+fn check_ca(bundle: &Bundle, now: i64) -> Result<Validity, CertCheckError> {
+    let certs = parse_certs(&bundle.ca_cert).map_err(CertCheckError::CaPem)?;
+    // parse_certs never returns an empty list; were it to, that is its
+    // "no CERTIFICATE block".
+    let signing = certs.first().ok_or(CertCheckError::CaPem(PemCertsError::Empty))?;
     key_matches(signing, &bundle.ca_key)?;
     if !is_ca(signing)? {
-        return Err("the first certificate of ca.crt is not a CA".into());
+        return Err(CertCheckError::NotCa);
     }
     let validity = validity(signing)?;
     if validity.expired(now) {
-        return Err(format!("expired at {}", show_time(validity.not_after)));
+        return Err(CertCheckError::Expired(validity.not_after));
     }
     Ok(validity)
 }
 
 /// The serving certificate's validity, if its key matches, the signing CA
 /// signed it and it is valid now for every name.
-fn check_serving(bundle: &Bundle, names: &[String], now: i64) -> Result<Validity, String> {
-    let chain = parse_certs(&bundle.tls_cert).map_err(|e| format!("{TLS_CERT}: {e}"))?;
-    let (leaf, intermediates) = chain.split_first().ok_or("tls.crt: no certificate")?;
-    key_matches(leaf, &bundle.tls_key).map_err(|e| format!("{TLS_KEY}: {e}"))?;
-    let ca = bundle.signing_ca().ok_or("ca.crt: no certificate")?;
+fn check_serving(bundle: &Bundle, names: &[String], now: i64) -> Result<Validity, CertCheckError> {
+    let chain = parse_certs(&bundle.tls_cert).map_err(CertCheckError::ServingPem)?;
+    let (leaf, intermediates) = chain
+        .split_first()
+        .ok_or(CertCheckError::ServingPem(PemCertsError::Empty))?;
+    key_matches(leaf, &bundle.tls_key).map_err(CertCheckError::ServingKey)?;
+    let ca = bundle.signing_ca().ok_or(CertCheckError::NoSigningCa)?;
     verify(&ca, leaf, intermediates, names, now)?;
-    validity(leaf)
+    Ok(validity(leaf)?)
 }
 
 /// Verifies `leaf` as a server certificate for every name, as a client
@@ -337,19 +397,25 @@ pub fn verify(
     intermediates: &[CertificateDer<'_>],
     names: &[String],
     now: i64,
-) -> Result<(), String> {
+) -> Result<(), CertCheckError> {
     let mut roots = rustls::RootCertStore::empty();
-    roots.add(ca.clone().into_owned()).map_err(|e| format!("ca.crt: {e}"))?;
+    roots.add(ca.clone().into_owned()).map_err(CertCheckError::BadCa)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
         .build()
-        .map_err(|e| format!("ca.crt: {e}"))?;
+        .map_err(CertCheckError::Verifier)?;
     let at = UnixTime::since_unix_epoch(Duration::from_secs(u64::try_from(now).unwrap_or(0)));
     for name in names {
-        let server = ServerName::try_from(name.as_str()).map_err(|e| format!("{name}: {e}"))?;
+        let server = ServerName::try_from(name.as_str()).map_err(|source| CertCheckError::BadName {
+            name: name.clone(),
+            source,
+        })?;
         verifier
             .verify_server_cert(leaf, intermediates, &server, &[], at)
-            .map_err(|e| format!("the certificate does not serve {name}: {e}"))?;
+            .map_err(|source| CertCheckError::NotServed {
+                name: name.clone(),
+                source,
+            })?;
     }
     Ok(())
 }
@@ -632,9 +698,9 @@ impl WebhookCerts {
             let data = secret.data.clone().unwrap_or_default();
             let verdict = assess(&data, &names, now.as_second());
             let Some(bundle) = renew(&data, &verdict, &names, now)? else {
-                return Bundle::from_data(&data).map_err(|reason| CertError::Unusable {
+                return Bundle::from_data(&data).map_err(|source| CertError::Unusable {
                     secret: self.secret_ref(),
-                    reason,
+                    source,
                 });
             };
             // A Secret someone else made (cert-manager's, after switching
@@ -1152,5 +1218,111 @@ mod tests {
         let mut doc = json!({"webhooks": [{}, {"name": "mutate.draguard.dev", "clientConfig": {"caBundle": "TkVX"}}]});
         let patch: json_patch::Patch = serde_json::from_value(Value::Array(plan.ops[..3].to_vec())).unwrap();
         assert!(json_patch::patch(&mut doc, &patch).is_err());
+    }
+
+    /// Every way the Secret's contents are judged unusable, as the reason
+    /// the renewal is logged with.
+    #[test]
+    fn cert_check_error_messages() {
+        let names = settings().dns_names();
+        let now = at("2026-11-23T08:00:00Z");
+        let good = generate(&names, now).unwrap();
+        let other = generate(&names, now).unwrap();
+        let with = |change: &dyn Fn(&mut Bundle)| {
+            let mut b = good.clone();
+            change(&mut b);
+            b
+        };
+        let ca = parse_certs(&good.ca_cert).unwrap();
+        let leaf = parse_certs(&good.tls_cert).unwrap();
+        let later = at("2040-01-01T00:00:00Z").as_second();
+        let cases: Vec<(Result<(), CertCheckError>, &str)> = vec![
+            (
+                check_ca(&with(&|b| b.ca_cert = String::new()), now.as_second()).map(drop),
+                "no CERTIFICATE block",
+            ),
+            (
+                check_ca(
+                    &with(&|b| b.ca_cert = "-----BEGIN CERTIFICATE-----\nAAAA\n".into()),
+                    now.as_second(),
+                )
+                .map(drop),
+                "not PEM certificates: missing section end marker: [67, 69, 82, 84, 73, 70, 73, 67, 65, 84, 69]",
+            ),
+            (
+                check_ca(&with(&|b| b.ca_key = other.ca_key.clone()), now.as_second()).map(drop),
+                "the key does not belong to the certificate",
+            ),
+            (
+                check_ca(&with(&|b| b.ca_key = "junk".into()), now.as_second()).map(drop),
+                "not a PEM private key: PEM error: malformedframing",
+            ),
+            (
+                check_ca(
+                    &with(&|b| {
+                        b.ca_cert = good.tls_cert.clone();
+                        b.ca_key = good.tls_key.clone();
+                    }),
+                    now.as_second(),
+                )
+                .map(drop),
+                "the first certificate of ca.crt is not a CA",
+            ),
+            (check_ca(&good, later).map(drop), "expired at 2036-11-20T00:00:00Z"),
+            (
+                check_serving(&with(&|b| b.tls_cert = String::new()), &names, now.as_second()).map(drop),
+                "tls.crt: no CERTIFICATE block",
+            ),
+            (
+                check_serving(&with(&|b| b.tls_key = other.tls_key.clone()), &names, now.as_second()).map(drop),
+                "tls.key: the key does not belong to the certificate",
+            ),
+            (
+                check_serving(&with(&|b| b.ca_cert = String::new()), &names, now.as_second()).map(drop),
+                "ca.crt: no certificate",
+            ),
+            (
+                check_serving(&good, &["elsewhere.example".into()], now.as_second()).map(drop),
+                "the certificate does not serve elsewhere.example: invalid peer certificate: certificate not valid for name \"elsewhere.example\"; certificate is only valid for DnsName(\"draguard\"), DnsName(\"draguard.draguard\"), DnsName(\"draguard.draguard.svc\") or DnsName(\"draguard.draguard.svc.cluster.local\")",
+            ),
+            (
+                verify(&ca[0], &leaf[0], &[], &["not a name!".into()], now.as_second()),
+                "not a name!: invalid dns name",
+            ),
+            (
+                verify(
+                    &CertificateDer::from(vec![1, 2, 3]),
+                    &leaf[0],
+                    &[],
+                    &names,
+                    now.as_second(),
+                ),
+                "ca.crt: invalid peer certificate: BadEncoding",
+            ),
+        ];
+        for (result, message) in cases {
+            assert_eq!(result.expect_err("refused").to_string(), message);
+        }
+        let bundle_cases = [
+            (CA_KEY, BundleError::Missing(CA_KEY), "no ca.key"),
+            (TLS_CERT, BundleError::NotText(TLS_CERT), "tls.crt is not PEM text"),
+        ];
+        for (key, error, message) in bundle_cases {
+            let mut data = good.to_data();
+            match &error {
+                BundleError::Missing(_) => drop(data.remove(key)),
+                BundleError::NotText(_) => drop(data.insert(key.into(), ByteString(vec![0xff]))),
+            }
+            assert_eq!(Bundle::from_data(&data), Err(error));
+            assert_eq!(Bundle::from_data(&data).unwrap_err().to_string(), message);
+        }
+        let unusable = CertError::Unusable {
+            secret: "draguard/draguard-tls".into(),
+            source: BundleError::Missing(TLS_KEY),
+        };
+        assert_eq!(
+            unusable.to_string(),
+            "Secret draguard/draguard-tls holds no usable certificate: no tls.key"
+        );
     }
 }

@@ -33,6 +33,39 @@ impl fmt::Display for PolicyError {
     }
 }
 
+/// Why a policy folder was not loaded. Nothing of it is put in force: a
+/// broken edit never replaces good policies.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyLoadError {
+    /// The folder named with `--policies` cannot be listed (missing, not a
+    /// folder, unreadable); no file was read.
+    #[error("invalid policies:\n{0}")]
+    Folder(PolicyError),
+    /// Files of the folder are invalid: every problem found, each with
+    /// file:line:column.
+    #[error("invalid policies:\n{}", lines(.0))]
+    Files(Vec<PolicyError>),
+}
+
+impl PolicyLoadError {
+    /// Every problem, in the order found.
+    pub fn errors(&self) -> &[PolicyError] {
+        match self {
+            PolicyLoadError::Folder(e) => std::slice::from_ref(e),
+            PolicyLoadError::Files(errors) => errors,
+        }
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, PolicyError> {
+        self.errors().iter()
+    }
+}
+
+/// One problem a line.
+fn lines(errors: &[PolicyError]) -> String {
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+}
+
 /// A document of a policy folder that is not a draguard policy (a Kyverno
 /// policy, a kustomization.yaml): skipped, and said so.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,13 +104,13 @@ pub struct Parsed {
 /// order). The folder was named by the user, so a folder that does not
 /// exist is an error, never "no policies". Any error fails the whole load,
 /// so a broken edit never replaces good policies.
-pub fn load_dir(dir: &Path) -> Result<Folder, Vec<PolicyError>> {
+pub fn load_dir(dir: &Path) -> Result<Folder, PolicyLoadError> {
     let folder_error = |message: String| {
-        vec![PolicyError {
+        PolicyLoadError::Folder(PolicyError {
             file: dir.display().to_string(),
             position: Position::default(),
             message,
-        }]
+        })
     };
     let files = match policy_files(dir) {
         Ok(f) => f,
@@ -111,7 +144,11 @@ pub fn load_dir(dir: &Path) -> Result<Folder, Vec<PolicyError>> {
         }
     }
     errors.extend(duplicate_names(&folder.set));
-    if errors.is_empty() { Ok(folder) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(folder)
+    } else {
+        Err(PolicyLoadError::Files(errors))
+    }
 }
 
 /// The policy files of a folder, in name order.
@@ -522,9 +559,11 @@ spec:
         std::fs::write(dir.path().join("a.yml"), GOOD.split("---").next().expect("first doc")).expect("write");
         std::fs::write(dir.path().join("notes.md"), "not a policy").expect("write");
         let errs = load_dir(dir.path()).expect_err("duplicate");
-        assert_eq!(errs.len(), 1);
+        assert!(matches!(&errs, PolicyLoadError::Files(e) if e.len() == 1), "{errs:?}");
         assert!(
-            errs[0].message.contains("policy \"ml-gpus\" is also defined in"),
+            errs.errors()[0]
+                .message
+                .contains("policy \"ml-gpus\" is also defined in"),
             "{errs:?}"
         );
         std::fs::remove_file(dir.path().join("a.yml")).expect("rm");
@@ -536,6 +575,7 @@ spec:
         let dir = tempfile::tempdir().expect("tempdir");
         let missing = dir.path().join("missing");
         let errs = load_dir(&missing).expect_err("a missing folder fails");
+        assert!(matches!(errs, PolicyLoadError::Folder(_)), "{errs:?}");
         assert_eq!(
             errs.iter().map(ToString::to_string).collect::<Vec<_>>(),
             [format!("{}:0:0: the policy folder does not exist", missing.display())]
@@ -543,7 +583,49 @@ spec:
         let file = dir.path().join("file.yaml");
         std::fs::write(&file, GOOD).expect("write");
         let errs = load_dir(&file).expect_err("a file is not a folder");
-        assert!(errs[0].message.starts_with("not a folder"), "{errs:?}");
+        assert!(
+            matches!(&errs, PolicyLoadError::Folder(e) if e.message.starts_with("not a folder")),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn invalid_files_are_all_reported() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("a.yaml"), "[").expect("write");
+        std::fs::write(dir.path().join("b.yaml"), "kind: [").expect("write");
+        let errs = load_dir(dir.path()).expect_err("invalid files");
+        assert!(matches!(&errs, PolicyLoadError::Files(e) if e.len() == 2), "{errs:?}");
+        let files: Vec<&str> = errs.iter().map(|e| e.file.as_str()).collect();
+        assert!(
+            files[0].ends_with("a.yaml") && files[1].ends_with("b.yaml"),
+            "{files:?}"
+        );
+    }
+
+    #[test]
+    fn policy_load_error_messages() {
+        let error = |file: &str, line, column, message: &str| PolicyError {
+            file: file.into(),
+            position: Position { line, column },
+            message: message.into(),
+        };
+        let cases = [
+            (
+                PolicyLoadError::Folder(error("/p", 0, 0, "the policy folder does not exist")),
+                "invalid policies:\n/p:0:0: the policy folder does not exist",
+            ),
+            (
+                PolicyLoadError::Files(vec![
+                    error("a.yaml", 1, 7, "unclosed bracket"),
+                    error("b.yaml", 4, 3, "unknown field"),
+                ]),
+                "invalid policies:\na.yaml:1:7: unclosed bracket\nb.yaml:4:3: unknown field",
+            ),
+        ];
+        for (error, message) in cases {
+            assert_eq!(error.to_string(), message);
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! without changing behaviour (plugin/pkg/admission/podtolerationrestriction).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -31,12 +32,57 @@ pub struct PtrConfig {
     pub whitelist: Vec<Toleration>,
 }
 
+impl PtrConfig {
+    /// Reads the plugin's configuration file (YAML or JSON).
+    pub fn load(path: &Path) -> Result<Self, PtrConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PtrConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        serde_saphyr::from_str(&text).map_err(|source| PtrConfigError::Parse {
+            path: path.to_owned(),
+            source: Box::new(source),
+        })
+    }
+}
+
+/// Why the plugin's configuration file cannot be used; the tool does not
+/// start rather than run without the configuration it was given.
+#[derive(Debug, thiserror::Error)]
+pub enum PtrConfigError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// The source excerpt is left out: the message is one line, the path
+    /// and line:column say where. Boxed: the parser's error is large and
+    /// this path is cold.
+    #[error("{}: {}", path.display(), source.without_snippet())]
+    Parse {
+        path: PathBuf,
+        source: Box<serde_saphyr::Error>,
+    },
+}
+
+/// Why PodTolerationRestriction refuses a Pod, or cannot judge it.
+#[derive(Debug, thiserror::Error)]
+pub enum PtrError {
+    /// The namespace's `defaultTolerations` or `tolerationsWhitelist`
+    /// annotation does not parse, as the plugin refuses the Pod then.
+    #[error("namespace annotation {key} is not a list of tolerations: {source}")]
+    Annotation {
+        key: &'static str,
+        source: serde_json::Error,
+    },
+    /// A toleration is covered by no whitelist entry.
+    #[error("{CONFLICT}")]
+    Conflict,
+}
+
 /// `extractNSTolerations`: no annotation means "use the cluster
 /// configuration"; an empty annotation means "none".
 pub fn namespace_tolerations(
     annotations: Option<&BTreeMap<String, String>>,
-    key: &str,
-) -> Result<Option<Vec<Toleration>>, String> {
+    key: &'static str,
+) -> Result<Option<Vec<Toleration>>, PtrError> {
     let Some(text) = annotations.and_then(|a| a.get(key)) else {
         return Ok(None);
     };
@@ -45,7 +91,7 @@ pub fn namespace_tolerations(
     }
     serde_json::from_str::<Vec<Toleration>>(text)
         .map(Some)
-        .map_err(|e| format!("namespace annotation {key} is not a list of tolerations: {e}"))
+        .map_err(|source| PtrError::Annotation { key, source })
 }
 
 /// `MergeTolerations`: `first` then `second`, dropping every toleration
@@ -96,7 +142,7 @@ pub fn admit(
     tolerations: &[Toleration],
     annotations: Option<&BTreeMap<String, String>>,
     config: &PtrConfig,
-) -> Result<Option<Vec<Toleration>>, String> {
+) -> Result<Option<Vec<Toleration>>, PtrError> {
     let mut extra = namespace_tolerations(annotations, DEFAULT_TOLERATIONS)?.unwrap_or_else(|| config.default.clone());
     if !best_effort(spec) {
         extra.push(memory_pressure());
@@ -114,7 +160,7 @@ pub fn verify(
     tolerations: &[Toleration],
     annotations: Option<&BTreeMap<String, String>>,
     config: &PtrConfig,
-) -> Result<(), String> {
+) -> Result<(), PtrError> {
     if tolerations.is_empty() {
         return Ok(());
     }
@@ -123,7 +169,7 @@ pub fn verify(
     if whitelist.is_empty() || tolerations.iter().all(|t| whitelist.iter().any(|w| covers(w, t))) {
         Ok(())
     } else {
-        Err(CONFLICT.to_owned())
+        Err(PtrError::Conflict)
     }
 }
 
@@ -175,7 +221,78 @@ mod tests {
             "\"\" too"
         );
         let bad = annotations(&[(DEFAULT_TOLERATIONS, "{")]);
-        assert!(admit(&pod(json!({})), &[], Some(&bad), &config).is_err());
+        assert!(matches!(
+            admit(&pod(json!({})), &[], Some(&bad), &config),
+            Err(PtrError::Annotation {
+                key: DEFAULT_TOLERATIONS,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_bad_whitelist_annotation_is_an_error_not_a_pass() {
+        let bad = annotations(&[(TOLERATIONS_WHITELIST, r#"{"key": "k"}"#)]);
+        assert!(matches!(
+            verify(&[t("k", "v")], Some(&bad), &PtrConfig::default()),
+            Err(PtrError::Annotation {
+                key: TOLERATIONS_WHITELIST,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn ptr_error_messages() {
+        let not_a_list = annotations(&[(DEFAULT_TOLERATIONS, "{")]);
+        let cases = [
+            (
+                admit(&pod(json!({})), &[], Some(&not_a_list), &PtrConfig::default()).map(drop),
+                "namespace annotation scheduler.alpha.kubernetes.io/defaultTolerations is not a list of tolerations: invalid type: map, expected a sequence at line 1 column 0",
+            ),
+            (
+                verify(
+                    &[t("x", "y")],
+                    None,
+                    &PtrConfig {
+                        whitelist: vec![t("a", "b")],
+                        ..Default::default()
+                    },
+                ),
+                CONFLICT,
+            ),
+        ];
+        for (result, message) in cases {
+            assert_eq!(result.expect_err("refused").to_string(), message);
+        }
+    }
+
+    #[test]
+    fn config_files() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let good = dir.path().join("good.yaml");
+        std::fs::write(
+            &good,
+            "apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\n\
+             whitelist: [{key: a, operator: Exists}]\n",
+        )
+        .expect("write");
+        let config = PtrConfig::load(&good).expect("loads");
+        assert_eq!(config.whitelist.len(), 1);
+        assert_eq!(config.whitelist[0].key, "a");
+
+        let unknown = dir.path().join("unknown.yaml");
+        std::fs::write(&unknown, "defaults: []\n").expect("write");
+        let missing = dir.path().join("missing.yaml");
+        let cases = [
+            (&missing, format!("{}: cannot read: ", missing.display())),
+            (&unknown, format!("{}: unknown field `defaults`", unknown.display())),
+        ];
+        for (path, start) in cases {
+            let message = PtrConfig::load(path).expect_err("refused").to_string();
+            assert!(message.starts_with(&start), "{message:?} does not start with {start:?}");
+            assert!(!message.contains('\n'), "one line: {message:?}");
+        }
     }
 
     #[test]
@@ -232,10 +349,10 @@ mod tests {
             r#"[{"key": "testKey", "operator": "Equal", "value": "testValue", "effect": "NoSchedule"}]"#,
         )]);
         assert!(verify(&[t("testKey", "testValue")], Some(&wl), &PtrConfig::default()).is_ok());
-        assert_eq!(
+        assert!(matches!(
             verify(&[t("testKey", "other")], Some(&wl), &PtrConfig::default()),
-            Err(CONFLICT.to_owned())
-        );
+            Err(PtrError::Conflict)
+        ));
         assert!(
             verify(&[], Some(&wl), &PtrConfig::default()).is_ok(),
             "no tolerations: nothing to check"

@@ -130,8 +130,9 @@ pub async fn watch(dir: PathBuf, store: PolicyStore, every: Duration) {
                 tracing::info!(dir = %dir.display(), policies = folder.set.policies.len(), "policies reloaded");
                 store.replace(folder.set);
             }
-            Err(errors) => {
-                for e in &errors {
+            Err(load) => {
+                let errors = load.errors();
+                for e in errors {
                     tracing::warn!(error = %e, "invalid policy file");
                 }
                 store.rejected();
