@@ -197,6 +197,100 @@ impl Ord for Path {
     }
 }
 
+/// A place in an object that is not a [`Path`] yet: a path to start from
+/// and the steps taken since, each borrowing the one before. Validation
+/// walks a whole object this way and builds a `Path` only for an error, so
+/// a valid object costs no allocation for paths.
+///
+/// Rules take `impl Into<At>`, so a caller may pass a `&Path` as before.
+/// Each step borrows its parent, so a chain is built one `let` at a time
+/// (`let r = p.field("requests"); let i = r.index(0);`) or inside one call's
+/// arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct At<'a>(Step<'a>);
+
+#[derive(Clone, Copy, Debug)]
+enum Step<'a> {
+    Root(&'a Path),
+    Field(&'a At<'a>, &'static str),
+    Index(&'a At<'a>, usize),
+    Key(&'a At<'a>, &'a str),
+}
+
+impl<'a> At<'a> {
+    pub fn new(root: &'a Path) -> Self {
+        At(Step::Root(root))
+    }
+
+    pub fn field(&'a self, name: &'static str) -> At<'a> {
+        At(Step::Field(self, name))
+    }
+
+    pub fn index(&'a self, i: usize) -> At<'a> {
+        At(Step::Index(self, i))
+    }
+
+    /// A map key; it is copied only if a `Path` is built.
+    pub fn key(&'a self, key: &'a str) -> At<'a> {
+        At(Step::Key(self, key))
+    }
+
+    /// The path to here, built now.
+    pub fn path(&self) -> Path {
+        let mut segments = Vec::with_capacity(self.len());
+        self.push_segments(&mut segments);
+        Path(segments)
+    }
+
+    /// `self.path().child(name)`, built at once.
+    pub fn child(&self, name: &'static str) -> Path {
+        self.field(name).path()
+    }
+
+    fn len(&self) -> usize {
+        match self.0 {
+            Step::Root(p) => p.0.len(),
+            Step::Field(parent, _) | Step::Index(parent, _) | Step::Key(parent, _) => parent.len() + 1,
+        }
+    }
+
+    fn push_segments(&self, out: &mut Vec<Segment>) {
+        match self.0 {
+            Step::Root(p) => out.extend_from_slice(&p.0),
+            Step::Field(parent, name) => {
+                parent.push_segments(out);
+                out.push(Segment::Field(Cow::Borrowed(name)));
+            }
+            Step::Index(parent, i) => {
+                parent.push_segments(out);
+                out.push(Segment::Index(i));
+            }
+            Step::Key(parent, key) => {
+                parent.push_segments(out);
+                out.push(Segment::Key(key.to_owned()));
+            }
+        }
+    }
+}
+
+impl<'a> From<&'a Path> for At<'a> {
+    fn from(path: &'a Path) -> Self {
+        At::new(path)
+    }
+}
+
+impl From<At<'_>> for Path {
+    fn from(at: At<'_>) -> Self {
+        at.path()
+    }
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.path().fmt(f)
+    }
+}
+
 /// The error types of `field.ErrorType`, with the cause reason each maps to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorType {
@@ -501,6 +595,40 @@ mod tests {
             assert_eq!(path.to_string(), notation);
             assert_eq!(path.to_json_pointer(), pointer, "{notation}");
         }
+    }
+
+    #[test]
+    fn lazy_paths_build_the_same_paths() {
+        let root = spec();
+        let at = At::new(&root);
+        let devices = at.field("devices");
+        let requests = devices.field("requests");
+        let first = requests.index(1);
+        let attributes = first.field("attributes");
+        // (built lazily, built eagerly)
+        let cases: Vec<(Path, Path)> = vec![
+            (at.path(), spec()),
+            (first.path(), spec().child("devices").child("requests").index(1)),
+            (
+                first.child("name"),
+                spec().child("devices").child("requests").index(1).child("name"),
+            ),
+            (
+                attributes.key("a.b/c").path(),
+                spec()
+                    .child("devices")
+                    .child("requests")
+                    .index(1)
+                    .child("attributes")
+                    .key("a.b/c"),
+            ),
+            (At::from(&Path::new("")).field("x").path(), Path::new("x")),
+        ];
+        for (lazy, eager) in cases {
+            assert_eq!(lazy.segments(), eager.segments());
+            assert_eq!(lazy.to_string(), eager.to_string());
+        }
+        assert_eq!(first.to_string(), "spec.devices.requests[1]");
     }
 
     #[test]
