@@ -567,6 +567,7 @@ impl Spans<'_> {
             (false, true) => prefix.to_owned(),
             (false, false) => format!("{prefix}.{field}"),
         };
-        crate::yaml::locate(doc, &crate::yaml::parse_path(&path))
+        // Causes and warnings arrive as text: read the path back to walk it.
+        crate::yaml::locate(doc, crate::field::Path::parse(&path).segments())
     }
 }

@@ -230,7 +230,7 @@ mod tests {
             "toleration policy \"ml-nodes\": spec.tolerations[0] (dedicated=web:NoSchedule) is not allowed; namespace \"ml\" may use only: dedicated=ml:NoSchedule: ask #platform"
         );
         assert_eq!(
-            out.violations[0].field.as_ref().map(Path::as_str),
+            out.violations[0].field.as_ref().map(ToString::to_string).as_deref(),
             Some("spec.tolerations[0]")
         );
         assert!(

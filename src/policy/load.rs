@@ -13,7 +13,7 @@ use super::model::{API_VERSION, KIND, SelectorOperator, Toleration, TolerationPo
 use super::{Loaded, PolicySet};
 use crate::field::{FieldError, Path as FieldPath};
 use crate::objects::claim::DeviceToleration;
-use crate::yaml::{Node, Position, locate, parse_path};
+use crate::yaml::{Node, Position, locate};
 
 /// One problem in one policy file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,12 +226,12 @@ pub fn parse_file(file: &str, text: &str) -> Result<Parsed, Vec<PolicyError>> {
                     });
                 }
                 for (path, message) in problems {
-                    errors.push(error(locate(doc, &parse_path(&path)), message));
+                    errors.push(error(locate(doc, FieldPath::parse(&path).segments()), message));
                 }
             }
             Err(e) => {
                 let (path, message) = split_decode_error(&e.message);
-                errors.push(error(locate(doc, &parse_path(&path)), message));
+                errors.push(error(locate(doc, FieldPath::parse(&path).segments()), message));
             }
         }
     }
@@ -304,14 +304,20 @@ pub fn lint(p: &TolerationPolicy) -> Vec<(String, String)> {
         (&spec.pods.deny, "deny"),
         (&spec.pods.defaults, "defaults"),
     ] {
-        out.extend(invalid_pod_tolerations(list, &format!("spec.pods.{name}")));
+        out.extend(invalid_pod_tolerations(
+            list,
+            &FieldPath::new("spec").child("pods").child(name),
+        ));
     }
     for (list, name) in [
         (&spec.devices.allow, "allow"),
         (&spec.devices.deny, "deny"),
         (&spec.devices.defaults, "defaults"),
     ] {
-        out.extend(invalid_device_tolerations(list, &format!("spec.devices.{name}")));
+        out.extend(invalid_device_tolerations(
+            list,
+            &FieldPath::new("spec").child("devices").child(name),
+        ));
     }
     // The defaults must pass the policy itself (kubernetes#64616).
     for (rules_allow, rules_deny, defaults, path) in [
@@ -389,10 +395,10 @@ pub fn lint(p: &TolerationPolicy) -> Vec<(String, String)> {
     out
 }
 
-fn describe_errors(errs: Vec<FieldError>, base: &str) -> Vec<(String, String)> {
+fn describe_errors(errs: Vec<FieldError>) -> Vec<(String, String)> {
     errs.into_iter()
         .map(|e| {
-            let path = e.field.as_str().replacen("tolerations", base, 1);
+            let path = e.field.to_string();
             let message = format!("{path}: {}", e.body());
             (path, message)
         })
@@ -400,7 +406,7 @@ fn describe_errors(errs: Vec<FieldError>, base: &str) -> Vec<(String, String)> {
 }
 
 /// Pod tolerations in a policy obey core validation.
-fn invalid_pod_tolerations(list: &[Toleration], base: &str) -> Vec<(String, String)> {
+fn invalid_pod_tolerations(list: &[Toleration], base: &FieldPath) -> Vec<(String, String)> {
     let core: Vec<CoreToleration> = list
         .iter()
         .map(|t| CoreToleration {
@@ -411,14 +417,11 @@ fn invalid_pod_tolerations(list: &[Toleration], base: &str) -> Vec<(String, Stri
             toleration_seconds: t.toleration_seconds,
         })
         .collect();
-    describe_errors(
-        crate::rules::pod::validate_tolerations(&core, None, &FieldPath::new("tolerations")),
-        base,
-    )
+    describe_errors(crate::rules::pod::validate_tolerations(&core, None, base))
 }
 
 /// Device tolerations in a policy obey DRA validation (operator defaults to Equal).
-fn invalid_device_tolerations(list: &[Toleration], base: &str) -> Vec<(String, String)> {
+fn invalid_device_tolerations(list: &[Toleration], base: &FieldPath) -> Vec<(String, String)> {
     let mut errs = Vec::new();
     for (i, t) in list.iter().enumerate() {
         let d = DeviceToleration {
@@ -435,10 +438,10 @@ fn invalid_device_tolerations(list: &[Toleration], base: &str) -> Vec<(String, S
         errs.extend(crate::rules::tolerations::validate_device_toleration(
             &d,
             None,
-            &FieldPath::new("tolerations").index(i),
+            &base.index(i),
         ));
     }
-    describe_errors(errs, base)
+    describe_errors(errs)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::sync::{Mutex, OnceLock};
 
 use kube_cel::cel::Program;
 
-use crate::field::{FieldError, Path};
+use crate::field::{At, FieldError};
 
 pub const CEL_SELECTOR_EXPRESSION_MAX_LENGTH: usize = 10 * 1024;
 
@@ -20,13 +20,14 @@ pub const CEL_SELECTOR_EXPRESSION_MAX_LENGTH: usize = 10 * 1024;
 const DECLARED_VARIABLES: &[&str] = &["device"];
 
 /// Validates one selector expression at `path` (`...selectors[k].cel.expression`).
-pub fn validate_expression(expression: &str, path: &Path) -> Vec<FieldError> {
+pub fn validate_expression<'p>(expression: &str, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path: At<'_> = path.into();
     if expression.len() > CEL_SELECTOR_EXPRESSION_MAX_LENGTH {
-        return vec![FieldError::too_long(path.clone(), CEL_SELECTOR_EXPRESSION_MAX_LENGTH)];
+        return vec![FieldError::too_long(path, CEL_SELECTOR_EXPRESSION_MAX_LENGTH)];
     }
     match compile(expression) {
         Ok(()) => Vec::new(),
-        Err(CompileError::Invalid(detail)) => vec![FieldError::invalid(path.clone(), expression, detail)],
+        Err(CompileError::Invalid(detail)) => vec![FieldError::invalid(path, expression, detail)],
     }
 }
 
@@ -116,6 +117,7 @@ fn parse_and_check(expression: &str) -> Result<(), CompileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::Path;
 
     #[test]
     fn accepts_dra_selectors() {

@@ -1,11 +1,11 @@
 //! ResourceClaim and ResourceClaimTemplate specs: `validateDeviceClaim` and
 //! everything below it in `pkg/apis/resource/validation/validation.go`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::field::{FieldError, Path};
+use crate::field::{At, FieldError, Path};
 use crate::objects::claim::{
     ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec, DeviceClaim, DeviceClaimConfiguration,
     DeviceConstraint, DeviceRequest, DeviceSelector, DeviceSubRequest, ExactDeviceRequest, OpaqueDeviceConfiguration,
@@ -30,100 +30,94 @@ const REQUEST_REF_MESSAGE: &str =
     "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'";
 
 /// `validateResourceClaimSpec` at `path` (`spec` for claims, `spec.spec` for templates).
-pub fn validate_claim_spec(spec: &ClaimSpec, path: &Path) -> Vec<FieldError> {
-    validate_device_claim(&spec.devices, None, &path.child("devices"))
+pub fn validate_claim_spec<'p>(spec: &ClaimSpec, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
+    validate_device_claim(&spec.devices, None, path.field("devices"))
 }
 
 /// A changed spec judged against the stored one: enum values ratchet
 /// (SPEC.md §4) with requests and subrequests matched by name.
-pub fn validate_claim_spec_update(spec: &ClaimSpec, old: &ClaimSpec, path: &Path) -> Vec<FieldError> {
-    validate_device_claim(&spec.devices, Some(&old.devices), &path.child("devices"))
+pub fn validate_claim_spec_update<'p>(spec: &ClaimSpec, old: &ClaimSpec, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
+    validate_device_claim(&spec.devices, Some(&old.devices), path.field("devices"))
 }
 
-fn validate_device_claim(claim: &DeviceClaim, old: Option<&DeviceClaim>, path: &Path) -> Vec<FieldError> {
-    let names = RequestNames::gather(claim);
+fn validate_device_claim(claim: &DeviceClaim, old: Option<&DeviceClaim>, path: At<'_>) -> Vec<FieldError> {
+    let names = RequestNames(claim);
     let mut errs = validate_set(
         &claim.requests,
         DEVICE_REQUESTS_MAX,
-        &path.child("requests"),
+        path.field("requests"),
         |r, p| validate_device_request(r, old.and_then(|o| o.requests.iter().find(|x| x.name == r.name)), p),
-        |r| r.name.clone(),
+        |r| r.name.as_str(),
     );
     errs.extend(validate_slice(
         &claim.constraints,
         DEVICE_CONSTRAINTS_MAX,
-        &path.child("constraints"),
+        path.field("constraints"),
         |c, p| validate_constraint(c, p, &names),
     ));
     errs.extend(validate_slice(
         &claim.config,
         DEVICE_CONFIG_MAX,
-        &path.child("config"),
+        path.field("config"),
         |c, p| validate_claim_config(c, p, &names),
     ));
     errs
 }
 
-/// Request names and, for `firstAvailable` requests, their subrequest names.
-struct RequestNames(BTreeMap<String, Option<BTreeSet<String>>>);
+/// Request names and, for `firstAvailable` requests, their subrequest
+/// names, looked up in the claim itself: a claim has at most 32 requests of
+/// at most 8 subrequests, so scanning beats building a map of copies.
+struct RequestNames<'c>(&'c DeviceClaim);
 
-impl RequestNames {
-    fn gather(claim: &DeviceClaim) -> Self {
-        let mut names = BTreeMap::new();
-        for r in &claim.requests {
-            let subs = if r.first_available.is_empty() {
-                None
-            } else {
-                Some(r.first_available.iter().map(|s| s.name.clone()).collect())
-            };
-            names.insert(r.name.clone(), subs);
-        }
-        RequestNames(names)
-    }
-
+impl RequestNames<'_> {
     /// `requestNames.Has`: `main` matches any request, `main/sub` only a
-    /// subrequest of a `firstAvailable` request.
+    /// subrequest of a `firstAvailable` request. `gatherRequestNames` fills
+    /// a map, so of requests sharing a name the last one counts.
     fn has(&self, reference: &str) -> bool {
-        let segments: Vec<&str> = reference.split('/').collect();
-        match segments.as_slice() {
-            [request] => self.0.contains_key(*request),
-            [request, sub] => matches!(self.0.get(*request), Some(Some(subs)) if subs.contains(*sub)),
-            _ => false,
+        let request = |name: &str| self.0.requests.iter().rev().find(|r| r.name == name);
+        match reference.split_once('/') {
+            None => request(reference).is_some(),
+            Some((main, sub)) if !sub.contains('/') => {
+                request(main).is_some_and(|r| r.first_available.iter().any(|s| s.name == sub))
+            }
+            Some(_) => false,
         }
     }
 }
 
-fn validate_request_name(name: &str, path: &Path) -> Vec<FieldError> {
+fn validate_request_name(name: &str, path: At<'_>) -> Vec<FieldError> {
     invalid_each(path, name, names::dns1123_label(name))
 }
 
-fn validate_device_request(request: &DeviceRequest, old: Option<&DeviceRequest>, path: &Path) -> Vec<FieldError> {
-    let mut errs = validate_request_name(&request.name, &path.child("name"));
+fn validate_device_request(request: &DeviceRequest, old: Option<&DeviceRequest>, path: At<'_>) -> Vec<FieldError> {
+    let mut errs = validate_request_name(&request.name, path.field("name"));
     let has_first_available = !request.first_available.is_empty();
     match (&request.exactly, has_first_available) {
         (None, false) => errs.push(FieldError::required(
-            path.clone(),
+            path,
             "exactly one of `exactly` or `firstAvailable` is required",
         )),
         (Some(_), true) => errs.push(FieldError::invalid(
-            path.clone(),
+            path,
             crate::field::BadValue::Null,
             "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set",
         )),
         (None, true) => errs.extend(validate_set(
             &request.first_available,
             FIRST_AVAILABLE_MAX,
-            &path.child("firstAvailable"),
+            path.field("firstAvailable"),
             |s, p| {
                 let stored = old.and_then(|o| o.first_available.iter().find(|x| x.name == s.name));
                 validate_subrequest(s, stored, p)
             },
-            |s| s.name.clone(),
+            |s| s.name.as_str(),
         )),
         (Some(exactly), false) => errs.extend(validate_exact_request(
             exactly,
             old.and_then(|o| o.exactly.as_ref()),
-            &path.child("exactly"),
+            path.field("exactly"),
         )),
     }
     errs
@@ -132,10 +126,10 @@ fn validate_device_request(request: &DeviceRequest, old: Option<&DeviceRequest>,
 fn validate_exact_request(
     request: &ExactDeviceRequest,
     old: Option<&ExactDeviceRequest>,
-    path: &Path,
+    path: At<'_>,
 ) -> Vec<FieldError> {
-    let mut errs = validate_device_class(&request.device_class_name, &path.child("deviceClassName"));
-    errs.extend(validate_selectors(&request.selectors, &path.child("selectors")));
+    let mut errs = validate_device_class(&request.device_class_name, path.field("deviceClassName"));
+    errs.extend(validate_selectors(&request.selectors, path.field("selectors")));
     let old_mode = old.map(|o| o.allocation_mode.as_str());
     errs.extend(validate_allocation_mode(
         &request.allocation_mode,
@@ -147,18 +141,18 @@ fn validate_exact_request(
     errs.extend(validate_device_tolerations(
         &request.tolerations,
         old_tolerations,
-        &path.child("tolerations"),
+        path.field("tolerations"),
     ));
     errs
 }
 
-fn validate_subrequest(sub: &DeviceSubRequest, old: Option<&DeviceSubRequest>, path: &Path) -> Vec<FieldError> {
-    let mut errs = validate_request_name(&sub.name, &path.child("name"));
+fn validate_subrequest(sub: &DeviceSubRequest, old: Option<&DeviceSubRequest>, path: At<'_>) -> Vec<FieldError> {
+    let mut errs = validate_request_name(&sub.name, path.field("name"));
     errs.extend(validate_device_class(
         &sub.device_class_name,
-        &path.child("deviceClassName"),
+        path.field("deviceClassName"),
     ));
-    errs.extend(validate_selectors(&sub.selectors, &path.child("selectors")));
+    errs.extend(validate_selectors(&sub.selectors, path.field("selectors")));
     let old_mode = old.map(|o| o.allocation_mode.as_str());
     errs.extend(validate_allocation_mode(
         &sub.allocation_mode,
@@ -170,28 +164,28 @@ fn validate_subrequest(sub: &DeviceSubRequest, old: Option<&DeviceSubRequest>, p
     errs.extend(validate_device_tolerations(
         &sub.tolerations,
         old_tolerations,
-        &path.child("tolerations"),
+        path.field("tolerations"),
     ));
     errs
 }
 
-fn validate_device_class(name: &str, path: &Path) -> Vec<FieldError> {
+fn validate_device_class(name: &str, path: At<'_>) -> Vec<FieldError> {
     if name.is_empty() {
-        return vec![FieldError::required(path.clone(), "")];
+        return vec![FieldError::required(path, "")];
     }
     invalid_each(path, name, names::dns1123_subdomain(name))
 }
 
-fn validate_selectors(selectors: &[DeviceSelector], path: &Path) -> Vec<FieldError> {
+fn validate_selectors(selectors: &[DeviceSelector], path: At<'_>) -> Vec<FieldError> {
     validate_slice(selectors, DEVICE_SELECTORS_MAX, path, |s, p| match &s.cel {
         None => vec![FieldError::required(p.child("cel"), "")],
-        Some(c) => cel::validate_expression(&c.expression, &p.child("cel").child("expression")),
+        Some(c) => cel::validate_expression(&c.expression, p.field("cel").field("expression")),
     })
 }
 
 /// `validateDeviceAllocationMode`, after defaulting; an unknown mode
 /// ratchets against the stored request's.
-fn validate_allocation_mode(mode: &str, count: i64, old_mode: Option<&str>, path: &Path) -> Vec<FieldError> {
+fn validate_allocation_mode(mode: &str, count: i64, old_mode: Option<&str>, path: At<'_>) -> Vec<FieldError> {
     match mode {
         ALLOCATION_MODE_ALL if count != 0 => vec![FieldError::invalid(
             path.child("count"),
@@ -209,7 +203,7 @@ fn validate_allocation_mode(mode: &str, count: i64, old_mode: Option<&str>, path
         other => check_enum(
             other,
             old_mode,
-            &path.child("allocationMode"),
+            path.field("allocationMode"),
             &[ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT],
         )
         .into_iter()
@@ -217,77 +211,98 @@ fn validate_allocation_mode(mode: &str, count: i64, old_mode: Option<&str>, path
     }
 }
 
-fn validate_constraint(c: &DeviceConstraint, path: &Path, names: &RequestNames) -> Vec<FieldError> {
-    let mut errs = validate_request_refs(&c.requests, &path.child("requests"), names);
+fn validate_constraint(c: &DeviceConstraint, path: At<'_>, names: &RequestNames) -> Vec<FieldError> {
+    let mut errs = validate_request_refs(&c.requests, path.field("requests"), names);
     if let Some(attr) = &c.match_attribute {
-        errs.extend(validate_fully_qualified_name(attr, &path.child("matchAttribute")));
+        errs.extend(validate_fully_qualified_name(attr, path.field("matchAttribute")));
     } else if let Some(attr) = &c.distinct_attribute {
-        errs.extend(validate_fully_qualified_name(attr, &path.child("distinctAttribute")));
+        errs.extend(validate_fully_qualified_name(attr, path.field("distinctAttribute")));
     } else {
         // The message is the apiserver's, "multiple" included (DRAConsumableCapacity on).
         errs.push(FieldError::required(
-            path.clone(),
+            path,
             "exactly one of \"matchAttribute\" or \"distinctAttribute\" is required, but multiple fields are set",
         ));
     }
     errs
 }
 
-fn validate_claim_config(c: &DeviceClaimConfiguration, path: &Path, names: &RequestNames) -> Vec<FieldError> {
-    let mut errs = validate_request_refs(&c.requests, &path.child("requests"), names);
+fn validate_claim_config(c: &DeviceClaimConfiguration, path: At<'_>, names: &RequestNames) -> Vec<FieldError> {
+    let mut errs = validate_request_refs(&c.requests, path.field("requests"), names);
     match &c.opaque {
         None => errs.push(FieldError::required(path.child("opaque"), "")),
-        Some(opaque) => errs.extend(validate_opaque(opaque, &path.child("opaque"))),
+        Some(opaque) => errs.extend(validate_opaque(opaque, path.field("opaque"))),
     }
     errs
 }
 
-fn validate_request_refs(refs: &[String], path: &Path, names: &RequestNames) -> Vec<FieldError> {
+fn validate_request_refs(refs: &[String], path: At<'_>, names: &RequestNames) -> Vec<FieldError> {
     validate_set(
         refs,
         DEVICE_REQUESTS_MAX,
         path,
         |r, p| validate_request_ref(r, p, names),
-        Clone::clone,
+        String::as_str,
     )
 }
 
 /// `validateRequestNameRef`.
-fn validate_request_ref(reference: &str, path: &Path, names: &RequestNames) -> Vec<FieldError> {
-    let segments: Vec<&str> = reference.split('/').collect();
-    if segments.len() > 2 {
-        return vec![FieldError::invalid(path.clone(), reference, REQUEST_REF_MESSAGE)];
+fn validate_request_ref(reference: &str, path: At<'_>, names: &RequestNames) -> Vec<FieldError> {
+    if reference.split('/').count() > 2 {
+        return vec![FieldError::invalid(path, reference, REQUEST_REF_MESSAGE)];
     }
-    let mut errs: Vec<FieldError> = segments.iter().flat_map(|s| validate_request_name(s, path)).collect();
+    let mut errs: Vec<FieldError> = reference
+        .split('/')
+        .flat_map(|s| validate_request_name(s, path))
+        .collect();
     if !names.has(reference) {
-        errs.push(FieldError::invalid(path.clone(), reference, REQUEST_REF_MESSAGE));
+        errs.push(FieldError::invalid(path, reference, REQUEST_REF_MESSAGE));
     }
     errs
 }
 
-fn validate_opaque(opaque: &OpaqueDeviceConfiguration, path: &Path) -> Vec<FieldError> {
-    let mut errs = validate_driver_name(&opaque.driver, &path.child("driver"));
+fn validate_opaque(opaque: &OpaqueDeviceConfiguration, path: At<'_>) -> Vec<FieldError> {
+    let mut errs = validate_driver_name(&opaque.driver, path.field("driver"));
     errs.extend(validate_raw_parameters(
         opaque.parameters.as_ref(),
-        &path.child("parameters"),
+        path.field("parameters"),
     ));
     errs
 }
 
+/// An `io::Write` that keeps only the number of bytes written: the size of
+/// an encoding without building it.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// `validateRawExtension` on create: present, at most 10 KiB, a JSON object.
-fn validate_raw_parameters(parameters: Option<&Value>, path: &Path) -> Vec<FieldError> {
+fn validate_raw_parameters(parameters: Option<&Value>, path: At<'_>) -> Vec<FieldError> {
     let Some(value) = parameters else {
-        return vec![FieldError::required(path.clone(), "")];
+        return vec![FieldError::required(path, "")];
     };
     // The apiserver measures the raw bytes it received; a webhook sees the
     // object re-encoded, so the compact encoding is the closest measure.
-    let size = serde_json::to_vec(value).map(|v| v.len()).unwrap_or(usize::MAX);
+    let mut counted = ByteCount(0);
+    let size = match serde_json::to_writer(&mut counted, value) {
+        Ok(()) => counted.0,
+        Err(_) => usize::MAX,
+    };
     if size > OPAQUE_PARAMETERS_MAX {
-        return vec![FieldError::too_long(path.clone(), OPAQUE_PARAMETERS_MAX)];
+        return vec![FieldError::too_long(path, OPAQUE_PARAMETERS_MAX)];
     }
     if !value.is_object() {
         return vec![FieldError::invalid(
-            path.clone(),
+            path,
             "<value omitted>",
             "must be a valid JSON object",
         )];
@@ -297,24 +312,30 @@ fn validate_raw_parameters(parameters: Option<&Value>, path: &Path) -> Vec<Field
 
 /// `corevalidation.ValidateCSIDriverName`: checked lower-cased, so upper
 /// case passes.
-pub fn validate_driver_name(name: &str, path: &Path) -> Vec<FieldError> {
+pub fn validate_driver_name<'p>(name: &str, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = Vec::new();
     if name.is_empty() {
-        errs.push(FieldError::required(path.clone(), ""));
+        errs.push(FieldError::required(path, ""));
     }
     if name.len() > DRIVER_NAME_MAX {
-        errs.push(FieldError::too_long(path.clone(), DRIVER_NAME_MAX));
+        errs.push(FieldError::too_long(path, DRIVER_NAME_MAX));
     }
-    errs.extend(invalid_each(path, name, names::dns1123_subdomain(&name.to_lowercase())));
+    errs.extend(invalid_each(
+        path,
+        name,
+        names::dns1123_subdomain(&names::to_lowercase(name)),
+    ));
     errs
 }
 
 /// `validateFullyQualifiedName`: `domain/id`.
-pub fn validate_fully_qualified_name(name: &str, path: &Path) -> Vec<FieldError> {
+pub fn validate_fully_qualified_name<'p>(name: &str, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = validate_qualified_name(name, path);
     if !name.contains('/') {
         errs.push(FieldError::invalid(
-            path.clone(),
+            path,
             name,
             "a fully qualified name must be a domain and a name separated by a slash",
         ));
@@ -323,36 +344,32 @@ pub fn validate_fully_qualified_name(name: &str, path: &Path) -> Vec<FieldError>
 }
 
 /// `validateQualifiedName`: an optional domain and a C identifier.
-pub fn validate_qualified_name(name: &str, path: &Path) -> Vec<FieldError> {
-    let parts: Vec<&str> = name.split('/').collect();
-    match parts.as_slice() {
-        [id] => validate_c_identifier(id, path),
-        [domain, id] => {
+pub fn validate_qualified_name<'p>(name: &str, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
+    match name.split_once('/') {
+        None => validate_c_identifier(name, path),
+        Some((domain, id)) if !id.contains('/') => {
             let mut errs = Vec::new();
             if domain.is_empty() {
-                errs.push(FieldError::invalid(path.clone(), "", "the domain must not be empty"));
+                errs.push(FieldError::invalid(path, "", "the domain must not be empty"));
             } else {
                 errs.extend(validate_driver_name(domain, path));
             }
             if id.is_empty() {
-                errs.push(FieldError::invalid(path.clone(), "", "the name must not be empty"));
+                errs.push(FieldError::invalid(path, "", "the name must not be empty"));
             } else {
                 errs.extend(validate_c_identifier(id, path));
             }
             errs
         }
-        _ => vec![FieldError::invalid(
-            path.clone(),
-            name,
-            "must not contain more than one slash",
-        )],
+        Some(_) => vec![FieldError::invalid(path, name, "must not contain more than one slash")],
     }
 }
 
-fn validate_c_identifier(id: &str, path: &Path) -> Vec<FieldError> {
+fn validate_c_identifier(id: &str, path: At<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if id.len() > DEVICE_MAX_ID_LENGTH {
-        errs.push(FieldError::too_long(path.clone(), DEVICE_MAX_ID_LENGTH));
+        errs.push(FieldError::too_long(path, DEVICE_MAX_ID_LENGTH));
     }
     errs.extend(invalid_each(path, id, names::c_identifier(id)));
     errs
@@ -588,6 +605,22 @@ mod tests {
         );
     }
 
+    #[test]
+    fn of_requests_sharing_a_name_the_last_one_names_subrequests() {
+        // `gatherRequestNames` fills a map: the later `r` (no subrequests) wins.
+        let spec = json!({"devices": {
+            "requests": [{"name": "r", "firstAvailable": [sub("s")]}, exactly("r", json!({}))],
+            "constraints": [{"requests": ["r/s", "r"], "matchAttribute": "example.com/m"}],
+        }});
+        assert_eq!(
+            check(spec),
+            vec![
+                r#"spec.devices.requests[1]: Duplicate value: "r""#.to_owned(),
+                format!(r#"spec.devices.constraints[0].requests[0]: Invalid value: "r/s": {REQUEST_REF_MESSAGE}"#),
+            ]
+        );
+    }
+
     fn with_constraints(constraints: Value) -> Value {
         json!({"devices": {
             "requests": [exactly("a", json!({})), {"name": "p", "firstAvailable": [sub("s")]}],
@@ -708,6 +741,13 @@ mod tests {
             vec![
                 r#"spec.devices.config[0].opaque.parameters: Invalid value: "<value omitted>": must be a valid JSON object"#
             ]
+        );
+        // `{"x":"…"}` is the value and 8 bytes: 10240 bytes in all pass, one more does not.
+        let sized = |n: usize| json!([{"opaque": {"driver": "d.example.com", "parameters": {"x": "y".repeat(n)}}}]);
+        assert!(check(with_config(sized(10232))).is_empty());
+        assert_eq!(
+            check(with_config(sized(10233))),
+            vec!["spec.devices.config[0].opaque.parameters: Too long: may not be more than 10240 bytes"]
         );
         let big = json!([{"opaque": {"driver": "d.example.com", "parameters": {"x": "y".repeat(10240)}}}]);
         assert_eq!(

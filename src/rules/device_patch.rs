@@ -4,71 +4,72 @@
 
 use serde_json::Value;
 
-use crate::field::{BadValue, FieldError, Path};
+use crate::field::{At, BadValue, FieldError};
 use crate::objects::patch::{DevicePatch, NullableAttribute, PatchSpec};
 use crate::rules::claim::{DEVICE_SELECTORS_MAX, validate_driver_name, validate_fully_qualified_name};
 use crate::rules::slice::{ATTRIBUTE_VALUE_MAX_LENGTH, MAX_ATTRIBUTES_AND_CAPACITIES, is_semver, validate_pool_name};
 use crate::rules::taints::{DEVICE_TAINTS_MAX, validate_device_taint};
 use crate::rules::{cel, invalid_each, names, validate_slice};
 
-pub fn validate_patch_spec(spec: &PatchSpec, old: Option<&PatchSpec>, path: &Path) -> Vec<FieldError> {
-    validate_device_patch(&spec.devices, old.map(|o| &o.devices), &path.child("devices"))
+pub fn validate_patch_spec<'p>(spec: &PatchSpec, old: Option<&PatchSpec>, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
+    validate_device_patch(&spec.devices, old.map(|o| &o.devices), path.field("devices"))
 }
 
-fn validate_device_patch(p: &DevicePatch, old: Option<&DevicePatch>, path: &Path) -> Vec<FieldError> {
+fn validate_device_patch(p: &DevicePatch, old: Option<&DevicePatch>, path: At<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if let Some(f) = &p.filter {
-        let fp = path.child("filter");
+        let fp = path.field("filter");
         if let Some(class) = &f.device_class_name {
             errs.extend(invalid_each(
-                &fp.child("deviceClassName"),
+                fp.field("deviceClassName"),
                 class,
                 names::dns1123_subdomain(class),
             ));
         }
         if let Some(driver) = &f.driver {
-            errs.extend(validate_driver_name(driver, &fp.child("driver")));
+            errs.extend(validate_driver_name(driver, fp.field("driver")));
         }
         if let Some(pool) = &f.pool {
-            errs.extend(validate_pool_name(pool, &fp.child("pool")));
+            errs.extend(validate_pool_name(pool, fp.field("pool")));
         }
         if let Some(device) = &f.device {
-            errs.extend(invalid_each(&fp.child("device"), device, names::dns1123_label(device)));
+            errs.extend(invalid_each(fp.field("device"), device, names::dns1123_label(device)));
         }
         errs.extend(validate_slice(
             &f.selectors,
             DEVICE_SELECTORS_MAX,
-            &fp.child("selectors"),
+            fp.field("selectors"),
             |s, p| match &s.cel {
                 None => vec![FieldError::required(p.child("cel"), "")],
-                Some(c) => cel::validate_expression(&c.expression, &p.child("cel").child("expression")),
+                Some(c) => cel::validate_expression(&c.expression, p.field("cel").field("expression")),
             },
         ));
     }
     let entries = p.attributes.len() + p.capacity.len();
     if entries > MAX_ATTRIBUTES_AND_CAPACITIES {
         errs.push(FieldError::invalid(
-            path.clone(),
+            path,
             entries,
             format!("the total number of attributes and capacities must not exceed {MAX_ATTRIBUTES_AND_CAPACITIES}"),
         ));
     }
-    let attributes = path.child("attributes");
+    let attributes = path.field("attributes");
     for (name, value) in &p.attributes {
-        errs.extend(validate_fully_qualified_name(name, &attributes));
-        errs.extend(validate_attribute(value, &attributes.key(name)));
+        errs.extend(validate_fully_qualified_name(name, attributes));
+        errs.extend(validate_attribute(value, attributes.key(name)));
     }
-    let capacity = path.child("capacity");
+    let capacity = path.field("capacity");
     for (name, value) in &p.capacity {
-        errs.extend(validate_fully_qualified_name(name, &capacity));
-        errs.extend(validate_capacity(value, &capacity.key(name)));
+        errs.extend(validate_fully_qualified_name(name, capacity));
+        errs.extend(validate_capacity(value, capacity.key(name)));
     }
     // Like a ResourceSlice device: an unchanged taint list is not judged again.
     if old.is_none_or(|o| o.taints != p.taints) {
         errs.extend(validate_slice(
             &p.taints,
             DEVICE_TAINTS_MAX,
-            &path.child("taints"),
+            path.field("taints"),
             |t, tp| validate_device_taint(t, None, tp),
         ));
     }
@@ -76,7 +77,7 @@ fn validate_device_patch(p: &DevicePatch, old: Option<&DevicePatch>, path: &Path
 }
 
 /// Exactly one of int, bool, string, version or `null: {}`.
-fn validate_attribute(a: &NullableAttribute, path: &Path) -> Vec<FieldError> {
+fn validate_attribute(a: &NullableAttribute, path: At<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let set = [
         a.int.is_some(),
@@ -117,7 +118,7 @@ fn validate_attribute(a: &NullableAttribute, path: &Path) -> Vec<FieldError> {
     if set != 1 {
         let shown = serde_json::to_string(a).unwrap_or_default();
         errs.push(FieldError::invalid(
-            path.clone(),
+            path,
             BadValue::Json(shown),
             "exactly one value must be specified",
         ));
@@ -126,10 +127,10 @@ fn validate_attribute(a: &NullableAttribute, path: &Path) -> Vec<FieldError> {
 }
 
 /// `{value: <quantity>}`; a capacity cannot be removed (no null).
-fn validate_capacity(v: &Value, path: &Path) -> Vec<FieldError> {
+fn validate_capacity(v: &Value, path: At<'_>) -> Vec<FieldError> {
     match v.get("value") {
         _ if v.is_null() => vec![FieldError::invalid(
-            path.clone(),
+            path,
             BadValue::Null,
             "capacity cannot be removed: give a value",
         )],
@@ -167,6 +168,7 @@ pub fn is_quantity(q: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::Path;
     use serde_json::json;
 
     fn check(devices: Value) -> Vec<String> {

@@ -1,35 +1,36 @@
 //! DeviceTaintRule specs (`validateDeviceTaintRuleSpec`) and draguard's
 //! warning for a rule that taints every device (SPEC.md §3).
 
-use crate::field::{FieldError, Path};
+use crate::field::{At, FieldError};
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::rules::claim::validate_driver_name;
 use crate::rules::slice::validate_pool_name;
 use crate::rules::taints::validate_device_taint;
 use crate::rules::{invalid_each, names};
 
-pub fn validate_device_taint_rule(
+pub fn validate_device_taint_rule<'p>(
     spec: &DeviceTaintRuleSpec,
     old: Option<&DeviceTaintRuleSpec>,
-    path: &Path,
+    path: impl Into<At<'p>>,
 ) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = Vec::new();
     if let Some(selector) = &spec.device_selector {
-        let p = path.child("deviceSelector");
+        let p = path.field("deviceSelector");
         if let Some(driver) = &selector.driver {
-            errs.extend(validate_driver_name(driver, &p.child("driver")));
+            errs.extend(validate_driver_name(driver, p.field("driver")));
         }
         if let Some(pool) = &selector.pool {
-            errs.extend(validate_pool_name(pool, &p.child("pool")));
+            errs.extend(validate_pool_name(pool, p.field("pool")));
         }
         if let Some(device) = &selector.device {
-            errs.extend(invalid_each(&p.child("device"), device, names::dns1123_label(device)));
+            errs.extend(invalid_each(p.field("device"), device, names::dns1123_label(device)));
         }
     }
     errs.extend(validate_device_taint(
         &spec.taint,
         old.map(|o| &o.taint),
-        &path.child("taint"),
+        path.field("taint"),
     ));
     errs
 }
@@ -53,6 +54,7 @@ pub fn device_taint_rule_warnings(spec: &DeviceTaintRuleSpec) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::Path;
     use serde_json::json;
 
     fn spec(v: serde_json::Value) -> DeviceTaintRuleSpec {

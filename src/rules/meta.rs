@@ -4,7 +4,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::field::{FieldError, Path};
+use crate::field::{At, FieldError};
 use crate::rules::{invalid_each, names};
 
 /// `TotalAnnotationSizeLimitB`.
@@ -12,12 +12,13 @@ pub const TOTAL_ANNOTATION_SIZE_MAX: usize = 256 * 1024;
 
 /// Name, namespace, labels and annotations of a top-level object whose
 /// name is a DNS subdomain.
-pub fn validate_object_meta(meta: &ObjectMeta, namespaced: bool, path: &Path) -> Vec<FieldError> {
+pub fn validate_object_meta<'p>(meta: &ObjectMeta, namespaced: bool, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = Vec::new();
     let generate_name = meta.generate_name.as_deref().unwrap_or("");
     if !generate_name.is_empty() {
         errs.extend(invalid_each(
-            &path.child("generateName"),
+            path.field("generateName"),
             generate_name,
             names::dns_subdomain_name(generate_name, true),
         ));
@@ -31,7 +32,7 @@ pub fn validate_object_meta(meta: &ObjectMeta, namespaced: bool, path: &Path) ->
             "name or generateName is required",
         )),
         name => errs.extend(invalid_each(
-            &path.child("name"),
+            path.field("name"),
             name,
             names::dns_subdomain_name(name, false),
         )),
@@ -42,7 +43,7 @@ pub fn validate_object_meta(meta: &ObjectMeta, namespaced: bool, path: &Path) ->
             errs.push(FieldError::required(path.child("namespace"), ""));
         } else {
             errs.extend(invalid_each(
-                &path.child("namespace"),
+                path.field("namespace"),
                 namespace,
                 names::dns1123_label(namespace),
             ));
@@ -58,21 +59,22 @@ pub fn validate_object_meta(meta: &ObjectMeta, namespaced: bool, path: &Path) ->
 }
 
 /// `ValidateTemplateObjectMeta`: labels and annotations only.
-pub fn validate_labels_and_annotations(meta: &ObjectMeta, path: &Path) -> Vec<FieldError> {
+pub fn validate_labels_and_annotations<'p>(meta: &ObjectMeta, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = Vec::new();
     if let Some(labels) = &meta.labels {
-        let p = path.child("labels");
+        let p = path.field("labels");
         for (k, v) in labels {
-            errs.extend(invalid_each(&p, k, names::label_key(k)));
-            errs.extend(invalid_each(&p, v, names::label_value(v)));
+            errs.extend(invalid_each(p, k, names::label_key(k)));
+            errs.extend(invalid_each(p, v, names::label_value(v)));
         }
     }
     if let Some(annotations) = &meta.annotations {
-        let p = path.child("annotations");
+        let p = path.field("annotations");
         let mut total = 0usize;
         for (k, v) in annotations {
-            errs.extend(invalid_each(&p, k, names::label_key(&k.to_lowercase())));
-            total += k.len() + v.len();
+            errs.extend(invalid_each(p, k, names::label_key(&names::to_lowercase(k))));
+            total = total.saturating_add(k.len()).saturating_add(v.len());
         }
         if total > TOTAL_ANNOTATION_SIZE_MAX {
             errs.push(FieldError::too_long(p, TOTAL_ANNOTATION_SIZE_MAX));
@@ -84,6 +86,7 @@ pub fn validate_labels_and_annotations(meta: &ObjectMeta, path: &Path) -> Vec<Fi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::Path;
 
     fn meta(name: &str, ns: &str) -> ObjectMeta {
         ObjectMeta {

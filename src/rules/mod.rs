@@ -17,53 +17,136 @@ pub mod tolerations;
 use std::collections::HashSet;
 use std::hash::Hash;
 
-use crate::field::{BadValue, FieldError, Path};
+use crate::field::{At, BadValue, FieldError};
+
+/// Up to this many items a set is checked for duplicates by comparing each
+/// key with the ones before it: no hashing, no allocation. Every list the
+/// apiserver validates as a set is short; longer ones are hashed.
+const SCANNED_SET_MAX: usize = 16;
 
 /// `validateSlice`: over `max` items yields only `TooMany` (the apiserver's
 /// short-circuit against huge lists); otherwise validates each item.
-pub fn validate_slice<T>(
+pub fn validate_slice<'p, T>(
     items: &[T],
     max: usize,
-    path: &Path,
-    mut item: impl FnMut(&T, &Path) -> Vec<FieldError>,
+    path: impl Into<At<'p>>,
+    mut item: impl FnMut(&T, At<'_>) -> Vec<FieldError>,
 ) -> Vec<FieldError> {
+    let path = path.into();
     if items.len() > max {
-        return vec![FieldError::too_many(path.clone(), items.len(), max)];
+        return vec![FieldError::too_many(path, items.len(), max)];
     }
     let mut errs = Vec::new();
     for (i, it) in items.iter().enumerate() {
-        errs.extend(item(it, &path.index(i)));
+        errs.extend(item(it, path.index(i)));
     }
     errs
 }
 
 /// `validateSet`: `validateSlice`, then a `Duplicate` at the index of every
-/// repeated key.
-pub fn validate_set<T, K: Eq + Hash + Clone + Into<BadValue>>(
-    items: &[T],
+/// repeated key. Keys are usually borrowed (`|r| r.name.as_str()`).
+pub fn validate_set<'i, 'p, T, K: Eq + Hash + Into<BadValue>>(
+    items: &'i [T],
     max: usize,
-    path: &Path,
-    item: impl FnMut(&T, &Path) -> Vec<FieldError>,
-    key: impl Fn(&T) -> K,
+    path: impl Into<At<'p>>,
+    item: impl FnMut(&T, At<'_>) -> Vec<FieldError>,
+    key: impl Fn(&'i T) -> K,
 ) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = validate_slice(items, max, path, item);
     if items.len() > max {
         return errs;
     }
+    if items.len() <= SCANNED_SET_MAX {
+        for (i, it) in items.iter().enumerate() {
+            let k = key(it);
+            if items[..i].iter().any(|earlier| key(earlier) == k) {
+                errs.push(FieldError::duplicate(path.index(i), k));
+            }
+        }
+        return errs;
+    }
     let mut seen = HashSet::with_capacity(items.len());
     for (i, it) in items.iter().enumerate() {
-        let k = key(it);
-        if !seen.insert(k.clone()) {
-            errs.push(FieldError::duplicate(path.index(i), k));
+        if !seen.insert(key(it)) {
+            errs.push(FieldError::duplicate(path.index(i), key(it)));
         }
     }
     errs
 }
 
-/// One `field.Invalid` per message of a format check.
-pub fn invalid_each(path: &Path, value: &str, messages: Vec<String>) -> Vec<FieldError> {
+/// One `field.Invalid` per message of a format check; the path is built
+/// only when there is a message.
+pub fn invalid_each<'p>(path: impl Into<At<'p>>, value: &str, messages: Vec<String>) -> Vec<FieldError> {
+    if messages.is_empty() {
+        return Vec::new();
+    }
+    let path = path.into().path();
     messages
         .into_iter()
         .map(|m| FieldError::invalid(path.clone(), value, m))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::Path;
+
+    /// Sets are scanned up to 16 items and hashed beyond: both find the
+    /// same duplicates, in index order.
+    #[test]
+    fn sets_report_every_repeat_at_its_index() {
+        let names = |n: usize, repeats: &[(usize, usize)]| {
+            let mut v: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
+            for &(at, of) in repeats {
+                v[at] = v[of].clone();
+            }
+            v
+        };
+        /// Item `.0` repeats the name of item `.1`.
+        type Repeat = (usize, usize);
+        // (items, repeats, duplicate indices)
+        let cases: [(usize, &[Repeat], &[usize]); 6] = [
+            (0, &[], &[]),
+            (5, &[], &[]),
+            (5, &[(3, 1)], &[3]),
+            (16, &[(15, 0), (7, 0)], &[7, 15]),
+            (17, &[(16, 0), (7, 0)], &[7, 16]),
+            (40, &[(39, 2), (20, 2), (30, 25)], &[20, 30, 39]),
+        ];
+        let root = Path::new("l");
+        for (n, repeats, want) in cases {
+            let items = names(n, repeats);
+            let errs = validate_set(&items, 64, &root, |_, _| Vec::new(), String::as_str);
+            let got: Vec<String> = errs.iter().map(ToString::to_string).collect();
+            let want: Vec<String> = want
+                .iter()
+                .map(|&i| format!("l[{i}]: Duplicate value: {:?}", items[i]))
+                .collect();
+            assert_eq!(got, want, "{n} items");
+        }
+    }
+
+    #[test]
+    fn items_are_judged_at_their_index_and_too_many_stops_there() {
+        let items = ["a", "b", "c"];
+        let at = |max: usize| {
+            validate_slice(&items, max, &Path::new("l"), |s, p| {
+                vec![FieldError::required(p.child("name"), *s)]
+            })
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            at(3),
+            [
+                "l[0].name: Required value: a",
+                "l[1].name: Required value: b",
+                "l[2].name: Required value: c"
+            ]
+        );
+        assert_eq!(at(2), ["l: Too many: 3: must have at most 2 items"]);
+    }
 }

@@ -3,6 +3,8 @@
 //! messages the Go function returns; callers turn each into one
 //! `field.Invalid`, as the apiserver does.
 
+use std::borrow::Cow;
+
 pub const DNS1123_LABEL_MAX: usize = 63;
 pub const DNS1123_SUBDOMAIN_MAX: usize = 253;
 pub const LABEL_KEY_NAME_MAX: usize = 63;
@@ -19,6 +21,16 @@ const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const C_IDENTIFIER_FMT: &str = "[A-Za-z_][A-Za-z0-9_]*";
 const C_IDENTIFIER_ERR: &str = "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric characters or '_'";
+
+/// `strings.ToLower`, copying only text that has something to lower: names
+/// are nearly always lower-case ASCII already.
+pub fn to_lowercase(s: &str) -> Cow<'_, str> {
+    if s.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(s.to_lowercase())
+    }
+}
 
 /// `content.MaxLenError`.
 pub fn max_len_error(max: usize) -> String {
@@ -117,10 +129,9 @@ pub fn dns1123_subdomain(value: &str) -> Vec<String> {
 /// `content.IsLabelKey` (also `IsQualifiedName`).
 pub fn label_key(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
+    let name = match value.split_once('/') {
+        None => value,
+        Some((prefix, name)) if !name.contains('/') => {
             if prefix.is_empty() {
                 errs.push("prefix part must be non-empty".to_owned());
             } else {
@@ -130,9 +141,9 @@ pub fn label_key(value: &str) -> Vec<String> {
                         .map(|m| format!("prefix part {m}")),
                 );
             }
-            *name
+            name
         }
-        _ => {
+        Some(_) => {
             errs.push(format!(
                 "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
@@ -191,12 +202,11 @@ pub fn c_identifier(value: &str) -> Vec<String> {
 /// `path.ValidatePathSegmentName` / `NameIsDNSSubdomain`: with `prefix`, a
 /// trailing dash (as in `generateName`) is allowed.
 pub fn dns_subdomain_name(name: &str, prefix: bool) -> Vec<String> {
-    let name = if prefix {
-        mask_trailing_dash(name)
+    if prefix {
+        dns1123_subdomain(&mask_trailing_dash(name))
     } else {
-        name.to_owned()
-    };
-    dns1123_subdomain(&name)
+        dns1123_subdomain(name)
+    }
 }
 
 fn mask_trailing_dash(name: &str) -> String {

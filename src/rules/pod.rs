@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use k8s_openapi::api::core::v1::{PodResourceClaim, ResourceClaim, Toleration};
 
-use crate::field::{BadValue, FieldError, Path};
+use crate::field::{At, BadValue, FieldError};
 use crate::objects::pod::{ContainerView, PodSpecView};
 use crate::rules::ratchet::check_enum;
 use crate::rules::taints::check_toleration_effect;
@@ -19,13 +19,18 @@ pub const NODE_INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
 
 /// Everything draguard checks in a Pod's spec; `old` on UPDATE, when a
 /// running Pod may only gain tolerations.
-pub fn validate_pod_spec(spec: &PodSpecView, old: Option<&PodSpecView>, path: &Path) -> Vec<FieldError> {
+pub fn validate_pod_spec<'p>(
+    spec: &PodSpecView,
+    old: Option<&PodSpecView>,
+    path: impl Into<At<'p>>,
+) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = Vec::new();
     if let Some(old) = old {
         errs.extend(validate_only_added_tolerations(
             &spec.tolerations,
             &old.tolerations,
-            &path.child("tolerations"),
+            path.field("tolerations"),
         ));
     }
     errs.extend(validate_pod_template_spec(spec, old, path));
@@ -34,13 +39,17 @@ pub fn validate_pod_spec(spec: &PodSpecView, old: Option<&PodSpecView>, path: &P
 
 /// What a pod spec must satisfy wherever it is written, a workload's
 /// template included; `old` only ratchets enums.
-pub fn validate_pod_template_spec(spec: &PodSpecView, old: Option<&PodSpecView>, path: &Path) -> Vec<FieldError> {
-    let tolerations = path.child("tolerations");
+pub fn validate_pod_template_spec<'p>(
+    spec: &PodSpecView,
+    old: Option<&PodSpecView>,
+    path: impl Into<At<'p>>,
+) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = Vec::new();
     errs.extend(validate_tolerations(
         &spec.tolerations,
         old.map(|o| o.tolerations.as_slice()),
-        &tolerations,
+        path.field("tolerations"),
     ));
     errs.extend(validate_topology_spread_policies(spec, old, path));
     errs.extend(validate_resource_claims(spec, path));
@@ -59,11 +68,11 @@ fn same_toleration(a: &Toleration, b: &Toleration) -> bool {
 
 /// `validateOnlyAddedTolerations`: existing tolerations stay (only their
 /// `tolerationSeconds` may change); new ones may be added.
-fn validate_only_added_tolerations(new: &[Toleration], old: &[Toleration], path: &Path) -> Option<FieldError> {
+fn validate_only_added_tolerations(new: &[Toleration], old: &[Toleration], path: At<'_>) -> Option<FieldError> {
     let all_kept = old.iter().all(|o| new.iter().any(|n| same_toleration(o, n)));
     (!all_kept).then(|| {
         FieldError::forbidden(
-            path.clone(),
+            path,
             "existing toleration can not be modified except its tolerationSeconds",
         )
     })
@@ -71,14 +80,19 @@ fn validate_only_added_tolerations(new: &[Toleration], old: &[Toleration], path:
 
 /// `ValidateTolerations`, with operator and effect ratcheting against the
 /// stored toleration the new one continues (SPEC.md §4).
-pub fn validate_tolerations(tolerations: &[Toleration], old: Option<&[Toleration]>, path: &Path) -> Vec<FieldError> {
+pub fn validate_tolerations<'p>(
+    tolerations: &[Toleration],
+    old: Option<&[Toleration]>,
+    path: impl Into<At<'p>>,
+) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = Vec::new();
     for (i, t) in tolerations.iter().enumerate() {
         let p = path.index(i);
         let stored = old.and_then(|o| o.iter().find(|s| same_toleration(s, t)));
         let (key, operator, value, effect) = (text(&t.key), text(&t.operator), text(&t.value), text(&t.effect));
         if !key.is_empty() {
-            errs.extend(invalid_each(&p.child("key"), key, names::label_key(key)));
+            errs.extend(invalid_each(p.field("key"), key, names::label_key(key)));
         }
         if key.is_empty() && operator != "Exists" {
             errs.push(FieldError::invalid(
@@ -114,14 +128,14 @@ pub fn validate_tolerations(tolerations: &[Toleration], old: Option<&[Toleration
             other => errs.extend(check_enum(
                 other,
                 stored.map(|s| text(&s.operator)),
-                &p.child("operator"),
+                p.field("operator"),
                 TOLERATION_OPERATORS,
             )),
         }
         errs.extend(check_toleration_effect(
             effect,
             stored.map(|s| text(&s.effect)),
-            &p.child("effect"),
+            p.field("effect"),
         ));
     }
     errs
@@ -129,15 +143,16 @@ pub fn validate_tolerations(tolerations: &[Toleration], old: Option<&[Toleration
 
 /// `nodeAffinityPolicy` and `nodeTaintsPolicy`: Honor or Ignore, ratcheted
 /// against the constraint with the same topologyKey and whenUnsatisfiable.
-fn validate_topology_spread_policies(spec: &PodSpecView, old: Option<&PodSpecView>, path: &Path) -> Vec<FieldError> {
+fn validate_topology_spread_policies(spec: &PodSpecView, old: Option<&PodSpecView>, path: At<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    let constraints = path.field("topologySpreadConstraints");
     for (i, c) in spec.topology_spread_constraints.iter().enumerate() {
         let stored = old.and_then(|o| {
             o.topology_spread_constraints
                 .iter()
                 .find(|s| s.topology_key == c.topology_key && s.when_unsatisfiable == c.when_unsatisfiable)
         });
-        let p = path.child("topologySpreadConstraints").index(i);
+        let p = constraints.index(i);
         for (name, value, old_value) in [
             (
                 "nodeAffinityPolicy",
@@ -152,19 +167,19 @@ fn validate_topology_spread_policies(spec: &PodSpecView, old: Option<&PodSpecVie
         ] {
             if let Some(v) = value {
                 let old_value = old_value.and_then(|o| o.as_deref());
-                errs.extend(check_enum(v, old_value, &p.child(name), NODE_INCLUSION_POLICIES));
+                errs.extend(check_enum(v, old_value, p.field(name), NODE_INCLUSION_POLICIES));
             }
         }
     }
     errs
 }
 
-fn validate_resource_claims(spec: &PodSpecView, path: &Path) -> Vec<FieldError> {
-    let claims_path = path.child("resourceClaims");
+fn validate_resource_claims(spec: &PodSpecView, path: At<'_>) -> Vec<FieldError> {
+    let claims_path = path.field("resourceClaims");
     let mut errs = Vec::new();
     let mut pod_claims = BTreeSet::new();
     for (i, claim) in spec.resource_claims.iter().enumerate() {
-        errs.extend(validate_pod_resource_claim(claim, &claims_path.index(i)));
+        errs.extend(validate_pod_resource_claim(claim, claims_path.index(i)));
         if !claim.name.is_empty() && !pod_claims.insert(claim.name.as_str()) {
             errs.push(FieldError::duplicate(claims_path.index(i).child("name"), &claim.name));
         }
@@ -173,8 +188,9 @@ fn validate_resource_claims(spec: &PodSpecView, path: &Path) -> Vec<FieldError> 
         ("initContainers", &spec.init_containers),
         ("containers", &spec.containers),
     ] {
+        let list = path.field(list);
         for (i, c) in containers.iter().enumerate() {
-            errs.extend(validate_container_claims(c, &pod_claims, &path.child(list).index(i)));
+            errs.extend(validate_container_claims(c, &pod_claims, list.index(i)));
         }
     }
     if spec
@@ -191,13 +207,13 @@ fn validate_resource_claims(spec: &PodSpecView, path: &Path) -> Vec<FieldError> 
     errs
 }
 
-fn validate_pod_resource_claim(claim: &PodResourceClaim, path: &Path) -> Vec<FieldError> {
+fn validate_pod_resource_claim(claim: &PodResourceClaim, path: At<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if claim.name.is_empty() {
         errs.push(FieldError::required(path.child("name"), ""));
     } else {
         errs.extend(invalid_each(
-            &path.child("name"),
+            path.field("name"),
             &claim.name,
             names::dns1123_label(&claim.name),
         ));
@@ -205,12 +221,12 @@ fn validate_pod_resource_claim(claim: &PodResourceClaim, path: &Path) -> Vec<Fie
     let (by_name, by_template) = (&claim.resource_claim_name, &claim.resource_claim_template_name);
     match (by_name, by_template) {
         (Some(_), Some(_)) => errs.push(FieldError::invalid(
-            path.clone(),
+            path,
             BadValue::Json(go_pod_claim_json(claim)),
             "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified",
         )),
         (None, None) => errs.push(FieldError::invalid(
-            path.clone(),
+            path,
             BadValue::Json(go_pod_claim_json(claim)),
             "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`",
         )),
@@ -221,7 +237,7 @@ fn validate_pod_resource_claim(claim: &PodResourceClaim, path: &Path) -> Vec<Fie
         ("resourceClaimTemplateName", by_template),
     ] {
         if let Some(name) = name {
-            errs.extend(invalid_each(&path.child(field), name, names::dns1123_subdomain(name)));
+            errs.extend(invalid_each(path.field(field), name, names::dns1123_subdomain(name)));
         }
     }
     errs
@@ -243,13 +259,14 @@ fn go_pod_claim_json(claim: &PodResourceClaim) -> String {
 
 /// `validateResourceClaimNames` for one container's `resources.claims`. The
 /// request is a request name of the claim, never `request/subrequest`.
-fn validate_container_claims(container: &ContainerView, pod_claims: &BTreeSet<&str>, path: &Path) -> Vec<FieldError> {
+fn validate_container_claims(container: &ContainerView, pod_claims: &BTreeSet<&str>, path: At<'_>) -> Vec<FieldError> {
     let claims: &[ResourceClaim] = container
         .resources
         .as_ref()
         .and_then(|r| r.claims.as_deref())
         .unwrap_or_default();
-    let claims_path = path.child("resources").child("claims");
+    let resources = path.field("resources");
+    let claims_path = resources.field("claims");
     let mut errs = Vec::new();
     let mut whole = HashSet::new();
     let mut partial = HashSet::new();
@@ -263,21 +280,17 @@ fn validate_container_claims(container: &ContainerView, pod_claims: &BTreeSet<&s
         }
         let request = text(&claim.request);
         if whole.contains(name) {
-            errs.push(FieldError::duplicate(p.clone(), name));
+            errs.push(FieldError::duplicate(p, name));
         } else if request.is_empty() {
             if partial.contains(name) {
-                errs.push(FieldError::duplicate(p.clone(), name));
+                errs.push(FieldError::duplicate(p, name));
             }
             whole.insert(name);
         } else {
-            errs.extend(invalid_each(
-                &p.child("request"),
-                request,
-                names::dns1123_label(request),
-            ));
+            errs.extend(invalid_each(p.field("request"), request, names::dns1123_label(request)));
             let key = format!("{name}/{request}");
             if !keys.insert(key.clone()) {
-                errs.push(FieldError::duplicate(p.clone(), key));
+                errs.push(FieldError::duplicate(p, key));
             }
             partial.insert(name);
         }
@@ -300,6 +313,7 @@ fn validate_container_claims(container: &ContainerView, pod_claims: &BTreeSet<&s
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::Path;
     use serde_json::json;
 
     fn spec(v: serde_json::Value) -> PodSpecView {

@@ -10,22 +10,34 @@
 //! "The same place" is found by identity (a device by name, a taint by
 //! key+effect, a request by name), by the caller, who passes the old value.
 
-use crate::field::{FieldError, Path};
+use crate::field::{At, FieldError};
 
 /// Judges one enum value. `old` is the value stored at the same place in the
 /// old object (`None` on CREATE or when the place is new).
-pub fn check_enum(value: &str, old: Option<&str>, path: &Path, supported: &[&str]) -> Option<FieldError> {
+pub fn check_enum<'p>(
+    value: &str,
+    old: Option<&str>,
+    path: impl Into<At<'p>>,
+    supported: &[&str],
+) -> Option<FieldError> {
     if supported.contains(&value) || old == Some(value) {
         return None;
     }
-    Some(FieldError::not_supported(path.clone(), value, supported))
+    let path: At<'_> = path.into();
+    Some(FieldError::not_supported(path, value, supported))
 }
 
 /// Like [`check_enum`] for a required enum: empty is `Required`, whatever
 /// the old object says.
-pub fn check_required_enum(value: &str, old: Option<&str>, path: &Path, supported: &[&str]) -> Option<FieldError> {
+pub fn check_required_enum<'p>(
+    value: &str,
+    old: Option<&str>,
+    path: impl Into<At<'p>>,
+    supported: &[&str],
+) -> Option<FieldError> {
+    let path: At<'_> = path.into();
     if value.is_empty() {
-        return Some(FieldError::required(path.clone(), ""));
+        return Some(FieldError::required(path, ""));
     }
     check_enum(value, old, path, supported)
 }
@@ -33,6 +45,7 @@ pub fn check_required_enum(value: &str, old: Option<&str>, path: &Path, supporte
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::Path;
 
     const EFFECTS: &[&str] = &["NoExecute", "NoSchedule", "None"];
 

@@ -1,11 +1,12 @@
 //! ResourceSlice specs: `validateResourceSliceSpec` and `validateDevice`
 //! (pkg/apis/resource/validation/validation.go).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::field::{BadValue, FieldError, Path};
+use crate::field::{At, BadValue, FieldError};
 use crate::objects::dra::{Device, DeviceAttribute, SliceSpec};
 use crate::rules::claim::{validate_driver_name, validate_qualified_name};
 use crate::rules::taints::validate_slice_device_taints;
@@ -29,16 +30,14 @@ const NODE_SELECTION: &str =
     "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required";
 const DEVICE_NODE_SELECTION: &str = "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is set to true in the ResourceSlice spec";
 
-pub fn validate_slice_spec(spec: &SliceSpec, old: Option<&SliceSpec>, path: &Path) -> Vec<FieldError> {
-    let mut errs = validate_driver_name(&spec.driver, &path.child("driver"));
+pub fn validate_slice_spec<'p>(spec: &SliceSpec, old: Option<&SliceSpec>, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
+    let mut errs = validate_driver_name(&spec.driver, path.field("driver"));
     errs.extend(validate_pool(spec, path));
     if let Some(old) = old {
-        errs.extend(immutable(
-            &spec.pool.name,
-            &old.pool.name,
-            path.child("pool").child("name"),
-        ));
-        errs.extend(immutable(&spec.driver, &old.driver, path.child("driver")));
+        let pool = path.field("pool");
+        errs.extend(immutable(&spec.pool.name, &old.pool.name, pool.field("name")));
+        errs.extend(immutable(&spec.driver, &old.driver, path.field("driver")));
         if spec.node_name != old.node_name {
             let value = spec.node_name.as_deref().map_or(BadValue::Null, BadValue::from);
             errs.push(FieldError::invalid(path.child("nodeName"), value, "field is immutable"));
@@ -47,7 +46,7 @@ pub fn validate_slice_spec(spec: &SliceSpec, old: Option<&SliceSpec>, path: &Pat
     errs.extend(validate_node_selection(spec, path));
     if spec.shared_counters.is_some() && spec.devices.is_some() {
         errs.push(FieldError::invalid(
-            path.clone(),
+            path,
             "",
             "only one of `sharedCounters` or `devices` is allowed",
         ));
@@ -61,29 +60,29 @@ pub fn validate_slice_spec(spec: &SliceSpec, old: Option<&SliceSpec>, path: &Pat
     errs.extend(validate_set(
         spec.devices(),
         max,
-        &path.child("devices"),
+        path.field("devices"),
         |d, p| validate_device(d, old.and_then(|o| o.device(&d.name)), p, per_device),
-        |d| d.name.clone(),
+        |d| d.name.as_str(),
     ));
     if let Some(sets) = &spec.shared_counters {
         errs.extend(validate_set(
             sets,
             MAX_COUNTER_SETS,
-            &path.child("sharedCounters"),
+            path.field("sharedCounters"),
             |_, _| Vec::new(),
-            |s| s.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+            |s| s.get("name").and_then(Value::as_str).unwrap_or(""),
         ));
     }
     errs
 }
 
-fn immutable(new: &str, old: &str, path: Path) -> Option<FieldError> {
+fn immutable(new: &str, old: &str, path: At<'_>) -> Option<FieldError> {
     (new != old).then(|| FieldError::invalid(path, new, "field is immutable"))
 }
 
-fn validate_pool(spec: &SliceSpec, path: &Path) -> Vec<FieldError> {
-    let pool = path.child("pool");
-    let mut errs = validate_pool_name(&spec.pool.name, &pool.child("name"));
+fn validate_pool(spec: &SliceSpec, path: At<'_>) -> Vec<FieldError> {
+    let pool = path.field("pool");
+    let mut errs = validate_pool_name(&spec.pool.name, pool.field("name"));
     if spec.pool.resource_slice_count <= 0 {
         errs.push(FieldError::invalid(
             pool.child("resourceSliceCount"),
@@ -102,13 +101,14 @@ fn validate_pool(spec: &SliceSpec, path: &Path) -> Vec<FieldError> {
 }
 
 /// `validatePoolName`: `/`-separated DNS subdomains, at most 253 bytes.
-pub fn validate_pool_name(name: &str, path: &Path) -> Vec<FieldError> {
+pub fn validate_pool_name<'p>(name: &str, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
     if name.is_empty() {
-        return vec![FieldError::required(path.clone(), "")];
+        return vec![FieldError::required(path, "")];
     }
     let mut errs = Vec::new();
     if name.len() > POOL_NAME_MAX {
-        errs.push(FieldError::too_long(path.clone(), POOL_NAME_MAX));
+        errs.push(FieldError::too_long(path, POOL_NAME_MAX));
     }
     for part in name.split('/') {
         errs.extend(invalid_each(path, part, names::dns1123_subdomain(part)));
@@ -116,7 +116,7 @@ pub fn validate_pool_name(name: &str, path: &Path) -> Vec<FieldError> {
     errs
 }
 
-fn validate_node_selection(spec: &SliceSpec, path: &Path) -> Vec<FieldError> {
+fn validate_node_selection(spec: &SliceSpec, path: At<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut set = Vec::new();
     match spec.node_name.as_deref() {
@@ -128,7 +128,7 @@ fn validate_node_selection(spec: &SliceSpec, path: &Path) -> Vec<FieldError> {
         Some(name) => {
             set.push("`nodeName`");
             errs.extend(invalid_each(
-                &path.child("nodeName"),
+                path.field("nodeName"),
                 name,
                 names::dns1123_subdomain(name),
             ));
@@ -137,7 +137,7 @@ fn validate_node_selection(spec: &SliceSpec, path: &Path) -> Vec<FieldError> {
     }
     if let Some(selector) = &spec.node_selector {
         set.push("`nodeSelector`");
-        errs.extend(validate_slice_node_selector(selector, &path.child("nodeSelector")));
+        errs.extend(validate_slice_node_selector(selector, path.field("nodeSelector")));
     }
     for (flag, name) in [
         (spec.all_nodes, "allNodes"),
@@ -157,32 +157,31 @@ fn validate_node_selection(spec: &SliceSpec, path: &Path) -> Vec<FieldError> {
             None => {}
         }
     }
-    errs.extend(exactly_one(
-        &set,
-        path,
-        NODE_SELECTION,
-        &format!("{NODE_SELECTION}, but multiple fields are set"),
-    ));
+    errs.extend(exactly_one(&set, path, NODE_SELECTION, || {
+        format!("{NODE_SELECTION}, but multiple fields are set")
+    }));
     errs
 }
 
 /// The one-of rules of node selection: none set is `Required`, several
 /// set is `Invalid` with the set fields listed as `{a, b}`.
-fn exactly_one(set: &[&str], path: &Path, none: &str, several: &str) -> Option<FieldError> {
+/// `several` is the message for several set, built only then.
+fn exactly_one<S: Into<String>>(
+    set: &[&str],
+    path: At<'_>,
+    none: &str,
+    several: impl FnOnce() -> S,
+) -> Option<FieldError> {
     match set.len() {
-        0 => Some(FieldError::required(path.clone(), none)),
+        0 => Some(FieldError::required(path, none)),
         1 => None,
-        _ => Some(FieldError::invalid(
-            path.clone(),
-            format!("{{{}}}", set.join(", ")),
-            several,
-        )),
+        _ => Some(FieldError::invalid(path, format!("{{{}}}", set.join(", ")), several())),
     }
 }
 
 /// A slice's node selector must have exactly one term.
-fn validate_slice_node_selector(selector: &Value, path: &Path) -> Vec<FieldError> {
-    let terms_path = path.child("nodeSelectorTerms");
+fn validate_slice_node_selector(selector: &Value, path: At<'_>) -> Vec<FieldError> {
+    let terms_path = path.field("nodeSelectorTerms");
     let terms = selector
         .get("nodeSelectorTerms")
         .and_then(Value::as_array)
@@ -190,7 +189,7 @@ fn validate_slice_node_selector(selector: &Value, path: &Path) -> Vec<FieldError
     let mut errs = Vec::new();
     if terms.is_empty() {
         errs.push(FieldError::required(
-            terms_path.clone(),
+            terms_path,
             "must have at least one node selector term",
         ));
     }
@@ -213,14 +212,14 @@ fn has_advanced_features(spec: &SliceSpec) -> bool {
 fn validate_device(
     device: &Device,
     old: Option<&Device>,
-    path: &Path,
+    path: At<'_>,
     per_device_node_selection: bool,
 ) -> Vec<FieldError> {
-    let mut errs = invalid_each(&path.child("name"), &device.name, names::dns1123_label(&device.name));
+    let mut errs = invalid_each(path.field("name"), &device.name, names::dns1123_label(&device.name));
     let entries = device.attributes.len() + device.capacity.len();
     if entries > MAX_ATTRIBUTES_AND_CAPACITIES {
         errs.push(FieldError::invalid(
-            path.clone(),
+            path,
             entries,
             format!("the total number of attributes and capacities must not exceed {MAX_ATTRIBUTES_AND_CAPACITIES}"),
         ));
@@ -228,21 +227,21 @@ fn validate_device(
     let values = attribute_value_count(device);
     if values > MAX_ATTRIBUTE_VALUES {
         errs.push(FieldError::invalid(
-            path.clone(),
+            path,
             values,
             format!("the total number of attribute values must not exceed {MAX_ATTRIBUTE_VALUES}"),
         ));
     }
-    let attributes = path.child("attributes");
+    let attributes = path.field("attributes");
     for (key, attribute) in &device.attributes {
-        errs.extend(validate_qualified_name(key, &attributes));
-        errs.extend(validate_attribute(attribute, &attributes.key(&truncate_key(key))));
+        errs.extend(validate_qualified_name(key, attributes));
+        errs.extend(validate_attribute(attribute, attributes.key(&truncate_key(key))));
     }
-    let capacity = path.child("capacity");
+    let capacity = path.field("capacity");
     for key in device.capacity.keys() {
-        errs.extend(validate_qualified_name(key, &capacity));
+        errs.extend(validate_qualified_name(key, capacity));
     }
-    errs.extend(validate_slice_device_taints(device, old, &path.child("taints")));
+    errs.extend(validate_slice_device_taints(device, old, path.field("taints")));
     if device.consumes_counters.len() > MAX_COUNTER_CONSUMPTIONS {
         errs.push(FieldError::too_many(
             path.child("consumesCounters"),
@@ -271,17 +270,18 @@ fn attribute_value_count(device: &Device) -> usize {
 
 /// `validateDeviceAttribute`: exactly one value; strings and versions at
 /// most 64 bytes; versions semver 2.0.
-pub fn validate_attribute(attribute: &DeviceAttribute, path: &Path) -> Vec<FieldError> {
+pub fn validate_attribute<'p>(attribute: &DeviceAttribute, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = Vec::new();
     let mut fields = 0;
     fields += usize::from(attribute.bool.is_some()) + usize::from(attribute.int.is_some());
     if let Some(s) = &attribute.string {
         fields += 1;
-        errs.extend(validate_string_value(s, &path.child("string")));
+        errs.extend(validate_string_value(s, path.field("string")));
     }
     if let Some(v) = &attribute.version {
         fields += 1;
-        errs.extend(validate_version_value(v, &path.child("version")));
+        errs.extend(validate_version_value(v, path.field("version")));
     }
     for (present, empty, name) in [
         (
@@ -316,21 +316,19 @@ pub fn validate_attribute(attribute: &DeviceAttribute, path: &Path) -> Vec<Field
             ));
         }
     }
+    let strings = path.field("strings");
     for (i, s) in attribute.strings.iter().flatten().enumerate() {
-        errs.extend(validate_string_value(s, &path.child("strings").index(i)));
+        errs.extend(validate_string_value(s, strings.index(i)));
     }
+    let versions = path.field("versions");
     for (i, v) in attribute.versions.iter().flatten().enumerate() {
-        errs.extend(validate_version_value(v, &path.child("versions").index(i)));
+        errs.extend(validate_version_value(v, versions.index(i)));
     }
     match fields {
-        0 => errs.push(FieldError::invalid(
-            path.clone(),
-            "",
-            "exactly one value must be specified",
-        )),
+        0 => errs.push(FieldError::invalid(path, "", "exactly one value must be specified")),
         1 => {}
         _ => errs.push(FieldError::invalid(
-            path.clone(),
+            path,
             BadValue::Json(attribute_json(attribute)),
             "exactly one value must be specified",
         )),
@@ -352,15 +350,15 @@ fn attribute_json(attribute: &DeviceAttribute) -> String {
     Value::Object(m).to_string()
 }
 
-fn validate_string_value(value: &str, path: &Path) -> Option<FieldError> {
-    (value.len() > ATTRIBUTE_VALUE_MAX_LENGTH).then(|| FieldError::too_long(path.clone(), ATTRIBUTE_VALUE_MAX_LENGTH))
+fn validate_string_value(value: &str, path: At<'_>) -> Option<FieldError> {
+    (value.len() > ATTRIBUTE_VALUE_MAX_LENGTH).then(|| FieldError::too_long(path, ATTRIBUTE_VALUE_MAX_LENGTH))
 }
 
-fn validate_version_value(value: &str, path: &Path) -> Vec<FieldError> {
+fn validate_version_value(value: &str, path: At<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if !is_semver(value) {
         errs.push(FieldError::invalid(
-            path.clone(),
+            path,
             value,
             "must be a string compatible with semver.org spec 2.0.0",
         ));
@@ -391,24 +389,24 @@ pub fn is_semver(value: &str) -> bool {
         && build.is_none_or(|b| b.split('.').all(ident))
 }
 
-fn truncate_key(key: &str) -> String {
+fn truncate_key(key: &str) -> Cow<'_, str> {
     if key.len() <= ATTRIBUTE_KEY_PATH_MAX || !key.is_ascii() {
-        return key.to_owned();
+        return Cow::Borrowed(key);
     }
     let remaining = ATTRIBUTE_KEY_PATH_MAX - 3;
-    format!(
+    Cow::Owned(format!(
         "{}...{}",
         &key[..remaining.div_ceil(2)],
         &key[key.len() - remaining / 2..]
-    )
+    ))
 }
 
-fn validate_device_node_selection(device: &Device, path: &Path, per_device: bool) -> Vec<FieldError> {
+fn validate_device_node_selection(device: &Device, path: At<'_>, per_device: bool) -> Vec<FieldError> {
     let any_set = device.node_name.is_some() || device.node_selector.is_some() || device.all_nodes.is_some();
     if !per_device {
         if any_set {
             return vec![FieldError::invalid(
-                path.clone(),
+                path,
                 BadValue::Null,
                 "`nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec",
             )];
@@ -422,7 +420,7 @@ fn validate_device_node_selection(device: &Device, path: &Path, per_device: bool
         Some(name) => {
             set.push("`nodeName`");
             errs.extend(invalid_each(
-                &path.child("nodeName"),
+                path.field("nodeName"),
                 name,
                 names::dns1123_subdomain(name),
             ));
@@ -441,18 +439,20 @@ fn validate_device_node_selection(device: &Device, path: &Path, per_device: bool
         )),
         None => {}
     }
-    errs.extend(exactly_one(&set, path, DEVICE_NODE_SELECTION, DEVICE_NODE_SELECTION));
+    errs.extend(exactly_one(&set, path, DEVICE_NODE_SELECTION, || DEVICE_NODE_SELECTION));
     errs
 }
 
 /// `validateDeviceBindingParameters`.
-fn validate_binding_conditions(device: &Device, path: &Path) -> Vec<FieldError> {
-    let ok_path = path.child("bindingConditions");
-    let fail_path = path.child("bindingFailureConditions");
+fn validate_binding_conditions(device: &Device, path: At<'_>) -> Vec<FieldError> {
+    let ok_path = path.field("bindingConditions");
+    let fail_path = path.field("bindingFailureConditions");
     let (ok, fail) = (&device.binding_conditions, &device.binding_failure_conditions);
-    let label = |c: &String, p: &Path| invalid_each(p, c, names::label_key(c));
-    let mut errs = validate_slice(ok, BINDING_CONDITIONS_MAX, &ok_path, label);
-    errs.extend(validate_slice(fail, BINDING_CONDITIONS_MAX, &fail_path, label));
+    let label = |c: &String, p: At<'_>| invalid_each(p, c, names::label_key(c));
+    let mut errs = validate_slice(ok, BINDING_CONDITIONS_MAX, ok_path, label);
+    errs.extend(validate_slice(fail, BINDING_CONDITIONS_MAX, fail_path, label));
+    // Lists of any length are judged here (only their items stop at the
+    // maximum), so duplicates are found by hashing.
     let mut seen = HashSet::new();
     for (i, c) in ok.iter().enumerate() {
         if !seen.insert(c) {
@@ -492,6 +492,7 @@ fn validate_binding_conditions(device: &Device, path: &Path) -> Vec<FieldError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::Path;
     use serde_json::json;
 
     fn slice(devices: Value) -> Value {

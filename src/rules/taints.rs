@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::Taint;
 
-use crate::field::{BadValue, FieldError, Path};
+use crate::field::{At, BadValue, FieldError};
 use crate::objects::dra::{Device, DeviceTaint};
 use crate::rules::ratchet::{check_enum, check_required_enum};
 use crate::rules::tolerations::DEVICE_TAINT_EFFECTS;
@@ -16,11 +16,16 @@ pub const NODE_TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoE
 
 /// One device taint. With `old` (DeviceTaintRule updates) the effect is
 /// judged only when it changed.
-pub fn validate_device_taint(taint: &DeviceTaint, old: Option<&DeviceTaint>, path: &Path) -> Vec<FieldError> {
-    let mut errs = invalid_each(&path.child("key"), &taint.key, names::label_key(&taint.key));
+pub fn validate_device_taint<'p>(
+    taint: &DeviceTaint,
+    old: Option<&DeviceTaint>,
+    path: impl Into<At<'p>>,
+) -> Vec<FieldError> {
+    let path = path.into();
+    let mut errs = invalid_each(path.field("key"), &taint.key, names::label_key(&taint.key));
     if !taint.value.is_empty() {
         errs.extend(invalid_each(
-            &path.child("value"),
+            path.field("value"),
             &taint.value,
             names::label_value(&taint.value),
         ));
@@ -30,7 +35,7 @@ pub fn validate_device_taint(taint: &DeviceTaint, old: Option<&DeviceTaint>, pat
         errs.extend(check_required_enum(
             &taint.effect,
             old_effect,
-            &path.child("effect"),
+            path.field("effect"),
             DEVICE_TAINT_EFFECTS,
         ));
     }
@@ -41,7 +46,11 @@ pub fn validate_device_taint(taint: &DeviceTaint, old: Option<&DeviceTaint>, pat
 /// (matched by name) whose whole taint list is unchanged is not judged
 /// again; any change judges every taint of that device as new, so a stored
 /// unknown effect then has to go (SPEC-k8s-rules.md §1.2).
-pub fn validate_slice_device_taints(device: &Device, old: Option<&Device>, path: &Path) -> Vec<FieldError> {
+pub fn validate_slice_device_taints<'p>(
+    device: &Device,
+    old: Option<&Device>,
+    path: impl Into<At<'p>>,
+) -> Vec<FieldError> {
     if old.is_some_and(|o| o.taints == device.taints) {
         return Vec::new();
     }
@@ -53,12 +62,13 @@ pub fn validate_slice_device_taints(device: &Device, old: Option<&Device>, path:
 /// Node taints at `metadata.taints` (the apiserver's path quirk). On update
 /// a taint's effect ratchets against the old taint with the same key and
 /// effect.
-pub fn validate_node_taints(taints: &[Taint], old: Option<&[Taint]>, path: &Path) -> Vec<FieldError> {
+pub fn validate_node_taints<'p>(taints: &[Taint], old: Option<&[Taint]>, path: impl Into<At<'p>>) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = Vec::new();
     let mut seen: Vec<(&str, &str)> = Vec::with_capacity(taints.len());
     for (i, taint) in taints.iter().enumerate() {
         let p = path.index(i);
-        errs.extend(invalid_each(&p.child("key"), &taint.key, names::label_key(&taint.key)));
+        errs.extend(invalid_each(p.field("key"), &taint.key, names::label_key(&taint.key)));
         let value = taint.value.as_deref().unwrap_or("");
         let msgs = names::label_value(value);
         if !msgs.is_empty() {
@@ -70,7 +80,7 @@ pub fn validate_node_taints(taints: &[Taint], old: Option<&[Taint]>, path: &Path
         errs.extend(check_required_enum(
             &taint.effect,
             stored,
-            &p.child("effect"),
+            p.field("effect"),
             NODE_TAINT_EFFECTS,
         ));
         let identity = (taint.key.as_str(), taint.effect.as_str());
@@ -103,7 +113,7 @@ fn go_taint_json(taint: &Taint) -> String {
 }
 
 /// A pod toleration's effect (`validateTaintEffect` with allowEmpty).
-pub fn check_toleration_effect(effect: &str, old: Option<&str>, path: &Path) -> Option<FieldError> {
+pub fn check_toleration_effect<'p>(effect: &str, old: Option<&str>, path: impl Into<At<'p>>) -> Option<FieldError> {
     if effect.is_empty() {
         return None;
     }
@@ -113,6 +123,7 @@ pub fn check_toleration_effect(effect: &str, old: Option<&str>, path: &Path) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::Path;
 
     fn taint(key: &str, value: &str, effect: &str) -> DeviceTaint {
         DeviceTaint {

@@ -1,7 +1,7 @@
 //! DRA device tolerations (`validateDeviceToleration`, validation.go) and
 //! draguard's own limit of 16 per list (SPEC.md §3).
 
-use crate::field::{FieldError, Path};
+use crate::field::{At, FieldError};
 use crate::objects::claim::DeviceToleration;
 use crate::rules::ratchet::check_enum;
 use crate::rules::{invalid_each, names, validate_slice};
@@ -17,10 +17,10 @@ pub const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
 /// A toleration list (`exactly.tolerations` or `firstAvailable[j].tolerations`).
 /// `old` is the stored list at the same place; an unchanged toleration
 /// keeps its stored enum values (SPEC.md §4).
-pub fn validate_device_tolerations(
+pub fn validate_device_tolerations<'p>(
     tolerations: &[DeviceToleration],
     old: Option<&[DeviceToleration]>,
-    path: &Path,
+    path: impl Into<At<'p>>,
 ) -> Vec<FieldError> {
     validate_slice(tolerations, DEVICE_TOLERATIONS_MAX, path, |t, p| {
         let stored = old.and_then(|o| o.iter().find(|s| same_toleration(s, t)));
@@ -33,15 +33,15 @@ fn same_toleration(a: &DeviceToleration, b: &DeviceToleration) -> bool {
     a.key == b.key && a.operator == b.operator && a.value == b.value && a.effect == b.effect
 }
 
-pub fn validate_device_toleration(
+pub fn validate_device_toleration<'p>(
     t: &DeviceToleration,
     stored: Option<&DeviceToleration>,
-    path: &Path,
+    path: impl Into<At<'p>>,
 ) -> Vec<FieldError> {
+    let path = path.into();
     let mut errs = Vec::new();
     if !t.key.is_empty() {
-        let key_path = path.child("key");
-        errs.extend(invalid_each(&key_path, &t.key, names::label_key(&t.key)));
+        errs.extend(invalid_each(path.field("key"), &t.key, names::label_key(&t.key)));
     }
     match t.operator.as_str() {
         "Exists" => {
@@ -54,14 +54,17 @@ pub fn validate_device_toleration(
             }
         }
         "Equal" => {
-            let value_path = path.child("value");
-            errs.extend(invalid_each(&value_path, &t.value, names::label_value(&t.value)));
+            errs.extend(invalid_each(
+                path.field("value"),
+                &t.value,
+                names::label_value(&t.value),
+            ));
         }
         "" => errs.push(FieldError::required(path.child("operator"), "")),
         other => errs.extend(check_enum(
             other,
             stored.map(|s| s.operator.as_str()),
-            &path.child("operator"),
+            path.field("operator"),
             TOLERATION_OPERATORS,
         )),
     }
@@ -70,7 +73,7 @@ pub fn validate_device_toleration(
         errs.extend(check_enum(
             &t.effect,
             old_effect,
-            &path.child("effect"),
+            path.field("effect"),
             DEVICE_TAINT_EFFECTS,
         ));
     }
@@ -80,6 +83,7 @@ pub fn validate_device_toleration(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::Path;
 
     fn tol(key: &str, op: &str, value: &str, effect: &str) -> DeviceToleration {
         DeviceToleration {

@@ -3,52 +3,26 @@
 use serde_saphyr::Spanned;
 
 use super::node::{Node, Position};
+use crate::field::Segment;
 
-/// One step of a field path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Segment {
-    Key(String),
-    Index(usize),
-}
-
-/// Parses `spec.devices.requests[1].firstAvailable[0]` and map keys such as
-/// `metadata.labels[app]`.
-pub fn parse_path(path: &str) -> Vec<Segment> {
-    let mut segments = Vec::new();
-    let mut rest = path;
-    while !rest.is_empty() {
-        if let Some(inner) = rest.strip_prefix('[') {
-            let end = inner.find(']').unwrap_or(inner.len());
-            let token = &inner[..end];
-            segments.push(match token.parse::<usize>() {
-                Ok(i) => Segment::Index(i),
-                Err(_) => Segment::Key(token.to_owned()),
-            });
-            rest = inner.get(end + 1..).unwrap_or("");
-        } else {
-            let rest_trimmed = rest.strip_prefix('.').unwrap_or(rest);
-            let end = rest_trimmed.find(['.', '[']).unwrap_or(rest_trimmed.len());
-            if end > 0 {
-                segments.push(Segment::Key(rest_trimmed[..end].to_owned()));
-            }
-            rest = &rest_trimmed[end..];
-        }
-    }
-    segments
-}
-
-/// The position of the deepest node on `path` that exists in `doc`: the
-/// key of a map entry (where a reader looks for the field), the item of a
-/// list. Internal paths that differ from the wire format are bridged: a
-/// v1beta1 request has no `exactly`, a v1beta1 device nests under `basic`.
-pub fn locate(doc: &Spanned<Node>, path: &[Segment]) -> Position {
+/// The position of the deepest node on the path of `segments` that exists
+/// in `doc`: the key of a map entry (where a reader looks for the field),
+/// the item of a list. Internal paths that differ from the wire format are
+/// bridged: a v1beta1 request has no `exactly`, a v1beta1 device nests
+/// under `basic`.
+pub fn locate(doc: &Spanned<Node>, segments: &[Segment]) -> Position {
     let mut node = doc;
     let mut at = Position::from(&doc.referenced);
     let mut i = 0;
-    while i < path.len() {
-        match (&node.value, &path[i]) {
-            (Node::Map(entries), Segment::Key(key)) => {
-                if let Some((k, v)) = entries.iter().find(|(k, _)| &k.value.0 == key) {
+    while i < segments.len() {
+        let name = match &segments[i] {
+            Segment::Field(name) => Some(&**name),
+            Segment::Key(key) => Some(key.as_str()),
+            Segment::Index(_) => None,
+        };
+        match (&node.value, name, &segments[i]) {
+            (Node::Map(entries), Some(key), _) => {
+                if let Some((k, v)) = entries.iter().find(|(k, _)| k.value.0 == key) {
                     at = Position::from(&k.referenced);
                     node = v;
                 } else if key == "exactly" {
@@ -60,7 +34,7 @@ pub fn locate(doc: &Spanned<Node>, path: &[Segment]) -> Position {
                     return at;
                 }
             }
-            (Node::Seq(items), Segment::Index(n)) => match items.get(*n) {
+            (Node::Seq(items), None, Segment::Index(n)) => match items.get(*n) {
                 Some(item) => {
                     at = Position::from(&item.referenced);
                     node = item;
@@ -77,33 +51,7 @@ pub fn locate(doc: &Spanned<Node>, path: &[Segment]) -> Position {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paths_parse() {
-        assert_eq!(
-            parse_path("spec.devices.requests[1].firstAvailable[0]"),
-            vec![
-                Segment::Key("spec".into()),
-                Segment::Key("devices".into()),
-                Segment::Key("requests".into()),
-                Segment::Index(1),
-                Segment::Key("firstAvailable".into()),
-                Segment::Index(0),
-            ]
-        );
-        assert_eq!(
-            parse_path("spec.devices[0].attributes[gpu.example.com/model].string"),
-            vec![
-                Segment::Key("spec".into()),
-                Segment::Key("devices".into()),
-                Segment::Index(0),
-                Segment::Key("attributes".into()),
-                Segment::Key("gpu.example.com/model".into()),
-                Segment::Key("string".into()),
-            ]
-        );
-        assert_eq!(parse_path(""), vec![]);
-    }
+    use crate::field::Path;
 
     fn doc(text: &str) -> Spanned<Node> {
         serde_saphyr::from_str(text).expect("parses")
@@ -115,7 +63,7 @@ mod tests {
             "kind: ResourceClaim\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n        tolerations:\n        - key: k\n          effect: Bogus\n",
         );
         let at = |p: &str| {
-            let pos = locate(&d, &parse_path(p));
+            let pos = locate(&d, Path::parse(p).segments());
             (pos.line, pos.column)
         };
         assert_eq!(at("spec.devices.requests[0].exactly.tolerations[0].effect"), (9, 11));
@@ -129,16 +77,38 @@ mod tests {
     }
 
     #[test]
+    fn walks_map_keys_whole() {
+        let d = doc("metadata:\n  labels:\n    app: a\n    example.com/tier: gold\n");
+        // (path, line, column)
+        let cases = [
+            (Path::new("metadata").child("labels").key("example.com/tier"), 4, 5),
+            (Path::new("metadata").child("labels").key("app"), 3, 5),
+            (Path::new("metadata").child("labels").key("missing"), 2, 3),
+            (Path::new("metadata").child("labels").index(0), 2, 3),
+            (Path::new(""), 1, 1),
+        ];
+        for (path, line, column) in cases {
+            let pos = locate(&d, path.segments());
+            assert_eq!((pos.line, pos.column), (line, column), "{path}");
+        }
+    }
+
+    #[test]
     fn bridges_v1beta1_layouts() {
         let claim =
             doc("spec:\n  devices:\n    requests:\n    - name: gpu\n      tolerations:\n      - operator: In\n");
-        let pos = locate(
-            &claim,
-            &parse_path("spec.devices.requests[0].exactly.tolerations[0].operator"),
-        );
+        let path = Path::new("spec")
+            .child("devices")
+            .child("requests")
+            .index(0)
+            .child("exactly")
+            .child("tolerations")
+            .index(0)
+            .child("operator");
+        let pos = locate(&claim, path.segments());
         assert_eq!((pos.line, pos.column), (6, 9));
         let slice = doc("spec:\n  devices:\n  - name: d\n    basic:\n      taints:\n      - key: k\n");
-        let pos = locate(&slice, &parse_path("spec.devices[0].taints[0].key"));
+        let pos = locate(&slice, Path::parse("spec.devices[0].taints[0].key").segments());
         assert_eq!((pos.line, pos.column), (6, 9));
     }
 }

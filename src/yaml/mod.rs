@@ -1,9 +1,10 @@
 //! YAML with positions: one parse gives the JSON value and the line and
-//! column of every node, and Kubernetes field paths resolve to positions.
+//! column of every node, and field paths (`crate::field::Path`) resolve to
+//! positions.
 //! Shared by `check` (findings) and the policy loader (errors).
 
 pub mod locate;
 pub mod node;
 
-pub use locate::{Segment, locate, parse_path};
+pub use locate::locate;
 pub use node::{Node, Position};
