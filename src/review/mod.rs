@@ -120,3 +120,73 @@ fn mutated<'r, K: AdmittedKind>(
     let patched = crate::mutate::apply(&object, &patch).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
     Ok((subject.patched(patched)?, patch))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::admission::Incoming;
+    use crate::cluster::StaticView;
+    use crate::policy::PolicySet;
+    use crate::policy::ptr::{DEFAULT_TOLERATIONS, PtrConfig};
+
+    fn pod_create(namespace: &str) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "u1",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "name": "p", "namespace": namespace, "operation": "CREATE",
+                "userInfo": {"username": "alice"},
+                "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace},
+                           "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}
+            }
+        }))
+        .expect("json")
+    }
+
+    /// Each way `/mutate` can fail to compute its patch, and what it answers.
+    #[test]
+    fn mutate_admits_without_a_patch_when_it_cannot_compute_one() {
+        let mut view = StaticView::default();
+        view.annotations.insert(
+            "broken".into(),
+            BTreeMap::from([(DEFAULT_TOLERATIONS.to_owned(), "not json".to_owned())]),
+        );
+        let config = PtrConfig::default();
+        let policies = PolicySet::default();
+        let ctx = |phase| Context {
+            now: "2026-11-21T10:00:00Z".parse().expect("time"),
+            cluster: &view,
+            policies: &policies,
+            ptr: Some(&config),
+            phase,
+        };
+        let incoming = Incoming::parse(&pod_create("broken")).expect("review");
+        let (mutated, _) = incoming.answer(&ctx(Phase::Mutate));
+        assert!(mutated.allowed);
+        assert!(mutated.patch.is_empty());
+        assert!(
+            matches!(mutated.internal_error, Some(ReviewError::PodTolerationRestriction(_))),
+            "{:?}",
+            mutated.internal_error
+        );
+        // `check` and `review --mutate` say why instead.
+        let (both, _) = incoming.answer(&ctx(Phase::Both));
+        assert!(matches!(
+            both.denial,
+            Some(Denial::BadRequest(ReviewError::PodTolerationRestriction(_)))
+        ));
+        // A namespace without the annotation gets the merge (the memory-pressure
+        // toleration of a Pod that is not BestEffort).
+        let (fine, _) = Incoming::parse(&pod_create("fine"))
+            .expect("review")
+            .answer(&ctx(Phase::Mutate));
+        assert_eq!(fine.internal_error, None);
+        assert_eq!(fine.patch.len(), 1, "{:?}", fine.patch);
+    }
+}

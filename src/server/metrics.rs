@@ -60,6 +60,7 @@ pub(crate) struct Metrics {
     bad_requests: Counter,
     timeouts: Counter,
     policy_audits: Counter,
+    internal_errors: Counter,
 }
 
 impl Default for Metrics {
@@ -110,6 +111,10 @@ impl Metrics {
             "draguard_policy_audit_violations",
             "Tolerations an Audit-mode policy would have denied (admitted and recorded)",
         );
+        let internal_errors = counter(
+            "draguard_internal_errors",
+            "Mutations draguard could not compute (its own bug): admitted without a patch, logged",
+        );
         // The encoder appends `_info`.
         registry.register(
             "draguard_build",
@@ -130,6 +135,7 @@ impl Metrics {
             bad_requests,
             timeouts,
             policy_audits,
+            internal_errors,
         }
     }
 
@@ -166,6 +172,12 @@ impl Metrics {
 
     pub(crate) fn bad_request(&self) {
         self.bad_requests.inc();
+    }
+
+    /// A failure of draguard's own that `/mutate` answered by admitting
+    /// without a patch.
+    pub(crate) fn internal_error(&self) {
+        self.internal_errors.inc();
     }
 
     pub(crate) fn timed_out(&self) {
@@ -344,6 +356,7 @@ mod tests {
         m.bad_request();
         m.timed_out();
         m.audited(3);
+        m.internal_error();
         let text = m.render();
         for line in [
             "# HELP draguard_bad_requests Requests answered with HTTP 400 or 413: not an AdmissionReview, or too large.",
@@ -364,6 +377,7 @@ mod tests {
             "draguard_bad_requests_total 1",
             "draguard_review_timeouts_total 1",
             "draguard_policy_audit_violations_total 3",
+            "draguard_internal_errors_total 1",
         ] {
             has(&text, line);
         }

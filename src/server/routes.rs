@@ -185,6 +185,12 @@ fn respond(metrics: &Metrics, endpoint: Endpoint, outcome: Outcome, took: Durati
                 metrics.unhandled_kind();
             }
             metrics.answered(endpoint.name(), summary.kind_label(), summary.allowed, took);
+            if let Some(error) = &summary.internal_error {
+                // Admitted without a patch, so that failurePolicy never
+                // fires for a bug of ours; loud here instead.
+                metrics.internal_error();
+                tracing::error!(endpoint = endpoint.name(), uid = %summary.uid, %error, "admitted without draguard's patch");
+            }
             if !summary.audit.is_empty() {
                 metrics.audited(summary.audit.len());
                 for violation in &summary.audit {
@@ -201,7 +207,7 @@ fn respond(metrics: &Metrics, endpoint: Endpoint, outcome: Outcome, took: Durati
 enum Outcome {
     NotAReview(String),
     Unrenderable(String),
-    Answered { body: Vec<u8>, summary: Summary },
+    Answered { body: Vec<u8>, summary: Box<Summary> },
 }
 
 /// The whole review: parse, judge, serialize. Runs on a blocking thread.
@@ -227,7 +233,7 @@ fn decide(
     match serde_json::to_vec(&response) {
         Ok(body) => Outcome::Answered {
             body,
-            summary: Summary::new(&incoming, &decision),
+            summary: Box::new(Summary::new(&incoming, &decision)),
         },
         Err(e) => Outcome::Unrenderable(e.to_string()),
     }
@@ -248,6 +254,8 @@ struct Summary {
     /// Why it was denied (the Status message the apiserver shows).
     reason: String,
     audit: Vec<String>,
+    /// What `/mutate` could not compute, when it admitted without a patch.
+    internal_error: Option<String>,
 }
 
 impl Summary {
@@ -272,6 +280,7 @@ impl Summary {
                 .map(|d| crate::admission::status(d).message)
                 .unwrap_or_default(),
             audit: decision.audit.clone(),
+            internal_error: decision.internal_error.as_ref().map(ToString::to_string),
         }
     }
 
@@ -339,6 +348,7 @@ mod tests {
             causes: 1,
             reason: "spec.devices.requests[0].name: Required value".into(),
             audit: Vec::new(),
+            internal_error: None,
         }
     }
 
