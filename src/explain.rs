@@ -5,26 +5,31 @@
 //! name by priority, then the older `creationTimestamp`, then the name.
 //! Filters see the device as its slice publishes it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use kube_cel::KubeCelExt as _;
 use kube_cel::cel::objects::{Key, Map};
-use kube_cel::cel::{Context, Program, Value as CelValue};
-use serde_json::{Value, json};
+use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
+use serde::Serialize;
+use serde_json::Value;
 
-use crate::objects::dra::SliceSpec;
+use crate::objects::dra::{DeviceAttribute, DeviceTaint, SliceSpec};
 use crate::objects::patch::{NullableAttribute, PatchSpec};
+use crate::rules::cel::CompileError;
 
-/// A device as its slice publishes it, names fully qualified.
+/// A device as its slice publishes it (the typed view, v1beta1 `basic`
+/// folded in), attribute and capacity names fully qualified.
 #[derive(Debug, Clone)]
-pub struct Device {
+pub struct PublishedDevice {
     pub driver: String,
     pub pool: String,
     pub name: String,
-    pub attributes: BTreeMap<String, Value>,
+    pub attributes: BTreeMap<String, DeviceAttribute>,
+    /// `{value: <quantity>}`, as the typed view keeps it.
     pub capacity: BTreeMap<String, Value>,
-    pub taints: Vec<Value>,
+    pub taints: Vec<DeviceTaint>,
 }
 
 /// A patch with what orders it.
@@ -42,6 +47,90 @@ pub struct Class {
     pub selectors: Vec<String>,
 }
 
+/// What `explain` says about every device asked for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    pub devices: Vec<ExplainedDevice>,
+}
+
+/// One device after all patches, with where each value comes from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExplainedDevice {
+    pub driver: String,
+    pub pool: String,
+    pub device: String,
+    /// The attribute's JSON (`{string: a100}`), by qualified name.
+    pub attributes: BTreeMap<String, Sourced>,
+    /// The capacity's JSON (`{value: 40Gi}`), by qualified name.
+    pub capacity: BTreeMap<String, Sourced>,
+    pub taints: Vec<SourcedTaint>,
+    /// Patches that do not apply and why, values removed, values a patch
+    /// of higher precedence decided.
+    pub notes: Vec<String>,
+}
+
+/// A value and where it comes from: `slice`, or the name of a patch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sourced {
+    pub value: Value,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SourcedTaint {
+    pub taint: ExplainedTaint,
+    pub source: String,
+}
+
+/// A taint as Kubernetes writes it: no empty `value`, no absent `timeAdded`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplainedTaint {
+    pub key: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    pub effect: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_added: Option<String>,
+}
+
+const FROM_SLICE: &str = "slice";
+
+/// Why a CEL selector could not tell whether a device matches; the patch
+/// then does not apply, and a note says why.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CelSelectorError {
+    /// The expression does not compile in the DRA environment; the text is
+    /// the apiserver's (`compilation failed: ...`).
+    #[error("{}", compile_detail(.0))]
+    Compile(CompileError),
+    #[error("evaluates to {0:?}, not a bool")]
+    NotBool(CelValue),
+    /// Evaluating failed on this device (a missing attribute, a type error).
+    #[error("{0}")]
+    Execution(#[source] ExecutionError),
+}
+
+fn compile_detail(error: &CompileError) -> &str {
+    match error {
+        CompileError::Invalid(detail) => detail,
+    }
+}
+
+/// Why a patch's filter could not be evaluated on a device (so the patch
+/// does not apply to it).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PatchFilterError {
+    #[error("its filter names DeviceClass {0:?}; give --classes to evaluate it")]
+    NoClasses(String),
+    #[error("its DeviceClass {0:?} is not among the given classes")]
+    UnknownClass(String),
+    #[error("a selector of DeviceClass {class:?} fails on this device: {source}")]
+    ClassSelector { class: String, source: CelSelectorError },
+    #[error("its selector fails on this device: {0}")]
+    Selector(#[source] CelSelectorError),
+}
+
 /// Qualifies a slice attribute name with the driver when it has no domain.
 fn qualify(driver: &str, name: &str) -> String {
     if name.contains('/') {
@@ -51,39 +140,28 @@ fn qualify(driver: &str, name: &str) -> String {
     }
 }
 
-/// The devices of ResourceSlice objects (any served version).
-pub fn devices_of(slices: &[Value]) -> Vec<Device> {
+/// The devices of ResourceSlice objects (any served version); slices that
+/// do not decode are left out.
+pub fn devices_of(slices: &[Value]) -> Vec<PublishedDevice> {
     let mut out = Vec::new();
     for slice in slices {
         let Ok(spec) = SliceSpec::decode(slice.get("spec").unwrap_or(&Value::Null)) else {
             continue;
         };
-        let raw_devices = slice.pointer("/spec/devices").and_then(Value::as_array);
-        for (i, d) in spec.devices().iter().enumerate() {
-            let raw = raw_devices.and_then(|l| l.get(i)).map(|r| r.get("basic").unwrap_or(r));
-            let section = |field: &str| -> BTreeMap<String, Value> {
-                raw.and_then(|r| r.get(field))
-                    .and_then(Value::as_object)
-                    .map(|m| m.iter().map(|(k, v)| (qualify(&spec.driver, k), v.clone())).collect())
-                    .unwrap_or_default()
-            };
-            out.push(Device {
+        for d in spec.devices() {
+            let qualified = |name: &String| qualify(&spec.driver, name);
+            out.push(PublishedDevice {
                 driver: spec.driver.clone(),
                 pool: spec.pool.name.clone(),
                 name: d.name.clone(),
-                attributes: section("attributes"),
-                capacity: section("capacity"),
-                taints: raw
-                    .and_then(|r| r.get("taints"))
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default(),
+                attributes: d.attributes.iter().map(|(k, v)| (qualified(k), v.clone())).collect(),
+                capacity: d.capacity.iter().map(|(k, v)| (qualified(k), v.clone())).collect(),
+                taints: d.taints.clone(),
             });
         }
     }
     out
 }
-
 pub fn patches_of(objects: &[Value]) -> Vec<Patch> {
     objects
         .iter()
@@ -141,49 +219,132 @@ fn timestamp(s: &str) -> Option<jiff::Timestamp> {
     s.parse().ok()
 }
 
-/// The CEL environment of one device.
+/// Stack for compiling a selector: the generated CEL parser recurses per
+/// nesting level and overflows a small stack (see `rules::cel`).
+const COMPILE_STACK: usize = 64 << 20;
+/// The variables the DRA CEL environment declares.
+const DECLARED_VARIABLES: &[&str] = &["device"];
+
+/// Compiles a selector as the apiserver's DRA environment accepts it,
+/// giving the errors `rules::cel::compile` gives (a test keeps them equal),
+/// but keeping the program: `rules::cel` only says whether it compiles, so
+/// going through it would compile every expression twice.
+fn compile_selector(expression: &str) -> Result<Program, CompileError> {
+    let failed = || CompileError::Invalid("compilation failed: the CEL parser could not handle this expression".into());
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("cel-compile".into())
+            .stack_size(COMPILE_STACK)
+            .spawn_scoped(scope, || {
+                let program = Program::compile(expression)
+                    .map_err(|e| CompileError::Invalid(format!("compilation failed: {e}")))?;
+                let references = program.references();
+                let mut undeclared: Vec<&str> = references
+                    .variables()
+                    .into_iter()
+                    .filter(|v| !DECLARED_VARIABLES.contains(v))
+                    .collect();
+                undeclared.sort_unstable();
+                if let Some(first) = undeclared.first() {
+                    return Err(CompileError::Invalid(format!(
+                        "compilation failed: ERROR: <input>: undeclared reference to '{first}' (in container '')"
+                    )));
+                }
+                Ok(program)
+            })
+            .map_err(|_| failed())
+            // A panic in the parser is a failed selector, never a crash.
+            .and_then(|handle| handle.join().map_err(|_| failed()))
+            .and_then(|r| r)
+    })
+}
+
+/// Compiled selectors by expression text: each distinct selector is
+/// compiled once however many devices and patches use it. Failures are
+/// kept too, so that a broken selector is not compiled again for every
+/// device.
+#[derive(Default)]
+struct Programs {
+    compiled: HashMap<String, Result<Program, CompileError>>,
+    /// How many selectors were compiled, for the test that proves "once".
+    #[cfg(test)]
+    compilations: usize,
+}
+
+impl Programs {
+    /// Compiles `expression` the first time it is seen.
+    fn get(&mut self, expression: &str) -> Result<&Program, CelSelectorError> {
+        let compiled = match self.compiled.entry(expression.to_owned()) {
+            Entry::Occupied(seen) => seen.into_mut(),
+            Entry::Vacant(new) => {
+                #[cfg(test)]
+                {
+                    self.compilations += 1;
+                }
+                new.insert(compile_selector(expression))
+            }
+        };
+        compiled.as_ref().map_err(|e| CelSelectorError::Compile(e.clone()))
+    }
+}
+
+/// CEL for one `explain` run: the DRA environment and its programs.
 struct Evaluator {
     base: Context<'static>,
-    programs: HashMap<String, Result<Program, String>>,
+    programs: Programs,
+    /// `quantity(s)` and `semver(s)`, which make kube-cel's own values
+    /// (their Rust types are private); compiled once, not once a value.
+    quantity: Option<Program>,
+    semver: Option<Program>,
 }
 
 impl Evaluator {
     fn new() -> Self {
         Evaluator {
             base: Context::default().with_all(),
-            programs: HashMap::new(),
+            programs: Programs::default(),
+            quantity: Program::compile("quantity(s)").ok(),
+            semver: Program::compile("semver(s)").ok(),
         }
     }
 
-    /// A quantity or semver value as kube-cel's own types, made by running
-    /// `quantity(s)` / `semver(s)` (their Rust types are private).
-    fn typed(&self, function: &str, s: &str) -> CelValue {
-        let program = Program::compile(&format!("{function}(s)"));
+    /// `s` through `quantity(s)` / `semver(s)`; the plain string when that
+    /// fails (an invalid quantity then compares as a string, as before).
+    fn typed(&self, program: Option<&Program>, s: &str) -> CelValue {
         let mut ctx = self.base.new_inner_scope();
         ctx.add_variable_from_value("s", s.to_owned());
         match program.map(|p| p.execute(&ctx)) {
-            Ok(Ok(v)) => v,
+            Some(Ok(v)) => v,
             _ => CelValue::String(Arc::new(s.to_owned())),
         }
     }
 
-    fn attribute(&self, v: &Value) -> CelValue {
-        if let Some(i) = v.get("int").and_then(Value::as_i64) {
+    /// Single values only: list attributes are not in the CEL environment.
+    fn attribute(&self, a: &DeviceAttribute) -> CelValue {
+        if let Some(i) = a.int {
             CelValue::Int(i)
-        } else if let Some(b) = v.get("bool").and_then(Value::as_bool) {
+        } else if let Some(b) = a.bool {
             CelValue::Bool(b)
-        } else if let Some(s) = v.get("string").and_then(Value::as_str) {
-            CelValue::String(Arc::new(s.to_owned()))
-        } else if let Some(s) = v.get("version").and_then(Value::as_str) {
-            self.typed("semver", s)
+        } else if let Some(s) = &a.string {
+            CelValue::String(Arc::new(s.clone()))
+        } else if let Some(s) = &a.version {
+            self.typed(self.semver.as_ref(), s)
         } else {
             CelValue::Null
         }
     }
 
+    fn capacity(&self, v: &Value) -> CelValue {
+        match v.get("value") {
+            Some(Value::String(s)) => self.typed(self.quantity.as_ref(), s),
+            Some(Value::Number(n)) => self.typed(self.quantity.as_ref(), &n.to_string()),
+            _ => CelValue::Null,
+        }
+    }
+
     /// `device` as the DRA CEL environment declares it.
-    fn device_value(&self, d: &Device) -> CelValue {
-        let nest = |entries: &BTreeMap<String, Value>, convert: &dyn Fn(&Value) -> CelValue| {
+    fn device_value(&self, d: &PublishedDevice) -> CelValue {
+        fn nest<T>(entries: &BTreeMap<String, T>, convert: impl Fn(&T) -> CelValue) -> CelValue {
             let mut domains: HashMap<String, HashMap<Key, CelValue>> = HashMap::new();
             for (qualified, v) in entries {
                 let (domain, name) = qualified.rsplit_once('/').unwrap_or(("", qualified));
@@ -197,12 +358,7 @@ impl Evaluator {
                 .map(|(k, v)| (Key::from(k), CelValue::Map(Map::from(v))))
                 .collect();
             CelValue::Map(Map::from(map))
-        };
-        let quantity = |v: &Value| match v.get("value") {
-            Some(Value::String(s)) => self.typed("quantity", s),
-            Some(Value::Number(n)) => self.typed("quantity", &n.to_string()),
-            _ => CelValue::Null,
-        };
+        }
         let mut device: HashMap<Key, CelValue> = HashMap::new();
         device.insert(
             Key::from("driver".to_owned()),
@@ -210,40 +366,38 @@ impl Evaluator {
         );
         device.insert(
             Key::from("attributes".to_owned()),
-            nest(&d.attributes, &|v| self.attribute(v)),
+            nest(&d.attributes, |a| self.attribute(a)),
         );
-        device.insert(Key::from("capacity".to_owned()), nest(&d.capacity, &quantity));
+        device.insert(
+            Key::from("capacity".to_owned()),
+            nest(&d.capacity, |v| self.capacity(v)),
+        );
         device.insert(Key::from("allowMultipleAllocations".to_owned()), CelValue::Bool(false));
         CelValue::Map(Map::from(device))
     }
 
-    /// `Ok(true/false)`, or why the expression could not be evaluated.
-    fn eval(&mut self, expression: &str, device: &CelValue) -> Result<bool, String> {
-        let program = self.programs.entry(expression.to_owned()).or_insert_with(|| {
-            crate::rules::cel::compile(expression)
-                .map_err(|crate::rules::cel::CompileError::Invalid(e)| e)
-                .and_then(|()| Program::compile(expression).map_err(|e| e.to_string()))
-        });
-        let program = program.as_ref().map_err(Clone::clone)?;
+    /// Whether `expression` holds for `device`.
+    fn eval(&mut self, expression: &str, device: &CelValue) -> Result<bool, CelSelectorError> {
+        let program = self.programs.get(expression)?;
         let mut ctx = self.base.new_inner_scope();
         ctx.add_variable_from_value("device", device.clone());
         match program.execute(&ctx) {
             Ok(CelValue::Bool(b)) => Ok(b),
-            Ok(other) => Err(format!("evaluates to {other:?}, not a bool")),
-            Err(e) => Err(e.to_string()),
+            Ok(other) => Err(CelSelectorError::NotBool(other)),
+            Err(e) => Err(CelSelectorError::Execution(e)),
         }
     }
 }
 
-/// Whether `patch` applies to `device`; `Err` says why it could not tell
-/// (then it does not apply).
+/// Whether `patch` applies to `d`; `Err` says why it could not tell (then
+/// it does not apply).
 fn applies(
     patch: &Patch,
-    d: &Device,
+    d: &PublishedDevice,
     classes: Option<&[Class]>,
     cel: &mut Evaluator,
     device: &CelValue,
-) -> Result<bool, String> {
+) -> Result<bool, PatchFilterError> {
     let Some(f) = &patch.spec.devices.filter else {
         return Ok(true);
     };
@@ -256,18 +410,21 @@ fn applies(
     }
     if let Some(class) = &f.device_class_name {
         let Some(classes) = classes else {
-            return Err(format!(
-                "its filter names DeviceClass {class:?}; give --classes to evaluate it"
-            ));
+            return Err(PatchFilterError::NoClasses(class.clone()));
         };
         let Some(c) = classes.iter().find(|c| &c.name == class) else {
-            return Err(format!("its DeviceClass {class:?} is not among the given classes"));
+            return Err(PatchFilterError::UnknownClass(class.clone()));
         };
         for s in &c.selectors {
             match cel.eval(s, device) {
                 Ok(true) => {}
                 Ok(false) => return Ok(false),
-                Err(e) => return Err(format!("a selector of DeviceClass {class:?} fails on this device: {e}")),
+                Err(source) => {
+                    return Err(PatchFilterError::ClassSelector {
+                        class: class.clone(),
+                        source,
+                    });
+                }
             }
         }
     }
@@ -278,154 +435,228 @@ fn applies(
         match cel.eval(expr, device) {
             Ok(true) => {}
             Ok(false) => return Ok(false),
-            Err(e) => return Err(format!("its selector fails on this device: {e}")),
+            Err(e) => return Err(PatchFilterError::Selector(e)),
         }
     }
     Ok(true)
 }
 
-fn attribute_json(a: &NullableAttribute) -> Value {
+/// A slice attribute as JSON: the fields it sets, as the slice wrote them.
+fn slice_attribute_json(a: &DeviceAttribute) -> Value {
+    let fields = [
+        ("int", a.int.map(Value::from)),
+        ("bool", a.bool.map(Value::from)),
+        ("string", a.string.clone().map(Value::from)),
+        ("version", a.version.clone().map(Value::from)),
+        ("ints", a.ints.clone().map(Value::from)),
+        ("bools", a.bools.clone().map(Value::from)),
+        ("strings", a.strings.clone().map(Value::from)),
+        ("versions", a.versions.clone().map(Value::from)),
+    ];
+    Value::Object(
+        fields
+            .into_iter()
+            .filter_map(|(name, value)| Some((name.to_owned(), value?)))
+            .collect(),
+    )
+}
+
+fn patch_attribute_json(a: &NullableAttribute) -> Value {
     serde_json::to_value(a).unwrap_or(Value::Null)
 }
 
+impl ExplainedTaint {
+    fn of_slice(t: &DeviceTaint) -> Self {
+        ExplainedTaint {
+            key: t.key.clone(),
+            value: t.value.clone(),
+            effect: t.effect.clone(),
+            time_added: t.time_added.clone(),
+        }
+    }
+
+    /// A patch's taint as it is added: the scheduler stamps no time here.
+    fn of_patch(t: &DeviceTaint) -> Self {
+        ExplainedTaint {
+            time_added: None,
+            ..ExplainedTaint::of_slice(t)
+        }
+    }
+}
+
+fn from_slice(value: Value) -> Sourced {
+    Sourced {
+        value,
+        source: FROM_SLICE.to_owned(),
+    }
+}
+
 /// Explains every device (or the one named `driver/pool/device`).
-pub fn explain(devices: &[Device], patches: &[Patch], classes: Option<&[Class]>, only: Option<&str>) -> Value {
+pub fn explain(
+    devices: &[PublishedDevice],
+    patches: &[Patch],
+    classes: Option<&[Class]>,
+    only: Option<&str>,
+) -> Explanation {
+    explain_with(&mut Evaluator::new(), devices, patches, classes, only)
+}
+
+fn explain_with(
+    cel: &mut Evaluator,
+    devices: &[PublishedDevice],
+    patches: &[Patch],
+    classes: Option<&[Class]>,
+    only: Option<&str>,
+) -> Explanation {
     let mut ordered = patches.to_vec();
     precedence(&mut ordered);
-    let mut cel = Evaluator::new();
-    let mut out = Vec::new();
-    for d in devices {
-        let id = format!("{}/{}/{}", d.driver, d.pool, d.name);
-        if only.is_some_and(|o| o != id) {
-            continue;
+    let devices = devices
+        .iter()
+        .filter(|d| only.is_none_or(|o| o == format!("{}/{}/{}", d.driver, d.pool, d.name)))
+        .map(|d| explain_device(cel, d, &ordered, classes))
+        .collect();
+    Explanation { devices }
+}
+
+/// One device after `ordered` (patches in precedence order).
+fn explain_device(
+    cel: &mut Evaluator,
+    d: &PublishedDevice,
+    ordered: &[Patch],
+    classes: Option<&[Class]>,
+) -> ExplainedDevice {
+    let device = cel.device_value(d);
+    let mut notes = Vec::new();
+    let mut applying = Vec::new();
+    for p in ordered {
+        match applies(p, d, classes, cel, &device) {
+            Ok(true) => applying.push(p),
+            Ok(false) => {}
+            Err(why) => notes.push(format!("patch {:?} does not apply: {why}", p.name)),
         }
-        let device = cel.device_value(d);
-        let mut notes = Vec::new();
-        let mut applying = Vec::new();
-        for p in &ordered {
-            match applies(p, d, classes, &mut cel, &device) {
-                Ok(true) => applying.push(p),
-                Ok(false) => {}
-                Err(why) => notes.push(format!("patch {:?} does not apply: {why}", p.name)),
-            }
-        }
-        let mut attributes: BTreeMap<String, Value> = d
-            .attributes
-            .iter()
-            .map(|(k, v)| (k.clone(), json!({"value": v, "source": "slice"})))
-            .collect();
-        let mut capacity: BTreeMap<String, Value> = d
-            .capacity
-            .iter()
-            .map(|(k, v)| (k.clone(), json!({"value": v, "source": "slice"})))
-            .collect();
-        let mut decided: std::collections::HashSet<String> = std::collections::HashSet::new();
-        let mut decided_capacity: std::collections::HashSet<String> = std::collections::HashSet::new();
-        let mut taints: Vec<Value> = d
-            .taints
-            .iter()
-            .map(|t| json!({"taint": t, "source": "slice"}))
-            .collect();
-        for p in &applying {
-            for (name, value) in &p.spec.devices.attributes {
-                if !decided.insert(name.clone()) {
-                    notes.push(format!(
-                        "patch {:?} also sets {name}, but a patch of higher precedence won",
-                        p.name
-                    ));
-                    continue;
-                }
-                if value.null.is_some() {
-                    attributes.remove(name);
-                    notes.push(format!("{name} removed by patch {:?}", p.name));
-                } else {
-                    attributes.insert(name.clone(), json!({"value": attribute_json(value), "source": p.name}));
-                }
-            }
-            for (name, value) in &p.spec.devices.capacity {
-                if !decided_capacity.insert(name.clone()) {
-                    notes.push(format!(
-                        "patch {:?} also sets capacity {name}, but a patch of higher precedence won",
-                        p.name
-                    ));
-                    continue;
-                }
-                capacity.insert(name.clone(), json!({"value": value, "source": p.name}));
-            }
-            for t in &p.spec.devices.taints {
-                let mut taint = json!({"key": t.key, "effect": t.effect});
-                if !t.value.is_empty() {
-                    taint["value"] = json!(t.value);
-                }
-                taints.push(json!({"taint": taint, "source": p.name}));
-            }
-        }
-        out.push(json!({
-            "driver": d.driver, "pool": d.pool, "device": d.name,
-            "attributes": attributes, "capacity": capacity, "taints": taints, "notes": notes,
-        }));
     }
-    json!({"devices": out})
+    let mut attributes: BTreeMap<String, Sourced> = d
+        .attributes
+        .iter()
+        .map(|(k, a)| (k.clone(), from_slice(slice_attribute_json(a))))
+        .collect();
+    let mut capacity: BTreeMap<String, Sourced> = d
+        .capacity
+        .iter()
+        .map(|(k, v)| (k.clone(), from_slice(v.clone())))
+        .collect();
+    let mut decided: HashSet<&str> = HashSet::new();
+    let mut decided_capacity: HashSet<&str> = HashSet::new();
+    let mut taints: Vec<SourcedTaint> = d
+        .taints
+        .iter()
+        .map(|t| SourcedTaint {
+            taint: ExplainedTaint::of_slice(t),
+            source: FROM_SLICE.to_owned(),
+        })
+        .collect();
+    for p in &applying {
+        for (name, value) in &p.spec.devices.attributes {
+            if !decided.insert(name) {
+                notes.push(format!(
+                    "patch {:?} also sets {name}, but a patch of higher precedence won",
+                    p.name
+                ));
+                continue;
+            }
+            if value.null.is_some() {
+                attributes.remove(name);
+                notes.push(format!("{name} removed by patch {:?}", p.name));
+            } else {
+                attributes.insert(
+                    name.clone(),
+                    Sourced {
+                        value: patch_attribute_json(value),
+                        source: p.name.clone(),
+                    },
+                );
+            }
+        }
+        for (name, value) in &p.spec.devices.capacity {
+            if !decided_capacity.insert(name) {
+                notes.push(format!(
+                    "patch {:?} also sets capacity {name}, but a patch of higher precedence won",
+                    p.name
+                ));
+                continue;
+            }
+            capacity.insert(
+                name.clone(),
+                Sourced {
+                    value: value.clone(),
+                    source: p.name.clone(),
+                },
+            );
+        }
+        for t in &p.spec.devices.taints {
+            taints.push(SourcedTaint {
+                taint: ExplainedTaint::of_patch(t),
+                source: p.name.clone(),
+            });
+        }
+    }
+    ExplainedDevice {
+        driver: d.driver.clone(),
+        pool: d.pool.clone(),
+        device: d.name.clone(),
+        attributes,
+        capacity,
+        taints,
+        notes,
+    }
 }
 
 /// A table per device, for people.
-pub fn render_text(explained: &Value) -> String {
+pub fn render_text(explained: &Explanation) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    for d in explained["devices"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            out,
-            "{}/{}/{}",
-            text(&d["driver"]),
-            text(&d["pool"]),
-            text(&d["device"])
-        );
-        for (section, title) in [("attributes", "ATTRIBUTE"), ("capacity", "CAPACITY")] {
-            let Some(map) = d[section].as_object().filter(|m| !m.is_empty()) else {
+    for d in &explained.devices {
+        let _ = writeln!(out, "{}/{}/{}", d.driver, d.pool, d.device);
+        for (map, title) in [(&d.attributes, "ATTRIBUTE"), (&d.capacity, "CAPACITY")] {
+            if map.is_empty() {
                 continue;
-            };
+            }
             let _ = writeln!(out, "  {title:<40} {:<24} SOURCE", "VALUE");
             for (name, entry) in map {
-                let value = entry["value"]
-                    .as_object()
-                    .and_then(|m| m.values().next())
-                    .map_or_else(String::new, show);
-                let _ = writeln!(out, "  {name:<40} {value:<24} {}", text(&entry["source"]));
+                let value = shown(&entry.value);
+                let _ = writeln!(out, "  {name:<40} {value:<24} {}", entry.source);
             }
         }
-        for t in d["taints"].as_array().into_iter().flatten() {
-            let taint = &t["taint"];
-            let value = taint
-                .get("value")
-                .and_then(Value::as_str)
-                .map(|v| format!("={v}"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  taint {}{value}:{} (from {})",
-                text(&taint["key"]),
-                text(&taint["effect"]),
-                text(&t["source"])
-            );
+        for t in &d.taints {
+            let taint = &t.taint;
+            let value = if taint.value.is_empty() {
+                String::new()
+            } else {
+                format!("={}", taint.value)
+            };
+            let _ = writeln!(out, "  taint {}{value}:{} (from {})", taint.key, taint.effect, t.source);
         }
-        for n in d["notes"].as_array().into_iter().flatten() {
-            let _ = writeln!(out, "  note: {}", text(n));
+        for n in &d.notes {
+            let _ = writeln!(out, "  note: {n}");
         }
         out.push('\n');
     }
     out
 }
 
-fn text(v: &Value) -> &str {
-    v.as_str().unwrap_or("")
-}
-
-fn show(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+/// An attribute's or capacity's one field (`{string: a100}`, `{value:
+/// 40Gi}`), as text: strings bare, anything else as JSON.
+fn shown(value: &Value) -> String {
+    let Some(first) = value.as_object().and_then(|m| m.values().next()) else {
+        return String::new();
+    };
+    first.as_str().map_or_else(|| first.to_string(), str::to_owned)
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn slice() -> Value {
@@ -443,8 +674,13 @@ mod tests {
             "metadata": {"name": name, "creationTimestamp": created}, "spec": {"devices": devices}})
     }
 
+    /// The explanation as `--output json` prints it.
+    fn as_json(explained: &Explanation) -> Value {
+        serde_json::to_value(explained).expect("serializable")
+    }
+
     fn run(patches: Vec<Value>) -> Value {
-        explain(&devices_of(&[slice()]), &patches_of(&patches), None, None)
+        as_json(&explain(&devices_of(&[slice()]), &patches_of(&patches), None, None))
     }
 
     fn attr<'a>(out: &'a Value, device: usize, name: &str) -> &'a Value {
@@ -590,18 +826,18 @@ mod tests {
                 "filter": {"deviceClassName": "big-gpu"}, "taints": [{"key": "example.com/drain", "effect": "NoExecute"}]
             }),
         )]);
-        let out = explain(&devices_of(&[slice()]), &patches, Some(&classes), None);
+        let out = as_json(&explain(&devices_of(&[slice()]), &patches, Some(&classes), None));
         assert_eq!(out["devices"][0]["taints"], json!([]));
         assert_eq!(
             out["devices"][1]["taints"],
             json!([{"taint": {"key": "example.com/drain", "effect": "NoExecute"}, "source": "drain"}])
         );
-        let unknown = explain(
+        let unknown = as_json(&explain(
             &devices_of(&[slice()]),
             &patches,
             None,
             Some("gpu.example.com/node-1/gpu-1"),
-        );
+        ));
         assert_eq!(
             unknown["devices"].as_array().map(Vec::len),
             Some(1),
@@ -612,6 +848,161 @@ mod tests {
                 .as_str()
                 .unwrap_or("")
                 .contains("give --classes")
+        );
+    }
+
+    fn selector_patch(name: &str, expression: &str) -> Value {
+        patch(
+            name,
+            "2026-01-01T00:00:00Z",
+            json!({"filter": {"selectors": [{"cel": {"expression": expression}}]}}),
+        )
+    }
+
+    #[test]
+    fn each_distinct_expression_compiles_once() {
+        let shared = r#"device.attributes["gpu.example.com"].index >= 0"#;
+        let broken = "device.driver ==";
+        let undeclared = "foo == 1";
+        let classes = vec![Class {
+            name: "gpus".into(),
+            // A class selector that is also a patch's: still one program.
+            selectors: vec![shared.into()],
+        }];
+        let mut objects = vec![
+            selector_patch("a", shared),
+            selector_patch("b", shared),
+            selector_patch("c", broken),
+            selector_patch("d", broken),
+            selector_patch("e", undeclared),
+        ];
+        objects.push(patch(
+            "f",
+            "2026-01-01T00:00:00Z",
+            json!({"filter": {"deviceClassName": "gpus"}}),
+        ));
+        let devices = devices_of(&[slice()]);
+        assert_eq!(devices.len(), 2);
+        let mut cel = Evaluator::new();
+        let out = explain_with(&mut cel, &devices, &patches_of(&objects), Some(&classes), None);
+        assert_eq!(
+            cel.programs.compilations, 3,
+            "three distinct expressions, evaluated for two devices by six patches"
+        );
+        assert_eq!(cel.programs.compiled.len(), 3);
+        assert!(cel.programs.compiled[shared].is_ok());
+        assert!(cel.programs.compiled[broken].is_err(), "failures are kept, not retried");
+        // A second run on the same evaluator compiles nothing.
+        let again = explain_with(&mut cel, &devices, &patches_of(&objects), Some(&classes), None);
+        assert_eq!(cel.programs.compilations, 3);
+        assert_eq!(again, out);
+        assert_eq!(
+            out.devices[1].notes.len(),
+            3,
+            "c, d and e do not apply: {:?}",
+            out.devices[1].notes
+        );
+    }
+
+    /// `compile_selector` keeps the program `rules::cel::compile` only
+    /// checks; both must accept and refuse alike, with the same text.
+    #[test]
+    fn compiles_as_the_admission_rules_do() {
+        let expressions = [
+            r#"device.driver == "gpu.example.com""#,
+            r#"device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0"#,
+            "device.driver ==",
+            "foo.bar == 1 && baz == 2",
+            "  ",
+            &format!("{}true{}", "(".repeat(3000), ")".repeat(3000)),
+        ];
+        for expression in expressions {
+            assert_eq!(
+                compile_selector(expression).map(drop),
+                crate::rules::cel::compile(expression),
+                "{expression:.60}"
+            );
+        }
+    }
+
+    #[test]
+    fn filter_error_messages() {
+        let execution = match Program::compile("1 / 0").map(|p| p.execute(&Context::default())) {
+            Ok(Err(e)) => e,
+            other => panic!("expected a division error, got {other:?}"),
+        };
+        let compile = CelSelectorError::Compile(CompileError::Invalid("compilation failed: bad".into()));
+        let cases = [
+            (
+                PatchFilterError::NoClasses("gpus".into()),
+                r#"its filter names DeviceClass "gpus"; give --classes to evaluate it"#,
+            ),
+            (
+                PatchFilterError::UnknownClass("gpus".into()),
+                r#"its DeviceClass "gpus" is not among the given classes"#,
+            ),
+            (
+                PatchFilterError::ClassSelector {
+                    class: "gpus".into(),
+                    source: CelSelectorError::NotBool(CelValue::Int(1)),
+                },
+                r#"a selector of DeviceClass "gpus" fails on this device: evaluates to Int(1), not a bool"#,
+            ),
+            (
+                PatchFilterError::Selector(compile),
+                "its selector fails on this device: compilation failed: bad",
+            ),
+            (
+                PatchFilterError::Selector(CelSelectorError::Execution(execution)),
+                "its selector fails on this device: Division by zero of Int(1)",
+            ),
+        ];
+        for (error, message) in cases {
+            assert_eq!(error.to_string(), message);
+        }
+    }
+
+    #[test]
+    fn v1beta1_devices_and_slice_taints_are_read_typed() {
+        let slice = json!({"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceSlice",
+        "spec": {"driver": "nic.example.com", "pool": {"name": "node-2", "resourceSliceCount": 1},
+            "devices": [{"name": "nic-0", "basic": {
+                "attributes": {"speed": {"int": 400}, "example.com/ports": {"ints": [1, 2]}},
+                "capacity": {"lanes": {"value": 4}},
+                "taints": [
+                    {"key": "k", "value": "v", "effect": "NoSchedule", "timeAdded": "2026-01-01T00:00:00Z"},
+                    {"key": "other", "effect": "NoExecute"}
+                ]}}]}});
+        let quantity = selector_patch(
+            "lanes",
+            r#"device.capacity["nic.example.com"].lanes.compareTo(quantity("2")) > 0 && device.attributes["nic.example.com"].speed == 400"#,
+        );
+        let explained = explain(&devices_of(&[slice]), &patches_of(&[quantity]), None, None);
+        let out = as_json(&explained);
+        let device = &out["devices"][0];
+        assert_eq!(device["device"], "nic-0");
+        assert_eq!(device["notes"], json!([]), "the selector holds");
+        assert_eq!(
+            device["attributes"]["example.com/ports"],
+            json!({"value": {"ints": [1, 2]}, "source": "slice"})
+        );
+        assert_eq!(
+            device["taints"],
+            json!([
+                {"taint": {"key": "k", "value": "v", "effect": "NoSchedule", "timeAdded": "2026-01-01T00:00:00Z"}, "source": "slice"},
+                {"taint": {"key": "other", "effect": "NoExecute"}, "source": "slice"}
+            ])
+        );
+        assert_eq!(
+            render_text(&explained),
+            "nic.example.com/node-2/nic-0\n\
+             \x20 ATTRIBUTE                                VALUE                    SOURCE\n\
+             \x20 example.com/ports                        [1,2]                    slice\n\
+             \x20 nic.example.com/speed                    400                      slice\n\
+             \x20 CAPACITY                                 VALUE                    SOURCE\n\
+             \x20 nic.example.com/lanes                    4                        slice\n\
+             \x20 taint k=v:NoSchedule (from slice)\n\
+             \x20 taint other:NoExecute (from slice)\n\n"
         );
     }
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use serde_json::Value;
 
 use crate::check::input;
+use crate::explain::Explanation;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExplainFormat {
@@ -55,7 +56,7 @@ fn objects(paths: &[PathBuf]) -> Result<Vec<Value>, String> {
 }
 
 pub fn run(args: ExplainArgs) -> ExitCode {
-    let read = || -> Result<Value, String> {
+    let read = || -> Result<Explanation, String> {
         let slices = objects(&args.slices)?;
         let patches = crate::explain::patches_of(&objects(&args.patches)?);
         let classes = if args.classes.is_empty() {
@@ -68,7 +69,7 @@ pub fn run(args: ExplainArgs) -> ExitCode {
             return Err("no devices in the given ResourceSlices".into());
         }
         let explained = crate::explain::explain(&devices, &patches, classes.as_deref(), args.device.as_deref());
-        if explained["devices"].as_array().is_some_and(Vec::is_empty) {
+        if explained.devices.is_empty() {
             return Err(format!(
                 "no device {:?} in the given ResourceSlices",
                 args.device.as_deref().unwrap_or("")
@@ -76,17 +77,18 @@ pub fn run(args: ExplainArgs) -> ExitCode {
         }
         Ok(explained)
     };
-    match read() {
-        Ok(explained) => {
-            match args.output {
-                ExplainFormat::Text => print!("{}", crate::explain::render_text(&explained)),
-                ExplainFormat::Json => {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&explained).unwrap_or_else(|_| explained.to_string())
-                    )
-                }
-            }
+    let written = read().and_then(|explained| match args.output {
+        ExplainFormat::Text => Ok(crate::explain::render_text(&explained)),
+        // Through a JSON value, so that keys are sorted whatever the order
+        // of the struct's fields.
+        ExplainFormat::Json => serde_json::to_value(&explained)
+            .and_then(|v| serde_json::to_string_pretty(&v))
+            .map(|text| text + "\n")
+            .map_err(|e| format!("cannot write JSON: {e}")),
+    });
+    match written {
+        Ok(text) => {
+            print!("{text}");
             ExitCode::SUCCESS
         }
         Err(e) => {
