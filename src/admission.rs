@@ -4,9 +4,9 @@
 //! the core's [`Decision`] becomes a Kubernetes `Status`.
 
 use base64::Engine as _;
-use kube::core::admission::{AdmissionResponse, AdmissionReview};
+use kube::core::TypeMeta;
+use kube::core::admission::AdmissionResponse;
 use kube::core::response::{Status, StatusCause, StatusDetails, StatusSummary};
-use kube::core::{DynamicObject, TypeMeta};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -128,15 +128,10 @@ impl Incoming {
             .remove("oldObject")
             .filter(|v| !v.is_null())
             .map(ObjectJson::Tree);
-        let request = serde_json::from_value::<AdmissionReview<DynamicObject>>(raw)
+        let request = serde_json::from_value::<Envelope>(Value::Object(std::mem::take(request)))
             .map_err(|e| ReviewError::Envelope(format!("cannot decode the AdmissionReview request: {e}")))
-            .and_then(|review| {
-                TryInto::<kube::core::admission::AdmissionRequest<DynamicObject>>::try_into(review).map_err(|_| {
-                    ReviewError::Envelope("cannot decode the AdmissionReview request: it has no request".to_owned())
-                })
-            })
             .map(|envelope| Request {
-                envelope: envelope.into(),
+                envelope,
                 object,
                 old_object,
             });

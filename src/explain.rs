@@ -219,44 +219,10 @@ fn timestamp(s: &str) -> Option<jiff::Timestamp> {
     s.parse().ok()
 }
 
-/// Stack for compiling a selector: the generated CEL parser recurses per
-/// nesting level and overflows a small stack (see `rules::cel`).
-const COMPILE_STACK: usize = 64 << 20;
-/// The variables the DRA CEL environment declares.
-const DECLARED_VARIABLES: &[&str] = &["device"];
-
 /// Compiles a selector as the apiserver's DRA environment accepts it,
-/// giving the errors `rules::cel::compile` gives (a test keeps them equal),
-/// but keeping the program: `rules::cel` only says whether it compiles, so
-/// going through it would compile every expression twice.
+/// keeping the program to evaluate.
 fn compile_selector(expression: &str) -> Result<Program, CompileError> {
-    let failed = || CompileError::Invalid("compilation failed: the CEL parser could not handle this expression".into());
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("cel-compile".into())
-            .stack_size(COMPILE_STACK)
-            .spawn_scoped(scope, || {
-                let program = Program::compile(expression)
-                    .map_err(|e| CompileError::Invalid(format!("compilation failed: {e}")))?;
-                let references = program.references();
-                let mut undeclared: Vec<&str> = references
-                    .variables()
-                    .into_iter()
-                    .filter(|v| !DECLARED_VARIABLES.contains(v))
-                    .collect();
-                undeclared.sort_unstable();
-                if let Some(first) = undeclared.first() {
-                    return Err(CompileError::Invalid(format!(
-                        "compilation failed: ERROR: <input>: undeclared reference to '{first}' (in container '')"
-                    )));
-                }
-                Ok(program)
-            })
-            .map_err(|_| failed())
-            // A panic in the parser is a failed selector, never a crash.
-            .and_then(|handle| handle.join().map_err(|_| failed()))
-            .and_then(|r| r)
-    })
+    crate::rules::cel::compile_program(expression)
 }
 
 /// Compiled selectors by expression text: each distinct selector is

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use serde_saphyr::Spanned;
 
 use crate::cluster::StaticView;
-use crate::field::Path;
+use crate::field::{Path, Segment};
 use crate::objects::ObjectJson;
 use crate::objects::workload::Workload;
 use crate::policy::PolicySet;
@@ -143,8 +143,12 @@ struct Object {
 }
 
 impl Object {
-    fn prefix(&self) -> String {
-        self.item.map(|i| format!("items[{i}]")).unwrap_or_default()
+    /// Where the object sits in its document: `items[i]` of a List.
+    fn prefix(&self) -> Vec<Segment> {
+        match self.item {
+            Some(i) => vec![Segment::Field("items".into()), Segment::Index(i)],
+            None => Vec::new(),
+        }
     }
 }
 
@@ -375,8 +379,9 @@ fn charge_of(v: &Value, default_namespace: &str, cluster: &StaticView) -> Option
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let routed = crate::kinds::route(group, version, text(v, "/kind")?)?;
     let ns = namespace_of(v, default_namespace);
-    let object = ObjectJson::Tree(v.clone());
-    (routed.row.charge)(&object, routed, ns, cluster)
+    // Only kinds quota counts are copied and decoded.
+    let charge = routed.row.charge?;
+    charge(&ObjectJson::Tree(v.clone()), routed, ns, cluster)
         .ok()
         .flatten()
         .map(|c| (ns.to_owned(), c))
@@ -458,7 +463,7 @@ fn check_object(
         name,
     };
     let prefix = object.prefix();
-    let position = spans.locate(object.source, object.document, &prefix, "");
+    let position = spans.locate(object.source, object.document, &prefix, &[]);
     let mut report = ObjectReport {
         source: object.source,
         id,
@@ -546,28 +551,24 @@ fn error_finding(reason: &str, field: Option<String>, message: String, position:
 
 /// Where a reported field really is in the manifest: the apiserver reports
 /// node taints under `metadata.taints`, but they are written in `spec`.
-fn manifest_path(kind: &str, field: &Path) -> String {
-    let field = field.to_string();
-    match field.strip_prefix("metadata.taints") {
-        Some(rest) if kind == "Node" => format!("spec.taints{rest}"),
-        _ => field,
+fn manifest_path(kind: &str, field: &Path) -> Vec<Segment> {
+    let mut segments = field.segments().to_vec();
+    let is_field = |s: Option<&Segment>, name: &str| matches!(s, Some(Segment::Field(f)) if f == name);
+    if kind == "Node" && is_field(segments.first(), "metadata") && is_field(segments.get(1), "taints") {
+        segments[0] = Segment::Field("spec".into());
     }
+    segments
 }
 
 /// The parsed documents of every source, for positions.
 struct Spans<'a>(&'a [Vec<Spanned<Node>>]);
 
 impl Spans<'_> {
-    fn locate(&self, source: usize, document: usize, prefix: &str, field: &str) -> Position {
+    fn locate(&self, source: usize, document: usize, prefix: &[Segment], field: &[Segment]) -> Position {
         let Some(doc) = self.0.get(source).and_then(|docs| docs.get(document)) else {
             return Position::default();
         };
-        let path = match (prefix.is_empty(), field.is_empty()) {
-            (true, _) => field.to_owned(),
-            (false, true) => prefix.to_owned(),
-            (false, false) => format!("{prefix}.{field}"),
-        };
-        // Causes and warnings arrive as text: read the path back to walk it.
-        crate::yaml::locate(doc, crate::field::Path::parse(&path).segments())
+        let path: Vec<Segment> = prefix.iter().chain(field).cloned().collect();
+        crate::yaml::locate(doc, &path)
     }
 }

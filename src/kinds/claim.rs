@@ -20,7 +20,7 @@ pub const ROW: KindRow = KindRow {
     namespaced: true,
     pod_spec: None,
     review: crate::review::pipeline::<ClaimKind>,
-    charge: super::charge::<ClaimKind>,
+    charge: Some(super::charge::<ClaimKind>),
 };
 
 pub struct ClaimKind;
@@ -49,10 +49,6 @@ impl AdmittedKind for ClaimKind {
         })
     }
 
-    fn meta(view: &ClaimView) -> &ObjectMeta {
-        &view.whole.metadata
-    }
-
     fn validate(new: &ClaimView, old: Option<&ClaimView>, facts: &Facts<'_>) -> RuleVerdict {
         let spec = &new.whole.spec;
         let mut errs = rules::meta::validate_object_meta(&new.whole.metadata, true, &Path::new("metadata"));
@@ -73,8 +69,6 @@ impl AdmittedKind for ClaimKind {
         let lists = apply::claim_lists(&view.whole.spec, view.version, &["spec"]);
         Some((PolicyTarget::Device, lists))
     }
-
-    const CHARGED: bool = true;
 
     fn quota_charge(view: &ClaimView, _: &str, _: &dyn ClusterView) -> Option<Charge> {
         Some(charge(&view.whole.spec))
@@ -102,4 +96,10 @@ pub(super) fn immutable_spec(
     let mut errs = vec![shared::immutable_spec(facts.object)];
     errs.extend(rules::claim::validate_claim_spec_update(spec, old, spec_path));
     errs
+}
+
+impl super::ObjectView for ClaimView {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.whole.metadata
+    }
 }

@@ -21,7 +21,7 @@ pub const ROW: KindRow = KindRow {
     namespaced: true,
     pod_spec: None,
     review: crate::review::pipeline::<ClaimTemplateKind>,
-    charge: super::charge::<ClaimTemplateKind>,
+    charge: Some(super::charge::<ClaimTemplateKind>),
 };
 
 pub struct ClaimTemplateKind;
@@ -41,10 +41,6 @@ impl AdmittedKind for ClaimTemplateKind {
             whole: ClaimSpec::decode_template(object, version)?,
             version,
         })
-    }
-
-    fn meta(view: &ClaimTemplateView) -> &ObjectMeta {
-        &view.whole.metadata
     }
 
     fn validate(new: &ClaimTemplateView, old: Option<&ClaimTemplateView>, facts: &Facts<'_>) -> RuleVerdict {
@@ -86,8 +82,6 @@ impl AdmittedKind for ClaimTemplateKind {
         Some((PolicyTarget::Device, lists))
     }
 
-    const CHARGED: bool = true;
-
     /// A webhook charges the claims themselves; `check` knows how many
     /// claims the template will stamp and charges it that many times.
     fn quota_charge(view: &ClaimTemplateView, namespace: &str, cluster: &dyn ClusterView) -> Option<Charge> {
@@ -96,5 +90,11 @@ impl AdmittedKind for ClaimTemplateKind {
             Some(n) if n > 0 => Some(charge(&view.whole.spec.spec).times(n)),
             _ => None,
         }
+    }
+}
+
+impl super::ObjectView for ClaimTemplateView {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.whole.metadata
     }
 }

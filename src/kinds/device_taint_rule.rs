@@ -2,7 +2,6 @@
 //! A selector that picks every device is allowed, with a warning.
 
 use json_patch::PatchOperation;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
@@ -20,7 +19,7 @@ pub const ROW: KindRow = KindRow {
     namespaced: false,
     pod_spec: None,
     review: crate::review::pipeline::<DeviceTaintRuleKind>,
-    charge: super::charge::<DeviceTaintRuleKind>,
+    charge: None,
 };
 
 pub struct DeviceTaintRuleKind;
@@ -30,10 +29,6 @@ impl AdmittedKind for DeviceTaintRuleKind {
 
     fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
         object.decode()
-    }
-
-    fn meta(view: &Self::View) -> &ObjectMeta {
-        &view.metadata
     }
 
     fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {

@@ -48,12 +48,12 @@ pub struct KindRow {
     pub pod_spec: Option<&'static [&'static str]>,
     /// The review pipeline, instantiated for the kind's typed view.
     pub review: fn(Routed, &Request, &Context<'_>) -> Decision,
-    /// What creating an object of the kind costs in quota (`check` charges
-    /// the whole input before judging any object).
-    pub charge: ChargeFn,
+    /// What creating an object of the kind costs in quota, for kinds quota
+    /// counts (`check` charges the whole input before judging any object).
+    pub charge: Option<ChargeFn>,
 }
 
-/// [`KindRow::charge`]: `Ok(None)` for objects quota does not count.
+/// [`KindRow::charge`]: `Ok(None)` for an object that costs nothing.
 pub type ChargeFn = fn(&ObjectJson, Routed, &str, &dyn ClusterView) -> Result<Option<Charge>, DecodeError>;
 
 /// [`ChargeFn`] for a kind: its view decoded, then charged.
@@ -63,9 +63,6 @@ pub fn charge<K: AdmittedKind>(
     namespace: &str,
     cluster: &dyn ClusterView,
 ) -> Result<Option<Charge>, DecodeError> {
-    if !K::CHARGED {
-        return Ok(None);
-    }
     K::decode(object, routed).map(|view| K::quota_charge(&view, namespace, cluster))
 }
 
@@ -157,16 +154,25 @@ pub struct Facts<'a> {
     pub cluster: &'a dyn ClusterView,
 }
 
+/// A typed view of an object: every one has the object's metadata.
+pub trait ObjectView {
+    fn metadata(&self) -> &ObjectMeta;
+}
+
+impl<S> ObjectView for crate::objects::Whole<S> {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+}
+
 /// A kind draguard admits: how its objects are read, and what each stage
-/// of the pipeline asks of them. Every method but `decode`, `meta` and
-/// `validate` has a default that says "nothing here for this kind".
+/// of the pipeline asks of them. Every method but `decode` and `validate`
+/// has a default that says "nothing here for this kind".
 pub trait AdmittedKind: 'static {
     /// The typed view every stage reads, decoded once per object.
-    type View;
+    type View: ObjectView;
 
     fn decode(object: &ObjectJson, routed: Routed) -> Result<Self::View, DecodeError>;
-
-    fn meta(view: &Self::View) -> &ObjectMeta;
 
     /// The rules of the kind: `old` on UPDATE.
     fn validate(new: &Self::View, old: Option<&Self::View>, facts: &Facts<'_>) -> RuleVerdict;
@@ -197,9 +203,6 @@ pub trait AdmittedKind: 'static {
     fn pod_spec(_view: &Self::View) -> Option<&PodSpecView> {
         None
     }
-
-    /// Whether quota counts objects of the kind at all.
-    const CHARGED: bool = false;
 
     /// What creating the object costs in quota, when quota counts it.
     fn quota_charge(_view: &Self::View, _namespace: &str, _cluster: &dyn ClusterView) -> Option<Charge> {

@@ -1,8 +1,6 @@
 //! Node: its taints. ValidateNode reports them under `metadata` (it
 //! passes the metadata path down), so draguard does too.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::Path;
 use crate::objects::pod::NodeSpecView;
@@ -17,7 +15,7 @@ pub const ROW: KindRow = KindRow {
     namespaced: false,
     pod_spec: None,
     review: crate::review::pipeline::<NodeKind>,
-    charge: super::charge::<NodeKind>,
+    charge: None,
 };
 
 pub struct NodeKind;
@@ -27,10 +25,6 @@ impl AdmittedKind for NodeKind {
 
     fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
         object.decode()
-    }
-
-    fn meta(view: &Self::View) -> &ObjectMeta {
-        &view.metadata
     }
 
     fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {

@@ -1,8 +1,6 @@
 //! Pod: node tolerations, topology spread and resource claim references.
 //! A running Pod may only gain tolerations.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::Path;
 use crate::objects::pod::PodSpecView;
@@ -19,7 +17,7 @@ pub const ROW: KindRow = KindRow {
     namespaced: true,
     pod_spec: Some(&["spec"]),
     review: crate::review::pipeline::<PodKind>,
-    charge: super::charge::<PodKind>,
+    charge: None,
 };
 
 pub struct PodKind;
@@ -29,10 +27,6 @@ impl AdmittedKind for PodKind {
 
     fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
         object.decode()
-    }
-
-    fn meta(view: &Self::View) -> &ObjectMeta {
-        &view.metadata
     }
 
     fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {

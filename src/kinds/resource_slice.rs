@@ -2,7 +2,6 @@
 //! gets its `timeAdded` stamped on each write.
 
 use json_patch::PatchOperation;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
@@ -19,7 +18,7 @@ pub const ROW: KindRow = KindRow {
     namespaced: false,
     pod_spec: None,
     review: crate::review::pipeline::<ResourceSliceKind>,
-    charge: super::charge::<ResourceSliceKind>,
+    charge: None,
 };
 
 pub struct ResourceSliceKind;
@@ -33,10 +32,6 @@ impl AdmittedKind for ResourceSliceKind {
             metadata: whole.metadata,
             spec: SliceSpec::flattened(whole.spec),
         })
-    }
-
-    fn meta(view: &Self::View) -> &ObjectMeta {
-        &view.metadata
     }
 
     fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {

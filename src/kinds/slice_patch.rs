@@ -5,7 +5,6 @@
 //! a policy says so.
 
 use json_patch::PatchOperation;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
@@ -23,7 +22,7 @@ pub const ROW: KindRow = KindRow {
     namespaced: false,
     pod_spec: None,
     review: crate::review::pipeline::<SlicePatchKind>,
-    charge: super::charge::<SlicePatchKind>,
+    charge: None,
 };
 
 /// The same kind as KEP-5027 names it.
@@ -40,10 +39,6 @@ impl AdmittedKind for SlicePatchKind {
 
     fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
         object.decode()
-    }
-
-    fn meta(view: &Self::View) -> &ObjectMeta {
-        &view.metadata
     }
 
     fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {

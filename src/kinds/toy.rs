@@ -2,7 +2,6 @@
 //! added by one file and one row of [`super::KINDS`], and is then routed,
 //! validated and mapped by `check` with nothing else changed.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
@@ -17,7 +16,7 @@ pub const ROW: KindRow = KindRow {
     namespaced: true,
     pod_spec: None,
     review: crate::review::pipeline::<WidgetKind>,
-    charge: super::charge::<WidgetKind>,
+    charge: None,
 };
 
 pub struct WidgetKind;
@@ -33,10 +32,6 @@ impl AdmittedKind for WidgetKind {
 
     fn decode(object: &ObjectJson, _: Routed) -> Result<Self::View, DecodeError> {
         object.decode()
-    }
-
-    fn meta(view: &Self::View) -> &ObjectMeta {
-        &view.metadata
     }
 
     fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {

@@ -26,7 +26,7 @@ const fn row(group: &'static str, kind: &'static str, plural: &'static str) -> K
         namespaced: true,
         pod_spec: Some(TEMPLATE),
         review: crate::review::pipeline::<WorkloadKind>,
-        charge: super::charge::<WorkloadKind>,
+        charge: None,
     }
 }
 
@@ -58,18 +58,14 @@ impl AdmittedKind for WorkloadKind {
 
     fn decode(object: &ObjectJson, routed: Routed) -> Result<WorkloadView, DecodeError> {
         let tree = object.tree()?;
-        let metadata = match tree.get("metadata") {
-            None | Some(Value::Null) => ObjectMeta::default(),
-            Some(m) => crate::objects::decode(m).map_err(|e| DecodeError::new(format!("metadata.{e}")))?,
-        };
+        let metadata: ObjectMeta = crate::objects::decode_at::<Option<_>>(&tree, &["metadata"])?.unwrap_or_default();
         let tokens = routed.row.pod_spec.unwrap_or(TEMPLATE);
+        let pod_spec = crate::objects::decode_at(&tree, tokens)?;
         let template = tokens
             .iter()
             .try_fold(&*tree, |v, t| v.get(t))
             .cloned()
             .unwrap_or(Value::Null);
-        let pod_spec =
-            crate::objects::decode(&template).map_err(|e| DecodeError::new(format!("{}.{e}", tokens.join("."))))?;
         let controlled = metadata
             .owner_references
             .iter()
@@ -81,10 +77,6 @@ impl AdmittedKind for WorkloadKind {
             template,
             controlled,
         })
-    }
-
-    fn meta(view: &WorkloadView) -> &ObjectMeta {
-        &view.metadata
     }
 
     /// Not when a controller owns the object: its owner was judged when
@@ -127,4 +119,10 @@ fn pod_spec_path(facts: &Facts<'_>) -> Path {
         .unwrap_or(TEMPLATE)
         .iter()
         .fold(Path::new(""), |p, t| p.child(t))
+}
+
+impl super::ObjectView for WorkloadView {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
 }

@@ -37,6 +37,23 @@ pub fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, DecodeError> {
     serde_path_to_error::deserialize(value).map_err(located)
 }
 
+/// Decodes the part of `root` at `tokens`, naming the offending field by
+/// its whole path (`spec.template.spec.tolerations[0].key: …`).
+pub fn decode_at<T: DeserializeOwned>(root: &Value, tokens: &[&str]) -> Result<T, DecodeError> {
+    static NULL: Value = Value::Null;
+    let value = tokens.iter().try_fold(root, |v, t| v.get(t)).unwrap_or(&NULL);
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let prefix = tokens.join(".");
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." || path.is_empty() {
+            DecodeError::new(format!("{prefix}: {inner}"))
+        } else {
+            DecodeError::new(format!("{prefix}.{path}: {inner}"))
+        }
+    })
+}
+
 fn located<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> DecodeError {
     let path = e.path().to_string();
     let inner = e.into_inner();

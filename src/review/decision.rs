@@ -115,6 +115,15 @@ impl Decision {
         }
     }
 
+    /// How many causes the denial has (without rendering their paths).
+    pub fn cause_count(&self) -> usize {
+        match &self.denial {
+            Some(Denial::Invalid { errors, .. }) => errors.len(),
+            Some(Denial::Forbidden { violations, .. }) => violations.len(),
+            Some(Denial::BadRequest(_)) | None => 0,
+        }
+    }
+
     /// The warnings as the apiserver passes them on: text only.
     pub fn warning_texts(&self) -> Vec<String> {
         self.warnings.iter().map(|w| w.message.clone()).collect()

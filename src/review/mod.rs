@@ -189,4 +189,71 @@ mod tests {
         assert_eq!(fine.internal_error, None);
         assert_eq!(fine.patch.len(), 1, "{:?}", fine.patch);
     }
+
+    fn patch_create(user: &str) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "u2",
+                "kind": {"group": "draguard.dev", "version": "v1alpha1", "kind": "ResourceSlicePatch"},
+                "resource": {"group": "draguard.dev", "version": "v1alpha1", "resource": "resourceslicepatches"},
+                "name": "model-fix-a", "operation": "CREATE", "userInfo": {"username": user},
+                "object": {"apiVersion": "draguard.dev/v1alpha1", "kind": "ResourceSlicePatch",
+                           "metadata": {"name": "model-fix-a"},
+                           "spec": {"devices": {"filter": {"driver": "gpu.example.com"},
+                                                "attributes": {"gpu.example.com/model": {"string": "a100-80g"}}}}}
+            }
+        }))
+        .expect("json")
+    }
+
+    /// A tie is denied only by a policy that applies: one that exempts the
+    /// requester, or selects namespaces (a patch has none), only warns.
+    #[test]
+    fn priority_ties_are_denied_only_where_a_policy_applies() {
+        let other = serde_json::from_value(json!({"devices": {
+            "filter": {"driver": "gpu.example.com", "pool": "node-1"},
+            "attributes": {"gpu.example.com/model": {"string": "h100"}}}}))
+        .expect("patch spec");
+        let view = StaticView {
+            patches: vec![("model-fix-b".to_owned(), other)],
+            ..StaticView::default()
+        };
+        let strict = |spec: &str| {
+            PolicySet {
+            policies: crate::policy::load::parse(
+                "p.yaml",
+                &format!("apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: strict}}\nspec:\n  patches: {{denyPriorityTies: true}}\n{spec}"),
+            )
+            .expect("valid policy"),
+        }
+        };
+        let cases = [
+            ("", "alice", false),
+            ("  exempt: {users: [admin]}\n", "admin", true),
+            ("  exempt: {users: [admin]}\n", "alice", false),
+            ("  namespaces: {names: [ml]}\n", "alice", true),
+        ];
+        for (spec, user, allowed) in cases {
+            let policies = strict(spec);
+            let ctx = Context {
+                now: "2026-11-21T10:00:00Z".parse().expect("time"),
+                cluster: &view,
+                policies: &policies,
+                ptr: None,
+                phase: Phase::Validate,
+            };
+            let (decision, _) = Incoming::parse(&patch_create(user)).expect("review").answer(&ctx);
+            assert_eq!(decision.allowed, allowed, "{spec:?} {user}: {:?}", decision.denial);
+            if allowed {
+                assert_eq!(
+                    decision.warnings.len(),
+                    1,
+                    "{spec:?} {user}: the tie is still warned about"
+                );
+            } else {
+                assert_eq!(decision.cause_fields(), vec!["spec.devices.priority"]);
+            }
+        }
+    }
 }

@@ -50,9 +50,10 @@ fn create_defaults<K: AdmittedKind>(
         ops.extend(policy_defaults::<K>(&subject.view, subject, object, applicable));
     } else {
         // The merge changed the tolerations the defaults are computed on.
-        let merged = crate::mutate::apply(object, &ops).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
-        let view = K::decode(&ObjectJson::Tree(merged.clone()), subject.routed)
-            .map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
+        let merged =
+            ObjectJson::Tree(crate::mutate::apply(object, &ops).map_err(|e| ReviewError::OwnPatch(e.to_string()))?);
+        let view = K::decode(&merged, subject.routed).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
+        let merged = merged.tree().map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
         ops.extend(policy_defaults::<K>(&view, subject, &merged, applicable));
     }
     Ok(ops)

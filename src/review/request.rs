@@ -2,8 +2,8 @@
 //! and what the core may know besides.
 
 use k8s_openapi::api::authentication::v1::UserInfo;
-use kube::core::admission::{AdmissionRequest, Operation};
-use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource};
+use kube::core::admission::Operation;
+use kube::core::{GroupVersionKind, GroupVersionResource};
 use serde::Deserialize;
 
 use crate::cluster::ClusterView;
@@ -39,22 +39,6 @@ pub struct Envelope {
     pub user_info: UserInfo,
     #[serde(default)]
     pub dry_run: bool,
-}
-
-impl From<AdmissionRequest<DynamicObject>> for Envelope {
-    fn from(r: AdmissionRequest<DynamicObject>) -> Self {
-        Envelope {
-            uid: r.uid,
-            kind: r.kind,
-            resource: r.resource,
-            sub_resource: r.sub_resource,
-            name: r.name,
-            namespace: r.namespace,
-            operation: r.operation,
-            user_info: r.user_info,
-            dry_run: r.dry_run,
-        }
-    }
 }
 
 impl Envelope {

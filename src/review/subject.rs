@@ -7,7 +7,7 @@ use kube::core::admission::Operation;
 use serde_json::Value;
 
 use super::{ObjectRef, Request, ReviewError, operation_name};
-use crate::kinds::{AdmittedKind, Routed};
+use crate::kinds::{AdmittedKind, ObjectView, Routed};
 use crate::objects::ObjectJson;
 
 /// One object under review: where it is routed, its JSON and its typed
@@ -50,7 +50,7 @@ impl<'r, K: AdmittedKind> ReviewSubject<'r, K> {
                 .map(|o| K::decode(o, routed))
                 .transpose()
                 .map_err(|source| ReviewError::OldUndecodable {
-                    object: named(request, K::meta(&view).name.as_deref()).describe(),
+                    object: named(request, view.metadata().name.as_deref()).describe(),
                     source,
                 })?;
         if !K::judged(&view, old.as_ref()) {
@@ -80,7 +80,7 @@ impl<'r, K: AdmittedKind> ReviewSubject<'r, K> {
 
     /// The object a verdict names.
     pub fn object_ref(&self) -> ObjectRef {
-        named(self.request, K::meta(&self.view).name.as_deref())
+        named(self.request, self.view.metadata().name.as_deref())
     }
 
     pub fn namespace(&self) -> &'r str {

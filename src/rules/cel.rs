@@ -83,6 +83,13 @@ fn memo() -> &'static Mutex<Memo> {
 }
 
 fn compile_on_big_stack(expression: &str) -> Result<(), CompileError> {
+    compile_program(expression).map(drop)
+}
+
+/// Compiles `expression` on a thread with a stack big enough for the
+/// parser, rejecting undeclared variables, and keeps the program (for
+/// `explain`, which evaluates it). Not memoized: callers keep programs.
+pub fn compile_program(expression: &str) -> Result<Program, CompileError> {
     let failed = || CompileError::Invalid("compilation failed: the CEL parser could not handle this expression".into());
     std::thread::scope(|scope| {
         std::thread::Builder::new()
@@ -96,7 +103,7 @@ fn compile_on_big_stack(expression: &str) -> Result<(), CompileError> {
     })
 }
 
-fn parse_and_check(expression: &str) -> Result<(), CompileError> {
+fn parse_and_check(expression: &str) -> Result<Program, CompileError> {
     let program =
         Program::compile(expression).map_err(|e| CompileError::Invalid(format!("compilation failed: {e}")))?;
     let references = program.references();
@@ -110,7 +117,7 @@ fn parse_and_check(expression: &str) -> Result<(), CompileError> {
         Some(first) => Err(CompileError::Invalid(format!(
             "compilation failed: ERROR: <input>: undeclared reference to '{first}' (in container '')"
         ))),
-        None => Ok(()),
+        None => Ok(program),
     }
 }
 

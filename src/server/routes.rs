@@ -273,7 +273,7 @@ impl Summary {
             name: request.map(|r| r.name.clone()).unwrap_or_default(),
             operation: request.map_or("", |r| operation_name(&r.operation)),
             allowed: decision.allowed,
-            causes: decision.cause_fields().len(),
+            causes: decision.cause_count(),
             reason: decision
                 .denial
                 .as_ref()
