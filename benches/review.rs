@@ -72,8 +72,8 @@ fn bench_review(c: &mut Criterion) {
     c.bench_function("review typical claim (parse + validate + render)", |b| {
         b.iter(|| {
             let incoming = Incoming::parse(std::hint::black_box(&body)).expect("review");
-            let (_, response) = incoming.answer(&ctx);
-            serde_json::to_vec(&response).expect("serializable")
+            let decision = incoming.decide(&ctx);
+            incoming.answer_with(&decision, &ctx).to_vec().expect("serializable")
         })
     });
 }

@@ -62,8 +62,8 @@ pub fn run(args: ReviewArgs) -> ExitCode {
         ptr: ptr.as_ref(),
         phase: if args.mutate { Phase::Mutate } else { Phase::Both },
     };
-    let (decision, response) = incoming.answer(&ctx);
-    match serde_json::to_string_pretty(&response) {
+    let decision = incoming.decide(&ctx);
+    match serde_json::to_string_pretty(&incoming.answer_with(&decision, &ctx)) {
         Ok(text) => println!("{text}"),
         Err(e) => {
             eprintln!("draguard review: cannot print the response: {e}");

@@ -51,6 +51,15 @@ pub trait ClusterView: Send + Sync {
     fn caches(&self) -> Vec<CacheState> {
         Vec::new()
     }
+
+    /// Every method answers from memory, in a time that does not grow with
+    /// the cluster. Only then may the server review a request inline on an
+    /// async worker; a view that may block or walk the whole cluster says
+    /// `false` (the default), and its reviews run on the blocking pool
+    /// under the apiserver's deadline.
+    fn answers_from_memory(&self) -> bool {
+        false
+    }
 }
 
 /// What `/metrics` says about one watched cache.
@@ -73,6 +82,10 @@ pub struct NoCluster;
 impl ClusterView for NoCluster {
     fn namespace_labels(&self, _: &str) -> Option<BTreeMap<String, String>> {
         None
+    }
+
+    fn answers_from_memory(&self) -> bool {
+        true
     }
 }
 
@@ -125,5 +138,9 @@ impl ClusterView for StaticView {
 
     fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
         self.patches.clone()
+    }
+
+    fn answers_from_memory(&self) -> bool {
+        true
     }
 }

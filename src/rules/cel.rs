@@ -53,7 +53,7 @@ pub fn compile(expression: &str) -> Result<(), CompileError> {
     if let Some(hit) = memo().lock().ok().and_then(|m| m.get(expression).cloned()) {
         return hit;
     }
-    let result = compile_on_big_stack(expression);
+    let result = off_the_async_worker(|| compile_on_big_stack(expression));
     if let Ok(mut m) = memo().lock() {
         if m.bytes + expression.len() > MEMO_MAX_BYTES {
             m.entries.clear();
@@ -80,6 +80,19 @@ impl Memo {
 fn memo() -> &'static Mutex<Memo> {
     static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
     MEMO.get_or_init(Mutex::default)
+}
+
+/// The server reviews short requests inline on its async workers, and a
+/// compile is the one step of a review that can take milliseconds. On a
+/// worker of a multi-threaded tokio runtime it therefore hands the worker's
+/// other tasks to another thread for its duration (`block_in_place`);
+/// anywhere else (the CLI, tests, a `spawn_blocking` thread) it just runs.
+fn off_the_async_worker<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(work),
+        _ => work(),
+    }
 }
 
 fn compile_on_big_stack(expression: &str) -> Result<(), CompileError> {
@@ -125,6 +138,37 @@ fn parse_and_check(expression: &str) -> Result<Program, CompileError> {
 mod tests {
     use super::*;
     use crate::field::Path;
+
+    /// Each place a review runs: an async worker of the server's runtime,
+    /// its blocking pool, a single-threaded runtime, no runtime at all. An
+    /// unseen expression compiles (and a bad one is rejected) in every one,
+    /// without `block_in_place`'s panic outside a multi-threaded worker.
+    #[test]
+    fn compiles_wherever_a_review_runs() {
+        let multi = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .expect("runtime");
+        let on_worker = multi.block_on(async {
+            tokio::spawn(async { compile("device.driver == \"on-a-worker.example.com\"") })
+                .await
+                .expect("task")
+        });
+        assert_eq!(on_worker, Ok(()));
+        let on_blocking_pool = multi.block_on(async {
+            tokio::task::spawn_blocking(|| compile("device.driver == \"in-the-pool.example.com\""))
+                .await
+                .expect("task")
+        });
+        assert_eq!(on_blocking_pool, Ok(()));
+        let single = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+        let on_single = single.block_on(async { compile("device.driver == ") });
+        assert!(
+            matches!(on_single, Err(CompileError::Invalid(ref m)) if m.starts_with("compilation failed: ERROR: <input>:1:18")),
+            "{on_single:?}"
+        );
+        assert_eq!(compile("device.driver == \"no-runtime.example.com\""), Ok(()));
+    }
 
     #[test]
     fn accepts_dra_selectors() {

@@ -6,6 +6,7 @@
 //! decides when to stop it (`draguard serve` on SIGTERM or Ctrl-C, tests when
 //! they are done).
 
+mod activity;
 pub mod certs;
 mod duration;
 mod metrics;
@@ -115,6 +116,9 @@ pub struct ServerConfig {
     pub policy_reload_every: Duration,
     /// PodTolerationRestriction compatibility, when enabled.
     pub ptr: Option<Arc<crate::policy::ptr::PtrConfig>>,
+    /// How often the info-level summary of answered reviews is written
+    /// (each review itself logs at debug).
+    pub summary_every: Duration,
 }
 
 impl ServerConfig {
@@ -132,6 +136,7 @@ impl ServerConfig {
             policies_dir: None,
             policy_reload_every: DEFAULT_POLICY_RELOAD_EVERY,
             ptr: None,
+            summary_every: activity::DEFAULT_SUMMARY_EVERY,
         }
     }
 
@@ -299,12 +304,19 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     metrics.watch_certificate(prepared.store);
     metrics.watch_caches(config.cluster.clone());
     let metrics = Arc::new(metrics);
+    let activity = Arc::new(activity::Activity::default());
+    tokio::spawn(activity::report(
+        activity.clone(),
+        config.summary_every,
+        stop_rx.clone(),
+    ));
     let state = routes::AppState::new(
         config.cluster,
         config.ready,
         metrics.clone(),
         config.policies,
         config.ptr,
+        activity,
     );
     let app = routes::router(state, config.max_body);
     let acceptor = TlsAcceptor::from(Arc::new(prepared.rustls));
