@@ -42,7 +42,7 @@ fn bench_check(c: &mut Criterion) {
         now: "2026-11-21T10:00:00Z".parse().expect("time"),
         policies: Default::default(),
         namespace_labels: Default::default(),
-        ptr: None,
+        toleration_restriction: None,
     };
     let report = check(&sources, &[], &options, |_, _| {}).expect("checks");
     assert_eq!(report.objects.len(), 10_000);

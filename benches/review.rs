@@ -58,7 +58,7 @@ fn bench_review(c: &mut Criterion) {
         now,
         cluster: &NoCluster,
         policies: &draguard::policy::PolicySet::default(),
-        ptr: None,
+        toleration_restriction: None,
         phase: Phase::Validate,
     };
     // Guard the benchmark against measuring a denial path by accident.

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use draguard::admission::status;
 use draguard::cluster::{ClusterView, NoCluster, StaticView};
-use draguard::policy::ptr::PtrConfig;
+use draguard::policy::toleration_restriction::TolerationRestrictionConfig;
 use draguard::review::{Context, Decision, Phase};
 use serde_json::Value;
 
@@ -22,7 +22,7 @@ const PENDING_KINDS: &[(&str, &str)] = &[];
 /// Cases with a `context` exercise PodTolerationRestriction: the namespace
 /// (with the plugin's annotations) and the plugin's configuration. draguard
 /// judges them with its compatibility switched on.
-fn context_of(case: &Value) -> Option<(StaticView, PtrConfig)> {
+fn context_of(case: &Value) -> Option<(StaticView, TolerationRestrictionConfig)> {
     let context = case.get("context")?;
     let mut view = StaticView::default();
     if let Some(ns) = context.get("namespace").filter(|n| !n.is_null()) {
@@ -78,14 +78,19 @@ fn decide(review: &Value, phase: Phase) -> (Decision, Value) {
     decide_in(review, phase, &NoCluster, None)
 }
 
-fn decide_in(review: &Value, phase: Phase, cluster: &dyn ClusterView, ptr: Option<&PtrConfig>) -> (Decision, Value) {
+fn decide_in(
+    review: &Value,
+    phase: Phase,
+    cluster: &dyn ClusterView,
+    toleration_restriction: Option<&TolerationRestrictionConfig>,
+) -> (Decision, Value) {
     let body = serde_json::to_vec(review).expect("serializable");
     let incoming = Incoming::parse(&body).expect("an AdmissionReview");
     let ctx = Context {
         now: now(),
         cluster,
         policies: &draguard::policy::PolicySet::default(),
-        ptr,
+        toleration_restriction,
         phase,
     };
     incoming.answer(&ctx)

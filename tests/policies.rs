@@ -84,7 +84,7 @@ fn decide_with(body: &Value, set: &PolicySet, cluster: &dyn ClusterView, phase: 
         now: "2026-11-21T10:00:00Z".parse().expect("time"),
         cluster,
         policies: set,
-        ptr: None,
+        toleration_restriction: None,
         phase,
     };
     incoming.answer(&ctx)
@@ -277,7 +277,13 @@ fn validation_errors_come_before_policy() {
 
 /// PodTolerationRestriction compatibility: the corpus checks verdicts; here
 /// the merged tolerations are checked patch by patch.
-fn ptr_case(file: &str) -> (Value, StaticView, draguard::policy::ptr::PtrConfig) {
+fn ptr_case(
+    file: &str,
+) -> (
+    Value,
+    StaticView,
+    draguard::policy::toleration_restriction::TolerationRestrictionConfig,
+) {
     let path = format!("{}/tests/conformance/{file}", env!("CARGO_MANIFEST_DIR"));
     let case: Value = serde_json::from_slice(&std::fs::read(path).expect("case")).expect("json");
     let ns = &case["context"]["namespace"];
@@ -305,7 +311,7 @@ fn ptr_patch(file: &str) -> Value {
         now: "2026-11-21T10:00:00Z".parse().expect("time"),
         cluster: &view,
         policies: &PolicySet::default(),
-        ptr: Some(&config),
+        toleration_restriction: Some(&config),
         phase: Phase::Mutate,
     };
     serde_json::to_value(&incoming.answer(&ctx).0.patch).expect("json")

@@ -59,7 +59,7 @@ async fn existing_claims_use_six_of_eight() {
             now: "2026-11-21T10:00:00Z".parse().expect("time"),
             cluster: &view,
             policies: &policies,
-            ptr: None,
+            toleration_restriction: None,
             phase: Phase::Validate,
         };
         Incoming::parse(&body).expect("review").answer(&ctx)
@@ -200,7 +200,7 @@ async fn patch_ties_with_watched_patches_warn() {
         now: "2026-11-21T10:00:00Z".parse().expect("time"),
         cluster: &view,
         policies: &policies,
-        ptr: None,
+        toleration_restriction: None,
         phase: Phase::Validate,
     };
     let (decision, response) = Incoming::parse(&body).expect("review").answer(&ctx);

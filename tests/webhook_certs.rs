@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use draguard::cluster::webhook_certs::{Bundle, Settings, Verdict, WebhookCerts, generate, renew};
+use draguard::cluster::webhook_certs::{Bundle, SecretAction, Settings, WebhookCerts, generate, renew};
 use draguard::server::{self, ManagedCert, RunningServer, ServerConfig, TlsSource};
 use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::pem::PemObject as _;
@@ -388,7 +388,7 @@ async fn a_replica_with_a_stale_secret_does_not_put_an_old_ca_back() {
     assert_eq!(b.served().expect("serving"), &old);
 
     // Replica A rotates the CA and patches caBundle.
-    let rotated = renew(&old.to_data(), &Verdict::RotateCa("test".into()), &names, now)
+    let rotated = renew(&old.to_data(), &SecretAction::RotateCa("test".into()), &names, now)
         .expect("renew")
         .expect("a new bundle");
     {
@@ -436,7 +436,7 @@ async fn a_certificate_from_a_new_ca_waits_for_ca_bundle() {
     assert_eq!(manager.served().expect("serving"), &old);
 
     // Another replica rotated the CA but could not patch caBundle (RBAC).
-    let rotated = renew(&old.to_data(), &Verdict::RotateCa("test".into()), &names, now)
+    let rotated = renew(&old.to_data(), &SecretAction::RotateCa("test".into()), &names, now)
         .expect("renew")
         .expect("a new bundle");
     {

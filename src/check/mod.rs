@@ -21,7 +21,7 @@ use crate::field::{Path, Segment};
 use crate::objects::ObjectJson;
 use crate::objects::workload::Workload;
 use crate::policy::PolicySet;
-use crate::policy::ptr::PtrConfig;
+use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::review::{Context, Denial, Envelope, Phase, Request, review};
 use crate::yaml::{Node, Position};
 pub use input::{InputError, Source};
@@ -36,7 +36,7 @@ pub struct Options {
     /// the input add to them.
     pub namespace_labels: StaticView,
     /// PodTolerationRestriction compatibility, when enabled.
-    pub ptr: Option<PtrConfig>,
+    pub toleration_restriction: Option<TolerationRestrictionConfig>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -197,7 +197,7 @@ pub fn check(
             now: options.now,
             cluster: &cluster,
             policies: &options.policies,
-            ptr: options.ptr.as_ref(),
+            toleration_restriction: options.toleration_restriction.as_ref(),
             phase: Phase::Both,
         };
         let verdict = check_object(n, object, old_value, options, &ctx, &spans);

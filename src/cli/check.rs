@@ -37,7 +37,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "NS=K=V,...", value_parser = parse_namespace_labels)]
     pub namespace_labels: Vec<(String, Vec<(String, String)>)>,
     #[command(flatten)]
-    pub ptr: super::PtrArgs,
+    pub toleration_restriction: super::TolerationRestrictionArgs,
 }
 
 /// `ml=team=ml,tier=gold` into the namespace and its labels.
@@ -82,7 +82,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             .namespaces
             .insert(ns.clone(), labels.iter().cloned().collect());
     }
-    let ptr = match args.ptr.load() {
+    let toleration_restriction = match args.toleration_restriction.load() {
         Ok(p) => p,
         Err(e) => return unusable(&e.to_string()),
     };
@@ -95,7 +95,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         now: jiff::Timestamp::now(),
         policies,
         namespace_labels,
-        ptr,
+        toleration_restriction,
     };
     let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;
     let progress = |done: usize, total: usize| {

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 
 use crate::policy::PolicySet;
 use crate::policy::load::PolicyLoadError;
-use crate::policy::ptr::{PtrConfig, PtrConfigError};
+use crate::policy::toleration_restriction::{TolerationRestrictionConfig, TolerationRestrictionConfigError};
 
 /// Admission webhook and CI checker for taints, tolerations and DRA device requests.
 #[derive(Debug, Parser)]
@@ -54,7 +54,7 @@ pub fn print_crd() -> std::process::ExitCode {
 
 /// PodTolerationRestriction compatibility, shared by serve, review and check.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct PtrArgs {
+pub struct TolerationRestrictionArgs {
     /// Honour PodTolerationRestriction's namespace annotations
     /// (scheduler.alpha.kubernetes.io/defaultTolerations and
     /// .../tolerationsWhitelist) as an extra policy source, to migrate from
@@ -67,11 +67,11 @@ pub struct PtrArgs {
     pub pod_toleration_restriction_config: Option<std::path::PathBuf>,
 }
 
-impl PtrArgs {
+impl TolerationRestrictionArgs {
     /// The configuration to apply, or `None` when compatibility is off.
-    pub fn load(&self) -> Result<Option<PtrConfig>, PtrConfigError> {
+    pub fn load(&self) -> Result<Option<TolerationRestrictionConfig>, TolerationRestrictionConfigError> {
         match &self.pod_toleration_restriction_config {
-            Some(path) => PtrConfig::load(path).map(Some),
+            Some(path) => TolerationRestrictionConfig::load(path).map(Some),
             None if self.pod_toleration_restriction => Ok(Some(Default::default())),
             None => Ok(None),
         }

@@ -22,7 +22,7 @@ pub struct ReviewArgs {
     #[arg(long, value_name = "DIR")]
     pub policies: Option<PathBuf>,
     #[command(flatten)]
-    pub ptr: super::PtrArgs,
+    pub toleration_restriction: super::TolerationRestrictionArgs,
 }
 
 pub fn run(args: ReviewArgs) -> ExitCode {
@@ -48,7 +48,7 @@ pub fn run(args: ReviewArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let ptr = match args.ptr.load() {
+    let toleration_restriction = match args.toleration_restriction.load() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("draguard review: {e}");
@@ -59,7 +59,7 @@ pub fn run(args: ReviewArgs) -> ExitCode {
         now: jiff::Timestamp::now(),
         cluster: &NoCluster,
         policies: &policies,
-        ptr: ptr.as_ref(),
+        toleration_restriction: toleration_restriction.as_ref(),
         phase: if args.mutate { Phase::Mutate } else { Phase::Both },
     };
     let decision = incoming.decide(&ctx);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::cluster::live::LiveView;
 use crate::cluster::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
-use crate::policy::ptr::PtrConfigError;
+use crate::policy::toleration_restriction::TolerationRestrictionConfigError;
 use crate::server::{self, DEFAULT_MAX_BODY, ManagedCert, ServerConfig, ServerError, TlsSource};
 
 /// Why `draguard serve` exits with 2: it could not start (or, rarer, the
@@ -20,7 +20,7 @@ pub enum StartupError {
     #[error(transparent)]
     Server(#[from] ServerError),
     #[error(transparent)]
-    PtrConfig(#[from] PtrConfigError),
+    TolerationRestrictionConfig(#[from] TolerationRestrictionConfigError),
     /// `--kubeconfig` names a file that cannot be used: asked for
     /// explicitly, so it is an error, not a fallback to no cluster.
     #[error("cannot use kubeconfig {}: {source}", path.display())]
@@ -97,7 +97,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
     #[command(flatten)]
-    pub ptr: super::PtrArgs,
+    pub toleration_restriction: super::TolerationRestrictionArgs,
     /// Keep a ResourceQuota `draguard-<policy>` with the policy's quota in
     /// every namespace a policy selects, so the apiserver's own (atomic)
     /// quota admission enforces it under any concurrency. Needs a cluster;
@@ -194,7 +194,7 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     }
     config.max_body = args.max_body;
     config.metrics_listen = args.metrics_listen;
-    config.ptr = args.ptr.load()?.map(std::sync::Arc::new);
+    config.toleration_restriction = args.toleration_restriction.load()?.map(std::sync::Arc::new);
     let cluster = live_view(&args).await?;
     if let Some((view, _)) = &cluster {
         config = config.with_live_view(view.clone());
@@ -429,7 +429,7 @@ mod tests {
     #[test]
     fn a_ptr_config_that_cannot_be_read_stops_the_start() {
         let args = parse(&["--pod-toleration-restriction-config", "/nonexistent/ptr.yaml"]).unwrap();
-        let error = StartupError::from(args.ptr.load().expect_err("no such file"));
+        let error = StartupError::from(args.toleration_restriction.load().expect_err("no such file"));
         assert!(
             error.summary().starts_with("/nonexistent/ptr.yaml: cannot read: "),
             "{error}"

@@ -29,7 +29,7 @@ pub(crate) struct ErrorLog {
 
 /// What to do with one error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Report {
+pub(crate) enum ErrorLineAction {
     /// Write a line, saying how many errors were left out since the last.
     Log { suppressed: u64 },
     /// Count it, write nothing.
@@ -49,7 +49,7 @@ impl ErrorLog {
     }
 
     /// The watch failed at `now`.
-    pub(crate) fn failed(&mut self, now: Instant) -> Report {
+    pub(crate) fn failed(&mut self, now: Instant) -> ErrorLineAction {
         self.outage_errors += 1;
         // Across recoveries too: a watch that flaps between failing and
         // working must not get a line per flap.
@@ -59,12 +59,12 @@ impl ErrorLog {
         if due {
             self.last_line = Some(now);
             self.outage_reported = true;
-            Report::Log {
+            ErrorLineAction::Log {
                 suppressed: std::mem::take(&mut self.suppressed),
             }
         } else {
             self.suppressed += 1;
-            Report::Quiet
+            ErrorLineAction::Quiet
         }
     }
 
@@ -89,20 +89,20 @@ mod tests {
     fn first_error_logs_then_one_line_per_window_with_the_count() {
         let t0 = Instant::now();
         let mut log = ErrorLog::new(EVERY);
-        assert_eq!(log.failed(t0), Report::Log { suppressed: 0 });
+        assert_eq!(log.failed(t0), ErrorLineAction::Log { suppressed: 0 });
         // An unreachable apiserver: an error every 200 ms.
         let mut quiet = 0;
         for i in 1..300u64 {
             match log.failed(t0 + Duration::from_millis(200 * i)) {
-                Report::Quiet => quiet += 1,
+                ErrorLineAction::Quiet => quiet += 1,
                 other => panic!("line at {i}: {other:?}"),
             }
         }
         assert_eq!(quiet, 299);
         // 60 s after the first line: the next one, with what it left out.
-        assert_eq!(log.failed(t0 + EVERY), Report::Log { suppressed: 299 });
-        assert_eq!(log.failed(t0 + EVERY + Duration::from_secs(1)), Report::Quiet);
-        assert_eq!(log.failed(t0 + EVERY * 2), Report::Log { suppressed: 1 });
+        assert_eq!(log.failed(t0 + EVERY), ErrorLineAction::Log { suppressed: 299 });
+        assert_eq!(log.failed(t0 + EVERY + Duration::from_secs(1)), ErrorLineAction::Quiet);
+        assert_eq!(log.failed(t0 + EVERY * 2), ErrorLineAction::Log { suppressed: 1 });
     }
 
     #[test]
@@ -121,16 +121,16 @@ mod tests {
     fn a_flapping_watch_stays_within_the_window() {
         let t0 = Instant::now();
         let mut log = ErrorLog::new(EVERY);
-        assert_eq!(log.failed(t0), Report::Log { suppressed: 0 });
+        assert_eq!(log.failed(t0), ErrorLineAction::Log { suppressed: 0 });
         assert_eq!(log.succeeded(), Some(1));
         // Fails and recovers again within the window: no error line, and
         // no recovery line for an outage nobody was told about.
-        assert_eq!(log.failed(t0 + Duration::from_secs(5)), Report::Quiet);
+        assert_eq!(log.failed(t0 + Duration::from_secs(5)), ErrorLineAction::Quiet);
         assert_eq!(log.succeeded(), None);
-        assert_eq!(log.failed(t0 + Duration::from_secs(10)), Report::Quiet);
+        assert_eq!(log.failed(t0 + Duration::from_secs(10)), ErrorLineAction::Quiet);
         assert_eq!(log.succeeded(), None);
         // After the window the next error is told, with the two left out.
-        assert_eq!(log.failed(t0 + EVERY), Report::Log { suppressed: 2 });
+        assert_eq!(log.failed(t0 + EVERY), ErrorLineAction::Log { suppressed: 2 });
         assert_eq!(log.succeeded(), Some(1));
     }
 
@@ -138,7 +138,7 @@ mod tests {
     fn a_clock_that_goes_backwards_does_not_log_more() {
         let t0 = Instant::now() + Duration::from_secs(100);
         let mut log = ErrorLog::new(EVERY);
-        assert_eq!(log.failed(t0), Report::Log { suppressed: 0 });
-        assert_eq!(log.failed(t0 - Duration::from_secs(10)), Report::Quiet);
+        assert_eq!(log.failed(t0), ErrorLineAction::Log { suppressed: 0 });
+        assert_eq!(log.failed(t0 - Duration::from_secs(10)), ErrorLineAction::Quiet);
     }
 }

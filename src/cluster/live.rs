@@ -14,7 +14,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
-use super::error_log::{ERROR_LINE_EVERY, ErrorLog, Report};
+use super::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
 use super::{CacheState, ClusterView};
 use crate::objects::patch::PatchSpec;
 use crate::objects::{ClaimSpec, ClaimVersion};
@@ -120,7 +120,7 @@ where
                 }
                 Err(e) => {
                     task_health.errors.fetch_add(1, Ordering::Relaxed);
-                    if let Report::Log { suppressed } = log.failed(Instant::now()) {
+                    if let ErrorLineAction::Log { suppressed } = log.failed(Instant::now()) {
                         say!(
                             warn,
                             error = %e,

@@ -45,7 +45,7 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::{Value, json};
 
-use super::error_log::{ERROR_LINE_EVERY, ErrorLog, Report};
+use super::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
 use crate::pki::{self, PkiError, is_ca, key_matches};
 pub use crate::pki::{Validity, validity};
 use crate::server::ManagedCert;
@@ -312,7 +312,7 @@ pub fn parse_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, PemCertsEr
 
 /// What to do with the Secret's contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum SecretAction {
     Keep,
     /// A new serving certificate from the same CA.
     RenewServing(String),
@@ -323,35 +323,35 @@ pub enum Verdict {
     Regenerate(String),
 }
 
-impl Verdict {
-    /// Why the Secret must change (empty for [`Verdict::Keep`]).
+impl SecretAction {
+    /// Why the Secret must change (empty for [`SecretAction::Keep`]).
     pub fn reason(&self) -> &str {
         match self {
-            Verdict::Keep => "",
-            Verdict::RenewServing(r) | Verdict::RotateCa(r) | Verdict::Regenerate(r) => r,
+            SecretAction::Keep => "",
+            SecretAction::RenewServing(r) | SecretAction::RotateCa(r) | SecretAction::Regenerate(r) => r,
         }
     }
 }
 
 /// Judges the Secret's data at `now` (Unix seconds) for `names`.
-pub fn assess(data: &BTreeMap<String, ByteString>, names: &[String], now: i64) -> Verdict {
+pub fn assess(data: &BTreeMap<String, ByteString>, names: &[String], now: i64) -> SecretAction {
     let bundle = match Bundle::from_data(data) {
         Ok(bundle) => bundle,
-        Err(reason) => return Verdict::Regenerate(reason.to_string()),
+        Err(reason) => return SecretAction::Regenerate(reason.to_string()),
     };
     let ca = match check_ca(&bundle, now) {
         Ok(ca) => ca,
-        Err(reason) => return Verdict::Regenerate(format!("CA: {reason}")),
+        Err(reason) => return SecretAction::Regenerate(format!("CA: {reason}")),
     };
     if ca.needs_renewal(now) {
-        return Verdict::RotateCa(format!("the CA expires at {}", show_time(ca.not_after)));
+        return SecretAction::RotateCa(format!("the CA expires at {}", show_time(ca.not_after)));
     }
     match check_serving(&bundle, names, now) {
         Ok(serving) if serving.needs_renewal(now) => {
-            Verdict::RenewServing(format!("the certificate expires at {}", show_time(serving.not_after)))
+            SecretAction::RenewServing(format!("the certificate expires at {}", show_time(serving.not_after)))
         }
-        Ok(_) => Verdict::Keep,
-        Err(reason) => Verdict::RenewServing(reason.to_string()),
+        Ok(_) => SecretAction::Keep,
+        Err(reason) => SecretAction::RenewServing(reason.to_string()),
     }
 }
 
@@ -432,17 +432,17 @@ pub fn generate(names: &[String], now: jiff::Timestamp) -> Result<Bundle, CertEr
     })
 }
 
-/// What the Secret should hold after `verdict` (`None` for [`Verdict::Keep`]).
+/// What the Secret should hold after `verdict` (`None` for [`SecretAction::Keep`]).
 pub fn renew(
     data: &BTreeMap<String, ByteString>,
-    verdict: &Verdict,
+    verdict: &SecretAction,
     names: &[String],
     now: jiff::Timestamp,
 ) -> Result<Option<Bundle>, CertError> {
     let old = Bundle::from_data(data);
     match (verdict, old) {
-        (Verdict::Keep, _) => Ok(None),
-        (Verdict::RenewServing(_), Ok(old)) => {
+        (SecretAction::Keep, _) => Ok(None),
+        (SecretAction::RenewServing(_), Ok(old)) => {
             let signing_pem = first_pem(&old.ca_cert).ok_or_else(|| generate_failed("ca.crt: no certificate"))?;
             let (tls_cert, tls_key) = issue(&signing_pem, &old.ca_key, names, now)?;
             Ok(Some(Bundle {
@@ -452,7 +452,7 @@ pub fn renew(
                 tls_key,
             }))
         }
-        (Verdict::RotateCa(_), Ok(old)) => {
+        (SecretAction::RotateCa(_), Ok(old)) => {
             let (ca_cert, ca_key) = new_ca(now)?;
             let (tls_cert, tls_key) = issue(&ca_cert, &ca_key, names, now)?;
             // The old signing CA stays trusted until it expires; older
@@ -725,10 +725,10 @@ impl WebhookCerts {
             {
                 Ok(_) => {
                     let action = match &verdict {
-                        Verdict::RotateCa(_) => "rotated the webhook CA",
-                        Verdict::RenewServing(_) => "renewed the webhook serving certificate",
-                        Verdict::Regenerate(_) => "regenerated the webhook CA and certificate",
-                        Verdict::Keep => "rewrote the webhook certificate",
+                        SecretAction::RotateCa(_) => "rotated the webhook CA",
+                        SecretAction::RenewServing(_) => "renewed the webhook serving certificate",
+                        SecretAction::Regenerate(_) => "regenerated the webhook CA and certificate",
+                        SecretAction::Keep => "rewrote the webhook certificate",
                     };
                     tracing::info!(secret = %self.secret_ref(), reason = verdict.reason(), "{action}");
                     return Ok(bundle);
@@ -946,14 +946,14 @@ impl WebhookCerts {
                     failures = failures.saturating_add(1);
                     let delay = backoff(failures, self.settings.ca_bundle_every);
                     match log.failed(Instant::now()) {
-                        Report::Log { suppressed } => tracing::warn!(
+                        ErrorLineAction::Log { suppressed } => tracing::warn!(
                             error = %e,
                             failures,
                             suppressed,
                             retry_in = ?delay,
                             "webhook certificate sync failed (at most one line a minute; `suppressed` failures since the last)"
                         ),
-                        Report::Quiet => {
+                        ErrorLineAction::Quiet => {
                             tracing::debug!(error = %e, failures, retry_in = ?delay, "webhook certificate sync failed")
                         }
                     }
@@ -1036,7 +1036,7 @@ mod tests {
         let names = settings().dns_names();
         let now = at("2026-11-23T08:00:00Z");
         let bundle = generate(&names, now).unwrap();
-        assert_eq!(assess(&bundle.to_data(), &names, now.as_second()), Verdict::Keep);
+        assert_eq!(assess(&bundle.to_data(), &names, now.as_second()), SecretAction::Keep);
         let ca = parse_certs(&bundle.ca_cert).unwrap();
         let leaf = parse_certs(&bundle.tls_cert).unwrap();
         verify(&ca[0], &leaf[0], &[], &names, now.as_second()).unwrap();
@@ -1053,12 +1053,12 @@ mod tests {
         let old = generate(&names, then).unwrap();
         let now = at("2026-10-01T00:00:00Z");
         let verdict = assess(&old.to_data(), &names, now.as_second());
-        assert!(matches!(verdict, Verdict::RenewServing(_)), "{verdict:?}");
+        assert!(matches!(verdict, SecretAction::RenewServing(_)), "{verdict:?}");
         let new = renew(&old.to_data(), &verdict, &names, now).unwrap().unwrap();
         assert_eq!(new.ca_cert, old.ca_cert);
         assert_eq!(new.ca_key, old.ca_key);
         assert_ne!(new.tls_cert, old.tls_cert);
-        assert_eq!(assess(&new.to_data(), &names, now.as_second()), Verdict::Keep);
+        assert_eq!(assess(&new.to_data(), &names, now.as_second()), SecretAction::Keep);
     }
 
     #[test]
@@ -1069,14 +1069,14 @@ mod tests {
         let moved = Settings::new("s", "elsewhere", "draguard", "draguard").dns_names();
         assert!(matches!(
             assess(&bundle.to_data(), &moved, now.as_second()),
-            Verdict::RenewServing(r) if r.contains("draguard.elsewhere")
+            SecretAction::RenewServing(r) if r.contains("draguard.elsewhere")
         ));
         let other = generate(&names, now).unwrap();
         let mut mixed = bundle.clone();
         mixed.tls_key = other.tls_key.clone();
         assert!(matches!(
             assess(&mixed.to_data(), &names, now.as_second()),
-            Verdict::RenewServing(r) if r.contains("does not belong")
+            SecretAction::RenewServing(r) if r.contains("does not belong")
         ));
         // Signed by another CA.
         let mut foreign = bundle;
@@ -1084,7 +1084,7 @@ mod tests {
         foreign.tls_key = other.tls_key;
         assert!(matches!(
             assess(&foreign.to_data(), &names, now.as_second()),
-            Verdict::RenewServing(_)
+            SecretAction::RenewServing(_)
         ));
     }
 
@@ -1096,25 +1096,30 @@ mod tests {
         let mut data = bundle.to_data();
         data.remove(CA_KEY);
         let verdict = assess(&data, &names, now.as_second());
-        assert_eq!(verdict, Verdict::Regenerate("no ca.key".into()));
+        assert_eq!(verdict, SecretAction::Regenerate("no ca.key".into()));
         let mut data = bundle.to_data();
         data.insert(
             CA_CERT.into(),
             ByteString(b"-----BEGIN CERTIFICATE-----\nAAAA\n".to_vec()),
         );
-        assert!(matches!(assess(&data, &names, now.as_second()), Verdict::Regenerate(_)));
+        assert!(matches!(
+            assess(&data, &names, now.as_second()),
+            SecretAction::Regenerate(_)
+        ));
         let mut data = bundle.to_data();
         data.insert(CA_KEY.into(), ByteString(vec![0xff, 0xfe]));
         let verdict = assess(&data, &names, now.as_second());
-        assert!(matches!(verdict, Verdict::Regenerate(_)));
+        assert!(matches!(verdict, SecretAction::Regenerate(_)));
         let new = renew(&data, &verdict, &names, now).unwrap().unwrap();
         assert_ne!(new.ca_cert, bundle.ca_cert);
-        assert_eq!(assess(&new.to_data(), &names, now.as_second()), Verdict::Keep);
+        assert_eq!(assess(&new.to_data(), &names, now.as_second()), SecretAction::Keep);
         // The serving certificate is not a CA.
         let mut data = bundle.to_data();
         data.insert(CA_CERT.into(), ByteString(bundle.tls_cert.clone().into_bytes()));
         data.insert(CA_KEY.into(), ByteString(bundle.tls_key.clone().into_bytes()));
-        assert!(matches!(assess(&data, &names, now.as_second()), Verdict::Regenerate(r) if r.contains("not a CA")));
+        assert!(
+            matches!(assess(&data, &names, now.as_second()), SecretAction::Regenerate(r) if r.contains("not a CA"))
+        );
     }
 
     #[test]
@@ -1124,7 +1129,7 @@ mod tests {
         let old = generate(&names, then).unwrap();
         let now = at("2027-01-01T00:00:00Z");
         let verdict = assess(&old.to_data(), &names, now.as_second());
-        assert!(matches!(verdict, Verdict::RotateCa(_)), "{verdict:?}");
+        assert!(matches!(verdict, SecretAction::RotateCa(_)), "{verdict:?}");
         let new = renew(&old.to_data(), &verdict, &names, now).unwrap().unwrap();
         let cas = parse_certs(&new.ca_cert).unwrap();
         assert_eq!(cas.len(), 2, "new CA, then the old one");
@@ -1132,7 +1137,7 @@ mod tests {
         assert_ne!(new.ca_key, old.ca_key);
         let leaf = parse_certs(&new.tls_cert).unwrap();
         verify(&cas[0], &leaf[0], &[], &names, now.as_second()).unwrap();
-        assert_eq!(assess(&new.to_data(), &names, now.as_second()), Verdict::Keep);
+        assert_eq!(assess(&new.to_data(), &names, now.as_second()), SecretAction::Keep);
         // The old one goes once it has expired.
         let later = at("2030-06-01T00:00:00Z");
         assert_eq!(retain_unexpired(&new.ca_cert, later.as_second()), to_pem(&cas[0]));
@@ -1145,7 +1150,7 @@ mod tests {
         let now = at("2026-11-23T08:00:00Z");
         assert!(matches!(
             assess(&old.to_data(), &names, now.as_second()),
-            Verdict::Regenerate(r) if r.contains("expired")
+            SecretAction::Regenerate(r) if r.contains("expired")
         ));
     }
 

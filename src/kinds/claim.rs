@@ -8,7 +8,7 @@ use crate::cluster::ClusterView;
 use crate::field::{FieldError, Path};
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, ObjectJson, Whole};
 use crate::policy::apply::{self, TolerationList};
-use crate::policy::enforce::Target as PolicyTarget;
+use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::quota::{Charge, charge};
 use crate::rules;
 

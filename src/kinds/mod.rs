@@ -28,7 +28,7 @@ use crate::field::FieldError;
 use crate::objects::pod::PodSpecView;
 use crate::objects::{DecodeError, ObjectJson};
 use crate::policy::apply::TolerationList;
-use crate::policy::enforce::Target as PolicyTarget;
+use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::quota::Charge;
 use crate::review::{Context, Decision, Request, Warning};
 

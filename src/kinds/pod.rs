@@ -6,7 +6,7 @@ use crate::field::Path;
 use crate::objects::pod::PodSpecView;
 use crate::objects::{DecodeError, ObjectJson, Whole};
 use crate::policy::apply::{self, TolerationList};
-use crate::policy::enforce::Target as PolicyTarget;
+use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::rules;
 
 pub const ROW: KindRow = KindRow {

@@ -86,7 +86,7 @@ mod tests {
             now: now(),
             cluster: &NoCluster,
             policies: &policies,
-            ptr: None,
+            toleration_restriction: None,
             phase: Phase::Validate,
         };
         let (decision, response) = Incoming::parse(&bytes).expect("review").answer(&ctx);
@@ -110,7 +110,7 @@ mod tests {
             now: now(),
             policies: Default::default(),
             namespace_labels: Default::default(),
-            ptr: None,
+            toleration_restriction: None,
         };
         let report = check(&sources, &[], &options, |_, _| {}).expect("checked");
         let object = &report.objects[0];

@@ -11,7 +11,7 @@ use crate::field::Path;
 use crate::objects::pod::PodSpecView;
 use crate::objects::{DecodeError, ObjectJson};
 use crate::policy::apply::{self, TolerationList};
-use crate::policy::enforce::Target as PolicyTarget;
+use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::rules;
 
 const TEMPLATE: &[&str] = &["spec", "template", "spec"];

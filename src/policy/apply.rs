@@ -6,7 +6,7 @@ use json_patch::PatchOperation;
 use serde_json::Value;
 
 use super::applicable::Applicable;
-use super::enforce::{self, Outcome, Target};
+use super::enforce::{self, PolicyOutcome, TolerationTarget};
 use super::model::Toleration;
 use crate::field::Path;
 use crate::objects::claim::{ClaimSpec, ClaimVersion, DeviceToleration, TolerationPlace};
@@ -92,7 +92,7 @@ pub fn claim_lists(spec: &ClaimSpec, version: ClaimVersion, prefix: &[&str]) -> 
 }
 
 /// What the applying policies say about all lists of an object.
-pub fn evaluate(applicable: &Applicable<'_>, target: Target, lists: &[TolerationList]) -> Outcome {
+pub fn evaluate(applicable: &Applicable<'_>, target: TolerationTarget, lists: &[TolerationList]) -> PolicyOutcome {
     let tolerations: Vec<(Path, Toleration)> = lists
         .iter()
         .flat_map(|l| {
@@ -108,7 +108,7 @@ pub fn evaluate(applicable: &Applicable<'_>, target: Target, lists: &[Toleration
 /// The default tolerations each list lacks, as patches against `object`.
 pub fn default_patches(
     applicable: &Applicable<'_>,
-    target: Target,
+    target: TolerationTarget,
     lists: &[TolerationList],
     object: &Value,
 ) -> Vec<PatchOperation> {

@@ -12,17 +12,17 @@ use crate::field::Path;
 
 /// Node tolerations of Pods, or DRA device tolerations of claims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub enum TolerationTarget {
     Pod,
     Device,
 }
 
 /// Who asks, for which namespace, with which tolerations.
-pub struct Subject<'a> {
+pub struct PolicySubject<'a> {
     pub namespace: &'a str,
     pub labels: Option<&'a BTreeMap<String, String>>,
     pub user: &'a UserInfo,
-    pub target: Target,
+    pub target: TolerationTarget,
     /// Every toleration with its field path.
     pub tolerations: Vec<(Path, Toleration)>,
 }
@@ -40,11 +40,11 @@ pub struct Violation {
 /// What all selecting policies say: Enforce violations deny, Warn ones
 /// warn, Audit ones are recorded.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Outcome {
+pub struct PolicyOutcome {
     pub violations: Vec<Violation>,
 }
 
-impl Outcome {
+impl PolicyOutcome {
     pub fn in_mode(&self, mode: Mode) -> impl Iterator<Item = &Violation> {
         self.violations.iter().filter(move |v| v.mode == mode)
     }
@@ -53,14 +53,18 @@ impl Outcome {
 /// Every policy that selects the namespace must admit every toleration. A
 /// policy whose selector needs unknown namespace labels is reported only
 /// when it would reject a toleration, and then says that it cannot tell.
-pub fn evaluate(set: &PolicySet, subject: &Subject<'_>) -> Outcome {
+pub fn evaluate(set: &PolicySet, subject: &PolicySubject<'_>) -> PolicyOutcome {
     let applicable = Applicable::new(set, subject.namespace, true, subject.user, || subject.labels.cloned());
     judge_all(&applicable, subject.target, &subject.tolerations)
 }
 
 /// What the applying policies say about every toleration.
-pub fn judge_all(applicable: &Applicable<'_>, target: Target, tolerations: &[(Path, Toleration)]) -> Outcome {
-    let mut outcome = Outcome::default();
+pub fn judge_all(
+    applicable: &Applicable<'_>,
+    target: TolerationTarget,
+    tolerations: &[(Path, Toleration)],
+) -> PolicyOutcome {
+    let mut outcome = PolicyOutcome::default();
     for (p, selection) in &applicable.policies {
         let unknown = *selection == Selection::Unknown;
         for (path, t) in tolerations {
@@ -103,15 +107,15 @@ fn with_message(p: &TolerationPolicy, text: String) -> String {
     }
 }
 
-fn lists(p: &TolerationPolicy, target: Target) -> (&[Toleration], &[Toleration], &[Toleration]) {
+fn lists(p: &TolerationPolicy, target: TolerationTarget) -> (&[Toleration], &[Toleration], &[Toleration]) {
     match target {
-        Target::Pod => (&p.spec.pods.allow, &p.spec.pods.deny, &p.spec.pods.defaults),
-        Target::Device => (&p.spec.devices.allow, &p.spec.devices.deny, &p.spec.devices.defaults),
+        TolerationTarget::Pod => (&p.spec.pods.allow, &p.spec.pods.deny, &p.spec.pods.defaults),
+        TolerationTarget::Device => (&p.spec.devices.allow, &p.spec.devices.deny, &p.spec.devices.defaults),
     }
 }
 
 /// Why `p` does not admit `t`, if it does not.
-fn judge(p: &TolerationPolicy, target: Target, t: &Toleration) -> Option<&'static str> {
+fn judge(p: &TolerationPolicy, target: TolerationTarget, t: &Toleration) -> Option<&'static str> {
     let (allow, deny, _) = lists(p, target);
     if deny.iter().any(|d| covers(d, t)) {
         return Some("is denied");
@@ -119,14 +123,14 @@ fn judge(p: &TolerationPolicy, target: Target, t: &Toleration) -> Option<&'stati
     if allow.is_empty() || allow.iter().any(|a| covers(a, t)) {
         return None;
     }
-    if target == Target::Pod && p.spec.pods.allow_platform_defaults && is_platform_default(t) {
+    if target == TolerationTarget::Pod && p.spec.pods.allow_platform_defaults && is_platform_default(t) {
         return None;
     }
     Some("is not allowed")
 }
 
 /// What a namespace may use under `p`, for messages.
-fn may_use(p: &TolerationPolicy, target: Target) -> String {
+fn may_use(p: &TolerationPolicy, target: TolerationTarget) -> String {
     let (allow, deny, _) = lists(p, target);
     let join = |l: &[Toleration]| l.iter().map(describe).collect::<Vec<_>>().join(", ");
     match (allow.is_empty(), deny.is_empty()) {
@@ -140,13 +144,13 @@ fn may_use(p: &TolerationPolicy, target: Target) -> String {
 /// order, without the ones already covered by `existing` (or an earlier
 /// default) and without the ones any selecting policy would reject
 /// (PodTolerationRestriction's `MergeTolerations`, plus kubernetes#64616).
-pub fn defaults(set: &PolicySet, subject: &Subject<'_>, existing: &[Toleration]) -> Vec<Toleration> {
+pub fn defaults(set: &PolicySet, subject: &PolicySubject<'_>, existing: &[Toleration]) -> Vec<Toleration> {
     let applicable = Applicable::new(set, subject.namespace, true, subject.user, || subject.labels.cloned());
     defaults_for(&applicable, subject.target, existing)
 }
 
 /// [`defaults`] for the policies that apply.
-pub fn defaults_for(applicable: &Applicable<'_>, target: Target, existing: &[Toleration]) -> Vec<Toleration> {
+pub fn defaults_for(applicable: &Applicable<'_>, target: TolerationTarget, existing: &[Toleration]) -> Vec<Toleration> {
     let selecting: Vec<&TolerationPolicy> = applicable.selected().collect();
     let mut added: Vec<Toleration> = Vec::new();
     for p in selecting.iter().filter(|p| p.spec.mode != Mode::Audit) {
@@ -188,7 +192,7 @@ mod tests {
         )
     }
 
-    fn run(set: &PolicySet, ns: &str, user: &str, target: Target, tols: Vec<Toleration>) -> Outcome {
+    fn run(set: &PolicySet, ns: &str, user: &str, target: TolerationTarget, tols: Vec<Toleration>) -> PolicyOutcome {
         let user = UserInfo {
             username: Some(user.into()),
             groups: Some(vec!["system:authenticated".into()]),
@@ -202,7 +206,7 @@ mod tests {
             .collect();
         evaluate(
             set,
-            &Subject {
+            &PolicySubject {
                 namespace: ns,
                 labels: Some(&labels),
                 user: &user,
@@ -221,7 +225,7 @@ mod tests {
             &s,
             "ml",
             "bob",
-            Target::Pod,
+            TolerationTarget::Pod,
             vec![tol("dedicated", "Equal", "web", "NoSchedule", None)],
         );
         assert_eq!(out.violations.len(), 1);
@@ -238,22 +242,34 @@ mod tests {
                 &s,
                 "ml",
                 "bob",
-                Target::Pod,
+                TolerationTarget::Pod,
                 vec![tol("dedicated", "Equal", "ml", "NoSchedule", None)]
             )
             .violations
             .is_empty()
         );
         assert!(
-            run(&s, "web", "bob", Target::Pod, vec![tol("x", "Exists", "", "", None)])
-                .violations
-                .is_empty(),
+            run(
+                &s,
+                "web",
+                "bob",
+                TolerationTarget::Pod,
+                vec![tol("x", "Exists", "", "", None)]
+            )
+            .violations
+            .is_empty(),
             "not selected"
         );
         assert!(
-            run(&s, "ml", "bob", Target::Device, vec![tol("x", "Exists", "", "", None)])
-                .violations
-                .is_empty(),
+            run(
+                &s,
+                "ml",
+                "bob",
+                TolerationTarget::Device,
+                vec![tol("x", "Exists", "", "", None)]
+            )
+            .violations
+            .is_empty(),
             "no device rules"
         );
     }
@@ -268,7 +284,7 @@ mod tests {
             &s,
             "any",
             "bob",
-            Target::Pod,
+            TolerationTarget::Pod,
             vec![tol(
                 "node-role.kubernetes.io/control-plane",
                 "Exists",
@@ -295,16 +311,34 @@ mod tests {
         );
         let s = set(&both);
         assert!(
-            run(&s, "ns", "u", Target::Pod, vec![tol("k", "Equal", "good", "", None)])
-                .violations
-                .is_empty()
+            run(
+                &s,
+                "ns",
+                "u",
+                TolerationTarget::Pod,
+                vec![tol("k", "Equal", "good", "", None)]
+            )
+            .violations
+            .is_empty()
         );
-        let out = run(&s, "ns", "u", Target::Pod, vec![tol("k", "Equal", "bad", "", None)]);
+        let out = run(
+            &s,
+            "ns",
+            "u",
+            TolerationTarget::Pod,
+            vec![tol("k", "Equal", "bad", "", None)],
+        );
         assert_eq!(
             out.violations.iter().map(|v| v.policy.as_str()).collect::<Vec<_>>(),
             vec!["b"]
         );
-        let out = run(&s, "ns", "u", Target::Pod, vec![tol("other", "Exists", "", "", None)]);
+        let out = run(
+            &s,
+            "ns",
+            "u",
+            TolerationTarget::Pod,
+            vec![tol("other", "Exists", "", "", None)],
+        );
         assert_eq!(
             out.violations.iter().map(|v| v.policy.as_str()).collect::<Vec<_>>(),
             vec!["a"]
@@ -316,7 +350,7 @@ mod tests {
         let not_ready = tol("node.kubernetes.io/not-ready", "Exists", "", "NoExecute", Some(300));
         let s = set(&policy("p", ML));
         assert!(
-            run(&s, "ml", "u", Target::Pod, vec![not_ready.clone()])
+            run(&s, "ml", "u", TolerationTarget::Pod, vec![not_ready.clone()])
                 .violations
                 .is_empty()
         );
@@ -325,7 +359,7 @@ mod tests {
             &format!("{ML}    allowPlatformDefaults: false\n").replace("  message: \"ask #platform\"\n", ""),
         ));
         assert_eq!(
-            run(&strict, "ml", "u", Target::Pod, vec![not_ready.clone()])
+            run(&strict, "ml", "u", TolerationTarget::Pod, vec![not_ready.clone()])
                 .violations
                 .len(),
             1
@@ -335,12 +369,14 @@ mod tests {
             "  pods:\n    allow: [{key: a, operator: Exists}]\n    deny: [{key: node.kubernetes.io/not-ready, operator: Exists}]\n",
         ));
         assert_eq!(
-            run(&denied, "ml", "u", Target::Pod, vec![not_ready]).violations.len(),
+            run(&denied, "ml", "u", TolerationTarget::Pod, vec![not_ready])
+                .violations
+                .len(),
             1
         );
         let longer = tol("node.kubernetes.io/unreachable", "Exists", "", "NoExecute", Some(3600));
         assert_eq!(
-            run(&s, "ml", "u", Target::Pod, vec![longer]).violations.len(),
+            run(&s, "ml", "u", TolerationTarget::Pod, vec![longer]).violations.len(),
             1,
             "over 300 s is no platform default"
         );
@@ -353,18 +389,30 @@ mod tests {
             &format!("  mode: Warn\n  exempt: {{users: [admin], serviceAccounts: [ops/janitor]}}\n{ML}"),
         ));
         let bad = vec![tol("dedicated", "Equal", "web", "NoSchedule", None)];
-        let out = run(&s, "ml", "bob", Target::Pod, bad.clone());
+        let out = run(&s, "ml", "bob", TolerationTarget::Pod, bad.clone());
         assert_eq!(out.in_mode(Mode::Warn).count(), 1);
         assert_eq!(out.in_mode(Mode::Enforce).count(), 0);
-        assert!(run(&s, "ml", "admin", Target::Pod, bad.clone()).violations.is_empty());
         assert!(
-            run(&s, "ml", "system:serviceaccount:ops:janitor", Target::Pod, bad.clone())
+            run(&s, "ml", "admin", TolerationTarget::Pod, bad.clone())
                 .violations
                 .is_empty()
         );
+        assert!(
+            run(
+                &s,
+                "ml",
+                "system:serviceaccount:ops:janitor",
+                TolerationTarget::Pod,
+                bad.clone()
+            )
+            .violations
+            .is_empty()
+        );
         let audit = set(&policy("p", &format!("  mode: Audit\n{ML}")));
         assert_eq!(
-            run(&audit, "ml", "bob", Target::Pod, bad).in_mode(Mode::Audit).count(),
+            run(&audit, "ml", "bob", TolerationTarget::Pod, bad)
+                .in_mode(Mode::Audit)
+                .count(),
             1
         );
     }
@@ -380,7 +428,7 @@ mod tests {
                 &s,
                 "ml-a",
                 "u",
-                Target::Device,
+                TolerationTarget::Device,
                 vec![tol("example.com/gpu-maintenance", "Exists", "", "NoSchedule", None)]
             )
             .violations
@@ -391,7 +439,7 @@ mod tests {
                 &s,
                 "ml-a",
                 "u",
-                Target::Device,
+                TolerationTarget::Device,
                 vec![tol("example.com/other", "Exists", "", "", None)]
             )
             .violations
@@ -408,11 +456,11 @@ mod tests {
         );
         let s = set(&policy("p", &spec));
         let user = UserInfo::default();
-        let subject = |tolerations| Subject {
+        let subject = |tolerations| PolicySubject {
             namespace: "x",
             labels: None,
             user: &user,
-            target: Target::Pod,
+            target: TolerationTarget::Pod,
             tolerations,
         };
         let admitted = vec![(
@@ -452,11 +500,11 @@ mod tests {
             )
         ));
         let user = UserInfo::default();
-        let subject = Subject {
+        let subject = PolicySubject {
             namespace: "ml",
             labels: None,
             user: &user,
-            target: Target::Pod,
+            target: TolerationTarget::Pod,
             tolerations: vec![],
         };
         assert_eq!(

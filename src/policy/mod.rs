@@ -8,9 +8,9 @@ pub mod cover;
 pub mod enforce;
 pub mod load;
 pub mod model;
-pub mod ptr;
 pub mod reload;
 pub mod schema;
+pub mod toleration_restriction;
 
 use std::collections::BTreeMap;
 

@@ -131,7 +131,7 @@ mod tests {
     use crate::admission::Incoming;
     use crate::cluster::StaticView;
     use crate::policy::PolicySet;
-    use crate::policy::ptr::{DEFAULT_TOLERATIONS, PtrConfig};
+    use crate::policy::toleration_restriction::{DEFAULT_TOLERATIONS, TolerationRestrictionConfig};
 
     fn pod_create(namespace: &str) -> Vec<u8> {
         serde_json::to_vec(&json!({
@@ -157,13 +157,13 @@ mod tests {
             "broken".into(),
             BTreeMap::from([(DEFAULT_TOLERATIONS.to_owned(), "not json".to_owned())]),
         );
-        let config = PtrConfig::default();
+        let config = TolerationRestrictionConfig::default();
         let policies = PolicySet::default();
         let ctx = |phase| Context {
             now: "2026-11-21T10:00:00Z".parse().expect("time"),
             cluster: &view,
             policies: &policies,
-            ptr: Some(&config),
+            toleration_restriction: Some(&config),
             phase,
         };
         let incoming = Incoming::parse(&pod_create("broken")).expect("review");
@@ -240,7 +240,7 @@ mod tests {
                 now: "2026-11-21T10:00:00Z".parse().expect("time"),
                 cluster: &view,
                 policies: &policies,
-                ptr: None,
+                toleration_restriction: None,
                 phase: Phase::Validate,
             };
             let (decision, _) = Incoming::parse(&patch_create(user)).expect("review").answer(&ctx);

@@ -12,7 +12,7 @@ use crate::kinds::AdmittedKind;
 use crate::objects::ObjectJson;
 use crate::policy::applicable::Applicable;
 use crate::policy::apply;
-use crate::policy::ptr;
+use crate::policy::toleration_restriction;
 
 pub fn patches<K: AdmittedKind>(
     subject: &ReviewSubject<'_, K>,
@@ -42,7 +42,7 @@ fn create_defaults<K: AdmittedKind>(
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
 ) -> Result<Vec<PatchOperation>, ReviewError> {
-    let mut ops = ptr_merge(subject, object, ctx)?;
+    let mut ops = toleration_restriction_merge(subject, object, ctx)?;
     if applicable.is_empty() {
         return Ok(ops);
     }
@@ -72,18 +72,18 @@ fn policy_defaults<K: AdmittedKind>(
 }
 
 /// PodTolerationRestriction's `MergeTolerations` on a Pod's own spec.
-fn ptr_merge<K: AdmittedKind>(
+fn toleration_restriction_merge<K: AdmittedKind>(
     subject: &ReviewSubject<'_, K>,
     object: &Value,
     ctx: &Context<'_>,
 ) -> Result<Vec<PatchOperation>, ReviewError> {
-    let (Some(config), Some(spec)) = (ctx.ptr, K::pod_spec(&subject.view)) else {
+    let (Some(config), Some(spec)) = (ctx.toleration_restriction, K::pod_spec(&subject.view)) else {
         return Ok(Vec::new());
     };
     let lists = apply::pod_lists(spec, &["spec"]);
     let tolerations = lists.first().map(|l| l.tolerations.as_slice()).unwrap_or_default();
     let annotations = ctx.cluster.namespace_annotations(subject.namespace());
-    let merged = ptr::admit(spec, tolerations, annotations.as_ref(), config)
+    let merged = toleration_restriction::admit(spec, tolerations, annotations.as_ref(), config)
         .map_err(|e| ReviewError::PodTolerationRestriction(e.to_string()))?;
     let Some(merged) = merged else {
         return Ok(Vec::new());

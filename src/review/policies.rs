@@ -8,7 +8,7 @@ use crate::policy::applicable::Applicable;
 use crate::policy::apply;
 use crate::policy::enforce::Violation;
 use crate::policy::model::Mode;
-use crate::policy::ptr;
+use crate::policy::toleration_restriction;
 
 /// Every violation, PodTolerationRestriction's first (the in-tree plugin
 /// runs before any webhook).
@@ -17,7 +17,7 @@ pub fn violations<K: AdmittedKind>(
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
 ) -> Vec<Violation> {
-    let mut out: Vec<Violation> = ptr_whitelist(subject, ctx).into_iter().collect();
+    let mut out: Vec<Violation> = toleration_restriction_whitelist(subject, ctx).into_iter().collect();
     if !applicable.is_empty()
         && let Some((target, lists)) = K::toleration_lists(&subject.view, subject.routed)
     {
@@ -27,15 +27,18 @@ pub fn violations<K: AdmittedKind>(
 }
 
 /// PodTolerationRestriction's whitelist, on a pod spec's tolerations.
-fn ptr_whitelist<K: AdmittedKind>(subject: &ReviewSubject<'_, K>, ctx: &Context<'_>) -> Option<Violation> {
-    let config = ctx.ptr?;
+fn toleration_restriction_whitelist<K: AdmittedKind>(
+    subject: &ReviewSubject<'_, K>,
+    ctx: &Context<'_>,
+) -> Option<Violation> {
+    let config = ctx.toleration_restriction?;
     let spec = K::pod_spec(&subject.view)?;
     let tolerations: Vec<_> = apply::pod_lists(spec, &[])
         .into_iter()
         .flat_map(|l| l.tolerations)
         .collect();
     let annotations = ctx.cluster.namespace_annotations(subject.namespace());
-    ptr::verify(&tolerations, annotations.as_ref(), config)
+    toleration_restriction::verify(&tolerations, annotations.as_ref(), config)
         .err()
         .map(|message| Violation {
             policy: "PodTolerationRestriction".into(),

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use crate::cluster::ClusterView;
 use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
-use crate::policy::ptr::PtrConfig;
+use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 
 /// What the apiserver sent, with the object kept as JSON: each kind's
 /// stages read a typed view decoded from it once, patches are computed
@@ -66,7 +66,7 @@ pub struct Context<'a> {
     pub policies: &'a PolicySet,
     /// PodTolerationRestriction compatibility, when enabled: the plugin's
     /// cluster configuration (namespace annotations come from `cluster`).
-    pub ptr: Option<&'a PtrConfig>,
+    pub toleration_restriction: Option<&'a TolerationRestrictionConfig>,
     pub phase: Phase,
 }
 

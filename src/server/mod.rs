@@ -115,7 +115,7 @@ pub struct ServerConfig {
     /// How often the policy folder is checked for changes.
     pub policy_reload_every: Duration,
     /// PodTolerationRestriction compatibility, when enabled.
-    pub ptr: Option<Arc<crate::policy::ptr::PtrConfig>>,
+    pub toleration_restriction: Option<Arc<crate::policy::toleration_restriction::TolerationRestrictionConfig>>,
     /// How often the info-level summary of answered reviews is written
     /// (each review itself logs at debug).
     pub summary_every: Duration,
@@ -135,7 +135,7 @@ impl ServerConfig {
             policies: PolicyStore::default(),
             policies_dir: None,
             policy_reload_every: DEFAULT_POLICY_RELOAD_EVERY,
-            ptr: None,
+            toleration_restriction: None,
             summary_every: activity::DEFAULT_SUMMARY_EVERY,
         }
     }
@@ -315,7 +315,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         config.ready,
         metrics.clone(),
         config.policies,
-        config.ptr,
+        config.toleration_restriction,
         activity,
     );
     let app = routes::router(state, config.max_body);

@@ -18,8 +18,8 @@ use super::metrics::{self, Metrics};
 use crate::admission::Incoming;
 use crate::cluster::ClusterView;
 use crate::policy::PolicySet;
-use crate::policy::ptr::PtrConfig;
 use crate::policy::reload::PolicyStore;
+use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::review::{Context, Decision, Phase, operation_name};
 
 #[derive(Clone)]
@@ -28,7 +28,7 @@ pub(crate) struct AppState {
     ready: ReadyCheck,
     metrics: Arc<Metrics>,
     policies: PolicyStore,
-    ptr: Option<Arc<PtrConfig>>,
+    toleration_restriction: Option<Arc<TolerationRestrictionConfig>>,
     activity: Arc<Activity>,
 }
 
@@ -38,7 +38,7 @@ impl AppState {
         ready: ReadyCheck,
         metrics: Arc<Metrics>,
         policies: PolicyStore,
-        ptr: Option<Arc<PtrConfig>>,
+        toleration_restriction: Option<Arc<TolerationRestrictionConfig>>,
         activity: Arc<Activity>,
     ) -> Self {
         AppState {
@@ -46,7 +46,7 @@ impl AppState {
             ready,
             metrics,
             policies,
-            ptr,
+            toleration_restriction,
             activity,
         }
     }
@@ -158,13 +158,21 @@ async fn admit(
     let started = Instant::now();
     let policies = state.policies.current();
     if body.len() <= INLINE_REVIEW_MAX_BODY && state.cluster.answers_from_memory() {
-        let outcome = decide(&body, endpoint, &*state.cluster, &policies, state.ptr.as_deref());
+        let outcome = decide(
+            &body,
+            endpoint,
+            &*state.cluster,
+            &policies,
+            state.toleration_restriction.as_deref(),
+        );
         return respond(&state, endpoint, outcome, started.elapsed());
     }
     let deadline = review_deadline(query.as_deref());
     let cluster = state.cluster.clone();
-    let ptr = state.ptr.clone();
-    let task = tokio::task::spawn_blocking(move || decide(&body, endpoint, &*cluster, &policies, ptr.as_deref()));
+    let toleration_restriction = state.toleration_restriction.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        decide(&body, endpoint, &*cluster, &policies, toleration_restriction.as_deref())
+    });
     let outcome = match tokio::time::timeout(deadline, task).await {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(e)) => {
@@ -186,21 +194,21 @@ async fn admit(
     respond(&state, endpoint, outcome, started.elapsed())
 }
 
-fn respond(state: &AppState, endpoint: Endpoint, outcome: Outcome, took: Duration) -> Response {
+fn respond(state: &AppState, endpoint: Endpoint, outcome: ReviewOutcome, took: Duration) -> Response {
     let metrics = &state.metrics;
     match outcome {
         // Log fields are never named `message`: JSON logs put the event's
         // own text under that key.
-        Outcome::NotAReview(reason) => {
+        ReviewOutcome::NotAReview(reason) => {
             metrics.bad_request();
             tracing::info!(endpoint = endpoint.name(), %reason, "rejected a request that is not an AdmissionReview");
             (StatusCode::BAD_REQUEST, reason).into_response()
         }
-        Outcome::Unrenderable(reason) => {
+        ReviewOutcome::Unrenderable(reason) => {
             tracing::error!(endpoint = endpoint.name(), error = %reason, "cannot serialize the AdmissionReview response");
             (StatusCode::INTERNAL_SERVER_ERROR, reason).into_response()
         }
-        Outcome::Answered { body, summary } => {
+        ReviewOutcome::Answered { body, summary } => {
             if summary.handled.is_none() && summary.decoded {
                 metrics.unhandled_kind();
             }
@@ -225,7 +233,7 @@ fn respond(state: &AppState, endpoint: Endpoint, outcome: Outcome, took: Duratio
     }
 }
 
-enum Outcome {
+enum ReviewOutcome {
     NotAReview(String),
     Unrenderable(String),
     Answered { body: Vec<u8>, summary: Box<Summary> },
@@ -237,26 +245,26 @@ fn decide(
     endpoint: Endpoint,
     cluster: &dyn ClusterView,
     policies: &PolicySet,
-    ptr: Option<&PtrConfig>,
-) -> Outcome {
+    toleration_restriction: Option<&TolerationRestrictionConfig>,
+) -> ReviewOutcome {
     let incoming = match Incoming::parse(body) {
         Ok(incoming) => incoming,
-        Err(e) => return Outcome::NotAReview(e.to_string()),
+        Err(e) => return ReviewOutcome::NotAReview(e.to_string()),
     };
     let ctx = Context {
         now: jiff::Timestamp::now(),
         cluster,
         policies,
-        ptr,
+        toleration_restriction,
         phase: endpoint.phase(),
     };
     let decision = incoming.decide(&ctx);
     match incoming.answer_with(&decision, &ctx).to_vec() {
-        Ok(body) => Outcome::Answered {
+        Ok(body) => ReviewOutcome::Answered {
             body,
             summary: Box::new(Summary::new(&incoming, &decision)),
         },
-        Err(e) => Outcome::Unrenderable(e.to_string()),
+        Err(e) => ReviewOutcome::Unrenderable(e.to_string()),
     }
 }
 

@@ -21,7 +21,7 @@ pub const CONFLICT: &str =
 /// (`podtolerationrestriction.admission.k8s.io/v1alpha1` or `v1`, kind `Configuration`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PtrConfig {
+pub struct TolerationRestrictionConfig {
     #[serde(default)]
     pub api_version: String,
     #[serde(default)]
@@ -32,14 +32,14 @@ pub struct PtrConfig {
     pub whitelist: Vec<Toleration>,
 }
 
-impl PtrConfig {
+impl TolerationRestrictionConfig {
     /// Reads the plugin's configuration file (YAML or JSON).
-    pub fn load(path: &Path) -> Result<Self, PtrConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| PtrConfigError::Read {
+    pub fn load(path: &Path) -> Result<Self, TolerationRestrictionConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| TolerationRestrictionConfigError::Read {
             path: path.to_owned(),
             source,
         })?;
-        serde_saphyr::from_str(&text).map_err(|source| PtrConfigError::Parse {
+        serde_saphyr::from_str(&text).map_err(|source| TolerationRestrictionConfigError::Parse {
             path: path.to_owned(),
             source: Box::new(source),
         })
@@ -49,7 +49,7 @@ impl PtrConfig {
 /// Why the plugin's configuration file cannot be used; the tool does not
 /// start rather than run without the configuration it was given.
 #[derive(Debug, thiserror::Error)]
-pub enum PtrConfigError {
+pub enum TolerationRestrictionConfigError {
     #[error("{}: cannot read: {source}", path.display())]
     Read { path: PathBuf, source: std::io::Error },
     /// The source excerpt is left out: the message is one line, the path
@@ -64,7 +64,7 @@ pub enum PtrConfigError {
 
 /// Why PodTolerationRestriction refuses a Pod, or cannot judge it.
 #[derive(Debug, thiserror::Error)]
-pub enum PtrError {
+pub enum TolerationRestrictionError {
     /// The namespace's `defaultTolerations` or `tolerationsWhitelist`
     /// annotation does not parse, as the plugin refuses the Pod then.
     #[error("namespace annotation {key} is not a list of tolerations: {source}")]
@@ -82,7 +82,7 @@ pub enum PtrError {
 pub fn namespace_tolerations(
     annotations: Option<&BTreeMap<String, String>>,
     key: &'static str,
-) -> Result<Option<Vec<Toleration>>, PtrError> {
+) -> Result<Option<Vec<Toleration>>, TolerationRestrictionError> {
     let Some(text) = annotations.and_then(|a| a.get(key)) else {
         return Ok(None);
     };
@@ -91,7 +91,7 @@ pub fn namespace_tolerations(
     }
     serde_json::from_str::<Vec<Toleration>>(text)
         .map(Some)
-        .map_err(|source| PtrError::Annotation { key, source })
+        .map_err(|source| TolerationRestrictionError::Annotation { key, source })
 }
 
 /// `MergeTolerations`: `first` then `second`, dropping every toleration
@@ -141,8 +141,8 @@ pub fn admit(
     spec: &PodSpecView,
     tolerations: &[Toleration],
     annotations: Option<&BTreeMap<String, String>>,
-    config: &PtrConfig,
-) -> Result<Option<Vec<Toleration>>, PtrError> {
+    config: &TolerationRestrictionConfig,
+) -> Result<Option<Vec<Toleration>>, TolerationRestrictionError> {
     let mut extra = namespace_tolerations(annotations, DEFAULT_TOLERATIONS)?.unwrap_or_else(|| config.default.clone());
     if !best_effort(spec) {
         extra.push(memory_pressure());
@@ -159,8 +159,8 @@ pub fn admit(
 pub fn verify(
     tolerations: &[Toleration],
     annotations: Option<&BTreeMap<String, String>>,
-    config: &PtrConfig,
-) -> Result<(), PtrError> {
+    config: &TolerationRestrictionConfig,
+) -> Result<(), TolerationRestrictionError> {
     if tolerations.is_empty() {
         return Ok(());
     }
@@ -169,7 +169,7 @@ pub fn verify(
     if whitelist.is_empty() || tolerations.iter().all(|t| whitelist.iter().any(|w| covers(w, t))) {
         Ok(())
     } else {
-        Err(PtrError::Conflict)
+        Err(TolerationRestrictionError::Conflict)
     }
 }
 
@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn annotations_override_the_cluster_config() {
-        let config = PtrConfig {
+        let config = TolerationRestrictionConfig {
             default: vec![t("testKey", "testValue")],
             ..Default::default()
         };
@@ -223,7 +223,7 @@ mod tests {
         let bad = annotations(&[(DEFAULT_TOLERATIONS, "{")]);
         assert!(matches!(
             admit(&pod(json!({})), &[], Some(&bad), &config),
-            Err(PtrError::Annotation {
+            Err(TolerationRestrictionError::Annotation {
                 key: DEFAULT_TOLERATIONS,
                 ..
             })
@@ -234,8 +234,8 @@ mod tests {
     fn a_bad_whitelist_annotation_is_an_error_not_a_pass() {
         let bad = annotations(&[(TOLERATIONS_WHITELIST, r#"{"key": "k"}"#)]);
         assert!(matches!(
-            verify(&[t("k", "v")], Some(&bad), &PtrConfig::default()),
-            Err(PtrError::Annotation {
+            verify(&[t("k", "v")], Some(&bad), &TolerationRestrictionConfig::default()),
+            Err(TolerationRestrictionError::Annotation {
                 key: TOLERATIONS_WHITELIST,
                 ..
             })
@@ -247,14 +247,20 @@ mod tests {
         let not_a_list = annotations(&[(DEFAULT_TOLERATIONS, "{")]);
         let cases = [
             (
-                admit(&pod(json!({})), &[], Some(&not_a_list), &PtrConfig::default()).map(drop),
+                admit(
+                    &pod(json!({})),
+                    &[],
+                    Some(&not_a_list),
+                    &TolerationRestrictionConfig::default(),
+                )
+                .map(drop),
                 "namespace annotation scheduler.alpha.kubernetes.io/defaultTolerations is not a list of tolerations: invalid type: map, expected a sequence at line 1 column 0",
             ),
             (
                 verify(
                     &[t("x", "y")],
                     None,
-                    &PtrConfig {
+                    &TolerationRestrictionConfig {
                         whitelist: vec![t("a", "b")],
                         ..Default::default()
                     },
@@ -277,7 +283,7 @@ mod tests {
              whitelist: [{key: a, operator: Exists}]\n",
         )
         .expect("write");
-        let config = PtrConfig::load(&good).expect("loads");
+        let config = TolerationRestrictionConfig::load(&good).expect("loads");
         assert_eq!(config.whitelist.len(), 1);
         assert_eq!(config.whitelist[0].key, "a");
 
@@ -289,7 +295,9 @@ mod tests {
             (&unknown, format!("{}: unknown field `defaults`", unknown.display())),
         ];
         for (path, start) in cases {
-            let message = PtrConfig::load(path).expect_err("refused").to_string();
+            let message = TolerationRestrictionConfig::load(path)
+                .expect_err("refused")
+                .to_string();
             assert!(message.starts_with(&start), "{message:?} does not start with {start:?}");
             assert!(!message.contains('\n'), "one line: {message:?}");
         }
@@ -299,11 +307,11 @@ mod tests {
     fn memory_pressure_for_pods_that_are_not_best_effort() {
         let burstable = pod(json!({"requests": {"cpu": "500m"}}));
         assert_eq!(
-            admit(&burstable, &[], None, &PtrConfig::default()).expect("ok"),
+            admit(&burstable, &[], None, &TolerationRestrictionConfig::default()).expect("ok"),
             Some(vec![memory_pressure()])
         );
         assert_eq!(
-            admit(&pod(json!({})), &[], None, &PtrConfig::default()).expect("ok"),
+            admit(&pod(json!({})), &[], None, &TolerationRestrictionConfig::default()).expect("ok"),
             None
         );
         assert_eq!(
@@ -311,7 +319,7 @@ mod tests {
                 &pod(json!({"limits": {"example.com/gpu": "1"}})),
                 &[],
                 None,
-                &PtrConfig::default()
+                &TolerationRestrictionConfig::default()
             )
             .expect("ok"),
             None
@@ -348,16 +356,27 @@ mod tests {
             TOLERATIONS_WHITELIST,
             r#"[{"key": "testKey", "operator": "Equal", "value": "testValue", "effect": "NoSchedule"}]"#,
         )]);
-        assert!(verify(&[t("testKey", "testValue")], Some(&wl), &PtrConfig::default()).is_ok());
+        assert!(
+            verify(
+                &[t("testKey", "testValue")],
+                Some(&wl),
+                &TolerationRestrictionConfig::default()
+            )
+            .is_ok()
+        );
         assert!(matches!(
-            verify(&[t("testKey", "other")], Some(&wl), &PtrConfig::default()),
-            Err(PtrError::Conflict)
+            verify(
+                &[t("testKey", "other")],
+                Some(&wl),
+                &TolerationRestrictionConfig::default()
+            ),
+            Err(TolerationRestrictionError::Conflict)
         ));
         assert!(
-            verify(&[], Some(&wl), &PtrConfig::default()).is_ok(),
+            verify(&[], Some(&wl), &TolerationRestrictionConfig::default()).is_ok(),
             "no tolerations: nothing to check"
         );
-        let config = PtrConfig {
+        let config = TolerationRestrictionConfig {
             whitelist: vec![t("a", "b")],
             ..Default::default()
         };
