@@ -479,6 +479,32 @@ fn quota_with_replicas_past_any_count_saturates_and_denies() {
     }
 }
 
+#[test]
+fn quota_sums_replicas_of_workloads_sharing_a_template_without_overflow() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let no_policies = dir.path().to_str().expect("utf-8");
+    // 2^63 replicas plus 2^63 in parallel is past u64::MAX.
+    let job = "---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: sweep, namespace: ml}
+spec:
+  parallelism: 9223372036854775808
+  template:
+    spec:
+      restartPolicy: Never
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: trainer-gpu}]
+      containers: [{name: c, image: i, resources: {claims: [{name: gpu}]}}]
+";
+    let input = format!("{}{job}", quota_workload(9_223_372_036_854_775_808_u64));
+    let out = draguard(&["check", "-", "--policies", no_policies], Some(&input));
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        stdout(&out).lines().collect::<Vec<_>>(),
+        vec![SATURATED_TEMPLATE, summary(4, no_policies).as_str()]
+    );
+}
+
 /// A ResourceQuota on `gpu` devices in namespace `ml`, then claims of
 /// `gpu` with the given counts per request.
 fn quota_claims(limit: &str, claims: &[(&str, &[i64])]) -> String {
