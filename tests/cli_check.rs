@@ -458,8 +458,9 @@ const SATURATED_TEMPLATE: &str = "-:8:1: error: ResourceClaimTemplate/ml/trainer
 fn quota_with_replicas_past_any_count_saturates_and_denies() {
     let dir = tempfile::tempdir().expect("tempdir");
     let no_policies = dir.path().to_str().expect("utf-8");
-    // u64::MAX replicas times 4 devices.
-    for replicas in ["18446744073709551615"] {
+    // u64::MAX replicas times 4 devices; and a number YAML can only read
+    // as a float, which must not count as 1 replica.
+    for replicas in ["18446744073709551615", "100000000000000000000"] {
         let out = draguard(
             &["check", "-", "--policies", no_policies],
             Some(&quota_workload(replicas)),
