@@ -387,7 +387,7 @@ fn check_applies_policies_with_namespace_labels() {
     );
 }
 
-fn quota_workload(replicas: u32) -> String {
+fn quota_workload(replicas: impl std::fmt::Display) -> String {
     format!(
         "apiVersion: v1
 kind: ResourceQuota
@@ -441,6 +441,124 @@ fn quota_counts_every_subrequest_for_every_replica() {
         Some(0),
         "2 replicas x 4 = 8 fit in 10: {}",
         stdout(&fits)
+    );
+}
+
+/// The last line of `check` with one object denied, no warnings and an
+/// empty policy folder.
+fn summary(objects: usize, no_policies: &str) -> String {
+    format!("{objects} objects, 1 denied, 0 warnings; no toleration policies in {no_policies}")
+}
+
+/// The first line `check` prints when the template is charged past every
+/// count: 4 small GPUs times `replicas` saturates at u64::MAX.
+const SATURATED_TEMPLATE: &str = "-:8:1: error: ResourceClaimTemplate/ml/trainer-gpu: exceeded quota (ResourceQuota \"gpus\"): gpu-small.deviceclass.resource.k8s.io/devices: limit 10, used 0, requested 18446744073709551615";
+
+#[test]
+fn quota_with_replicas_past_any_count_saturates_and_denies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let no_policies = dir.path().to_str().expect("utf-8");
+    // u64::MAX replicas times 4 devices; and a number YAML can only read
+    // as a float, which must not count as 1 replica.
+    for replicas in ["18446744073709551615", "100000000000000000000"] {
+        let out = draguard(
+            &["check", "-", "--policies", no_policies],
+            Some(&quota_workload(replicas)),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{replicas}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert_eq!(
+            stdout(&out).lines().collect::<Vec<_>>(),
+            vec![SATURATED_TEMPLATE, summary(3, no_policies).as_str()],
+            "{replicas}"
+        );
+    }
+}
+
+#[test]
+fn quota_sums_replicas_of_workloads_sharing_a_template_without_overflow() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let no_policies = dir.path().to_str().expect("utf-8");
+    // 2^63 replicas plus 2^63 in parallel is past u64::MAX.
+    let job = "---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: sweep, namespace: ml}
+spec:
+  parallelism: 9223372036854775808
+  template:
+    spec:
+      restartPolicy: Never
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: trainer-gpu}]
+      containers: [{name: c, image: i, resources: {claims: [{name: gpu}]}}]
+";
+    let input = format!("{}{job}", quota_workload(9_223_372_036_854_775_808_u64));
+    let out = draguard(&["check", "-", "--policies", no_policies], Some(&input));
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        stdout(&out).lines().collect::<Vec<_>>(),
+        vec![SATURATED_TEMPLATE, summary(4, no_policies).as_str()]
+    );
+}
+
+/// A ResourceQuota on `gpu` devices in namespace `ml`, then claims of
+/// `gpu` with the given counts per request.
+fn quota_claims(limit: &str, claims: &[(&str, &[i64])]) -> String {
+    let mut input = format!(
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {{name: gpus, namespace: ml}}\nspec:\n  hard:\n    gpu.deviceclass.resource.k8s.io/devices: \"{limit}\"\n"
+    );
+    for (name, counts) in claims {
+        input.push_str(&format!(
+            "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: {name}, namespace: ml}}\nspec:\n  devices:\n    requests:\n"
+        ));
+        for (i, count) in counts.iter().enumerate() {
+            input.push_str(&format!(
+                "    - {{name: r{i}, exactly: {{deviceClassName: gpu, count: {count}}}}}\n"
+            ));
+        }
+    }
+    input
+}
+
+#[test]
+fn quota_of_a_claim_whose_counts_sum_past_u64_is_denied() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let no_policies = dir.path().to_str().expect("utf-8");
+    let input = quota_claims("8", &[("huge", &[i64::MAX, i64::MAX, i64::MAX])]);
+    let out = draguard(&["check", "-", "--policies", no_policies], Some(&input));
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        stdout(&out).lines().collect::<Vec<_>>(),
+        vec![
+            "-:8:1: error: ResourceClaim/ml/huge: exceeded quota (ResourceQuota \"gpus\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 0, requested 18446744073709551615",
+            summary(2, no_policies).as_str(),
+        ],
+        "3 x i64::MAX saturates at u64::MAX instead of wrapping to a small count"
+    );
+}
+
+#[test]
+fn quota_usage_plus_request_past_u64_is_denied() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let no_policies = dir.path().to_str().expect("utf-8");
+    let input = quota_claims(
+        "18446744073709551615",
+        &[("a", &[i64::MAX]), ("b", &[i64::MAX]), ("c", &[2])],
+    );
+    let out = draguard(&["check", "-", "--policies", no_policies], Some(&input));
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        stdout(&out).lines().collect::<Vec<_>>(),
+        vec![
+            "-:24:1: error: ResourceClaim/ml/c: exceeded quota (ResourceQuota \"gpus\"): gpu.deviceclass.resource.k8s.io/devices: limit 18446744073709551615, used 18446744073709551614, requested 2",
+            summary(4, no_policies).as_str(),
+        ],
+        "a and b fit the largest limit; c would take the sum past u64::MAX"
     );
 }
 

@@ -79,6 +79,53 @@ async fn existing_claims_use_six_of_eight() {
     );
 }
 
+/// Watched claims whose counts sum past u64::MAX: the usage saturates
+/// instead of wrapping to a small number that would let the next claim in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_past_u64_saturates_and_denies() {
+    let huge = |name: &str| {
+        let mut c = claim(name, 1);
+        c["spec"]["devices"]["requests"][0]["exactly"]["count"] = json!(i64::MAX);
+        c
+    };
+    let mut objects = Objects::default();
+    objects.lists.insert(
+        "namespaces".into(),
+        vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "resourceVersion": "1"}})],
+    );
+    objects
+        .lists
+        .insert("resourceclaims".into(), vec![huge("a"), huge("b"), huge("c")]);
+    objects.lists.insert(
+        "resourcequotas".into(),
+        vec![json!({"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": "gpus", "namespace": "ml", "resourceVersion": "1"},
+            "spec": {"hard": {"gpu.deviceclass.resource.k8s.io/devices": "8"}}})],
+    );
+    let api = FakeApiServer::start(objects).await;
+    let view = LiveView::start(api.client());
+    let ready = tokio::time::timeout(Duration::from_secs(10), view.wait_ready()).await;
+    assert_eq!(ready, Ok(true), "the caches fill from the fake API server");
+
+    let policies = PolicySet::default();
+    let ctx = Context {
+        now: "2026-11-21T10:00:00Z".parse().expect("time"),
+        cluster: &view,
+        policies: &policies,
+        ptr: None,
+        phase: Phase::Validate,
+    };
+    let (denied, response) = Incoming::parse(&review_of(claim("new", 1)))
+        .expect("review")
+        .answer(&ctx);
+    assert!(!denied.allowed, "{response}");
+    assert_eq!(response["response"]["status"]["code"], 403);
+    assert_eq!(
+        response["response"]["status"]["message"],
+        "resourceclaims.resource.k8s.io \"new\" is forbidden: exceeded quota (ResourceQuota \"gpus\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 18446744073709551615, requested 1"
+    );
+}
+
 fn quota_policy(gpus: u32) -> PolicySet {
     let yaml = format!(
         "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: ml-quota}}\nspec:\n  namespaces: {{names: [\"ml-*\"]}}\n  quota: {{claims: 10, devices: {{gpu: {gpus}}}}}\n"

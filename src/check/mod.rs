@@ -367,7 +367,10 @@ fn input_facts(objects: &[Object], default_namespace: &str, cluster: &mut Static
         let claims = pod_spec.and_then(|s| s.get("resourceClaims")).and_then(Value::as_array);
         for claim in claims.into_iter().flatten() {
             if let Some(template) = claim.get("resourceClaimTemplateName").and_then(Value::as_str) {
-                *cluster.templates.entry((ns.clone(), template.to_owned())).or_default() += replicas;
+                // Replicas come from the manifests: the sum over workloads
+                // saturates, and the charge it multiplies saturates too.
+                let stamped = cluster.templates.entry((ns.clone(), template.to_owned())).or_default();
+                *stamped = stamped.saturating_add(replicas);
             }
         }
     }

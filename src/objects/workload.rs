@@ -84,6 +84,11 @@ impl Workload {
     /// Pods the workload runs at once: `replicas` (Deployment, ReplicaSet,
     /// StatefulSet) or `parallelism` (Job, CronJob), 1 when unset; a
     /// DaemonSet runs one per node, which no manifest tells, so 1.
+    ///
+    /// A number past `u64::MAX` is read from YAML as a float: it counts as
+    /// `u64::MAX` (and a fraction rounds up), never as 1, or a huge
+    /// workload would slip under a quota. Anything else that is not a
+    /// count (negative, not a number) stays 1, as unset.
     pub fn replicas(self, object: &Value) -> u64 {
         let pointer = match self {
             Workload::Job => "/spec/parallelism",
@@ -91,7 +96,16 @@ impl Workload {
             Workload::DaemonSet => return 1,
             _ => "/spec/replicas",
         };
-        object.pointer(pointer).and_then(Value::as_u64).unwrap_or(1)
+        match object.pointer(pointer) {
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .or_else(|| {
+                    // `as` from a float saturates at u64::MAX.
+                    n.as_f64().filter(|f| *f > 0.0).map(|f| f.ceil() as u64)
+                })
+                .unwrap_or(1),
+            _ => 1,
+        }
     }
 }
 
@@ -153,5 +167,17 @@ mod tests {
         assert_eq!(Workload::Deployment.pod_spec_path().as_str(), "spec.template.spec");
         assert_eq!(Workload::Deployment.replicas(&json!({"spec": {"replicas": 4}})), 4);
         assert_eq!(Workload::DaemonSet.replicas(&json!({"spec": {"replicas": 4}})), 1);
+    }
+
+    #[test]
+    fn replicas_past_u64_saturate_instead_of_counting_one() {
+        let replicas = |v: Value| Workload::Deployment.replicas(&json!({"spec": {"replicas": v}}));
+        assert_eq!(replicas(json!(u64::MAX)), u64::MAX);
+        assert_eq!(replicas(json!(1e20)), u64::MAX, "as YAML reads 100000000000000000000");
+        assert_eq!(replicas(json!(f64::MAX)), u64::MAX);
+        assert_eq!(replicas(json!(2.5)), 3, "a fraction rounds up");
+        assert_eq!(replicas(json!(-3)), 1, "not a count: as unset");
+        assert_eq!(replicas(json!("7")), 1, "not a number: as unset");
+        assert_eq!(replicas(json!(0)), 0);
     }
 }

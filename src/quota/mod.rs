@@ -24,18 +24,26 @@ pub struct Charge {
 }
 
 impl Charge {
+    /// Counts come from requests and manifests, so sums and products
+    /// saturate: a plain `+` would panic in a debug build and wrap to a small
+    /// count in a release build. A count stuck at `u64::MAX` is over every
+    /// limit ([`excesses`]), which is the safe verdict.
     pub fn add(&mut self, other: &Charge) {
-        self.claims += other.claims;
+        self.claims = self.claims.saturating_add(other.claims);
         for (class, n) in &other.devices {
-            *self.devices.entry(class.clone()).or_default() += n;
+            add_devices(&mut self.devices, class, *n);
         }
     }
 
-    /// This charge `n` times (a template stamping `n` claims).
+    /// This charge `n` times (a template stamping `n` claims), saturating.
     pub fn times(&self, n: u64) -> Charge {
         Charge {
-            claims: self.claims * n,
-            devices: self.devices.iter().map(|(c, d)| (c.clone(), d * n)).collect(),
+            claims: self.claims.saturating_mul(n),
+            devices: self
+                .devices
+                .iter()
+                .map(|(c, d)| (c.clone(), d.saturating_mul(n)))
+                .collect(),
         }
     }
 
@@ -61,10 +69,18 @@ impl fmt::Display for Charge {
     }
 }
 
+/// `n` more devices of `class`, saturating (see [`Charge::add`]).
+fn add_devices(devices: &mut BTreeMap<String, u64>, class: &str, n: u64) {
+    let total = devices.entry(class.to_owned()).or_default();
+    *total = total.saturating_add(n);
+}
+
 /// Devices one request or subrequest asks for: its count, 32 for `All`,
 /// nothing for a mode the evaluator does not know.
 fn devices(mode: &str, count: i64) -> Option<u64> {
     match mode {
+        // A negative count (validation denies it anyway) charges nothing,
+        // as it always has; every i64 count >= 0 fits a u64.
         ALLOCATION_MODE_EXACT_COUNT => Some(u64::try_from(count).unwrap_or(0)),
         ALLOCATION_MODE_ALL => Some(ALL_DEVICES_CHARGE),
         _ => None,
@@ -85,7 +101,7 @@ pub fn charge(spec: &ClaimSpec) -> Charge {
         if let Some(exactly) = &request.exactly {
             // An unknown mode still names the class, at 0 (`unknown-count-mode`).
             let n = devices(&exactly.allocation_mode, exactly.count).unwrap_or(0);
-            *total.devices.entry(exactly.device_class_name.clone()).or_default() += n;
+            add_devices(&mut total.devices, &exactly.device_class_name, n);
             continue;
         }
         let mut per_class: BTreeMap<&str, u64> = BTreeMap::new();
@@ -96,7 +112,7 @@ pub fn charge(spec: &ClaimSpec) -> Charge {
             }
         }
         for (class, n) in per_class {
-            *total.devices.entry(class.to_owned()).or_default() += n;
+            add_devices(&mut total.devices, class, n);
         }
     }
     total
@@ -244,6 +260,47 @@ mod tests {
         );
         assert_eq!(c.times(3).to_string(), "3 claims, 12 gpu-small");
     }
+
+    const I64_MAX: i64 = i64::MAX;
+
+    #[test]
+    fn counts_from_input_saturate_instead_of_wrapping() {
+        // Three times i64::MAX is past u64::MAX: wrapping would charge
+        // 9223372036854775805, and a debug build would panic.
+        let huge: Vec<Value> = (0..3)
+            .map(|i| json!({"name": format!("r{i}"), "exactly": gpu(json!({"count": I64_MAX}))}))
+            .collect();
+        assert_eq!(charged(json!(huge)), expect(&[("gpu", u64::MAX)]));
+        let mixed = json!([
+            {"name": "e", "exactly": gpu(json!({"count": I64_MAX}))},
+            {"name": "f", "firstAvailable": [sub("a", "gpu", json!({"count": I64_MAX})), sub("b", "gpu", json!({"count": 1}))]},
+            {"name": "g", "firstAvailable": [sub("a", "gpu", json!({"allocationMode": "All"}))]}
+        ]);
+        assert_eq!(
+            charged(mixed),
+            expect(&[("gpu", u64::MAX)]),
+            "2 x i64::MAX + 32 saturates too"
+        );
+    }
+
+    #[test]
+    fn sums_and_multiples_saturate() {
+        let big = Charge {
+            claims: 1,
+            devices: expect(&[("gpu", u64::MAX - 1)]),
+        };
+        let mut sum = big.clone();
+        sum.add(&big);
+        assert_eq!(sum.claims, 2);
+        assert_eq!(sum.devices, expect(&[("gpu", u64::MAX)]));
+        assert_eq!(
+            big.times(u64::MAX).to_string(),
+            "18446744073709551615 claims, 18446744073709551615 gpu"
+        );
+        let mut claims = big.times(u64::MAX);
+        claims.add(&big);
+        assert_eq!(claims.claims, u64::MAX, "the claim count saturates as well");
+    }
 }
 
 /// Limits from one source (a policy's `quota`, or a ResourceQuota's
@@ -322,16 +379,20 @@ impl fmt::Display for Excess {
     }
 }
 
-/// Every limit that `used + requested` would exceed.
+/// Every limit that `used + requested` would exceed. The sum saturates,
+/// and `u64::MAX` is where every count saturates, so it means "at least
+/// this many": over any limit, even a limit of `u64::MAX`.
 pub fn excesses(limits: &Limits, used: &Charge, requested: &Charge) -> Vec<Excess> {
     let (used, requested) = (used.resources(), requested.resources());
     limits
         .hard
         .iter()
         .filter_map(|(resource, &limit)| {
+            // A resource absent from a charge is 0 of it, not unknown.
             let asked = requested.get(resource).copied().unwrap_or(0);
             let have = used.get(resource).copied().unwrap_or(0);
-            (asked > 0 && have + asked > limit).then(|| Excess {
+            let total = have.saturating_add(asked);
+            (asked > 0 && (total > limit || total == u64::MAX)).then(|| Excess {
                 source: limits.source.clone(),
                 resource: resource.clone(),
                 limit,
@@ -394,5 +455,48 @@ mod limit_tests {
             "exceeded quota (ResourceQuota \"q\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 6, requested 3"
         );
         assert!(excesses(&limits, &used, &two).is_empty());
+    }
+
+    fn gpus(n: u64) -> Charge {
+        Charge {
+            claims: 1,
+            devices: [("gpu".to_owned(), n)].into(),
+        }
+    }
+
+    #[test]
+    fn used_plus_requested_saturates_and_is_over() {
+        let limits = Limits {
+            source: "ResourceQuota \"q\"".into(),
+            hard: [("gpu.deviceclass.resource.k8s.io/devices".to_owned(), 8)].into(),
+        };
+        let over = excesses(&limits, &gpus(u64::MAX - 1), &gpus(3));
+        assert_eq!(
+            over.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            vec![
+                "exceeded quota (ResourceQuota \"q\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 18446744073709551614, requested 3"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_saturated_count_is_over_even_the_largest_limit() {
+        let limits = Limits {
+            source: "policy \"p\"".into(),
+            hard: [("gpu.deviceclass.resource.k8s.io/devices".to_owned(), u64::MAX)].into(),
+        };
+        assert!(
+            excesses(&limits, &gpus(u64::MAX - 2), &gpus(1)).is_empty(),
+            "u64::MAX - 1 fits in u64::MAX"
+        );
+        let over = excesses(&limits, &gpus(u64::MAX - 1), &gpus(1));
+        assert_eq!(
+            over.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            vec![
+                "exceeded quota (policy \"p\"): gpu.deviceclass.resource.k8s.io/devices: limit 18446744073709551615, used 18446744073709551614, requested 1"
+            ],
+            "u64::MAX is where counts saturate: it may stand for more"
+        );
+        assert_eq!(excesses(&limits, &Charge::default(), &gpus(u64::MAX)).len(), 1);
     }
 }
