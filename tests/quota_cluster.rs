@@ -112,7 +112,7 @@ async fn usage_past_u64_saturates_and_denies() {
         now: "2026-11-21T10:00:00Z".parse().expect("time"),
         cluster: &view,
         policies: &policies,
-        ptr: None,
+        toleration_restriction: None,
         phase: Phase::Validate,
     };
     let (denied, response) = Incoming::parse(&review_of(claim("new", 1)))

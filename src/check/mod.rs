@@ -19,7 +19,6 @@ use serde_saphyr::Spanned;
 use crate::cluster::StaticView;
 use crate::field::{Path, Segment};
 use crate::objects::ObjectJson;
-use crate::objects::workload::Workload;
 use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::review::{Context, Denial, Envelope, Phase, Request, review};
@@ -359,11 +358,10 @@ fn input_facts(objects: &[Object], default_namespace: &str, cluster: &mut Static
             continue;
         }
         let version = text(v, "/apiVersion").map_or("", |a| a.rsplit_once('/').map_or(a, |(_, v)| v));
-        let (pod_spec, replicas) = match Workload::route(&group, version, &kind) {
-            Some(w) => (Some(w.pod_spec(v)), w.replicas(v)),
-            None if group.is_empty() && kind == "Pod" => (v.get("spec"), 1),
-            None => continue,
+        let Some(routed) = crate::kinds::route(&group, version, &kind) else {
+            continue;
         };
+        let (pod_spec, replicas) = (routed.row.pod_spec_of(v), routed.row.pods_at_once(v));
         let claims = pod_spec.and_then(|s| s.get("resourceClaims")).and_then(Value::as_array);
         for claim in claims.into_iter().flatten() {
             if let Some(template) = claim.get("resourceClaimTemplateName").and_then(Value::as_str) {

@@ -19,6 +19,7 @@ pub const ROW: KindRow = KindRow {
     plural: "resourceclaims",
     namespaced: true,
     pod_spec: None,
+    pod_count: None,
     review: crate::review::pipeline::<ClaimKind>,
     charge: Some(super::charge::<ClaimKind>),
 };

@@ -20,6 +20,7 @@ pub const ROW: KindRow = KindRow {
     plural: "resourceclaimtemplates",
     namespaced: true,
     pod_spec: None,
+    pod_count: None,
     review: crate::review::pipeline::<ClaimTemplateKind>,
     charge: Some(super::charge::<ClaimTemplateKind>),
 };

@@ -18,6 +18,7 @@ pub const ROW: KindRow = KindRow {
     plural: "devicetaintrules",
     namespaced: false,
     pod_spec: None,
+    pod_count: None,
     review: crate::review::pipeline::<DeviceTaintRuleKind>,
     charge: None,
 };

@@ -46,6 +46,10 @@ pub struct KindRow {
     /// JSON-pointer tokens of the pod spec draguard judges, for kinds that
     /// carry one (a Pod's own, a workload's template).
     pub pod_spec: Option<&'static [&'static str]>,
+    /// JSON-pointer tokens of the field that says how many Pods run at once
+    /// (`replicas`, a Job's `parallelism`); `None` for one (a Pod, and a
+    /// DaemonSet, whose node count no manifest tells).
+    pub pod_count: Option<&'static [&'static str]>,
     /// The review pipeline, instantiated for the kind's typed view.
     pub review: fn(Routed, &Request, &Context<'_>) -> Decision,
     /// What creating an object of the kind costs in quota, for kinds quota
@@ -67,6 +71,28 @@ pub fn charge<K: AdmittedKind>(
 }
 
 impl KindRow {
+    /// The pod spec of `object`, for kinds that carry one.
+    pub fn pod_spec_of<'v>(&self, object: &'v Value) -> Option<&'v Value> {
+        self.pod_spec?.iter().try_fold(object, |v, t| v.get(t))
+    }
+
+    /// How many Pods `object` runs at once: its count field, 1 when unset
+    /// or not a count. A count too large for a `u64` (YAML reads it as a
+    /// float) saturates at `u64::MAX`, so it can never slip under a quota.
+    pub fn pods_at_once(&self, object: &Value) -> u64 {
+        let Some(tokens) = self.pod_count else {
+            return 1;
+        };
+        match tokens.iter().try_fold(object, |v, t| v.get(t)) {
+            Some(Value::Number(n)) => n
+                .as_u64()
+                // `as` from a float saturates at u64::MAX.
+                .or_else(|| n.as_f64().filter(|f| *f > 0.0).map(|f| f.ceil() as u64))
+                .unwrap_or(1),
+            _ => 1,
+        }
+    }
+
     /// `schema.GroupKind.String()`: `ResourceClaim.resource.k8s.io`, `Pod`.
     pub fn qualified(&self) -> String {
         if self.group.is_empty() {

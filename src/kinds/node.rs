@@ -14,6 +14,7 @@ pub const ROW: KindRow = KindRow {
     plural: "nodes",
     namespaced: false,
     pod_spec: None,
+    pod_count: None,
     review: crate::review::pipeline::<NodeKind>,
     charge: None,
 };

@@ -16,6 +16,7 @@ pub const ROW: KindRow = KindRow {
     plural: "pods",
     namespaced: true,
     pod_spec: Some(&["spec"]),
+    pod_count: None,
     review: crate::review::pipeline::<PodKind>,
     charge: None,
 };

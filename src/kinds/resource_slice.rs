@@ -17,6 +17,7 @@ pub const ROW: KindRow = KindRow {
     plural: "resourceslices",
     namespaced: false,
     pod_spec: None,
+    pod_count: None,
     review: crate::review::pipeline::<ResourceSliceKind>,
     charge: None,
 };

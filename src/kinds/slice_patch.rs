@@ -21,6 +21,7 @@ pub const ROW: KindRow = KindRow {
     plural: "resourceslicepatches",
     namespaced: false,
     pod_spec: None,
+    pod_count: None,
     review: crate::review::pipeline::<SlicePatchKind>,
     charge: None,
 };

@@ -15,6 +15,7 @@ pub const ROW: KindRow = KindRow {
     plural: "widgets",
     namespaced: true,
     pod_spec: None,
+    pod_count: None,
     review: crate::review::pipeline::<WidgetKind>,
     charge: None,
 };

@@ -16,7 +16,14 @@ use crate::rules;
 
 const TEMPLATE: &[&str] = &["spec", "template", "spec"];
 
-const fn row(group: &'static str, kind: &'static str, plural: &'static str) -> KindRow {
+const REPLICAS: &[&str] = &["spec", "replicas"];
+
+const fn row(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    pod_count: Option<&'static [&'static str]>,
+) -> KindRow {
     KindRow {
         group,
         kind,
@@ -25,19 +32,26 @@ const fn row(group: &'static str, kind: &'static str, plural: &'static str) -> K
         plural,
         namespaced: true,
         pod_spec: Some(TEMPLATE),
+        pod_count,
         review: crate::review::pipeline::<WorkloadKind>,
         charge: None,
     }
 }
 
-pub const DEPLOYMENT: KindRow = row("apps", "Deployment", "deployments");
-pub const REPLICA_SET: KindRow = row("apps", "ReplicaSet", "replicasets");
-pub const STATEFUL_SET: KindRow = row("apps", "StatefulSet", "statefulsets");
-pub const DAEMON_SET: KindRow = row("apps", "DaemonSet", "daemonsets");
-pub const JOB: KindRow = row("batch", "Job", "jobs");
+pub const DEPLOYMENT: KindRow = row("apps", "Deployment", "deployments", Some(REPLICAS));
+pub const REPLICA_SET: KindRow = row("apps", "ReplicaSet", "replicasets", Some(REPLICAS));
+pub const STATEFUL_SET: KindRow = row("apps", "StatefulSet", "statefulsets", Some(REPLICAS));
+/// One Pod per node, which no manifest tells: counted as one.
+pub const DAEMON_SET: KindRow = row("apps", "DaemonSet", "daemonsets", None);
+pub const JOB: KindRow = row("batch", "Job", "jobs", Some(&["spec", "parallelism"]));
 pub const CRON_JOB: KindRow = KindRow {
     pod_spec: Some(&["spec", "jobTemplate", "spec", "template", "spec"]),
-    ..row("batch", "CronJob", "cronjobs")
+    ..row(
+        "batch",
+        "CronJob",
+        "cronjobs",
+        Some(&["spec", "jobTemplate", "spec", "parallelism"]),
+    )
 };
 
 pub struct WorkloadKind;
@@ -124,5 +138,41 @@ fn pod_spec_path(facts: &Facts<'_>) -> Path {
 impl super::ObjectView for WorkloadView {
     fn metadata(&self) -> &ObjectMeta {
         &self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn finds_the_pod_spec_and_the_pods_at_once() {
+        let cronjob = json!({"spec": {"jobTemplate": {"spec": {"parallelism": 3, "template": {"spec": {"x": 1}}}}}});
+        assert_eq!(CRON_JOB.pod_spec_of(&cronjob), Some(&json!({"x": 1})));
+        assert_eq!(CRON_JOB.pods_at_once(&cronjob), 3);
+        assert_eq!(DEPLOYMENT.pod_spec_of(&cronjob), None);
+        let deployment = json!({"spec": {"replicas": 4, "parallelism": 9}});
+        assert_eq!(DEPLOYMENT.pods_at_once(&deployment), 4);
+        assert_eq!(JOB.pods_at_once(&deployment), 9);
+        assert_eq!(
+            DAEMON_SET.pods_at_once(&deployment),
+            1,
+            "one per node, which no manifest tells"
+        );
+        assert_eq!(DEPLOYMENT.pods_at_once(&json!({"spec": {}})), 1, "unset");
+    }
+
+    #[test]
+    fn pod_counts_past_u64_saturate_instead_of_counting_one() {
+        let replicas = |v: Value| DEPLOYMENT.pods_at_once(&json!({"spec": {"replicas": v}}));
+        assert_eq!(replicas(json!(u64::MAX)), u64::MAX);
+        assert_eq!(replicas(json!(1e20)), u64::MAX, "as YAML reads 100000000000000000000");
+        assert_eq!(replicas(json!(f64::MAX)), u64::MAX);
+        assert_eq!(replicas(json!(2.5)), 3, "a fraction rounds up");
+        assert_eq!(replicas(json!(-3)), 1, "not a count: as unset");
+        assert_eq!(replicas(json!("7")), 1, "not a number: as unset");
+        assert_eq!(replicas(json!(0)), 0);
     }
 }

@@ -9,7 +9,6 @@ pub mod meta;
 pub mod patch;
 pub mod patch_crd;
 pub mod pod;
-pub mod workload;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
