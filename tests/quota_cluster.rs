@@ -137,10 +137,11 @@ fn quota_policy(gpus: u32) -> PolicySet {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_keeps_one_resource_quota_per_selected_namespace() {
-    use draguard::quota::sync::{desired, reconcile};
-    let namespaces: Vec<std::sync::Arc<k8s_openapi::api::core::v1::Namespace>> = ["ml-a", "ml-b", "web"]
+    use draguard::cluster::quota_sync::reconcile;
+    use draguard::quota::desired::desired;
+    let namespaces: Vec<(String, std::collections::BTreeMap<String, String>)> = ["ml-a", "ml-b", "web"]
         .iter()
-        .map(|n| std::sync::Arc::new(serde_json::from_value(json!({"metadata": {"name": n}})).expect("namespace")))
+        .map(|n| ((*n).to_owned(), Default::default()))
         .collect();
     let mut objects = Objects::default();
     let unmanaged = json!({"apiVersion": "v1", "kind": "ResourceQuota",

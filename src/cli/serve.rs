@@ -326,11 +326,7 @@ async fn cluster_config(args: &ServeArgs) -> Result<Option<kube::Config>, Startu
 const SYNC_QUOTAS_EVERY: Duration = Duration::from_secs(30);
 
 async fn draguard_sync(client: kube::Client, policies: crate::policy::reload::PolicyStore, view: LiveView) {
-    if !view.wait_ready().await {
-        tracing::warn!("the namespace cache never filled; ResourceQuota sync is off");
-        return;
-    }
-    crate::quota::sync::run(client, policies, view, SYNC_QUOTAS_EVERY).await;
+    crate::cluster::quota_sync::run(client, policies, view, SYNC_QUOTAS_EVERY).await;
 }
 
 /// `3145728`, `3Mi`, `512Ki`, `1G`: a byte count for `--max-body`.

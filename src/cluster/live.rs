@@ -1,240 +1,274 @@
-//! The live view: kube-rs reflectors kept current by watches.
+//! The live view: one index per concern, each kept current by its watch
+//! (see [`super::index`]). Every request reads an index in time that does
+//! not grow with the cluster: a namespace's quota usage is a running
+//! total, not a walk over every claim.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
-use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource};
-use serde::de::DeserializeOwned;
+use kube::{Api, Client};
 
-use super::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
-use super::{CacheState, ClusterView};
+use super::index::{Watched, spawn_watch};
+use super::indexes::{ClaimUsage, NamespaceIndex, PatchIndex, QuotaIndex};
+use super::{CacheState, ClusterView, NotSynced, QuotaUsage};
 use crate::objects::patch::PatchSpec;
-use crate::objects::{ClaimSpec, ClaimVersion};
-use crate::quota::{Charge, Limits, charge};
+use crate::quota::Limits;
 
-/// Watched caches of the objects the rules consult.
+const READY_POLL: Duration = Duration::from_millis(50);
+
+/// Watched indexes of what the rules consult.
 #[derive(Clone)]
 pub struct LiveView {
-    namespaces: Store<Namespace>,
-    claims: Store<ResourceClaim>,
-    quotas: Store<ResourceQuota>,
+    namespaces: Arc<Watched<NamespaceIndex>>,
+    claims: Arc<Watched<ClaimUsage>>,
+    quotas: Arc<Watched<QuotaIndex>>,
     /// draguard.dev/v1alpha1 ResourceSlicePatches (empty without the CRD).
-    patches: Store<DynamicObject>,
-    /// One per store above, in the same order.
-    health: [Arc<WatchHealth>; 4],
+    patches: Arc<Watched<PatchIndex>>,
 }
 
-/// What a reflector task tells `/metrics` about its watch; atomics, so the
-/// task never waits for a scrape.
-#[derive(Debug)]
-struct WatchHealth {
-    what: &'static str,
-    synced: AtomicBool,
-    errors: AtomicU64,
-}
-
-impl WatchHealth {
-    fn new(what: &'static str) -> Arc<Self> {
-        Arc::new(WatchHealth {
-            what,
-            synced: AtomicBool::new(false),
-            errors: AtomicU64::new(0),
-        })
-    }
-
-    fn state(&self, objects: usize) -> CacheState {
-        CacheState {
-            name: self.what,
-            synced: self.synced.load(Ordering::Relaxed),
-            objects,
-            watch_errors: self.errors.load(Ordering::Relaxed),
-        }
-    }
-}
-
-/// Starts one reflector on the current runtime and returns its store.
-fn reflect<K>(api: Api<K>, what: &'static str) -> (Store<K>, Arc<WatchHealth>)
-where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
-{
-    run_reflector(api, reflector::store::Writer::default(), what, false)
-}
-
-/// The CRD's objects, through the dynamic API (the type is draguard's own).
-/// Without the CRD the watch fails quietly and the store stays empty.
-fn reflect_patches(client: Client) -> (Store<DynamicObject>, Arc<WatchHealth>) {
-    let gvk = GroupVersionKind::gvk("draguard.dev", "v1alpha1", "ResourceSlicePatch");
-    let resource = ApiResource::from_gvk_with_plural(&gvk, "resourceslicepatches");
-    let api = Api::<DynamicObject>::all_with(client, &resource);
-    run_reflector(
-        api,
-        reflector::store::Writer::new(resource),
-        "resourceslicepatches",
-        true,
-    )
-}
-
-fn run_reflector<K>(
-    api: Api<K>,
-    writer: reflector::store::Writer<K>,
-    what: &'static str,
-    quiet: bool,
-) -> (Store<K>, Arc<WatchHealth>)
-where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
-{
-    let reader = writer.as_reader();
-    let health = WatchHealth::new(what);
-    let stream = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .reflect(writer);
-    let task_health = health.clone();
-    tokio::spawn(async move {
-        futures::pin_mut!(stream);
-        let mut log = ErrorLog::new(ERROR_LINE_EVERY);
-        // A missing CRD is expected: its watch speaks at debug level only.
-        macro_rules! say {
-            ($loud:ident, $($arg:tt)*) => {
-                if quiet { tracing::debug!($($arg)*) } else { tracing::$loud!($($arg)*) }
-            };
-        }
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(event) => {
-                    if matches!(event, watcher::Event::InitDone) {
-                        task_health.synced.store(true, Ordering::Relaxed);
-                    }
-                    if let Some(errors) = log.succeeded() {
-                        say!(info, what, errors, "watch recovered");
-                    }
-                }
-                Err(e) => {
-                    task_health.errors.fetch_add(1, Ordering::Relaxed);
-                    if let ErrorLineAction::Log { suppressed } = log.failed(Instant::now()) {
-                        say!(
-                            warn,
-                            error = %e,
-                            what,
-                            suppressed,
-                            "watch error; retrying with backoff (at most one line a minute; `suppressed` errors since the last)"
-                        );
-                    }
-                }
-            }
-        }
-    });
-    (reader, health)
+fn dynamic_api(client: Client, group: &str, version: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    Api::all_with(client, &ApiResource::from_gvk_with_plural(&gvk, plural))
 }
 
 impl LiveView {
     /// Starts the watches on the current tokio runtime and returns at once;
-    /// [`LiveView::wait_ready`] tells when the first lists have arrived.
+    /// [`LiveView::readiness`] tells when every first list has arrived.
     pub fn start(client: Client) -> Self {
-        let (namespaces, h0) = reflect(Api::<Namespace>::all(client.clone()), "namespaces");
-        let (claims, h1) = reflect(Api::<ResourceClaim>::all(client.clone()), "resourceclaims");
-        let (quotas, h2) = reflect(Api::<ResourceQuota>::all(client.clone()), "resourcequotas");
-        let (patches, h3) = reflect_patches(client);
+        let view = LiveView::unstarted();
+        spawn_watch(Api::<Namespace>::all(client.clone()), view.namespaces.clone());
+        spawn_watch(
+            dynamic_api(
+                client.clone(),
+                "resource.k8s.io",
+                "v1",
+                "ResourceClaim",
+                "resourceclaims",
+            ),
+            view.claims.clone(),
+        );
+        spawn_watch(Api::<ResourceQuota>::all(client.clone()), view.quotas.clone());
+        spawn_watch(
+            dynamic_api(
+                client,
+                "draguard.dev",
+                "v1alpha1",
+                "ResourceSlicePatch",
+                "resourceslicepatches",
+            ),
+            view.patches.clone(),
+        );
+        view
+    }
+
+    /// The indexes, empty and not synced, with no watch feeding them.
+    fn unstarted() -> Self {
         LiveView {
-            namespaces,
-            claims,
-            quotas,
-            patches,
-            health: [h0, h1, h2, h3],
+            namespaces: Watched::new("namespaces", false),
+            claims: Watched::new("resourceclaims", false),
+            quotas: Watched::new("resourcequotas", false),
+            // The CRD is optional: without it the index is empty and synced.
+            patches: Watched::new("resourceslicepatches", true),
         }
     }
 
+    /// `Ok` once every watch has listed and none is re-listing after lost
+    /// events; else the caches still listing, for `/readyz`'s 503.
+    pub fn readiness(&self) -> Result<(), String> {
+        let pending: Vec<&str> = [
+            (self.namespaces.is_synced(), self.namespaces.name()),
+            (self.claims.is_synced(), self.claims.name()),
+            (self.quotas.is_synced(), self.quotas.name()),
+            (self.patches.is_synced(), self.patches.name()),
+        ]
+        .into_iter()
+        .filter(|(synced, _)| !synced)
+        .map(|(_, name)| name)
+        .collect();
+        if pending.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("cluster caches still listing: {}", pending.join(", ")))
+        }
+    }
+
+    /// Waits until [`LiveView::readiness`] is `Ok`: `true` then, `false`
+    /// if a watch stopped first. Polls, as this happens once per start.
     pub async fn wait_ready(&self) -> bool {
-        self.namespaces.wait_until_ready().await.is_ok()
-            && self.claims.wait_until_ready().await.is_ok()
-            && self.quotas.wait_until_ready().await.is_ok()
+        loop {
+            if self.readiness().is_ok() {
+                return true;
+            }
+            if self.stopped() {
+                return false;
+            }
+            tokio::time::sleep(READY_POLL).await;
+        }
     }
 
-    pub fn is_ready(&self) -> bool {
-        // A store that has seen its initial list reports every namespace;
-        // a cluster always has at least `default` and `kube-system`.
-        !self.namespaces.is_empty()
+    /// Waits until the namespace cache has listed (controllers that act per
+    /// namespace need it whole).
+    pub async fn wait_for_namespaces(&self) {
+        while !self.namespaces.is_synced() && !self.namespaces.is_stopped() {
+            tokio::time::sleep(READY_POLL).await;
+        }
     }
 
-    /// The namespaces the cluster has, for controllers.
-    pub fn namespaces(&self) -> Vec<std::sync::Arc<Namespace>> {
-        self.namespaces.state()
+    fn stopped(&self) -> bool {
+        self.namespaces.is_stopped()
+            || self.claims.is_stopped()
+            || self.quotas.is_stopped()
+            || self.patches.is_stopped()
+    }
+
+    /// The namespaces the cluster has, with their labels, for controllers.
+    pub fn namespaces(&self) -> Vec<(String, BTreeMap<String, String>)> {
+        self.namespaces.read(|index| {
+            index
+                .by_name
+                .iter()
+                .map(|(name, facts)| (name.clone(), facts.labels.clone()))
+                .collect()
+        })
+    }
+
+    fn not_synced<I: super::index::WatchIndex>(watched: &Watched<I>) -> Option<NotSynced> {
+        (!watched.is_synced()).then(|| NotSynced(watched.name()))
     }
 }
 
 impl ClusterView for LiveView {
     fn namespace_labels(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
         self.namespaces
-            .get(&ObjectRef::new(namespace))
-            .map(|ns| ns.metadata.labels.clone().unwrap_or_default())
+            .read(|index| index.by_name.get(namespace).map(|f| f.labels.clone()))
     }
 
     fn namespace_annotations(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
         self.namespaces
-            .get(&ObjectRef::new(namespace))
-            .map(|ns| ns.metadata.annotations.clone().unwrap_or_default())
+            .read(|index| index.by_name.get(namespace).map(|f| f.annotations.clone()))
     }
 
-    /// The charges of the namespace's claims, summed as the evaluator does.
-    fn quota_usage(&self, namespace: &str) -> Option<Charge> {
-        let mut used = Charge::default();
-        for claim in self.claims.state() {
-            if claim.metadata.namespace.as_deref() != Some(namespace) {
-                continue;
-            }
-            let spec = serde_json::to_value(&claim.spec).ok()?;
-            if let Ok(spec) = ClaimSpec::decode(&spec, ClaimVersion::V1) {
-                used.add(&charge(&spec));
-            }
+    fn quota_usage(&self, namespace: &str) -> QuotaUsage {
+        match LiveView::not_synced(&self.claims) {
+            Some(NotSynced(cache)) => QuotaUsage::Unknown { cache },
+            None => QuotaUsage::Known(self.claims.read(|usage| usage.ledger.usage(namespace))),
         }
-        Some(used)
+    }
+
+    fn resource_quotas(&self, namespace: &str) -> Result<Vec<Limits>, NotSynced> {
+        if let Some(pending) = LiveView::not_synced(&self.quotas) {
+            return Err(pending);
+        }
+        Ok(self.quotas.read(|index| {
+            index
+                .by_namespace
+                .get(namespace)
+                .map(|quotas| quotas.values().cloned().collect())
+                .unwrap_or_default()
+        }))
     }
 
     fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
-        self.patches
-            .state()
-            .iter()
-            .filter_map(|p| {
-                let spec = PatchSpec::decode(p.data.get("spec")?).ok()?;
-                Some((p.metadata.name.clone()?, spec))
-            })
-            .collect()
+        self.patches.read(|index| {
+            index
+                .by_name
+                .iter()
+                .map(|(name, spec)| (name.clone(), spec.clone()))
+                .collect()
+        })
     }
 
-    /// Read at scrape time: a length and two atomics per cache.
+    /// Read at scrape time: a length and a few atomics per cache.
     fn caches(&self) -> Vec<CacheState> {
-        let [namespaces, claims, quotas, patches] = &self.health;
         vec![
-            namespaces.state(self.namespaces.len()),
-            claims.state(self.claims.len()),
-            quotas.state(self.quotas.len()),
-            patches.state(self.patches.len()),
+            self.namespaces.state(),
+            self.claims.state(),
+            self.quotas.state(),
+            self.patches.state(),
         ]
     }
 
-    fn resource_quotas(&self, namespace: &str) -> Vec<Limits> {
-        self.quotas
-            .state()
-            .iter()
-            .filter(|q| q.metadata.namespace.as_deref() == Some(namespace))
-            .filter_map(|q| {
-                let hard: BTreeMap<String, String> = q
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.hard.as_ref())
-                    .map(|h| h.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect())
-                    .unwrap_or_default();
-                Limits::from_resource_quota(q.metadata.name.as_deref().unwrap_or(""), &hard)
+    /// Every answer is a lookup in an index kept by the watches.
+    fn answers_from_memory(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::watcher::Event;
+    use serde_json::json;
+
+    use super::*;
+    use crate::quota::Charge;
+
+    fn listed<I: super::super::index::WatchIndex>(watched: &Watched<I>, objects: Vec<I::Object>) {
+        let mut relist = None;
+        watched.on_event(Event::Init, &mut relist);
+        for object in objects {
+            watched.on_event(Event::InitApply(object), &mut relist);
+        }
+        watched.on_event(Event::InitDone, &mut relist);
+    }
+
+    fn claim(name: &str, gpus: u64) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": gpus}}]}}
+        }))
+        .expect("claim")
+    }
+
+    #[test]
+    fn ready_only_when_every_cache_has_listed_and_usage_unknown_until_then() {
+        let view = LiveView::unstarted();
+        assert_eq!(
+            view.readiness(),
+            Err(
+                "cluster caches still listing: namespaces, resourceclaims, resourcequotas, resourceslicepatches".into()
+            )
+        );
+        assert_eq!(
+            view.quota_usage("ml"),
+            QuotaUsage::Unknown {
+                cache: "resourceclaims"
+            }
+        );
+        assert_eq!(view.resource_quotas("ml"), Err(NotSynced("resourcequotas")));
+        listed(&view.namespaces, vec![]);
+        listed(&view.quotas, vec![]);
+        listed(&view.patches, vec![]);
+        assert_eq!(
+            view.readiness(),
+            Err("cluster caches still listing: resourceclaims".into())
+        );
+        listed(&view.claims, vec![claim("a", 2), claim("b", 3)]);
+        assert_eq!(view.readiness(), Ok(()));
+        assert_eq!(
+            view.quota_usage("ml"),
+            QuotaUsage::Known(Charge {
+                claims: 2,
+                devices: [("gpu".to_owned(), 5)].into()
             })
-            .collect()
+        );
+        // A re-list after lost events: not ready, usage unknown, until done.
+        let mut relist = None;
+        view.claims.on_event(Event::Init, &mut relist);
+        assert!(view.readiness().is_err());
+        assert!(matches!(view.quota_usage("ml"), QuotaUsage::Unknown { .. }));
+        view.claims.on_event(Event::InitApply(claim("b", 3)), &mut relist);
+        view.claims.on_event(Event::InitDone, &mut relist);
+        assert_eq!(
+            view.quota_usage("ml"),
+            QuotaUsage::Known(Charge {
+                claims: 1,
+                devices: [("gpu".to_owned(), 3)].into()
+            }),
+            "claim a, deleted while events were lost, is gone"
+        );
     }
 }

@@ -3,7 +3,10 @@
 //! cluster, `check` and tests back it with objects they were given.
 
 mod error_log;
+pub mod index;
+pub mod indexes;
 pub mod live;
+pub mod quota_sync;
 pub mod webhook_certs;
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,14 +27,15 @@ pub trait ClusterView: Send + Sync {
     }
 
     /// What the claims of a namespace use, as the quota evaluator counts
-    /// them, or `None` when unknown (no cluster).
-    fn quota_usage(&self, _namespace: &str) -> Option<Charge> {
-        None
+    /// them.
+    fn quota_usage(&self, _namespace: &str) -> QuotaUsage {
+        QuotaUsage::NotTracked
     }
 
-    /// The claim-related limits of the namespace's ResourceQuotas.
-    fn resource_quotas(&self, _namespace: &str) -> Vec<Limits> {
-        Vec::new()
+    /// The claim-related limits of the namespace's ResourceQuotas, or the
+    /// cache that must list before they are known.
+    fn resource_quotas(&self, _namespace: &str) -> Result<Vec<Limits>, NotSynced> {
+        Ok(Vec::new())
     }
 
     /// How many claims a ResourceClaimTemplate will stamp, when that is
@@ -62,6 +66,26 @@ pub trait ClusterView: Send + Sync {
     }
 }
 
+/// What a view knows of a namespace's quota usage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuotaUsage {
+    /// The view does not track claims at all (no cluster): only the
+    /// request's own charge can be checked, with a warning that says so.
+    NotTracked,
+    /// The view tracks claims, but its cache named here is not synced (the
+    /// first list, or a re-list after lost events): usage is unknown, and
+    /// the check refuses to guess.
+    Unknown {
+        cache: &'static str,
+    },
+    Known(Charge),
+}
+
+/// A watched cache that has not completed its list (named as in
+/// `/metrics`, e.g. `resourcequotas`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotSynced(pub &'static str);
+
 /// What `/metrics` says about one watched cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheState {
@@ -73,6 +97,8 @@ pub struct CacheState {
     pub objects: usize,
     /// Failed lists and watches so far.
     pub watch_errors: u64,
+    /// Time from the start to the first completed list, once there was one.
+    pub first_synced_after: Option<std::time::Duration>,
 }
 
 /// No cluster at all: nothing is known.
@@ -120,14 +146,15 @@ impl ClusterView for StaticView {
         self.annotations.get(namespace).cloned()
     }
 
-    fn quota_usage(&self, namespace: &str) -> Option<Charge> {
-        self.usage
-            .as_ref()
-            .map(|u| u.get(namespace).cloned().unwrap_or_default())
+    fn quota_usage(&self, namespace: &str) -> QuotaUsage {
+        match &self.usage {
+            Some(usage) => QuotaUsage::Known(usage.get(namespace).cloned().unwrap_or_default()),
+            None => QuotaUsage::NotTracked,
+        }
     }
 
-    fn resource_quotas(&self, namespace: &str) -> Vec<Limits> {
-        self.quotas.get(namespace).cloned().unwrap_or_default()
+    fn resource_quotas(&self, namespace: &str) -> Result<Vec<Limits>, NotSynced> {
+        Ok(self.quotas.get(namespace).cloned().unwrap_or_default())
     }
 
     fn template_claims(&self, namespace: &str, template: &str) -> Option<u64> {

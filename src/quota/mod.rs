@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-pub mod sync;
+pub mod desired;
+pub mod ledger;
 
 use crate::objects::claim::{ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec};
 

@@ -3,6 +3,7 @@
 //! ResourceQuotas.
 
 use super::{Context, ReviewSubject, Warning};
+use crate::cluster::{NotSynced, QuotaUsage};
 use crate::kinds::AdmittedKind;
 use crate::policy::Selection;
 use crate::policy::applicable::Applicable;
@@ -29,22 +30,54 @@ pub fn quota<K: AdmittedKind>(
         return (Vec::new(), Vec::new());
     }
     let namespace = subject.namespace();
-    let sources = limit_sources(applicable, namespace, ctx);
+    let (sources, quotas_unknown) = limit_sources(applicable, namespace, ctx);
     // Most namespaces have no limits: then nothing is charged.
-    if sources.is_empty() {
+    if sources.is_empty() && quotas_unknown.is_none() {
         return (Vec::new(), Vec::new());
     }
     let Some(requested) = K::quota_charge(&subject.view, namespace, ctx.cluster) else {
         return (Vec::new(), Vec::new());
     };
-    let mut warnings = Vec::new();
-    let used = ctx.cluster.quota_usage(namespace).unwrap_or_else(|| {
-        warnings.push(Warning::new(format!(
-            "quota: the usage of namespace {namespace:?} is unknown (no cluster); only this claim's charge ({requested}) was checked against the limits"
-        )));
-        Charge::default()
-    });
     let mut violations = Vec::new();
+    if let Some(NotSynced(cache)) = quotas_unknown {
+        // The apiserver enforces the ResourceQuotas this replica cannot see
+        // yet; admitting here would only defer the denial, or miss it.
+        violations.push(Violation {
+            policy: "ResourceQuota".to_owned(),
+            mode: Mode::Enforce,
+            field: None,
+            message: format!(
+                "quota: the ResourceQuotas of namespace {namespace:?} are unknown until draguard's {cache} cache has listed; retry shortly"
+            ),
+        });
+    }
+    let mut warnings = Vec::new();
+    let used = match ctx.cluster.quota_usage(namespace) {
+        QuotaUsage::Known(used) => used,
+        QuotaUsage::NotTracked => {
+            warnings.push(Warning::new(format!(
+                "quota: the usage of namespace {namespace:?} is unknown (no cluster); only this claim's charge ({requested}) was checked against the limits"
+            )));
+            Charge::default()
+        }
+        QuotaUsage::Unknown { cache } => {
+            // Refuse to guess: each source says in its own mode that it
+            // cannot be checked. A replica in this state is not ready, so
+            // a correct Service sends it nothing anyway.
+            for source in &sources {
+                violations.push(Violation {
+                    policy: source.limits.source.clone(),
+                    mode: source.mode,
+                    field: None,
+                    message: format!(
+                        "quota: the usage of namespace {namespace:?} is unknown until draguard's {cache} cache has listed, so {} cannot be checked; retry shortly",
+                        source.limits.source
+                    ),
+                });
+            }
+            return (violations, warnings);
+        }
+    };
     for source in sources {
         for excess in excesses(&source.limits, &used, &requested) {
             let caveat = if source.guessed {
@@ -68,7 +101,13 @@ pub fn quota<K: AdmittedKind>(
     (violations, warnings)
 }
 
-fn limit_sources(applicable: &Applicable<'_>, namespace: &str, ctx: &Context<'_>) -> Vec<LimitSource> {
+/// The limits that apply, and whether the namespace's ResourceQuotas are
+/// unknown (their cache not synced).
+fn limit_sources(
+    applicable: &Applicable<'_>,
+    namespace: &str,
+    ctx: &Context<'_>,
+) -> (Vec<LimitSource>, Option<NotSynced>) {
     let mut sources: Vec<LimitSource> = applicable
         .policies
         .iter()
@@ -81,16 +120,15 @@ fn limit_sources(applicable: &Applicable<'_>, namespace: &str, ctx: &Context<'_>
             })
         })
         .collect();
-    sources.extend(
-        ctx.cluster
-            .resource_quotas(namespace)
-            .into_iter()
-            .map(|limits| LimitSource {
-                limits,
-                mode: Mode::Enforce,
-                message: String::new(),
-                guessed: false,
-            }),
-    );
-    sources
+    let quotas = match ctx.cluster.resource_quotas(namespace) {
+        Ok(quotas) => quotas,
+        Err(pending) => return (sources, Some(pending)),
+    };
+    sources.extend(quotas.into_iter().map(|limits| LimitSource {
+        limits,
+        mode: Mode::Enforce,
+        message: String::new(),
+        guessed: false,
+    }));
+    (sources, None)
 }

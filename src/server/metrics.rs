@@ -318,6 +318,20 @@ impl Collector for CacheCollector {
             MetricType::Gauge,
             by_cache(|c| i64::try_from(c.objects).unwrap_or(i64::MAX)),
         )?;
+        let first_syncs: Vec<_> = caches
+            .iter()
+            .filter_map(|c| {
+                c.first_synced_after
+                    .map(|d| ([("cache", c.name)], ConstGauge::new(d.as_secs_f64())))
+            })
+            .collect();
+        family(
+            &mut encoder,
+            "draguard_cache_first_sync_seconds",
+            "Seconds from the start to the cache's first complete list (absent until then).",
+            MetricType::Gauge,
+            first_syncs,
+        )?;
         family(
             &mut encoder,
             "draguard_cache_watch_errors",
@@ -447,12 +461,14 @@ mod tests {
                     synced: true,
                     objects: 12,
                     watch_errors: 0,
+                    first_synced_after: Some(Duration::from_millis(1500)),
                 },
                 CacheState {
                     name: "resourceclaims",
                     synced: false,
                     objects: 0,
                     watch_errors: 4,
+                    first_synced_after: None,
                 },
             ]
         }
@@ -470,9 +486,14 @@ mod tests {
             "draguard_cache_objects{cache=\"resourceclaims\"} 0",
             "draguard_cache_watch_errors_total{cache=\"namespaces\"} 0",
             "draguard_cache_watch_errors_total{cache=\"resourceclaims\"} 4",
+            "draguard_cache_first_sync_seconds{cache=\"namespaces\"} 1.5",
         ] {
             has(&text, line);
         }
+        assert!(
+            !text.contains("draguard_cache_first_sync_seconds{cache=\"resourceclaims\"}"),
+            "no time before the first sync: {text}"
+        );
     }
 
     /// Every metric name the alerts and the dashboard in deploy/monitoring

@@ -153,18 +153,13 @@ impl ServerConfig {
         self
     }
 
-    /// Judges with watched caches; ready once they have their first list,
-    /// so that no request is judged against an empty cache.
+    /// Judges with watched caches; ready once every one has its list (and
+    /// not while one re-lists after lost events), so that no request is
+    /// judged against a cache that is missing objects.
     pub fn with_live_view(mut self, view: LiveView) -> Self {
         let probe = view.clone();
         self.cluster = Arc::new(view);
-        self.ready = Arc::new(move || {
-            if probe.is_ready() {
-                Ok(())
-            } else {
-                Err("cluster caches are still loading".to_owned())
-            }
-        });
+        self.ready = Arc::new(move || probe.readiness());
         self
     }
 }

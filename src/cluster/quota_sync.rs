@@ -1,50 +1,24 @@
 //! `serve --sync-quotas`: the hard guarantee. A webhook cannot lock
 //! anything, so two replicas admitting two claims at once can both pass
 //! their check. This loop keeps a ResourceQuota `draguard-<policy>` with
-//! the policy's limits in every namespace a policy selects, so the
-//! apiserver's own quota admission (atomic through etcd) enforces them under
-//! any concurrency, while draguard still gives the early, readable denial.
-//! It only ever touches ResourceQuotas it labelled as its own.
+//! the policy's limits in every namespace a policy selects
+//! ([`crate::quota::desired`]), so the apiserver's own quota admission
+//! (atomic through etcd) enforces them under any concurrency, while
+//! draguard still gives the early, readable denial. It only ever touches
+//! ResourceQuotas it labelled as its own.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, ResourceQuota, ResourceQuotaSpec};
+use k8s_openapi::api::core::v1::{ResourceQuota, ResourceQuotaSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 
-use super::Limits;
+use super::live::LiveView;
 use crate::policy::reload::PolicyStore;
-use crate::policy::{PolicySet, Selection};
-
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-pub const MANAGER: &str = "draguard";
-pub const POLICY_LABEL: &str = "policy.draguard.dev/policy";
-
-/// (namespace, name) -> hard limits: the ResourceQuotas there should be.
-pub type Desired = BTreeMap<(String, String), BTreeMap<String, String>>;
-
-/// For each policy with quota limits, one ResourceQuota per selected namespace.
-pub fn desired(policies: &PolicySet, namespaces: &[std::sync::Arc<Namespace>]) -> Desired {
-    let mut out = Desired::new();
-    for l in &policies.policies {
-        let p = &l.policy;
-        let Some(limits) = Limits::from_policy(&p.metadata.name, &p.spec.quota) else {
-            continue;
-        };
-        let hard: BTreeMap<String, String> = limits.hard.iter().map(|(r, n)| (r.clone(), n.to_string())).collect();
-        for ns in namespaces {
-            let name = ns.metadata.name.as_deref().unwrap_or("");
-            let labels = ns.metadata.labels.clone().unwrap_or_default();
-            if p.selects(name, Some(&labels)) == Selection::Selected {
-                out.insert((name.to_owned(), format!("draguard-{}", p.metadata.name)), hard.clone());
-            }
-        }
-    }
-    out
-}
+use crate::quota::desired::{Desired, MANAGED_BY, MANAGER, POLICY_LABEL, desired};
 
 /// What one reconciliation did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -138,7 +112,8 @@ pub async fn reconcile(client: &Client, want: &Desired) -> Result<Changes, kube:
 
 /// Reconciles every `every`, with the policies in force and the namespaces
 /// the cache knows, until the task is dropped.
-pub async fn run(client: Client, policies: PolicyStore, namespaces: crate::cluster::live::LiveView, every: Duration) {
+pub async fn run(client: Client, policies: PolicyStore, namespaces: LiveView, every: Duration) {
+    namespaces.wait_for_namespaces().await;
     loop {
         let want = desired(&policies.current(), &namespaces.namespaces());
         match reconcile(&client, &want).await {

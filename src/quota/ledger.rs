@@ -1,0 +1,206 @@
+//! Quota usage per namespace, kept as the apiserver's quota controller
+//! keeps `status.used`: each claim's charge is remembered, and a running
+//! total per namespace moves by that charge when the claim is created,
+//! changed or deleted. Reading a namespace's usage then costs the same with
+//! one claim in the cluster or a hundred thousand.
+//!
+//! Totals are summed in `u128`, so that removing a charge is exact even
+//! after sums that a `u64` would have had to saturate; a total is read
+//! back saturated at `u64::MAX`, which [`super::excesses`] treats as over
+//! any limit.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::Charge;
+
+/// Every claim's charge and each namespace's total.
+#[derive(Debug, Default, Clone)]
+pub struct UsageLedger {
+    /// (namespace, name) -> what the claim costs.
+    charges: HashMap<(String, String), Charge>,
+    totals: HashMap<String, NamespaceTotal>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct NamespaceTotal {
+    claims: u128,
+    /// Class -> devices charged, and how many recorded claims name the
+    /// class (a claim may name it at 0 devices: an unknown allocation mode).
+    /// A class leaves the total with the last claim naming it, so the total
+    /// equals a sum taken afresh, zero entries included.
+    devices: BTreeMap<String, ClassTotal>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct ClassTotal {
+    devices: u128,
+    named_by: u64,
+}
+
+impl UsageLedger {
+    /// Records the claim `namespace/name` at `charge`, replacing what it
+    /// cost before (an update) or adding it (a creation).
+    pub fn put(&mut self, namespace: &str, name: &str, charge: Charge) {
+        let key = (namespace.to_owned(), name.to_owned());
+        if let Some(before) = self.charges.get(&key) {
+            if *before == charge {
+                // Most updates (status, labels, an allocation) leave the
+                // spec, and so the charge, as it was.
+                return;
+            }
+            let before = before.clone();
+            self.subtract(namespace, &before);
+        }
+        self.total_mut(namespace).add(&charge);
+        self.charges.insert(key, charge);
+    }
+
+    /// Forgets the claim `namespace/name` (a deletion); unknown claims are
+    /// ignored, as a delete seen twice must not count twice.
+    pub fn remove(&mut self, namespace: &str, name: &str) {
+        if let Some(before) = self.charges.remove(&(namespace.to_owned(), name.to_owned())) {
+            self.subtract(namespace, &before);
+        }
+    }
+
+    /// What the namespace's claims use; zero for a namespace with none.
+    pub fn usage(&self, namespace: &str) -> Charge {
+        let Some(total) = self.totals.get(namespace) else {
+            return Charge::default();
+        };
+        let narrow = |n: u128| u64::try_from(n).unwrap_or(u64::MAX);
+        Charge {
+            claims: narrow(total.claims),
+            devices: total
+                .devices
+                .iter()
+                .map(|(class, t)| (class.clone(), narrow(t.devices)))
+                .collect(),
+        }
+    }
+
+    /// How many claims are recorded.
+    pub fn claims(&self) -> usize {
+        self.charges.len()
+    }
+
+    fn total_mut(&mut self, namespace: &str) -> &mut NamespaceTotal {
+        self.totals.entry(namespace.to_owned()).or_default()
+    }
+
+    fn subtract(&mut self, namespace: &str, charge: &Charge) {
+        let Some(total) = self.totals.get_mut(namespace) else {
+            return;
+        };
+        total.subtract(charge);
+        if total.claims == 0 && total.devices.is_empty() {
+            self.totals.remove(namespace);
+        }
+    }
+}
+
+impl NamespaceTotal {
+    fn add(&mut self, charge: &Charge) {
+        self.claims += u128::from(charge.claims);
+        for (class, n) in &charge.devices {
+            let total = self.devices.entry(class.clone()).or_default();
+            total.devices += u128::from(*n);
+            total.named_by += 1;
+        }
+    }
+
+    /// Only ever given a charge that was added before, so nothing goes
+    /// below zero; `saturating_sub` keeps a bug from wrapping regardless.
+    fn subtract(&mut self, charge: &Charge) {
+        self.claims = self.claims.saturating_sub(u128::from(charge.claims));
+        for (class, n) in &charge.devices {
+            if let Some(total) = self.devices.get_mut(class) {
+                total.devices = total.devices.saturating_sub(u128::from(*n));
+                total.named_by = total.named_by.saturating_sub(1);
+                if total.named_by == 0 {
+                    self.devices.remove(class);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn charge(claims: u64, devices: &[(&str, u64)]) -> Charge {
+        Charge {
+            claims,
+            devices: devices.iter().map(|(c, n)| ((*c).to_owned(), *n)).collect(),
+        }
+    }
+
+    #[test]
+    fn creations_updates_and_deletions_move_the_total() {
+        let mut ledger = UsageLedger::default();
+        ledger.put("ml", "a", charge(1, &[("gpu", 2)]));
+        ledger.put("ml", "b", charge(1, &[("gpu", 1), ("nic", 1)]));
+        ledger.put("other", "c", charge(1, &[("gpu", 8)]));
+        assert_eq!(ledger.usage("ml"), charge(2, &[("gpu", 3), ("nic", 1)]));
+        // An update replaces the claim's old charge.
+        ledger.put("ml", "a", charge(1, &[("gpu", 4)]));
+        assert_eq!(ledger.usage("ml"), charge(2, &[("gpu", 5), ("nic", 1)]));
+        ledger.remove("ml", "b");
+        assert_eq!(ledger.usage("ml"), charge(1, &[("gpu", 4)]));
+        // A deletion seen twice counts once.
+        ledger.remove("ml", "b");
+        assert_eq!(ledger.usage("ml"), charge(1, &[("gpu", 4)]));
+        ledger.remove("ml", "a");
+        assert_eq!(ledger.usage("ml"), Charge::default());
+        assert_eq!(ledger.usage("other"), charge(1, &[("gpu", 8)]));
+        assert_eq!(ledger.usage("nowhere"), Charge::default());
+        assert_eq!(ledger.claims(), 1);
+    }
+
+    #[test]
+    fn the_total_equals_a_sum_taken_afresh() {
+        let mut ledger = UsageLedger::default();
+        let mut fresh = Charge::default();
+        for i in 0..50u64 {
+            let c = charge(1, &[("gpu", i % 4), ("nic", i % 3)]);
+            ledger.put("ml", &format!("c{i}"), c);
+        }
+        for i in (0..50u64).filter(|i| i % 5 != 0) {
+            ledger.remove("ml", &format!("c{i}"));
+        }
+        for i in (0..50u64).filter(|i| i % 5 == 0) {
+            fresh.add(&charge(1, &[("gpu", i % 4), ("nic", i % 3)]));
+        }
+        assert_eq!(ledger.usage("ml"), fresh);
+    }
+
+    #[test]
+    fn sums_past_u64_read_saturated_and_subtract_exactly() {
+        let mut ledger = UsageLedger::default();
+        let huge = charge(1, &[("gpu", u64::MAX)]);
+        ledger.put("ml", "a", huge.clone());
+        ledger.put("ml", "b", huge.clone());
+        ledger.put("ml", "c", charge(1, &[("gpu", 5)]));
+        assert_eq!(ledger.usage("ml"), charge(3, &[("gpu", u64::MAX)]));
+        ledger.remove("ml", "a");
+        ledger.remove("ml", "b");
+        assert_eq!(
+            ledger.usage("ml"),
+            charge(1, &[("gpu", 5)]),
+            "exact again once the big claims are gone"
+        );
+    }
+
+    #[test]
+    fn a_class_charged_zero_stays_while_its_claim_does() {
+        let mut ledger = UsageLedger::default();
+        // An unknown allocation mode names its class at 0.
+        ledger.put("ml", "a", charge(1, &[("gpu", 0)]));
+        ledger.put("ml", "b", charge(1, &[("gpu", 1)]));
+        ledger.remove("ml", "b");
+        assert_eq!(ledger.usage("ml"), charge(1, &[("gpu", 0)]));
+        ledger.remove("ml", "a");
+        assert_eq!(ledger.usage("ml"), Charge::default());
+    }
+}
