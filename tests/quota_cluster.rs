@@ -31,16 +31,15 @@ fn review_of(object: Value) -> Vec<u8> {
     .expect("json")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn existing_claims_use_six_of_eight() {
+/// Namespace `ml` with a ResourceQuota of 8 gpus and `claims`, served by
+/// the fake API server, and a live view that has listed it all.
+async fn ml_with_eight_gpus(claims: Vec<Value>) -> (FakeApiServer, LiveView) {
     let mut objects = Objects::default();
     objects.lists.insert(
         "namespaces".into(),
         vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "resourceVersion": "1"}})],
     );
-    objects
-        .lists
-        .insert("resourceclaims".into(), vec![claim("a", 3), claim("b", 3)]);
+    objects.lists.insert("resourceclaims".into(), claims);
     objects.lists.insert(
         "resourcequotas".into(),
         vec![json!({"apiVersion": "v1", "kind": "ResourceQuota",
@@ -51,19 +50,26 @@ async fn existing_claims_use_six_of_eight() {
     let view = LiveView::start(api.client());
     let ready = tokio::time::timeout(Duration::from_secs(10), view.wait_ready()).await;
     assert_eq!(ready, Ok(true), "the caches fill from the fake API server");
+    (api, view)
+}
 
+/// `/validate`'s verdict on creating `claim` in `ml`, with no policies.
+fn decide_with(view: &LiveView, claim: Value) -> (draguard::review::Decision, Value) {
     let policies = PolicySet::default();
-    let decide = |count: u32| {
-        let body = review_of(claim("new", count));
-        let ctx = Context {
-            now: "2026-11-21T10:00:00Z".parse().expect("time"),
-            cluster: &view,
-            policies: &policies,
-            toleration_restriction: None,
-            phase: Phase::Validate,
-        };
-        Incoming::parse(&body).expect("review").answer(&ctx)
+    let ctx = Context {
+        now: "2026-11-21T10:00:00Z".parse().expect("time"),
+        cluster: view,
+        policies: &policies,
+        toleration_restriction: None,
+        phase: Phase::Validate,
     };
+    Incoming::parse(&review_of(claim)).expect("review").answer(&ctx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn existing_claims_use_six_of_eight() {
+    let (_api, view) = ml_with_eight_gpus(vec![claim("a", 3), claim("b", 3)]).await;
+    let decide = |count: u32| decide_with(&view, claim("new", count));
     let (denied, response) = decide(3);
     assert!(!denied.allowed);
     assert_eq!(response["response"]["status"]["code"], 403);
@@ -88,36 +94,8 @@ async fn usage_past_u64_saturates_and_denies() {
         c["spec"]["devices"]["requests"][0]["exactly"]["count"] = json!(i64::MAX);
         c
     };
-    let mut objects = Objects::default();
-    objects.lists.insert(
-        "namespaces".into(),
-        vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "resourceVersion": "1"}})],
-    );
-    objects
-        .lists
-        .insert("resourceclaims".into(), vec![huge("a"), huge("b"), huge("c")]);
-    objects.lists.insert(
-        "resourcequotas".into(),
-        vec![json!({"apiVersion": "v1", "kind": "ResourceQuota",
-            "metadata": {"name": "gpus", "namespace": "ml", "resourceVersion": "1"},
-            "spec": {"hard": {"gpu.deviceclass.resource.k8s.io/devices": "8"}}})],
-    );
-    let api = FakeApiServer::start(objects).await;
-    let view = LiveView::start(api.client());
-    let ready = tokio::time::timeout(Duration::from_secs(10), view.wait_ready()).await;
-    assert_eq!(ready, Ok(true), "the caches fill from the fake API server");
-
-    let policies = PolicySet::default();
-    let ctx = Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster: &view,
-        policies: &policies,
-        toleration_restriction: None,
-        phase: Phase::Validate,
-    };
-    let (denied, response) = Incoming::parse(&review_of(claim("new", 1)))
-        .expect("review")
-        .answer(&ctx);
+    let (_api, view) = ml_with_eight_gpus(vec![huge("a"), huge("b"), huge("c")]).await;
+    let (denied, response) = decide_with(&view, claim("new", 1));
     assert!(!denied.allowed, "{response}");
     assert_eq!(response["response"]["status"]["code"], 403);
     assert_eq!(
