@@ -1,9 +1,14 @@
 // Shared by several test crates; each uses a part of it.
 #![allow(dead_code)]
 
-//! A fake Kubernetes API server on loopback, for kube-rs clients in tests:
-//! LIST answers the stored objects, WATCH stays open without events, and
-//! ResourceQuotas can be created, replaced and deleted (recorded).
+//! A fake Kubernetes API server on loopback, for kube-rs clients in tests.
+//!
+//! Namespaces, ResourceClaims, ResourceQuotas and ResourceSlicePatches are
+//! watched collections (`watch.rs`): paged LISTs with resourceVersions,
+//! WATCHes that stream the changes a test makes with [`FakeApiServer::apply`]
+//! and [`FakeApiServer::delete`], expiry (410 Gone) to force a re-list, and
+//! a gate to hold LISTs. ResourceQuotas can also be created, replaced and
+//! deleted by the client (recorded, and seen by watches).
 //!
 //! Secrets can be read, created and replaced with the apiserver's rules:
 //! a resourceVersion per write, 409 AlreadyExists on a second create, 409
@@ -11,21 +16,29 @@
 //! each as the apiserver's Status body. Mutating and validating webhook
 //! configurations can be read and JSON-patched (a failed `test` is a 422).
 
-use std::collections::BTreeMap;
-use std::convert::Infallible;
+mod watch;
+
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::{Path, RawQuery, State};
+use axum::body::Bytes;
+use axum::extract::{FromRef, Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use watch::Watched;
+
 /// Objects by collection path (`/api/v1/namespaces`), and what clients wrote.
 #[derive(Default)]
 pub struct Objects {
+    /// The objects to start with, by plural. The watched collections
+    /// (`namespaces`, `resourceclaims`, `resourcequotas`,
+    /// `resourceslicepatches`) move out of here at start, into the watch
+    /// store: change them with [`FakeApiServer::apply`] and
+    /// [`FakeApiServer::delete`], not here.
     pub lists: BTreeMap<String, Vec<Value>>,
     pub writes: Vec<(String, String)>,
     /// Writes the fake refused, as `(method, "<status> <reason> <what>")`.
@@ -48,14 +61,45 @@ impl Objects {
 
 pub type Shared = Arc<Mutex<Objects>>;
 
+/// What the handlers share; each takes the part it needs.
+#[derive(Clone)]
+struct AppState {
+    objects: Shared,
+    watched: Arc<Watched>,
+}
+
+impl FromRef<AppState> for Shared {
+    fn from_ref(state: &AppState) -> Shared {
+        state.objects.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Watched> {
+    fn from_ref(state: &AppState) -> Arc<Watched> {
+        state.watched.clone()
+    }
+}
+
 pub struct FakeApiServer {
     pub addr: SocketAddr,
     pub objects: Shared,
+    watched: Arc<Watched>,
 }
 
 impl FakeApiServer {
     pub async fn start(objects: Objects) -> FakeApiServer {
+        let addr: SocketAddr = "127.0.0.1:0".parse().expect("addr");
+        FakeApiServer::start_on(objects, addr).await.expect("bind")
+    }
+
+    /// Serves on `addr` (plain HTTP), for a fake that outlives a test.
+    pub async fn start_on(mut objects: Objects, addr: SocketAddr) -> std::io::Result<FakeApiServer> {
+        let watched = Arc::new(Watched::new(&mut objects.lists));
         let shared: Shared = Arc::new(Mutex::new(objects));
+        let state = AppState {
+            objects: shared.clone(),
+            watched: watched.clone(),
+        };
         let app = Router::new()
             .route("/api/v1/namespaces", axum::routing::get(list_namespaces))
             .route("/api/v1/resourcequotas", axum::routing::get(list_all_quotas))
@@ -84,18 +128,75 @@ impl FakeApiServer {
                 "/apis/admissionregistration.k8s.io/v1/{plural}/{name}",
                 axum::routing::get(get_webhook_config).patch(patch_webhook_config),
             )
-            .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
+            .with_state(state);
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        FakeApiServer { addr, objects: shared }
+        Ok(FakeApiServer {
+            addr,
+            objects: shared,
+            watched,
+        })
     }
 
     pub fn client(&self) -> kube::Client {
         let url: axum::http::Uri = format!("http://{}", self.addr).parse().expect("url");
         kube::Client::try_from(kube::Config::new(url)).expect("client")
+    }
+
+    /// Creates or replaces `object` in a watched collection (`"namespaces"`,
+    /// `"resourceclaims"`, `"resourcequotas"`, `"resourceslicepatches"`),
+    /// keyed by its metadata namespace and name: ADDED or MODIFIED to open
+    /// watches, with the next resourceVersion. Returns the object as stored.
+    pub fn apply(&self, collection: &str, object: Value) -> Value {
+        self.watched.apply(collection, object)
+    }
+
+    /// Deletes `namespace/name` (`""` for cluster-scoped kinds) from a
+    /// watched collection: DELETED to open watches. Returns the object, or
+    /// `None` when there was none.
+    pub fn delete(&self, collection: &str, namespace: &str, name: &str) -> Option<Value> {
+        self.watched.delete(collection, namespace, name)
+    }
+
+    /// Ends the collection's open watches with an ERROR event, 410 Expired,
+    /// and answers the same to any later watch (or continue token) from a
+    /// resourceVersion handed out before: clients must re-list. Changes made
+    /// after this reach a client only through its re-list.
+    pub fn expire_watches(&self, collection: &str) {
+        self.watched.expire(collection);
+    }
+
+    /// Makes LISTs of the collection wait until [`FakeApiServer::release_lists`].
+    pub fn hold_lists(&self, collection: &str) {
+        self.watched.hold(collection);
+    }
+
+    pub fn release_lists(&self, collection: &str) {
+        self.watched.release(collection);
+    }
+
+    /// LIST requests of the collection received so far (each page counts;
+    /// held ones too).
+    pub fn list_requests(&self, collection: &str) -> usize {
+        self.watched.list_requests(collection)
+    }
+
+    /// WATCH requests of the collection received so far.
+    pub fn watch_requests(&self, collection: &str) -> usize {
+        self.watched.watch_requests(collection)
+    }
+
+    /// The watched collections' current resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.watched.resource_version()
+    }
+
+    /// A watched collection's objects, in the apiserver's order.
+    pub fn watched_objects(&self, collection: &str) -> Vec<Value> {
+        self.watched.objects(collection)
     }
 
     /// The stored Secret `ns/name`.
@@ -136,79 +237,34 @@ impl FakeApiServer {
     }
 
     pub fn quotas(&self) -> Vec<Value> {
-        self.objects
-            .lock()
-            .expect("lock")
-            .lists
-            .get("resourcequotas")
-            .cloned()
-            .unwrap_or_default()
+        self.watched_objects("resourcequotas")
     }
 }
 
-fn is_watch(query: &Option<String>) -> bool {
-    query
-        .as_deref()
-        .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"))
+type Params = Query<HashMap<String, String>>;
+
+async fn list_namespaces(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
+    w.serve("namespaces", None, q).await
 }
 
-fn list(objects: &Shared, key: &str, kind: &str, query: &Option<String>, filter: impl Fn(&Value) -> bool) -> Response {
-    if is_watch(query) {
-        // An open watch with nothing to say.
-        let body = Body::from_stream(futures::stream::pending::<Result<Bytes, Infallible>>());
-        return Response::builder()
-            .header("content-type", "application/json")
-            .body(body)
-            .expect("response");
-    }
-    let items: Vec<Value> = objects
-        .lock()
-        .expect("lock")
-        .lists
-        .get(key)
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|v| filter(v))
-        .collect();
-    let (api_version, _) = match key {
-        "resourceclaims" => ("resource.k8s.io/v1", ()),
-        "resourceslicepatches" => ("draguard.dev/v1alpha1", ()),
-        _ => ("v1", ()),
-    };
-    axum::Json(json!({"apiVersion": api_version, "kind": kind, "metadata": {"resourceVersion": "1"}, "items": items}))
-        .into_response()
+async fn list_claims(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
+    w.serve("resourceclaims", None, q).await
 }
 
-async fn list_namespaces(State(s): State<Shared>, RawQuery(q): RawQuery) -> Response {
-    list(&s, "namespaces", "NamespaceList", &q, |_| true)
+async fn list_patches(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
+    w.serve("resourceslicepatches", None, q).await
 }
 
-async fn list_claims(State(s): State<Shared>, RawQuery(q): RawQuery) -> Response {
-    list(&s, "resourceclaims", "ResourceClaimList", &q, |_| true)
+async fn list_all_quotas(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
+    w.serve("resourcequotas", None, q).await
 }
 
-async fn list_patches(State(s): State<Shared>, RawQuery(q): RawQuery) -> Response {
-    list(&s, "resourceslicepatches", "ResourceSlicePatchList", &q, |_| true)
+async fn list_quotas(State(w): State<Arc<Watched>>, Path(ns): Path<String>, Query(q): Params) -> Response {
+    w.serve("resourcequotas", Some(ns), q).await
 }
 
-async fn list_all_quotas(State(s): State<Shared>, RawQuery(q): RawQuery) -> Response {
-    list(&s, "resourcequotas", "ResourceQuotaList", &q, |_| true)
-}
-
-async fn list_quotas(State(s): State<Shared>, Path(ns): Path<String>, RawQuery(q): RawQuery) -> Response {
-    list(&s, "resourcequotas", "ResourceQuotaList", &q, |v| {
-        v["metadata"]["namespace"] == ns.as_str()
-    })
-}
-
-fn find(objects: &Objects, ns: &str, name: &str) -> Option<usize> {
-    find_in(objects, "resourcequotas", Some(ns), name)
-}
-
-async fn get_quota(State(s): State<Shared>, Path((ns, name)): Path<(String, String)>) -> Response {
-    let objects = s.lock().expect("lock");
-    match find(&objects, &ns, &name).and_then(|i| objects.lists.get("resourcequotas").map(|l| l[i].clone())) {
+async fn get_quota(State(w): State<Arc<Watched>>, Path((ns, name)): Path<(String, String)>) -> Response {
+    match w.get("resourcequotas", &ns, &name) {
         Some(v) => axum::Json(v).into_response(),
         None => not_found(&name),
     }
@@ -226,54 +282,48 @@ fn not_found(name: &str) -> Response {
 }
 
 async fn create_quota(
-    State(s): State<Shared>,
+    State(s): State<AppState>,
     Path(ns): Path<String>,
     axum::Json(mut v): axum::Json<Value>,
 ) -> Response {
     v["metadata"]["namespace"] = json!(ns);
-    v["metadata"]["resourceVersion"] = json!("2");
     let name = v["metadata"]["name"].as_str().unwrap_or("").to_owned();
-    let mut objects = s.lock().expect("lock");
-    objects.writes.push((Method::POST.to_string(), format!("{ns}/{name}")));
-    objects
-        .lists
-        .entry("resourcequotas".into())
-        .or_default()
-        .push(v.clone());
-    (StatusCode::CREATED, axum::Json(v)).into_response()
+    s.objects
+        .lock()
+        .expect("lock")
+        .writes
+        .push((Method::POST.to_string(), format!("{ns}/{name}")));
+    let stored = s.watched.apply("resourcequotas", v);
+    (StatusCode::CREATED, axum::Json(stored)).into_response()
 }
 
 async fn replace_quota(
-    State(s): State<Shared>,
+    State(s): State<AppState>,
     Path((ns, name)): Path<(String, String)>,
     axum::Json(mut v): axum::Json<Value>,
 ) -> Response {
-    let mut objects = s.lock().expect("lock");
-    let Some(i) = find(&objects, &ns, &name) else {
+    if s.watched.get("resourcequotas", &ns, &name).is_none() {
         return not_found(&name);
-    };
-    v["metadata"]["namespace"] = json!(ns);
-    v["metadata"]["resourceVersion"] = json!("3");
-    objects.writes.push((Method::PUT.to_string(), format!("{ns}/{name}")));
-    if let Some(list) = objects.lists.get_mut("resourcequotas") {
-        list[i] = v.clone();
     }
-    axum::Json(v).into_response()
+    v["metadata"]["namespace"] = json!(ns);
+    v["metadata"]["name"] = json!(name);
+    s.objects
+        .lock()
+        .expect("lock")
+        .writes
+        .push((Method::PUT.to_string(), format!("{ns}/{name}")));
+    axum::Json(s.watched.apply("resourcequotas", v)).into_response()
 }
 
-async fn delete_quota(State(s): State<Shared>, Path((ns, name)): Path<(String, String)>) -> Response {
-    let mut objects = s.lock().expect("lock");
-    let Some(i) = find(&objects, &ns, &name) else {
+async fn delete_quota(State(s): State<AppState>, Path((ns, name)): Path<(String, String)>) -> Response {
+    let Some(removed) = s.watched.delete("resourcequotas", &ns, &name) else {
         return not_found(&name);
     };
-    objects
+    s.objects
+        .lock()
+        .expect("lock")
         .writes
         .push((Method::DELETE.to_string(), format!("{ns}/{name}")));
-    let removed = objects
-        .lists
-        .get_mut("resourcequotas")
-        .map(|l| l.remove(i))
-        .unwrap_or(Value::Null);
     axum::Json(removed).into_response()
 }
 

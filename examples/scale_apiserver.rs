@@ -1,0 +1,152 @@
+//! A fake API server holding a cluster's worth of DRA objects, for
+//! `scripts/scale.sh`: `draguard serve` lists and watches it through a
+//! kubeconfig as it would a real cluster, so that the time to ready, the
+//! review rate and the memory can be measured as the claim count grows.
+//!
+//! ```sh
+//! cargo run --release --example scale_apiserver -- --claims 100000 --namespaces 1000 --listen 127.0.0.1:0
+//! ```
+//!
+//! Serves plain HTTP, no authentication, until killed; prints
+//! `http://ADDR` on stdout once listening. The objects never change: this
+//! measures steady state, not churn. It is the tests' fake
+//! (`tests/support/fake_apiserver`), seeded with:
+//!
+//! - `--namespaces` Namespaces `ns-0000`…, with labels;
+//! - `--claims` v1 ResourceClaims spread round-robin over them, each with
+//!   one or two requests (an exact count of `gpu.example.com` devices, and
+//!   for every third claim a `firstAvailable` of two sizes), half of them
+//!   allocated and reserved, as in a busy cluster;
+//! - one ResourceQuota per namespace limiting claims and `gpu.example.com`
+//!   devices, loose enough that the benchmark's one-device claim fits;
+//! - a few ResourceSlicePatches.
+
+#[path = "../tests/support/fake_apiserver/mod.rs"]
+mod fake_apiserver;
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use clap::Parser;
+use fake_apiserver::{FakeApiServer, Objects};
+use serde_json::{Value, json};
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// ResourceClaims to serve.
+    #[arg(long, default_value_t = 10_000)]
+    claims: usize,
+    /// Namespaces to spread them over (at least 1).
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
+    namespaces: u32,
+    /// Address to serve plain HTTP on; port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+}
+
+const PATCHES: usize = 4;
+
+fn namespace_name(i: usize) -> String {
+    format!("ns-{i:04}")
+}
+
+fn namespace(i: usize) -> Value {
+    let name = namespace_name(i);
+    json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "uid": format!("00000000-0000-4000-8000-{i:012}"),
+            "creationTimestamp": "2026-01-05T09:00:00Z",
+            "labels": {"kubernetes.io/metadata.name": name, "team": format!("team-{}", i % 25),
+                "env": if i.is_multiple_of(3) { "prod" } else { "dev" }}},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"}})
+}
+
+/// Claim `i` of namespace `ns`: the shapes a training cluster has.
+fn claim(i: usize, ns: &str) -> Value {
+    let name = format!("claim-{i:06}");
+    let mut requests = vec![json!({"name": "gpu", "exactly": {
+        "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1 + i % 4,
+        "selectors": [{"cel": {"expression": "device.attributes[\"gpu.example.com\"].memory.compareTo(quantity(\"40Gi\")) >= 0"}}]}})];
+    if i.is_multiple_of(3) {
+        requests.push(json!({"name": "accel", "firstAvailable": [
+            {"name": "large", "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 2},
+            {"name": "small", "deviceClassName": "gpu-small.example.com", "allocationMode": "ExactCount", "count": 4}]}));
+    }
+    let mut claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": ns, "uid": format!("10000000-0000-4000-8000-{i:012}"),
+            "generation": 1, "creationTimestamp": "2026-01-05T09:30:00Z",
+            "labels": {"app.kubernetes.io/name": format!("trainer-{}", i % 50)}},
+        "spec": {"devices": {"requests": requests}}});
+    if i.is_multiple_of(2) {
+        let node = format!("node-{}", i % 200);
+        claim["status"] = json!({
+            "allocation": {
+                "devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": node,
+                    "device": format!("gpu-{}", i % 8)}]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+            "reservedFor": [{"resource": "pods", "name": format!("trainer-{i}-0"),
+                "uid": format!("20000000-0000-4000-8000-{i:012}")}]});
+    }
+    claim
+}
+
+/// Limits no namespace reaches: round-robin puts at most
+/// `ceil(claims / namespaces)` claims in one, each charging at most 6
+/// `gpu.example.com` devices.
+fn quota(ns: &str, per_namespace: usize) -> Value {
+    let claims = per_namespace * 2 + 10;
+    let devices = per_namespace * 12 + 100;
+    json!({"apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": "dra", "namespace": ns, "uid": format!("quota-{ns}"),
+            "creationTimestamp": "2026-01-05T09:00:00Z"},
+        "spec": {"hard": {
+            "count/resourceclaims.resource.k8s.io": claims.to_string(),
+            "gpu.example.com.deviceclass.resource.k8s.io/devices": devices.to_string(),
+            "requests.memory": "512Gi"}}})
+}
+
+fn slice_patch(i: usize) -> Value {
+    json!({"apiVersion": "draguard.dev/v1alpha1", "kind": "ResourceSlicePatch",
+        "metadata": {"name": format!("maintenance-{i}"), "creationTimestamp": "2026-01-05T09:00:00Z"},
+        "spec": {"devices": {
+            "filter": {"driver": "gpu.example.com", "pool": format!("node-{i}")},
+            "priority": i,
+            "attributes": {"gpu.example.com/maintenance": {"bool": true}},
+            "taints": [{"key": "example.com/maintenance", "value": "planned", "effect": "NoSchedule"}]}}})
+}
+
+fn objects(args: &Args) -> Objects {
+    let namespaces = args.namespaces as usize;
+    let names: Vec<String> = (0..namespaces).map(namespace_name).collect();
+    let per_namespace = args.claims.div_ceil(namespaces);
+    let mut objects = Objects::default();
+    let lists = &mut objects.lists;
+    lists.insert("namespaces".into(), (0..namespaces).map(namespace).collect());
+    lists.insert(
+        "resourceclaims".into(),
+        (0..args.claims).map(|i| claim(i, &names[i % namespaces])).collect(),
+    );
+    lists.insert(
+        "resourcequotas".into(),
+        names.iter().map(|ns| quota(ns, per_namespace)).collect(),
+    );
+    lists.insert("resourceslicepatches".into(), (0..PATCHES).map(slice_patch).collect());
+    objects
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let server = match FakeApiServer::start_on(objects(&args), args.listen).await {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("scale_apiserver: cannot listen on {}: {e}", args.listen);
+            std::process::exit(1);
+        }
+    };
+    // The one line scripts wait for: everything is loaded by now.
+    println!("http://{}", server.addr);
+    std::io::stdout().flush().expect("stdout");
+    tokio::signal::ctrl_c().await.expect("signal handler");
+}
