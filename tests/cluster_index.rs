@@ -207,12 +207,31 @@ async fn a_relist_after_lost_events_leaves_correct_totals() {
     assert_eq!(view.quota_usage("ml"), gpus(2, 5));
     let lists_before = api.list_requests("resourceclaims");
 
-    // The watch expires: what changes now reaches draguard only through
-    // its re-list, never as events.
+    // The watch expires, and the re-list is held: what changes now reaches
+    // draguard only through that re-list, never as events.
+    api.hold_lists("resourceclaims");
     api.expire_watches("resourceclaims");
     api.delete("resourceclaims", "ml", "a");
     api.apply("resourceclaims", claim("b", 4));
     api.apply("resourceclaims", claim("c", 2));
+    for _ in 0..200 {
+        if view.readiness().is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        view.readiness(),
+        Err("cluster caches still listing: resourceclaims".to_owned()),
+        "a re-list after lost events makes the replica unready"
+    );
+    assert_eq!(
+        view.quota_usage("ml"),
+        QuotaUsage::Unknown {
+            cache: "resourceclaims"
+        }
+    );
+    api.release_lists("resourceclaims");
     usage_becomes(&view, gpus(2, 6)).await;
     assert!(
         api.list_requests("resourceclaims") > lists_before,
