@@ -22,7 +22,10 @@
 # defaults to a ResourceClaim CREATE review a real kube-apiserver sent
 # (tests/fixtures/apiserver/resourceclaim-create-4.json, 5.5 KB, allowed).
 # Settings: LOAD_THREADS, LOAD_CONNECTIONS, LOAD_SECONDS, LOAD_ROUNDS; ports
-# DRAGUARD_LOAD_PORT (18443) and NOOP_LOAD_PORT (18444).
+# DRAGUARD_LOAD_PORT (18443) and NOOP_LOAD_PORT (18444). LOAD_PIN=1 runs
+# wrk on CPU 0 and both servers on the other CPUs (taskset), so that on a
+# small machine the tail latency measured is the server's and not the
+# load generator fighting it for a core (the default shares all CPUs).
 #
 # Prints one line per round (requests per second, p50 and p99 latency, CPU
 # time the server spent per request, read from /proc/PID/stat), then a table:
@@ -140,12 +143,18 @@ port_free() {
 port_free "$draguard_port" || die "port $draguard_port is taken (set DRAGUARD_LOAD_PORT)"
 port_free "$noop_port" || die "port $noop_port is taken (set NOOP_LOAD_PORT)"
 
+server_cpus=() client_cpus=()
+if [[ ${LOAD_PIN:-} == 1 ]]; then
+  cpus=$(nproc)
+  ((cpus >= 2)) || die "LOAD_PIN=1 needs 2 CPUs or more"
+  server_cpus=(taskset -c "1-$((cpus - 1))") client_cpus=(taskset -c 0)
+fi
 # draguard at the level it ships with (info), as production runs it: no RUST_LOG.
-env -u RUST_LOG "$draguard_bin" serve --no-cluster --listen "127.0.0.1:$draguard_port" \
+"${server_cpus[@]}" env -u RUST_LOG "$draguard_bin" serve --no-cluster --listen "127.0.0.1:$draguard_port" \
   --certs-dir "$work/certs" >"$work/draguard.log" 2>&1 &
 draguard_pid=$!
 servers+=("$draguard_pid")
-"$noop_bin" "127.0.0.1:$noop_port" >"$work/noop.log" 2>&1 &
+"${server_cpus[@]}" "$noop_bin" "127.0.0.1:$noop_port" >"$work/noop.log" 2>&1 &
 noop_pid=$!
 servers+=("$noop_pid")
 
@@ -217,7 +226,7 @@ run_round() { # NAME PID PORT ROUND
   local name=$1 pid=$2 port=$3 round=$4 out before after line n errors
   out=$work/wrk-$name-$round.txt
   before=$(cpu_ticks "$pid")
-  wrk -t"$threads" -c"$connections" -d"${seconds}s" --latency -s "$work/compare.lua" \
+  "${client_cpus[@]}" wrk -t"$threads" -c"$connections" -d"${seconds}s" --latency -s "$work/compare.lua" \
     "https://127.0.0.1:$port$path" -- "$body" >"$out" 2>&1 ||
     { cat "$out" >&2; die "wrk failed against $name"; }
   kill -0 "$pid" 2>/dev/null || { cat "$work/$name.log" >&2; die "$name died during round $round"; }

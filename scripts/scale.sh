@@ -7,7 +7,10 @@
 #
 # Environment: SCALE_NAMESPACES (1000) namespaces the claims spread over,
 # SCALE_SECONDS (5) and SCALE_CONNECTIONS (8) for wrk, SCALE_PORT (18444)
-# for draguard, SCALE_TIMEOUT (600) seconds to wait for a server.
+# for draguard, SCALE_TIMEOUT (600) seconds to wait for a server. SCALE_PIN=1
+# runs wrk on CPU 0 and draguard on the others (taskset), so that on a
+# small machine p99 is the server's, not the load generator's fight for a
+# core.
 #
 # For each N: starts the fake (plain HTTP, N claims, one ResourceQuota per
 # namespace), then a release draguard with a kubeconfig pointing at it, and
@@ -37,6 +40,12 @@ if ! command -v wrk >/dev/null; then
   apt-get update -qq >/dev/null && apt-get install -y -qq wrk >/dev/null
 fi
 cargo build --release --locked --quiet --bin draguard --example scale_apiserver
+server_cpus=() client_cpus=()
+if [[ ${SCALE_PIN:-} == 1 ]]; then
+  cpus=$(nproc)
+  ((cpus >= 2)) || { echo "scale.sh: SCALE_PIN=1 needs 2 CPUs or more" >&2; exit 1; }
+  server_cpus=(taskset -c "1-$((cpus - 1))") client_cpus=(taskset -c 0)
+fi
 
 work=$(mktemp -d)
 fake="" server=""
@@ -147,7 +156,7 @@ YAML
 
   rm -rf "$work/certs"
   start=$(now)
-  RUST_LOG=warn target/release/draguard serve --listen "127.0.0.1:$port" --certs-dir "$work/certs" \
+  RUST_LOG=warn "${server_cpus[@]}" target/release/draguard serve --listen "127.0.0.1:$port" --certs-dir "$work/certs" \
     --kubeconfig "$work/kubeconfig" >"$work/draguard.log" 2>&1 &
   server=$!
   local ready="" synced="" metrics code
@@ -181,7 +190,7 @@ YAML
 
   echo "N=$n: ready in ${ready}s, synced in ${synced}s; wrk -t1 -c$connections -d${seconds}s..." >&2
   local result rps p99 errors rss
-  result=$(wrk -t1 -c"$connections" -d"${seconds}s" -s "$work/post.lua" "$url/validate?timeout=10s" | grep '^SCALE ') ||
+  result=$("${client_cpus[@]}" wrk -t1 -c"$connections" -d"${seconds}s" -s "$work/post.lua" "$url/validate?timeout=10s" | grep '^SCALE ') ||
     die "N=$n: wrk failed"
   read -r _ rps p99 _ errors <<<"$result"
   rps=${rps#rps=} p99=${p99#p99_us=} errors=${errors#errors=}
