@@ -9,6 +9,7 @@ pub mod build_info;
 pub mod check;
 pub mod cli;
 pub mod cluster;
+pub mod controllers;
 pub mod explain;
 pub mod field;
 pub mod kinds;

@@ -1,6 +1,6 @@
 //! Certificate pieces shared by the development certificates
 //! ([`crate::server::certs`]) and the managed webhook certificates
-//! ([`crate::cluster::webhook_certs`]): the parameters of a CA and of a
+//! ([`crate::controllers::webhook_certs`]): the parameters of a CA and of a
 //! serving certificate, and what is read back from a certificate (all X.509
 //! parsing is here). Pure: no clock, no files; each caller picks its own
 //! names and dates.

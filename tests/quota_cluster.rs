@@ -115,7 +115,7 @@ fn quota_policy(gpus: u32) -> PolicySet {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_keeps_one_resource_quota_per_selected_namespace() {
-    use draguard::cluster::quota_sync::reconcile;
+    use draguard::controllers::quota_sync::reconcile;
     use draguard::quota::desired::desired;
     let namespaces: Vec<(String, std::collections::BTreeMap<String, String>)> = ["ml-a", "ml-b", "web"]
         .iter()

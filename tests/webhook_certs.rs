@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use draguard::cluster::webhook_certs::{Bundle, SecretAction, Settings, WebhookCerts, generate, renew};
+use draguard::controllers::webhook_certs::{Bundle, SecretAction, Settings, WebhookCerts, generate, renew};
 use draguard::server::{self, ManagedCert, RunningServer, ServerConfig, TlsSource};
 use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::pem::PemObject as _;

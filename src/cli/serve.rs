@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::cluster::live::LiveView;
-use crate::cluster::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
+use crate::controllers::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
 use crate::policy::toleration_restriction::TolerationRestrictionConfigError;
 use crate::server::{self, DEFAULT_MAX_BODY, ManagedCert, ServerConfig, ServerError, TlsSource};
 
@@ -326,7 +326,7 @@ async fn cluster_config(args: &ServeArgs) -> Result<Option<kube::Config>, Startu
 const SYNC_QUOTAS_EVERY: Duration = Duration::from_secs(30);
 
 async fn draguard_sync(client: kube::Client, policies: crate::policy::reload::PolicyStore, view: LiveView) {
-    crate::cluster::quota_sync::run(client, policies, view, SYNC_QUOTAS_EVERY).await;
+    crate::controllers::quota_sync::run(client, policies, view, SYNC_QUOTAS_EVERY).await;
 }
 
 /// `3145728`, `3Mi`, `512Ki`, `1G`: a byte count for `--max-body`.

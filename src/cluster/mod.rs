@@ -2,12 +2,10 @@
 //! [`ClusterView`]; the server backs it with watched caches when it has a
 //! cluster, `check` and tests back it with objects they were given.
 
-mod error_log;
+pub(crate) mod error_log;
 pub mod index;
 pub mod indexes;
 pub mod live;
-pub mod quota_sync;
-pub mod webhook_certs;
 
 use std::collections::{BTreeMap, HashMap};
 

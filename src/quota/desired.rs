@@ -1,6 +1,6 @@
 //! The ResourceQuotas `serve --sync-quotas` keeps: one `draguard-<policy>`
 //! per namespace a quota policy selects, with the policy's limits. Pure:
-//! the controller that writes them is `cluster::quota_sync`.
+//! the controller that writes them is `controllers::quota_sync`.
 
 use std::collections::BTreeMap;
 

@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 
-use super::live::LiveView;
+use crate::cluster::live::LiveView;
 use crate::policy::reload::PolicyStore;
 use crate::quota::desired::{Desired, MANAGED_BY, MANAGER, POLICY_LABEL, desired};
 

@@ -45,7 +45,7 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::{Value, json};
 
-use super::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
+use crate::cluster::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
 use crate::pki::{self, PkiError, is_ca, key_matches};
 pub use crate::pki::{Validity, validity};
 use crate::server::ManagedCert;

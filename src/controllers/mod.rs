@@ -1,0 +1,7 @@
+//! Controllers: the loops that write to the cluster, as opposed to the
+//! read-only view the core judges with (`cluster`). They sit above both
+//! `cluster` and `server`, so neither depends on them and the house keeps
+//! one direction: `cli` → `controllers` → `server`, `cluster`, `quota`.
+
+pub mod quota_sync;
+pub mod webhook_certs;
