@@ -216,29 +216,26 @@ impl FakeApiServer {
 
     /// Writes that succeeded, whose method is `method`.
     pub fn writes_of(&self, method: &str) -> Vec<String> {
-        let objects = self.objects.lock().expect("lock");
-        objects
-            .writes
-            .iter()
-            .filter(|(m, _)| m == method)
-            .map(|(_, what)| what.clone())
-            .collect()
+        of_method(&self.objects.lock().expect("lock").writes, method)
     }
 
     /// Writes refused, whose method is `method`.
     pub fn refused_of(&self, method: &str) -> Vec<String> {
-        let objects = self.objects.lock().expect("lock");
-        objects
-            .refused
-            .iter()
-            .filter(|(m, _)| m == method)
-            .map(|(_, what)| what.clone())
-            .collect()
+        of_method(&self.objects.lock().expect("lock").refused, method)
     }
 
     pub fn quotas(&self) -> Vec<Value> {
         self.watched_objects("resourcequotas")
     }
+}
+
+/// The `what` of the `(method, what)` records made with `method`.
+fn of_method(records: &[(String, String)], method: &str) -> Vec<String> {
+    records
+        .iter()
+        .filter(|(m, _)| m == method)
+        .map(|(_, what)| what.clone())
+        .collect()
 }
 
 type Params = Query<HashMap<String, String>>;
