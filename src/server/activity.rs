@@ -85,9 +85,9 @@ impl Activity {
 }
 
 impl ActivitySummary {
-    /// One info line, or nothing for an idle interval: a quiet server does
-    /// not fill its log with zeros.
-    pub(crate) fn log(self, every: Duration) {
+    /// One info line for the `covered` time, or nothing for an idle
+    /// interval: a quiet server does not fill its log with zeros.
+    pub(crate) fn log(self, covered: Duration) {
         if self == ActivitySummary::default() {
             return;
         }
@@ -96,21 +96,27 @@ impl ActivitySummary {
             denied,
             unlogged_denials,
         } = self;
-        let seconds = every.as_secs();
+        let seconds = covered.as_secs();
         tracing::info!(seconds, allowed, denied, unlogged_denials, "admission reviews answered");
     }
 }
 
 /// Writes the summary line every `every` until the server stops, and once
-/// more on the way out so that nothing counted is lost.
+/// more on the way out so that nothing counted is lost; each line says how
+/// many seconds it covers.
 pub(crate) async fn report(activity: std::sync::Arc<Activity>, every: Duration, mut stop: watch::Receiver<bool>) {
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut since = Instant::now();
+    let flush = |since: &mut Instant| {
+        activity.take().log(since.elapsed());
+        *since = Instant::now();
+    };
     loop {
         tokio::select! {
-            _ = ticks.tick() => activity.take().log(every),
+            _ = ticks.tick() => flush(&mut since),
             _ = stop.wait_for(|stopped| *stopped) => {
-                activity.take().log(every);
+                flush(&mut since);
                 return;
             }
         }
@@ -162,6 +168,32 @@ mod tests {
         let summary = activity.take();
         assert_eq!(summary.denied, 1000);
         assert_eq!(summary.unlogged_denials, 1000 - u64::try_from(logged).expect("small"));
+    }
+
+    #[test]
+    fn shutdown_writes_what_was_counted_since_the_last_line_with_its_true_span() {
+        let activity = std::sync::Arc::new(Activity::default());
+        for allowed in [true, true, false] {
+            activity.answered(allowed);
+        }
+        let logged = capture(true, false, || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async {
+                let (stop, stopped) = watch::channel(false);
+                let reporter = tokio::spawn(report(activity.clone(), Duration::from_secs(3600), stopped));
+                stop.send(true).expect("reporter listens");
+                reporter.await.expect("reporter ends");
+            });
+        });
+        let lines: Vec<&str> = logged.lines().collect();
+        assert_eq!(lines.len(), 1, "{logged}");
+        let line: serde_json::Value = serde_json::from_str(lines[0]).expect("json");
+        assert_eq!(line["allowed"], 2);
+        assert_eq!(line["denied"], 1);
+        assert_eq!(line["seconds"], 0, "the span it covers, not the interval");
     }
 
     #[test]
