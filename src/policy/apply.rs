@@ -6,6 +6,7 @@ use json_patch::PatchOperation;
 use serde_json::Value;
 
 use super::applicable::Applicable;
+use super::cover::describe;
 use super::enforce::{self, PolicyOutcome, TolerationTarget};
 use super::model::Toleration;
 use crate::field::Path;
@@ -105,23 +106,44 @@ pub fn evaluate(applicable: &Applicable<'_>, target: TolerationTarget, lists: &[
     enforce::judge_all(applicable, target, &tolerations)
 }
 
-/// The default tolerations each list lacks, as patches against `object`.
+/// The default tolerations each list lacks, as patches against `object`,
+/// and the defaults left out because the list would pass its limit (each
+/// with the list's path and why, for a warning).
 pub fn default_patches(
     applicable: &Applicable<'_>,
     target: TolerationTarget,
     lists: &[TolerationList],
     object: &Value,
-) -> Vec<PatchOperation> {
+) -> (Vec<PatchOperation>, Vec<(Path, String)>) {
     let mut ops = Vec::new();
+    let mut warnings = Vec::new();
     for list in lists {
-        let add = enforce::defaults_for(applicable, target, &list.tolerations);
+        let mut add = enforce::defaults_for(applicable, target, &list.tolerations);
+        // A default must never make a valid object invalid: past the list's
+        // limit, the rest are left out, each with a warning.
+        let room = max_tolerations(target).saturating_sub(list.tolerations.len());
+        for skipped in add.drain(room.min(add.len())..) {
+            warnings.push((
+                list.path.clone(),
+                format!(
+                    "policy {:?}: default toleration {} not added: {} would then hold more than {} tolerations",
+                    skipped.policy,
+                    describe(&skipped.toleration),
+                    list.path,
+                    max_tolerations(target)
+                ),
+            ));
+        }
         if add.is_empty() {
             continue;
         }
         let tokens: Vec<&str> = list.tokens.iter().map(String::as_str).collect();
         let pointer = format!("/{}", tokens.join("/"));
         let present = object.pointer(&pointer).is_some_and(Value::is_array);
-        let values: Vec<Value> = add.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
+        let values: Vec<Value> = add
+            .iter()
+            .filter_map(|d| serde_json::to_value(&d.toleration).ok())
+            .collect();
         if present {
             let mut append = tokens.clone();
             append.push("-");
@@ -132,5 +154,14 @@ pub fn default_patches(
             ops.push(crate::mutate::set(object, &tokens, Value::Array(values)));
         }
     }
-    ops
+    (ops, warnings)
+}
+
+/// How many tolerations a list may hold: a device request's are capped
+/// (`DEVICE_TOLERATIONS_MAX`); a Pod's are not.
+fn max_tolerations(target: TolerationTarget) -> usize {
+    match target {
+        TolerationTarget::Device => crate::rules::tolerations::DEVICE_TOLERATIONS_MAX,
+        TolerationTarget::Pod => usize::MAX,
+    }
 }

@@ -147,18 +147,38 @@ fn may_use(p: &TolerationPolicy, target: TolerationTarget) -> String {
 pub fn defaults(set: &PolicySet, subject: &PolicySubject<'_>, existing: &[Toleration]) -> Vec<Toleration> {
     let applicable = Applicable::new(set, subject.namespace, true, subject.user, || subject.labels.cloned());
     defaults_for(&applicable, subject.target, existing)
+        .into_iter()
+        .map(|d| d.toleration)
+        .collect()
 }
 
-/// [`defaults`] for the policies that apply.
-pub fn defaults_for(applicable: &Applicable<'_>, target: TolerationTarget, existing: &[Toleration]) -> Vec<Toleration> {
+/// A default toleration, with the policy that adds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyDefault<'a> {
+    pub policy: &'a str,
+    pub toleration: Toleration,
+}
+
+/// [`defaults`] for the policies that apply, each with its policy's name.
+pub fn defaults_for<'a>(
+    applicable: &Applicable<'a>,
+    target: TolerationTarget,
+    existing: &[Toleration],
+) -> Vec<PolicyDefault<'a>> {
     let selecting: Vec<&TolerationPolicy> = applicable.selected().collect();
-    let mut added: Vec<Toleration> = Vec::new();
+    let mut added: Vec<PolicyDefault<'a>> = Vec::new();
     for p in selecting.iter().filter(|p| p.spec.mode != Mode::Audit) {
         for d in lists(p, target).2 {
-            let covered = existing.iter().chain(added.iter()).any(|e| covers(e, d));
+            let covered = existing
+                .iter()
+                .chain(added.iter().map(|a| &a.toleration))
+                .any(|e| covers(e, d));
             let rejected = selecting.iter().any(|q| judge(q, target, d).is_some());
             if !covered && !rejected {
-                added.push(d.clone());
+                added.push(PolicyDefault {
+                    policy: &p.metadata.name,
+                    toleration: d.clone(),
+                });
             }
         }
     }

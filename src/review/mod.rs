@@ -57,15 +57,18 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
     );
     // `/validate` judges the object as it will be stored: the apiserver has
     // applied `/mutate`'s patch already, or chose to go on without it.
-    let (subject, patch) = match ctx.phase {
-        Phase::Validate => (subject, Vec::new()),
+    let (subject, mutation) = match ctx.phase {
+        Phase::Validate => (subject, mutate::Mutation::default()),
         Phase::Mutate => return mutate_only(&subject, &applicable, ctx),
         Phase::Both => match mutated(subject, &applicable, ctx) {
             Ok(mutated) => mutated,
             Err(e) => return Decision::bad_request(e),
         },
     };
-    let verdict = validate::validate(&subject, ctx);
+    let mut verdict = validate::validate(&subject, ctx);
+    // What the mutation chose not to add comes first: it explains the rest.
+    verdict.warnings.splice(0..0, mutation.warnings);
+    let patch = mutation.patch;
     if !verdict.errors.is_empty() {
         return Decision {
             warnings: verdict.warnings,
@@ -92,8 +95,9 @@ fn mutate_only<K: AdmittedKind>(
     ctx: &Context<'_>,
 ) -> Decision {
     match mutate::patches(subject, applicable, ctx) {
-        Ok(patch) => Decision {
-            patch,
+        Ok(mutation) => Decision {
+            patch: mutation.patch,
+            warnings: mutation.warnings,
             ..Decision::allow()
         },
         Err(e) => Decision {
@@ -103,22 +107,22 @@ fn mutate_only<K: AdmittedKind>(
     }
 }
 
-/// `check` and `review --mutate`: the patch, and the subject it makes.
+/// `check` and `review --mutate`: the mutation, and the subject it makes.
 fn mutated<'r, K: AdmittedKind>(
     subject: ReviewSubject<'r, K>,
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
-) -> Result<(ReviewSubject<'r, K>, Vec<json_patch::PatchOperation>), ReviewError> {
-    let patch = mutate::patches(&subject, applicable, ctx)?;
-    if patch.is_empty() {
-        return Ok((subject, patch));
+) -> Result<(ReviewSubject<'r, K>, mutate::Mutation), ReviewError> {
+    let mutation = mutate::patches(&subject, applicable, ctx)?;
+    if mutation.patch.is_empty() {
+        return Ok((subject, mutation));
     }
     let object = subject
         .object
         .tree()
         .map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
-    let patched = crate::mutate::apply(&object, &patch).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
-    Ok((subject.patched(patched)?, patch))
+    let patched = crate::mutate::apply(&object, &mutation.patch).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
+    Ok((subject.patched(patched)?, mutation))
 }
 
 #[cfg(test)]
@@ -255,5 +259,68 @@ mod tests {
                 assert_eq!(decision.cause_fields(), vec!["spec.devices.priority"]);
             }
         }
+    }
+
+    fn claim_create(tolerations: usize) -> Vec<u8> {
+        let tolerations: Vec<_> = (0..tolerations)
+            .map(|i| json!({"key": format!("example.com/t{i}"), "operator": "Exists"}))
+            .collect();
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "u3",
+                "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
+                "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
+                "name": "c", "namespace": "ml", "operation": "CREATE", "userInfo": {"username": "alice"},
+                "object": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                           "metadata": {"name": "c", "namespace": "ml"},
+                           "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                               "deviceClassName": "gpu", "tolerations": tolerations}}]}}}
+            }
+        }))
+        .expect("json")
+    }
+
+    /// A default toleration never pushes a valid request past 16: at the
+    /// limit it is left out with a warning (found against a real
+    /// apiserver, which denied such a claim "Too many: 17"); below it, added.
+    #[test]
+    fn defaults_never_push_a_list_past_its_limit() {
+        let policies = PolicySet {
+            policies: crate::policy::load::parse(
+                "p.yaml",
+                "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpu-defaults}\nspec:\n  devices:\n    defaults: [{key: example.com/maintenance, operator: Exists, effect: NoSchedule}]\n",
+            )
+            .expect("valid policy"),
+        };
+        let view = StaticView::default();
+        let ctx = |phase| Context {
+            now: "2026-11-21T10:00:00Z".parse().expect("time"),
+            cluster: &view,
+            policies: &policies,
+            toleration_restriction: None,
+            phase,
+        };
+        let warning = "policy \"gpu-defaults\": default toleration example.com/maintenance:NoSchedule not added: spec.devices.requests[0].exactly.tolerations would then hold more than 16 tolerations";
+        let full = Incoming::parse(&claim_create(16)).expect("review");
+        for phase in [Phase::Mutate, Phase::Both] {
+            let (decision, _) = full.answer(&ctx(phase));
+            assert!(decision.allowed, "{phase:?}: {:?}", decision.denial);
+            assert!(decision.patch.is_empty(), "{phase:?}: {:?}", decision.patch);
+            assert_eq!(decision.warning_texts(), vec![warning], "{phase:?}");
+            assert_eq!(
+                decision.warnings[0].field.as_ref().map(ToString::to_string).as_deref(),
+                Some("spec.devices.requests[0].exactly.tolerations")
+            );
+        }
+        let (room, _) = Incoming::parse(&claim_create(15))
+            .expect("review")
+            .answer(&ctx(Phase::Mutate));
+        assert!(room.warnings.is_empty(), "{:?}", room.warnings);
+        assert_eq!(
+            serde_json::to_value(&room.patch).expect("json"),
+            json!([{"op": "add", "path": "/spec/devices/requests/0/exactly/tolerations/-",
+                    "value": {"key": "example.com/maintenance", "operator": "Exists", "effect": "NoSchedule"}}])
+        );
     }
 }

@@ -7,18 +7,25 @@
 use json_patch::PatchOperation;
 use serde_json::Value;
 
-use super::{Context, ReviewError, ReviewSubject};
+use super::{Context, ReviewError, ReviewSubject, Warning};
 use crate::kinds::AdmittedKind;
 use crate::objects::ObjectJson;
 use crate::policy::applicable::Applicable;
 use crate::policy::apply;
 use crate::policy::toleration_restriction;
 
+/// What `/mutate` adds, and the warnings about what it chose not to add.
+#[derive(Debug, Default)]
+pub struct Mutation {
+    pub patch: Vec<PatchOperation>,
+    pub warnings: Vec<Warning>,
+}
+
 pub fn patches<K: AdmittedKind>(
     subject: &ReviewSubject<'_, K>,
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
-) -> Result<Vec<PatchOperation>, ReviewError> {
+) -> Result<Mutation, ReviewError> {
     let object = subject
         .object
         .tree()
@@ -29,11 +36,14 @@ pub fn patches<K: AdmittedKind>(
         .transpose()
         .map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
     let now = crate::mutate::time_added::format_now(ctx.now);
-    let mut ops = K::stamps(&object, old.as_deref(), subject.routed, &now);
+    let mut patch = K::stamps(&object, old.as_deref(), subject.routed, &now);
+    let mut warnings = Vec::new();
     if subject.is_create() && K::DEFAULTS_ON_CREATE {
-        ops.extend(create_defaults(subject, &object, applicable, ctx)?);
+        let (defaults, left_out) = create_defaults(subject, &object, applicable, ctx)?;
+        patch.extend(defaults);
+        warnings = left_out;
     }
-    Ok(ops)
+    Ok(Mutation { patch, warnings })
 }
 
 fn create_defaults<K: AdmittedKind>(
@@ -41,22 +51,23 @@ fn create_defaults<K: AdmittedKind>(
     object: &Value,
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
-) -> Result<Vec<PatchOperation>, ReviewError> {
+) -> Result<(Vec<PatchOperation>, Vec<Warning>), ReviewError> {
     let mut ops = toleration_restriction_merge(subject, object, ctx)?;
     if applicable.is_empty() {
-        return Ok(ops);
+        return Ok((ops, Vec::new()));
     }
-    if ops.is_empty() {
-        ops.extend(policy_defaults::<K>(&subject.view, subject, object, applicable));
+    let (defaults, warnings) = if ops.is_empty() {
+        policy_defaults::<K>(&subject.view, subject, object, applicable)
     } else {
         // The merge changed the tolerations the defaults are computed on.
         let merged =
             ObjectJson::Tree(crate::mutate::apply(object, &ops).map_err(|e| ReviewError::OwnPatch(e.to_string()))?);
         let view = K::decode(&merged, subject.routed).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
         let merged = merged.tree().map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
-        ops.extend(policy_defaults::<K>(&view, subject, &merged, applicable));
-    }
-    Ok(ops)
+        policy_defaults::<K>(&view, subject, &merged, applicable)
+    };
+    ops.extend(defaults);
+    Ok((ops, warnings))
 }
 
 fn policy_defaults<K: AdmittedKind>(
@@ -64,11 +75,16 @@ fn policy_defaults<K: AdmittedKind>(
     subject: &ReviewSubject<'_, K>,
     object: &Value,
     applicable: &Applicable<'_>,
-) -> Vec<PatchOperation> {
-    match K::toleration_lists(view, subject.routed) {
-        Some((target, lists)) => apply::default_patches(applicable, target, &lists, object),
-        None => Vec::new(),
-    }
+) -> (Vec<PatchOperation>, Vec<Warning>) {
+    let Some((target, lists)) = K::toleration_lists(view, subject.routed) else {
+        return (Vec::new(), Vec::new());
+    };
+    let (ops, left_out) = apply::default_patches(applicable, target, &lists, object);
+    let warnings = left_out
+        .into_iter()
+        .map(|(field, message)| Warning::at(field, message))
+        .collect();
+    (ops, warnings)
 }
 
 /// PodTolerationRestriction's `MergeTolerations` on a Pod's own spec.
