@@ -201,7 +201,13 @@ fn respond(state: &AppState, endpoint: Endpoint, outcome: ReviewOutcome, took: D
         // own text under that key.
         ReviewOutcome::NotAReview(reason) => {
             metrics.bad_request();
-            tracing::info!(endpoint = endpoint.name(), %reason, "rejected a request that is not an AdmissionReview");
+            // Request-derived text is recorded as a string (quoted and escaped in
+            // the text format), never with `%`, so it cannot forge a line.
+            tracing::info!(
+                endpoint = endpoint.name(),
+                reason = reason.as_str(),
+                "rejected a request that is not an AdmissionReview"
+            );
             (StatusCode::BAD_REQUEST, reason).into_response()
         }
         ReviewOutcome::Unrenderable(reason) => {
@@ -217,12 +223,23 @@ fn respond(state: &AppState, endpoint: Endpoint, outcome: ReviewOutcome, took: D
                 // Admitted without a patch, so that failurePolicy never
                 // fires for a bug of ours; loud here instead.
                 metrics.internal_error();
-                tracing::error!(endpoint = endpoint.name(), uid = %summary.uid, %error, "admitted without draguard's patch");
+                tracing::error!(
+                    endpoint = endpoint.name(),
+                    uid = summary.uid.as_str(),
+                    error = error.as_str(),
+                    "admitted without draguard's patch"
+                );
             }
             if !summary.audit.is_empty() {
                 metrics.audited(summary.audit.len());
                 for violation in &summary.audit {
-                    tracing::info!(uid = %summary.uid, namespace = %summary.namespace, name = %summary.name, %violation, "audit: a policy would have denied this");
+                    tracing::info!(
+                        uid = summary.uid.as_str(),
+                        namespace = summary.namespace.as_str(),
+                        name = summary.name.as_str(),
+                        violation = violation.as_str(),
+                        "audit: a policy would have denied this"
+                    );
                 }
             }
             let denial_line = state.activity.answered(summary.allowed);
@@ -328,16 +345,22 @@ impl Summary {
         let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         let endpoint = endpoint.name();
         let (uid, kind, operation, causes) = (&self.uid, &self.kind, self.operation, self.causes);
-        let (namespace, name) = (&self.namespace, &self.name);
         // `reason`, not `message`: that key holds the event text.
         let reason = &self.reason;
-        // Field values are only formatted when the level is enabled.
+        // Recorded as a string, which the text format quotes and escapes:
+        // request fields must not be able to forge log lines. Built only
+        // when the line is written.
+        let object = || format!("{}/{}", self.namespace, self.name);
         if self.allowed || !denial_line {
+            if !tracing::enabled!(tracing::Level::DEBUG) {
+                return;
+            }
+            let object = object();
             tracing::debug!(
                 uid,
                 endpoint,
                 kind,
-                object = %format_args!("{namespace}/{name}"),
+                object,
                 operation,
                 allowed = self.allowed,
                 causes,
@@ -346,11 +369,12 @@ impl Summary {
                 "admission review"
             );
         } else {
+            let object = object();
             tracing::info!(
                 uid,
                 endpoint,
                 kind,
-                object = %format_args!("{namespace}/{name}"),
+                object,
                 operation,
                 allowed = false,
                 causes,
@@ -397,6 +421,26 @@ mod tests {
         assert_eq!(json["reason"], "spec.devices.requests[0].name: Required value");
         assert_eq!(json["object"], "ml/c");
         assert_eq!(json["micros"], 42);
+    }
+
+    /// Request fields cannot forge a text log line: a name carrying a
+    /// newline, a fake line and a terminal escape stays inside one quoted,
+    /// escaped value.
+    #[test]
+    fn request_fields_cannot_forge_text_log_lines() {
+        let mut forged = denial();
+        forged.name = "c\n2026-11-23T00:00:00Z  INFO draguard: all good\u{1b}[2J".into();
+        forged.uid = "u\r\nx".into();
+        let logged = capture(false, false, || {
+            forged.log(Endpoint::Validate, Duration::from_micros(42), true);
+        });
+        assert_eq!(logged.lines().count(), 1, "{logged}");
+        assert!(!logged.contains('\u{1b}'), "{logged:?}");
+        assert!(
+            logged.contains(r#"object="ml/c\n2026-11-23T00:00:00Z  INFO draguard: all good\u{1b}[2J""#),
+            "{logged}"
+        );
+        assert!(logged.contains(r#"uid="u\r\nx""#), "{logged}");
     }
 
     #[test]
