@@ -114,21 +114,47 @@ pub fn log_skipped(skipped: &[super::load::Skipped]) {
     }
 }
 
-/// Polls `dir` every `every` until the task is dropped.
+/// How long a changed folder must stay unchanged before it is loaded: a
+/// writer that truncates and then writes a file is not read half-way.
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// Polls `dir` every `every` until the task is dropped. A change is loaded
+/// once it has settled; a load that fails, or that would empty a file that
+/// held policies, is rejected and the last good policies stay in force.
 pub async fn watch(dir: PathBuf, store: PolicyStore, every: Duration) {
     let mut last = fingerprint(&dir);
+    let mut holding = files_with_content(&dir);
     loop {
         tokio::time::sleep(every).await;
         let now = fingerprint(&dir);
         if now == last {
             continue;
         }
+        tokio::time::sleep(SETTLE.min(every)).await;
+        if fingerprint(&dir) != now {
+            // Still being written: look again at the next poll.
+            continue;
+        }
         last = now;
+        let emptied: Vec<PathBuf> = holding
+            .iter()
+            .filter(|f| std::fs::read_to_string(f).is_ok_and(|text| text.trim().is_empty()))
+            .cloned()
+            .collect();
+        if !emptied.is_empty() {
+            for file in &emptied {
+                tracing::error!(file = %file.display(), "a policy file became empty; write policy files atomically (rename, or a ConfigMap's symlink swap)");
+            }
+            store.rejected();
+            tracing::warn!(dir = %dir.display(), "policy change rejected; the last good policies stay in force");
+            continue;
+        }
         match load_dir(&dir) {
             Ok(folder) => {
                 log_skipped(&folder.skipped);
                 tracing::info!(dir = %dir.display(), policies = folder.set.policies.len(), "policies reloaded");
                 store.replace(folder.set);
+                holding = files_with_content(&dir);
             }
             Err(load) => {
                 let errors = load.errors();
@@ -140,6 +166,15 @@ pub async fn watch(dir: PathBuf, store: PolicyStore, every: Duration) {
             }
         }
     }
+}
+
+/// The folder's policy files that hold more than whitespace.
+fn files_with_content(dir: &Path) -> Vec<PathBuf> {
+    policy_files(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| std::fs::read_to_string(f).is_ok_and(|text| !text.trim().is_empty()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -169,5 +204,67 @@ mod tests {
         store.replace(PolicySet::default());
         let stats = store.reload_stats();
         assert_eq!((stats.successes, stats.failures, stats.last_failed), (2, 1, false));
+    }
+
+    fn policy(name: &str) -> String {
+        format!(
+            "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: {name}}}\nspec:\n  pods: {{allow: [{{key: example.com/{name}}}]}}\n"
+        )
+    }
+
+    fn names(store: &PolicyStore) -> Vec<String> {
+        store
+            .current()
+            .policies
+            .iter()
+            .map(|p| p.policy.metadata.name.clone())
+            .collect()
+    }
+
+    /// Polls until `done` holds for the store, or fails saying what it saw.
+    async fn until(store: &PolicyStore, what: &str, done: impl Fn(&PolicyStore) -> bool) {
+        for _ in 0..100 {
+            if done(store) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!(
+            "never {what}: policies {:?}, stats {:?}",
+            names(store),
+            store.reload_stats()
+        );
+    }
+
+    /// Truncated files, a vanished folder and writes in progress never
+    /// drop the policies in force; a complete write is loaded.
+    #[tokio::test]
+    async fn reloads_fail_closed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (a, b) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+        std::fs::write(&a, policy("a")).expect("write");
+        std::fs::write(&b, policy("b")).expect("write");
+        let store = PolicyStore::new(load_dir(dir.path()).expect("valid").set);
+        let watcher = tokio::spawn(watch(dir.path().to_owned(), store.clone(), Duration::from_millis(20)));
+        // Let the watcher take its first look before anything changes.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+
+        // A truncate (the first half of a non-atomic write) is rejected.
+        std::fs::write(&b, "").expect("truncate");
+        until(&store, "rejected the emptied file", |s| s.reload_stats().failures == 1).await;
+        assert_eq!(names(&store), ["a", "b"]);
+        // The write that completes it is loaded.
+        std::fs::write(&b, policy("b2")).expect("write");
+        until(&store, "loaded the rewrite", |s| names(s) == ["a", "b2"]).await;
+        // A deleted file is a deliberate change.
+        std::fs::remove_file(&b).expect("remove");
+        until(&store, "dropped the deleted file", |s| names(s) == ["a"]).await;
+        // A folder moved away keeps the last good policies.
+        let moved = dir.path().with_extension("moved");
+        std::fs::rename(dir.path(), &moved).expect("move");
+        until(&store, "rejected the missing folder", |s| s.reload_stats().last_failed).await;
+        assert_eq!(names(&store), ["a"]);
+        watcher.abort();
+        std::fs::rename(&moved, dir.path()).expect("move back");
     }
 }
