@@ -129,7 +129,7 @@ fn mutated<'r, K: AdmittedKind>(
 mod tests {
     use std::collections::BTreeMap;
 
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
     use crate::admission::Incoming;
@@ -137,20 +137,30 @@ mod tests {
     use crate::policy::PolicySet;
     use crate::policy::toleration_restriction::{DEFAULT_TOLERATIONS, TolerationRestrictionConfig};
 
-    fn pod_create(namespace: &str) -> Vec<u8> {
+    /// An AdmissionReview of a CREATE of `object` by `user`.
+    fn create(resource: (&str, &str, &str, &str), namespace: Option<&str>, user: &str, object: Value) -> Vec<u8> {
+        let (group, version, kind, plural) = resource;
         serde_json::to_vec(&json!({
             "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "request": {
                 "uid": "u1",
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "name": "p", "namespace": namespace, "operation": "CREATE",
-                "userInfo": {"username": "alice"},
-                "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace},
-                           "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}
+                "kind": {"group": group, "version": version, "kind": kind},
+                "resource": {"group": group, "version": version, "resource": plural},
+                "name": object["metadata"]["name"], "namespace": namespace, "operation": "CREATE",
+                "userInfo": {"username": user}, "object": object
             }
         }))
         .expect("json")
+    }
+
+    fn pod_create(namespace: &str) -> Vec<u8> {
+        create(
+            ("", "v1", "Pod", "pods"),
+            Some(namespace),
+            "alice",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace},
+                   "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}),
+        )
     }
 
     /// Each way `/mutate` can fail to compute its patch, and what it answers.
@@ -195,20 +205,15 @@ mod tests {
     }
 
     fn patch_create(user: &str) -> Vec<u8> {
-        serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {
-                "uid": "u2",
-                "kind": {"group": "draguard.dev", "version": "v1alpha1", "kind": "ResourceSlicePatch"},
-                "resource": {"group": "draguard.dev", "version": "v1alpha1", "resource": "resourceslicepatches"},
-                "name": "model-fix-a", "operation": "CREATE", "userInfo": {"username": user},
-                "object": {"apiVersion": "draguard.dev/v1alpha1", "kind": "ResourceSlicePatch",
-                           "metadata": {"name": "model-fix-a"},
-                           "spec": {"devices": {"filter": {"driver": "gpu.example.com"},
-                                                "attributes": {"gpu.example.com/model": {"string": "a100-80g"}}}}}
-            }
-        }))
-        .expect("json")
+        create(
+            ("draguard.dev", "v1alpha1", "ResourceSlicePatch", "resourceslicepatches"),
+            None,
+            user,
+            json!({"apiVersion": "draguard.dev/v1alpha1", "kind": "ResourceSlicePatch",
+                   "metadata": {"name": "model-fix-a"},
+                   "spec": {"devices": {"filter": {"driver": "gpu.example.com"},
+                                        "attributes": {"gpu.example.com/model": {"string": "a100-80g"}}}}}),
+        )
     }
 
     /// A tie is denied only by a policy that applies: one that exempts the
@@ -265,20 +270,15 @@ mod tests {
         let tolerations: Vec<_> = (0..tolerations)
             .map(|i| json!({"key": format!("example.com/t{i}"), "operator": "Exists"}))
             .collect();
-        serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {
-                "uid": "u3",
-                "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
-                "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
-                "name": "c", "namespace": "ml", "operation": "CREATE", "userInfo": {"username": "alice"},
-                "object": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                           "metadata": {"name": "c", "namespace": "ml"},
-                           "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                               "deviceClassName": "gpu", "tolerations": tolerations}}]}}}
-            }
-        }))
-        .expect("json")
+        create(
+            ("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
+            Some("ml"),
+            "alice",
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                   "metadata": {"name": "c", "namespace": "ml"},
+                   "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                       "deviceClassName": "gpu", "tolerations": tolerations}}]}}}),
+        )
     }
 
     /// A default toleration never pushes a valid request past 16: at the
