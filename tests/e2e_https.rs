@@ -671,3 +671,33 @@ async fn broken_policies_stop_the_start() {
         Ok(_) => panic!("the server started with broken policies"),
     }
 }
+
+/// A policy folder with no policy (an empty ConfigMap, a wrong mount path)
+/// stops the start, unless the operator says that is meant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_policy_folder_stops_the_start_unless_allowed() {
+    let certs = tempfile::tempdir().unwrap();
+    let policies = tempfile::tempdir().unwrap();
+    let config = |allow: bool| {
+        let tls = TlsSource::Generate {
+            dir: certs.path().to_owned(),
+            sans: vec![],
+        };
+        let mut config = ServerConfig::new(loopback(), tls).with_policies(policies.path().to_owned());
+        config.allow_no_policies = allow;
+        config
+    };
+    match server::start(config(false)).await {
+        Err(ServerError::Policies(message)) => assert_eq!(
+            message,
+            format!(
+                "{}: the folder holds no policies; pass --allow-no-policies to start with none",
+                policies.path().display()
+            )
+        ),
+        Err(other) => panic!("want a policy error, got {other}"),
+        Ok(_) => panic!("the server started with no policies"),
+    }
+    let running = server::start(config(true)).await.expect("allowed to start with none");
+    running.stop().await.unwrap();
+}

@@ -89,6 +89,10 @@ pub struct ServeArgs {
     /// Without it no policy applies, and the log says so.
     #[arg(long, value_name = "DIR")]
     pub policies: Option<PathBuf>,
+    /// Start even when the --policies folder holds no policy (by default
+    /// that stops the start: an empty folder is usually a mount gone wrong).
+    #[arg(long, requires = "policies")]
+    pub allow_no_policies: bool,
     /// Do not look for a cluster: judge with the request alone.
     #[arg(long, conflicts_with = "kubeconfig")]
     pub no_cluster: bool,
@@ -193,6 +197,7 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
         None => tracing::warn!("no --policies folder named: no toleration policy applies"),
     }
     config.max_body = args.max_body;
+    config.allow_no_policies = args.allow_no_policies;
     config.metrics_listen = args.metrics_listen;
     config.toleration_restriction = args.toleration_restriction.load()?.map(std::sync::Arc::new);
     let cluster = live_view(&args).await?;
@@ -374,6 +379,18 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
         Wrapper::try_parse_from(std::iter::once("serve").chain(args.iter().copied())).map(|w| w.serve)
+    }
+
+    #[test]
+    fn allow_no_policies_goes_with_a_policy_folder() {
+        assert!(
+            parse(&["--policies", "p", "--allow-no-policies"])
+                .expect("valid")
+                .allow_no_policies
+        );
+        assert!(!parse(&["--policies", "p"]).expect("valid").allow_no_policies);
+        let alone = parse(&["--allow-no-policies"]).expect_err("needs --policies");
+        assert_eq!(alone.kind(), clap::error::ErrorKind::MissingRequiredArgument);
     }
 
     #[test]

@@ -114,6 +114,9 @@ pub struct ServerConfig {
     pub policies_dir: Option<PathBuf>,
     /// How often the policy folder is checked for changes.
     pub policy_reload_every: Duration,
+    /// Start even when the policy folder holds no policies (else an error:
+    /// an empty folder is usually a mount gone wrong).
+    pub allow_no_policies: bool,
     /// PodTolerationRestriction compatibility, when enabled.
     pub toleration_restriction: Option<Arc<crate::policy::toleration_restriction::TolerationRestrictionConfig>>,
     /// How often the info-level summary of answered reviews is written
@@ -135,6 +138,7 @@ impl ServerConfig {
             policies: PolicyStore::default(),
             policies_dir: None,
             policy_reload_every: DEFAULT_POLICY_RELOAD_EVERY,
+            allow_no_policies: false,
             toleration_restriction: None,
             summary_every: activity::DEFAULT_SUMMARY_EVERY,
         }
@@ -283,6 +287,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         let folder = load_dir(&dir).map_err(|errors| {
             ServerError::Policies(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
         })?;
+        if folder.set.policies.is_empty() && !config.allow_no_policies {
+            // Most likely a mount that went wrong (an empty ConfigMap, a
+            // wrong path inside it): starting would enforce nothing.
+            return Err(ServerError::Policies(format!(
+                "{}: the folder holds no policies; pass --allow-no-policies to start with none",
+                dir.display()
+            )));
+        }
         reload::log_skipped(&folder.skipped);
         tracing::info!(dir = %dir.display(), policies = folder.set.policies.len(), "policies loaded");
         config.policies.replace(folder.set);
