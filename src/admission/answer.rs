@@ -7,13 +7,14 @@
 //! `AdmissionResponse` writes (`status` is always present, `{}` when
 //! allowed), with the patch as the base64 string the API specifies.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use kube::core::response::Status;
 use serde::Serialize;
 
-use super::status::status;
+use super::status::{MAX_CAUSE_MESSAGE_BYTES, MAX_CAUSES, MAX_MESSAGE_BYTES, status, truncate};
 use crate::review::{Decision, Phase};
 
 /// `{"apiVersion", "kind", "response"}`: what a webhook answers.
@@ -38,7 +39,7 @@ struct ResponseBody<'a> {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     audit_annotations: BTreeMap<&'static str, String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<&'a str>,
+    warnings: Vec<Cow<'a, str>>,
 }
 
 impl<'a> AdmissionAnswer<'a> {
@@ -51,7 +52,9 @@ impl<'a> AdmissionAnswer<'a> {
         let mut audit_annotations = BTreeMap::new();
         if !decision.audit.is_empty() {
             // The apiserver prefixes the key with the webhook's name.
-            audit_annotations.insert("policy-audit", decision.audit.join("; "));
+            let mut audit = decision.audit.join("; ");
+            truncate(&mut audit, MAX_MESSAGE_BYTES);
+            audit_annotations.insert("policy-audit", audit);
         }
         AdmissionAnswer {
             api_version,
@@ -63,9 +66,14 @@ impl<'a> AdmissionAnswer<'a> {
                 patch_type: patch.as_ref().map(|_| "JSONPatch"),
                 patch,
                 audit_annotations,
-                warnings: decision.warnings.iter().map(|w| w.message.as_str()).collect(),
+                warnings: bounded_warnings(decision),
             },
         }
+    }
+
+    /// The Status message (empty when allowed), as sent.
+    pub fn status_message(&self) -> &str {
+        &self.response.status.message
     }
 
     /// The bytes sent to the apiserver.
@@ -79,6 +87,32 @@ impl<'a> AdmissionAnswer<'a> {
     pub fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
         serde_json::to_value(self)
     }
+}
+
+/// The warnings, bounded as a Status's causes are: at most [`MAX_CAUSES`],
+/// then one saying how many more there were, each cut at
+/// [`MAX_CAUSE_MESSAGE_BYTES`]. A request with thousands of warned-about
+/// tolerations must not get a multi-megabyte answer; kubectl prints each.
+fn bounded_warnings(decision: &Decision) -> Vec<Cow<'_, str>> {
+    let mut warnings: Vec<Cow<'_, str>> = decision
+        .warnings
+        .iter()
+        .take(MAX_CAUSES)
+        .map(|w| {
+            if w.message.len() <= MAX_CAUSE_MESSAGE_BYTES {
+                Cow::Borrowed(w.message.as_str())
+            } else {
+                let mut cut = w.message.clone();
+                truncate(&mut cut, MAX_CAUSE_MESSAGE_BYTES);
+                Cow::Owned(cut)
+            }
+        })
+        .collect();
+    let more = decision.warnings.len().saturating_sub(MAX_CAUSES);
+    if more > 0 {
+        warnings.push(Cow::Owned(format!("… and {more} more warnings")));
+    }
+    warnings
 }
 
 /// RFC 6902 JSON, then base64. Serializing `PatchOperation`s into a
@@ -142,6 +176,33 @@ mod tests {
             assert_eq!(other["response"].get("patch"), None, "{phase:?}");
             assert_eq!(other["response"].get("patchType"), None, "{phase:?}");
         }
+    }
+
+    #[test]
+    fn warnings_and_audit_are_bounded() {
+        let mut decision = allowed();
+        decision.warnings = (0..250).map(|i| Warning::new(format!("w{i}"))).collect();
+        decision.warnings[0].message = "x".repeat(MAX_CAUSE_MESSAGE_BYTES + 10);
+        decision.audit = vec!["a".repeat(MAX_MESSAGE_BYTES); 3];
+        let value = AdmissionAnswer::new(
+            "admission.k8s.io/v1",
+            "AdmissionReview",
+            "u",
+            &decision,
+            Phase::Validate,
+        )
+        .to_value()
+        .expect("value");
+        let warnings = value["response"]["warnings"].as_array().expect("warnings");
+        assert_eq!(warnings.len(), MAX_CAUSES + 1);
+        assert_eq!(warnings[1], "w1");
+        assert_eq!(warnings[MAX_CAUSES], "… and 150 more warnings");
+        let first = warnings[0].as_str().expect("text");
+        assert!(first.ends_with("… (10 bytes more)"), "{}", &first[first.len() - 40..]);
+        let audit = value["response"]["auditAnnotations"]["policy-audit"]
+            .as_str()
+            .expect("audit");
+        assert!(audit.len() < MAX_MESSAGE_BYTES + 100, "{} bytes", audit.len());
     }
 
     #[test]

@@ -63,7 +63,7 @@ fn bounded(mut status: Status) -> Status {
 
 /// Cuts `text` to at most `max` bytes, on a character boundary, saying how
 /// much was cut.
-fn truncate(text: &mut String, max: usize) {
+pub(super) fn truncate(text: &mut String, max: usize) {
     if text.len() <= max {
         return;
     }

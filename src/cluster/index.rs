@@ -103,22 +103,14 @@ impl<I: WatchIndex> Watched<I> {
 
     /// A list began: until it completes, the index may be missing what the
     /// watch lost.
-    pub fn list_started(&self) {
+    fn list_started(&self) {
         self.synced.store(false, Ordering::Release);
     }
 
     /// A list completed: `fresh` replaces the index in service.
-    pub fn list_done(&self, fresh: I) {
+    fn list_done(&self, fresh: I) {
         self.write(|index| *index = fresh);
         self.mark_synced();
-    }
-
-    pub fn apply(&self, object: &I::Object) {
-        self.write(|index| index.apply(object));
-    }
-
-    pub fn delete(&self, object: &I::Object) {
-        self.write(|index| index.delete(object));
     }
 
     fn mark_synced(&self) {
@@ -137,8 +129,8 @@ impl<I: WatchIndex> Watched<I> {
             }
             watcher::Event::InitApply(object) => relist.get_or_insert_with(I::default).apply(&object),
             watcher::Event::InitDone => self.list_done(relist.take().unwrap_or_default()),
-            watcher::Event::Apply(object) => self.apply(&object),
-            watcher::Event::Delete(object) => self.delete(&object),
+            watcher::Event::Apply(object) => self.write(|index| index.apply(&object)),
+            watcher::Event::Delete(object) => self.write(|index| index.delete(&object)),
         }
     }
 

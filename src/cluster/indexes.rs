@@ -96,7 +96,6 @@ impl WatchIndex for ClaimUsage {
 pub struct QuotaIndex {
     /// namespace -> quota name -> limits.
     pub by_namespace: HashMap<String, BTreeMap<String, Limits>>,
-    quotas: usize,
 }
 
 impl WatchIndex for QuotaIndex {
@@ -117,7 +116,6 @@ impl WatchIndex for QuotaIndex {
                 .entry(namespace_of(&quota.metadata).to_owned())
                 .or_default()
                 .insert(name.to_owned(), limits);
-            self.quotas += 1;
         }
     }
 
@@ -126,17 +124,16 @@ impl WatchIndex for QuotaIndex {
         let Some(quotas) = self.by_namespace.get_mut(namespace) else {
             return;
         };
-        if quotas.remove(name_of(&quota.metadata)).is_some() {
-            self.quotas -= 1;
-        }
+        quotas.remove(name_of(&quota.metadata));
         if quotas.is_empty() {
             self.by_namespace.remove(namespace);
         }
     }
 
-    /// The quotas that limit claims (the others are not kept).
+    /// The quotas that limit claims (the others are not kept); counted at
+    /// scrape time, once per namespace with such quotas.
     fn objects(&self) -> usize {
-        self.quotas
+        self.by_namespace.values().map(BTreeMap::len).sum()
     }
 }
 

@@ -109,14 +109,6 @@ impl LiveView {
         }
     }
 
-    /// Waits until the namespace cache has listed (controllers that act per
-    /// namespace need it whole).
-    pub async fn wait_for_namespaces(&self) {
-        while !self.namespaces.is_synced() && !self.namespaces.is_stopped() {
-            tokio::time::sleep(READY_POLL).await;
-        }
-    }
-
     fn stopped(&self) -> bool {
         self.namespaces.is_stopped()
             || self.claims.is_stopped()
@@ -124,15 +116,21 @@ impl LiveView {
             || self.patches.is_stopped()
     }
 
-    /// The namespaces the cluster has, with their labels, for controllers.
-    pub fn namespaces(&self) -> Vec<(String, BTreeMap<String, String>)> {
-        self.namespaces.read(|index| {
+    /// The namespaces the cluster has, with their labels, for controllers;
+    /// `None` while the list is incomplete (before the first, during a
+    /// re-list), so that a controller never takes "not listed yet" for "no
+    /// namespaces" and deletes what it keeps in them.
+    pub fn namespaces(&self) -> Option<Vec<(String, BTreeMap<String, String>)>> {
+        if !self.namespaces.is_synced() {
+            return None;
+        }
+        Some(self.namespaces.read(|index| {
             index
                 .by_name
                 .iter()
                 .map(|(name, facts)| (name.clone(), facts.labels.clone()))
                 .collect()
-        })
+        }))
     }
 
     fn not_synced<I: super::index::WatchIndex>(watched: &Watched<I>) -> Option<NotSynced> {
@@ -239,7 +237,9 @@ mod tests {
             }
         );
         assert_eq!(view.resource_quotas("ml"), Err(NotSynced("resourcequotas")));
+        assert_eq!(view.namespaces(), None, "not listed is not empty");
         listed(&view.namespaces, vec![]);
+        assert_eq!(view.namespaces(), Some(vec![]));
         listed(&view.quotas, vec![]);
         listed(&view.patches, vec![]);
         assert_eq!(

@@ -113,9 +113,14 @@ pub async fn reconcile(client: &Client, want: &Desired) -> Result<Changes, kube:
 /// Reconciles every `every`, with the policies in force and the namespaces
 /// the cache knows, until the task is dropped.
 pub async fn run(client: Client, policies: PolicyStore, namespaces: LiveView, every: Duration) {
-    namespaces.wait_for_namespaces().await;
     loop {
-        let want = desired(&policies.current(), &namespaces.namespaces());
+        let Some(listed) = namespaces.namespaces() else {
+            // Until the namespace list is whole, every managed quota would
+            // look unwanted: do nothing rather than delete them.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let want = desired(&policies.current(), &listed);
         match reconcile(&client, &want).await {
             Ok(c) if c == Changes::default() => {}
             Ok(c) => {

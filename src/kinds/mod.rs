@@ -73,7 +73,7 @@ pub fn charge<K: AdmittedKind>(
 impl KindRow {
     /// The pod spec of `object`, for kinds that carry one.
     pub fn pod_spec_of<'v>(&self, object: &'v Value) -> Option<&'v Value> {
-        self.pod_spec?.iter().try_fold(object, |v, t| v.get(t))
+        crate::objects::value_at(object, self.pod_spec?)
     }
 
     /// How many Pods `object` runs at once: its count field, 1 when unset
@@ -83,7 +83,7 @@ impl KindRow {
         let Some(tokens) = self.pod_count else {
             return 1;
         };
-        match tokens.iter().try_fold(object, |v, t| v.get(t)) {
+        match crate::objects::value_at(object, tokens) {
             Some(Value::Number(n)) => n
                 .as_u64()
                 // `as` from a float saturates at u64::MAX.

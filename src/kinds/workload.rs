@@ -75,11 +75,7 @@ impl AdmittedKind for WorkloadKind {
         let metadata: ObjectMeta = crate::objects::decode_at::<Option<_>>(&tree, &["metadata"])?.unwrap_or_default();
         let tokens = routed.row.pod_spec.unwrap_or(TEMPLATE);
         let pod_spec = crate::objects::decode_at(&tree, tokens)?;
-        let template = tokens
-            .iter()
-            .try_fold(&*tree, |v, t| v.get(t))
-            .cloned()
-            .unwrap_or(Value::Null);
+        let template = crate::objects::value_at(&tree, tokens).cloned().unwrap_or(Value::Null);
         let controlled = metadata
             .owner_references
             .iter()

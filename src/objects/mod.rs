@@ -36,11 +36,16 @@ pub fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, DecodeError> {
     serde_path_to_error::deserialize(value).map_err(located)
 }
 
+/// The part of `root` at the object keys `tokens`, if every one is there.
+pub fn value_at<'v>(root: &'v Value, tokens: &[&str]) -> Option<&'v Value> {
+    tokens.iter().try_fold(root, |v, t| v.get(t))
+}
+
 /// Decodes the part of `root` at `tokens`, naming the offending field by
 /// its whole path (`spec.template.spec.tolerations[0].key: …`).
 pub fn decode_at<T: DeserializeOwned>(root: &Value, tokens: &[&str]) -> Result<T, DecodeError> {
     static NULL: Value = Value::Null;
-    let value = tokens.iter().try_fold(root, |v, t| v.get(t)).unwrap_or(&NULL);
+    let value = value_at(root, tokens).unwrap_or(&NULL);
     serde_path_to_error::deserialize(value).map_err(|e| {
         let prefix = tokens.join(".");
         let path = e.path().to_string();

@@ -232,15 +232,7 @@ fn respond(state: &AppState, endpoint: Endpoint, outcome: ReviewOutcome, took: D
             }
             if !summary.audit.is_empty() {
                 metrics.audited(summary.audit.len());
-                for violation in &summary.audit {
-                    tracing::info!(
-                        uid = summary.uid.as_str(),
-                        namespace = summary.namespace.as_str(),
-                        name = summary.name.as_str(),
-                        violation = violation.as_str(),
-                        "audit: a policy would have denied this"
-                    );
-                }
+                summary.log_audit();
             }
             let denial_line = state.activity.answered(summary.allowed);
             summary.log(endpoint, took, denial_line);
@@ -276,14 +268,18 @@ fn decide(
         phase: endpoint.phase(),
     };
     let decision = incoming.decide(&ctx);
-    match incoming.answer_with(&decision, &ctx).to_vec() {
+    let answer = incoming.answer_with(&decision, &ctx);
+    match answer.to_vec() {
         Ok(body) => ReviewOutcome::Answered {
             body,
-            summary: Box::new(Summary::new(&incoming, &decision)),
+            summary: Box::new(Summary::new(&incoming, &decision, answer.status_message())),
         },
         Err(e) => ReviewOutcome::Unrenderable(e.to_string()),
     }
 }
+
+/// Audit violations logged one by one per review; the rest are counted.
+const AUDIT_LINES_PER_REVIEW: usize = 10;
 
 /// What the log line and the metrics say about one answered review.
 struct Summary {
@@ -305,7 +301,8 @@ struct Summary {
 }
 
 impl Summary {
-    fn new(incoming: &Incoming, decision: &Decision) -> Self {
+    /// `reason`: the Status message already rendered for the answer.
+    fn new(incoming: &Incoming, decision: &Decision, reason: &str) -> Self {
         let request = incoming.request().map(|r| &r.envelope);
         let kind = request.map(|r| &r.kind);
         Summary {
@@ -320,11 +317,7 @@ impl Summary {
             operation: request.map_or("", |r| operation_name(&r.operation)),
             allowed: decision.allowed,
             causes: decision.cause_count(),
-            reason: decision
-                .denial
-                .as_ref()
-                .map(|d| crate::admission::status(d).message)
-                .unwrap_or_default(),
+            reason: reason.to_owned(),
             audit: decision.audit.clone(),
             internal_error: decision.internal_error.as_ref().map(ToString::to_string),
         }
@@ -335,6 +328,32 @@ impl Summary {
             (false, _) => "undecodable",
             (true, None) => "other",
             (true, Some(kind)) => kind,
+        }
+    }
+
+    /// One info line per audit violation, up to [`AUDIT_LINES_PER_REVIEW`],
+    /// then one line with how many more: a request with thousands of
+    /// tolerations an Audit policy dislikes costs a bounded log.
+    fn log_audit(&self) {
+        let (uid, namespace, name) = (self.uid.as_str(), self.namespace.as_str(), self.name.as_str());
+        for violation in self.audit.iter().take(AUDIT_LINES_PER_REVIEW) {
+            tracing::info!(
+                uid,
+                namespace,
+                name,
+                violation = violation.as_str(),
+                "audit: a policy would have denied this"
+            );
+        }
+        let more = self.audit.len().saturating_sub(AUDIT_LINES_PER_REVIEW);
+        if more > 0 {
+            tracing::info!(
+                uid,
+                namespace,
+                name,
+                more,
+                "audit: more violations in this review, not logged one by one"
+            );
         }
     }
 
@@ -441,6 +460,30 @@ mod tests {
             "{logged}"
         );
         assert!(logged.contains(r#"uid="u\r\nx""#), "{logged}");
+    }
+
+    /// Past the denial-line budget a denial logs at debug, not info.
+    #[test]
+    fn a_denial_past_the_line_budget_logs_at_debug() {
+        let logged = capture(true, false, || {
+            denial().log(Endpoint::Validate, Duration::from_micros(42), false)
+        });
+        let line: serde_json::Value = serde_json::from_str(logged.lines().next().expect("one line")).unwrap();
+        assert_eq!(line["level"], "DEBUG");
+        assert_eq!(line["message"], "admission review");
+        assert_eq!(line["allowed"], false);
+        assert_eq!(line["reason"], "spec.devices.requests[0].name: Required value");
+    }
+
+    #[test]
+    fn audit_lines_per_review_are_bounded() {
+        let mut audited = denial();
+        audited.audit = (0..25).map(|i| format!("violation {i}")).collect();
+        let logged = capture(true, false, || audited.log_audit());
+        let lines: Vec<serde_json::Value> = logged.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), AUDIT_LINES_PER_REVIEW + 1, "{logged}");
+        assert_eq!(lines[0]["violation"], "violation 0");
+        assert_eq!(lines[AUDIT_LINES_PER_REVIEW]["more"], 15);
     }
 
     #[test]
