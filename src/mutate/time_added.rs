@@ -45,14 +45,16 @@ pub fn resource_slice(object: &Value, v1beta1: bool, now: &str) -> Vec<PatchOper
         };
         let taints = device.get("taints").and_then(Value::as_array);
         for (j, taint) in taints.into_iter().flatten().enumerate() {
-            if missing(taint) {
+            // Only an object has a `timeAdded` to stamp; `set` refuses the
+            // rest anyway, this says so where it is decided.
+            if taint.is_object() && missing(taint) {
                 let (i, j) = (i.to_string(), j.to_string());
                 let mut tokens = vec!["spec", "devices", &i];
                 if v1beta1 {
                     tokens.push("basic");
                 }
                 tokens.extend(["taints", &j, "timeAdded"]);
-                ops.push(set(object, &tokens, Value::from(now)));
+                ops.extend(set(object, &tokens, Value::from(now)));
             }
         }
     }
@@ -108,7 +110,7 @@ fn stamp(
     if renew || missing(taint) {
         let mut field = tokens.to_vec();
         field.push("timeAdded");
-        return Some(set(object, &field, Value::from(now)));
+        return set(object, &field, Value::from(now));
     }
     None
 }

@@ -121,7 +121,8 @@ fn mutated<'r, K: AdmittedKind>(
         .object
         .tree()
         .map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
-    let patched = crate::mutate::apply(&object, &mutation.patch).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
+    let patched =
+        crate::mutate::apply(&object, &mutation.patch).map_err(|e| ReviewError::OwnPatch(e.cause().to_string()))?;
     Ok((subject.patched(patched)?, mutation))
 }
 
