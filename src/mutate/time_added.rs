@@ -148,6 +148,29 @@ mod tests {
         );
     }
 
+    /// Only a taint that is an object is stamped: a list, a string or null
+    /// in its place has no `timeAdded` to add.
+    #[test]
+    fn taints_that_are_not_objects_are_left_alone() {
+        let slice = json!({"spec": {"devices": [
+            {"name": "a", "taints": [["x"], "x", null, 1, {"key": "k", "effect": "NoSchedule"}]},
+            {"name": "b", "taints": "x"},
+            {"name": "c", "basic": []}
+        ]}});
+        assert_eq!(
+            ops_json(&resource_slice(&slice, false, NOW)),
+            json!([{"op": "add", "path": "/spec/devices/0/taints/4/timeAdded", "value": NOW}])
+        );
+        assert_eq!(ops_json(&resource_slice(&slice, true, NOW)), json!([]));
+        for taint in [json!(["x"]), json!("x"), json!(null)] {
+            let rule = json!({"spec": {"taint": taint}});
+            assert!(rule_taint(&rule, None, TAINT, NOW).is_none(), "{taint}");
+            let patch = json!({"spec": {"devices": {"taints": [taint]}}});
+            assert!(patch_taints(&patch, None, NOW).is_empty(), "{taint}");
+        }
+        assert!(rule_taint(&json!({"spec": []}), None, TAINT, NOW).is_none());
+    }
+
     #[test]
     fn v1beta1_slice_taints_live_under_basic() {
         let slice =
