@@ -803,3 +803,67 @@ fn a_policies_folder_in_the_working_directory_is_never_picked_up() {
         stdout(&named)
     );
 }
+
+/// The reproducers of issue 16 as manifests: each refused with a 400
+/// finding at the field whose shape is wrong, never admitted.
+#[test]
+fn shapes_that_do_not_decode_are_refused_at_their_field() {
+    let manifests = "\
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ml}
+spec: []
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: gpu.example.com
+  pool: {name: p, generation: 1, resourceSliceCount: 1}
+  nodeName: n1
+  devices:
+  - name: d0
+    taints:
+    - [x]
+";
+    for args in [&["check", "-"][..], &["check", "-", "--policies", "policies"][..]] {
+        let out = draguard(args, Some(manifests));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        let text = stdout(&out);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..2],
+            [
+                "-:4:1: error: Pod/ml/p: spec: could not be decoded: invalid type: sequence, expected an object",
+                "-:16:7: error: ResourceSlice/s: spec.devices[0].taints[0]: could not be decoded: invalid type: sequence, expected an object",
+            ],
+            "{args:?}"
+        );
+        assert!(
+            lines[2].starts_with("2 objects, 2 denied, 0 warnings"),
+            "{args:?}: {text}"
+        );
+        let out = draguard(&[args, &["--output", "json"]].concat(), Some(manifests));
+        let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+        let findings: Vec<(&str, &str, &str)> = report["objects"]
+            .as_array()
+            .expect("objects")
+            .iter()
+            .flat_map(|o| o["findings"].as_array().expect("findings"))
+            .map(|f| {
+                (
+                    f["reason"].as_str().expect("reason"),
+                    f["field"].as_str().expect("field"),
+                    f["severity"].as_str().expect("severity"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            findings,
+            [
+                ("BadRequest", "spec", "error"),
+                ("BadRequest", "spec.devices[0].taints[0]", "error")
+            ]
+        );
+    }
+}

@@ -68,3 +68,55 @@ fn unusable_input_exits_2_with_a_reason() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read does/not/exist.json"));
 }
+
+/// The reproducers of issue 16: a Pod whose spec is a list, a slice taint
+/// that is a list. `review` and `review --mutate` refuse both with the same
+/// 400 (before, `--mutate` admitted the Pod, and patched the slice with an
+/// operation that did not apply), with or without defaults to add.
+#[test]
+fn shapes_that_do_not_decode_are_refused_with_400() {
+    let pod = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-pod","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"name":"p","namespace":"ml","operation":"CREATE","userInfo":{"username":"alice"},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ml"},"spec":[]}}}"#;
+    let slice = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-slice","kind":{"group":"resource.k8s.io","version":"v1","kind":"ResourceSlice"},"resource":{"group":"resource.k8s.io","version":"v1","resource":"resourceslices"},"name":"s","operation":"CREATE","userInfo":{"username":"driver"},"object":{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"s"},"spec":{"driver":"gpu.example.com","pool":{"name":"p","generation":1,"resourceSliceCount":1},"nodeName":"n1","devices":[{"name":"d0","taints":[["x"]]}]}}}}"#;
+    let cases = [
+        (
+            pod,
+            "u-pod",
+            r#"Pod "p" could not be decoded: spec: invalid type: sequence, expected an object"#,
+        ),
+        (
+            slice,
+            "u-slice",
+            r#"ResourceSlice.resource.k8s.io "s" could not be decoded: spec.devices[0].taints[0]: invalid type: sequence, expected an object"#,
+        ),
+    ];
+    let door_sets: [&[&str]; 4] = [
+        &["review", "--mutate"],
+        &["review"],
+        &[
+            "review",
+            "--mutate",
+            "--policies",
+            "policies",
+            "--pod-toleration-restriction",
+        ],
+        &["review", "--policies", "policies", "--pod-toleration-restriction"],
+    ];
+    for (body, uid, message) in cases {
+        for args in door_sets {
+            let out = draguard(args, Some(body.as_bytes()));
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(
+                stdout_json(&out),
+                serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
+                    "uid": uid, "allowed": false,
+                    "status": {"status": "Failure", "code": 400, "reason": "BadRequest", "message": message}}}),
+                "{args:?}"
+            );
+        }
+    }
+}

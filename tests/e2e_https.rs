@@ -171,6 +171,27 @@ async fn undecodable_object_is_denied_not_failed() {
     assert_eq!(answer["response"]["uid"], "uid-undecodable");
     assert_eq!(answer["response"]["allowed"], false);
     assert_eq!(answer["response"]["status"]["code"], 400);
+    // `/mutate` refuses it alike, with no patch (issue 16: a request whose
+    // shape does not decode is never admitted, nor patched).
+    let request = claim(json!([{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
+                                                          "tolerations": [["x"]]}}]));
+    for path in ["/mutate", "/validate"] {
+        let (status, answer) = post_review(
+            &client(&server),
+            url(&server, path),
+            &review("uid-shape", request.clone()),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert_eq!(
+            answer,
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
+                "uid": "uid-shape", "allowed": false,
+                "status": {"status": "Failure", "code": 400, "reason": "BadRequest",
+                           "message": "ResourceClaim.resource.k8s.io \"c\" could not be decoded: spec.devices.requests[0].exactly.tolerations[0]: invalid type: sequence, expected an object"}}}),
+            "{path}"
+        );
+    }
     server.stop().await.unwrap();
 }
 

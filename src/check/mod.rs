@@ -21,7 +21,7 @@ use crate::field::{Path, Segment};
 use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
-use crate::review::{Context, Denial, Envelope, Phase, Request, review};
+use crate::review::{Context, Denial, Envelope, Phase, Request, ReviewError, review};
 use crate::yaml::{Node, Position};
 pub use input::{InputError, Source};
 
@@ -513,6 +513,12 @@ fn check_object(
                 );
             }
         }
+        // A decode error is reported where the shape went wrong.
+        Some(Denial::BadRequest(ReviewError::Undecodable { source, .. })) if !source.field.is_empty() => cause(
+            "BadRequest",
+            Some(&source.field),
+            format!("could not be decoded: {}", source.message),
+        ),
         Some(Denial::BadRequest(e)) => cause("BadRequest", None, e.to_string()),
         None => {}
     }

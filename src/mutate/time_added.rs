@@ -45,14 +45,16 @@ pub fn resource_slice(object: &Value, v1beta1: bool, now: &str) -> Vec<PatchOper
         };
         let taints = device.get("taints").and_then(Value::as_array);
         for (j, taint) in taints.into_iter().flatten().enumerate() {
-            if missing(taint) {
+            // Only an object has a `timeAdded` to stamp; `set` refuses the
+            // rest anyway, this says so where it is decided.
+            if taint.is_object() && missing(taint) {
                 let (i, j) = (i.to_string(), j.to_string());
                 let mut tokens = vec!["spec", "devices", &i];
                 if v1beta1 {
                     tokens.push("basic");
                 }
                 tokens.extend(["taints", &j, "timeAdded"]);
-                ops.push(set(object, &tokens, Value::from(now)));
+                ops.extend(set(object, &tokens, Value::from(now)));
             }
         }
     }
@@ -108,7 +110,7 @@ fn stamp(
     if renew || missing(taint) {
         let mut field = tokens.to_vec();
         field.push("timeAdded");
-        return Some(set(object, &field, Value::from(now)));
+        return set(object, &field, Value::from(now));
     }
     None
 }
@@ -144,6 +146,29 @@ mod tests {
                 {"op": "replace", "path": "/spec/devices/2/taints/0/timeAdded", "value": NOW}
             ])
         );
+    }
+
+    /// Only a taint that is an object is stamped: a list, a string or null
+    /// in its place has no `timeAdded` to add.
+    #[test]
+    fn taints_that_are_not_objects_are_left_alone() {
+        let slice = json!({"spec": {"devices": [
+            {"name": "a", "taints": [["x"], "x", null, 1, {"key": "k", "effect": "NoSchedule"}]},
+            {"name": "b", "taints": "x"},
+            {"name": "c", "basic": []}
+        ]}});
+        assert_eq!(
+            ops_json(&resource_slice(&slice, false, NOW)),
+            json!([{"op": "add", "path": "/spec/devices/0/taints/4/timeAdded", "value": NOW}])
+        );
+        assert_eq!(ops_json(&resource_slice(&slice, true, NOW)), json!([]));
+        for taint in [json!(["x"]), json!("x"), json!(null)] {
+            let rule = json!({"spec": {"taint": taint}});
+            assert!(rule_taint(&rule, None, TAINT, NOW).is_none(), "{taint}");
+            let patch = json!({"spec": {"devices": {"taints": [taint]}}});
+            assert!(patch_taints(&patch, None, NOW).is_empty(), "{taint}");
+        }
+        assert!(rule_taint(&json!({"spec": []}), None, TAINT, NOW).is_none());
     }
 
     #[test]

@@ -9,6 +9,6 @@ use super::DecodeError;
 pub fn object_meta(object: &Value) -> Result<ObjectMeta, DecodeError> {
     match object.get("metadata") {
         None | Some(Value::Null) => Ok(ObjectMeta::default()),
-        Some(m) => super::decode(m).map_err(|e| DecodeError::new(format!("metadata: {}", e.message))),
+        Some(m) => super::decode(m).map_err(|e| e.within(&["metadata"])),
     }
 }

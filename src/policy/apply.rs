@@ -138,20 +138,21 @@ pub fn default_patches(
             continue;
         }
         let tokens: Vec<&str> = list.tokens.iter().map(String::as_str).collect();
-        let pointer = format!("/{}", tokens.join("/"));
-        let present = object.pointer(&pointer).is_some_and(Value::is_array);
         let values: Vec<Value> = add
             .iter()
             .filter_map(|d| serde_json::to_value(&d.toleration).ok())
             .collect();
-        if present {
-            let mut append = tokens.clone();
-            append.push("-");
-            for v in values {
-                ops.push(crate::mutate::add(&append, v));
-            }
-        } else {
-            ops.push(crate::mutate::set(object, &tokens, Value::Array(values)));
+        // Appended to a list; set where there is none (absent or null).
+        // Anything else there is not a list of tolerations: nothing is
+        // written into it (such an object does not decode, and is refused).
+        match crate::mutate::at(object, &tokens) {
+            Some(Value::Array(_)) => ops.extend(
+                values
+                    .into_iter()
+                    .filter_map(|v| crate::mutate::append(object, &tokens, v)),
+            ),
+            None | Some(Value::Null) => ops.extend(crate::mutate::set(object, &tokens, Value::Array(values))),
+            Some(_) => {}
         }
     }
     (ops, warnings)

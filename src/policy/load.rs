@@ -230,7 +230,7 @@ pub fn parse_file(file: &str, text: &str) -> Result<Parsed, Vec<PolicyError>> {
                 }
             }
             Err(e) => {
-                let (path, message) = split_decode_error(&e.message);
+                let (path, message) = split_decode_error(&e.to_string());
                 errors.push(error(locate(doc, FieldPath::parse(&path).segments()), message));
             }
         }

@@ -43,8 +43,8 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
     let subject = match ReviewSubject::<K>::decode(routed, req) {
         Ok(Some(subject)) => subject,
         Ok(None) => return Decision::allow(),
-        // `/mutate` leaves an undecodable object alone; `/validate` says why.
-        Err(_) if ctx.phase == Phase::Mutate => return Decision::allow(),
+        // Every door, `/mutate` too, refuses what does not decode (400):
+        // a patch computed on a misread object may not apply.
         Err(e) => return Decision::bad_request(e),
     };
     let env = &req.envelope;
@@ -121,7 +121,8 @@ fn mutated<'r, K: AdmittedKind>(
         .object
         .tree()
         .map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
-    let patched = crate::mutate::apply(&object, &mutation.patch).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
+    let patched =
+        crate::mutate::apply(&object, &mutation.patch).map_err(|e| ReviewError::OwnPatch(e.cause().to_string()))?;
     Ok((subject.patched(patched)?, mutation))
 }
 

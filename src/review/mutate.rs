@@ -60,8 +60,9 @@ fn create_defaults<K: AdmittedKind>(
         policy_defaults::<K>(&subject.view, subject, object, applicable)
     } else {
         // The merge changed the tolerations the defaults are computed on.
-        let merged =
-            ObjectJson::Tree(crate::mutate::apply(object, &ops).map_err(|e| ReviewError::OwnPatch(e.to_string()))?);
+        let merged = ObjectJson::Tree(
+            crate::mutate::apply(object, &ops).map_err(|e| ReviewError::OwnPatch(e.cause().to_string()))?,
+        );
         let view = K::decode(&merged, subject.routed).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
         let merged = merged.tree().map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
         policy_defaults::<K>(&view, subject, &merged, applicable)
@@ -105,9 +106,11 @@ fn toleration_restriction_merge<K: AdmittedKind>(
         return Ok(Vec::new());
     };
     let values: Vec<Value> = merged.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
-    Ok(vec![crate::mutate::set(
-        object,
-        &["spec", "tolerations"],
-        Value::Array(values),
-    )])
+    // `None` where the spec cannot take it (not an object): such a Pod
+    // does not decode, and never gets here.
+    Ok(
+        crate::mutate::set(object, &["spec", "tolerations"], Value::Array(values))
+            .into_iter()
+            .collect(),
+    )
 }
