@@ -112,17 +112,12 @@ impl Intake {
         endpoint: &'static str,
         request: Request,
     ) -> Result<(Vec<u8>, ReviewSlot), Response> {
-        let Ok(review) = self.reviews.clone().try_acquire_owned() else {
+        let Some(mut slot) = self.slot() else {
             let message = format!(
                 "overloaded: the cap of {} reviews in progress is reached; retry shortly",
                 self.max_reviews
             );
             return Err(self.refuse(metrics, endpoint, RejectReason::Overloaded, message));
-        };
-        let mut slot = ReviewSlot {
-            _review: review,
-            body: None,
-            memory: self.body_memory.clone(),
         };
         let h1 = request.version() <= Version::HTTP_11;
         let declared = request
@@ -192,6 +187,17 @@ impl Intake {
         }
     }
 
+    /// A place under the review cap, holding no body memory yet; `None` at
+    /// the cap.
+    fn slot(&self) -> Option<ReviewSlot> {
+        let review = self.reviews.clone().try_acquire_owned().ok()?;
+        Some(ReviewSlot {
+            _review: review,
+            body: None,
+            memory: self.body_memory.clone(),
+        })
+    }
+
     /// A 503 with Retry-After, counted.
     fn refuse(&self, metrics: &Metrics, endpoint: &'static str, reason: RejectReason, message: String) -> Response {
         metrics.review_rejected(reason);
@@ -252,5 +258,57 @@ impl Throttle {
             refused,
             "refusing reviews (503 overloaded or 408 slow body); see draguard_reviews_rejected_total"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn intake(max_reviews: usize, body_memory: usize, max_body: usize) -> Intake {
+        let limits = Limits {
+            max_reviews,
+            body_memory,
+            ..Limits::default()
+        };
+        Intake::new(&limits, max_body)
+    }
+
+    #[test]
+    fn slots_are_capped_and_given_back_on_drop() {
+        let intake = intake(2, 1 << 20, 1024);
+        let first = intake.slot().expect("a slot");
+        let second = intake.slot().expect("a slot");
+        assert_eq!(intake.reviews_in_flight(), (2, 2));
+        assert!(intake.slot().is_none(), "at the cap");
+        drop(first);
+        assert_eq!(intake.reviews_in_flight(), (1, 2));
+        assert!(intake.slot().is_some());
+        drop(second);
+    }
+
+    #[test]
+    fn body_memory_is_reserved_as_a_body_grows_and_given_back_with_its_slot() {
+        let intake = intake(4, 10 << 10, 4 << 10);
+        let mut a = intake.slot().expect("a slot");
+        assert!(a.reserve(3000), "3 KiB of 10");
+        assert!(a.reserve(4 << 10), "grows to 4 KiB");
+        assert!(a.reserve(100), "already held: no change");
+        let mut b = intake.slot().expect("a slot");
+        assert!(!b.reserve(7 << 10), "6 KiB left");
+        assert!(b.reserve(6 << 10));
+        let mut c = intake.slot().expect("a slot");
+        assert!(!c.reserve(1), "the budget is full");
+        drop(a);
+        assert!(c.reserve(4 << 10), "a's share came back with its slot");
+        assert!(c.reserve(0));
+    }
+
+    #[test]
+    fn the_budget_never_falls_below_one_body_at_the_limit() {
+        let intake = intake(4, 1024, 3 << 20);
+        let mut slot = intake.slot().expect("a slot");
+        assert!(slot.reserve(3 << 20), "a body at the limit fits alone");
+        assert!(!intake.slot().expect("a slot").reserve(1));
     }
 }
