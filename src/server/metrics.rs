@@ -676,6 +676,10 @@ mod tests {
         let mut m = Metrics::new();
         m.watch_policies(PolicyStore::default());
         m.watch_caches(Arc::new(Caches));
+        m.watch_capacity(Capacity {
+            connections: Box::new(|| (1, 896)),
+            reviews: Box::new(|| (0, 256)),
+        });
         m.answered("validate", "Pod", true, Duration::from_millis(1));
         let text = m.render();
         let exported: std::collections::BTreeSet<&str> = text
