@@ -302,18 +302,17 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         }
         None => (None, None),
     };
-    // `stop_rx`: shutdown asked for. `close_rx`: the shutdown delay is over;
-    // listeners, connections and background tasks stop.
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let (close_tx, close_rx) = watch::channel(false);
+    // `stop_tx`: the shutdown request. `stop_rx`: the shutdown delay is
+    // over (drain.rs); listeners, connections and background tasks stop.
+    let (stop_tx, requested) = watch::channel(false);
+    let (close_tx, stop_rx) = watch::channel(false);
     let draining = drain::Draining::default();
     tokio::spawn(drain::sequence(
-        stop_rx,
+        requested,
         draining.clone(),
         config.shutdown_delay,
         close_tx,
     ));
-    let stop_rx = close_rx;
     if let Some(reloader) = prepared.reloader {
         tokio::spawn(reloader.run(config.reload_every, stop_rx.clone()));
     }
