@@ -16,7 +16,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve(args) => draguard::cli::serve::run(args),
+        Command::Serve(args) => draguard::cli::serve::run(*args),
         Command::Review(args) => draguard::cli::review::run(args),
         Command::Check(args) => draguard::cli::check::run(args),
         Command::Policy(args) => draguard::cli::policy::run(args),

@@ -357,15 +357,36 @@ fn base_is_read_only_and_highly_available() {
         assert!(container[probe]["httpGet"]["path"].is_string(), "{probe}");
     }
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    // A rolling restart loses no call: the replica keeps answering while
+    // its endpoint removal spreads (a preStop sleep, if any, then the
+    // server's --shutdown-delay), and the grace period covers that wait
+    // and the drain (--shutdown-timeout), with room to exit.
     let pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
         .as_u64()
-        .expect("preStop sleep");
+        .unwrap_or(0);
+    let container_args = args(&docs);
+    let seconds = |flag: &str, default: u64| -> u64 {
+        container_args
+            .iter()
+            .find_map(|a| a.strip_prefix(flag)?.strip_prefix('='))
+            .map_or(default, |v| {
+                v.strip_suffix('s')
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("{flag}={v}: write whole seconds"))
+            })
+    };
+    let delay = seconds("--shutdown-delay", 5);
+    let timeout = seconds("--shutdown-timeout", 20);
     let grace = spec["terminationGracePeriodSeconds"].as_u64().unwrap_or(30);
-    // The server drains for up to 20 s after SIGTERM.
     assert!(
-        pre_stop >= 5 && pre_stop + 20 <= grace,
-        "preStop {pre_stop} s, grace {grace} s"
+        pre_stop + delay >= 5,
+        "preStop {pre_stop} s, --shutdown-delay {delay} s"
     );
+    assert!(
+        pre_stop + delay + timeout + 5 <= grace,
+        "preStop {pre_stop} s + delay {delay} s + timeout {timeout} s + 5 s to exit > grace {grace} s"
+    );
+    assert_eq!(pre_stop, 0, "the server's shutdown delay replaces the preStop sleep");
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
     let pdb = find(&docs, "PodDisruptionBudget", "draguard").expect("the PDB");
     assert_eq!(pdb["spec"]["maxUnavailable"], 1);

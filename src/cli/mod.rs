@@ -23,7 +23,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTPS admission webhook server.
-    Serve(serve::ServeArgs),
+    // Boxed: its flags make it much larger than the other variants.
+    Serve(Box<serve::ServeArgs>),
     /// Print the AdmissionReview response the server would send for one request.
     Review(review::ReviewArgs),
     /// Check manifests as the webhook would judge them (for CI).

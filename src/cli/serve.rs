@@ -8,7 +8,13 @@ use std::time::Duration;
 use crate::cluster::live::LiveView;
 use crate::controllers::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
 use crate::policy::toleration_restriction::TolerationRestrictionConfigError;
-use crate::server::{self, DEFAULT_MAX_BODY, ManagedCert, ServerConfig, ServerError, TlsSource};
+use crate::server::limits::{
+    DEFAULT_BODY_MEMORY, DEFAULT_BODY_TIMEOUT, DEFAULT_FIRST_REQUEST_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_REVIEWS,
+};
+use crate::server::{
+    self, DEFAULT_MAX_BODY, DEFAULT_SHUTDOWN_DELAY, DEFAULT_SHUTDOWN_TIMEOUT, Limits, ManagedCert, ServerConfig,
+    ServerError, TlsSource,
+};
 
 /// Why `draguard serve` exits with 2: it could not start (or, rarer, the
 /// server task died; that is reported the same way).
@@ -151,12 +157,64 @@ pub struct ServeArgs {
     /// Log output format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Open connections at most; at the cap the listener stops accepting
+    /// until one closes. Default: 128 below the open-file limit (which
+    /// serve raises to its hard limit at start), at most 4096.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
+    /// Reviews (/validate, /mutate) in progress at once, body reading
+    /// included; beyond it the answer is 503 with Retry-After. /healthz and
+    /// /readyz are never behind it.
+    #[arg(long, default_value_t = DEFAULT_MAX_REVIEWS, value_name = "N", value_parser = parse_count)]
+    pub max_concurrent_reviews: usize,
+    /// Bytes the bodies of the reviews in progress may hold together
+    /// (counted by Content-Length when their headers arrive); beyond it the
+    /// answer is 503 with Retry-After. Never below --max-body.
+    #[arg(long, default_value = "64Mi", value_parser = parse_size, value_name = "BYTES")]
+    pub body_memory: usize,
+    /// A connection that sends no request this long after its TLS
+    /// handshake is closed.
+    #[arg(long, default_value = "10s", value_parser = parse_timeout, value_name = "DURATION")]
+    pub first_request_timeout: Duration,
+    /// A keep-alive connection (HTTP/1.1, or HTTP/2 without open streams)
+    /// with no request this long is closed. Keep it above the apiserver's
+    /// 90 s idle close, so the client closes first.
+    #[arg(long, default_value = "120s", value_parser = parse_timeout, value_name = "DURATION")]
+    pub idle_timeout: Duration,
+    /// A request body must arrive whole within this, else HTTP 408 and the
+    /// connection is closed.
+    #[arg(long, default_value = "10s", value_parser = parse_timeout, value_name = "DURATION")]
+    pub body_timeout: Duration,
+    /// On SIGTERM: keep accepting and answering this long with /readyz
+    /// failing, while the endpoint removal reaches the apiservers and
+    /// kube-proxy; HTTP/1.1 answers close their connection meanwhile.
+    #[arg(long, default_value = "5s", value_parser = parse_delay, value_name = "DURATION")]
+    pub shutdown_delay: Duration,
+    /// Then: stop accepting, and give in-flight requests this long to
+    /// finish.
+    #[arg(long, default_value = "20s", value_parser = parse_timeout, value_name = "DURATION")]
+    pub shutdown_timeout: Duration,
+}
+
+impl ServeArgs {
+    /// The connection and review bounds the flags ask for.
+    fn limits(&self) -> Limits {
+        Limits {
+            max_connections: self.max_connections.map(|n| n as usize),
+            first_request_timeout: self.first_request_timeout,
+            idle_timeout: self.idle_timeout,
+            body_timeout: self.body_timeout,
+            max_reviews: self.max_concurrent_reviews,
+            body_memory: self.body_memory,
+        }
+    }
 }
 
 /// Exit 0 after a clean shutdown, 2 when the server cannot start.
 pub fn run(args: ServeArgs) -> ExitCode {
     let json = args.log_format == LogFormat::Json;
     super::init_logging(json);
+    raise_fd_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => return startup_failed(json, &StartupError::Runtime(e)),
@@ -197,6 +255,9 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
         None => tracing::warn!("no --policies folder named: no toleration policy applies"),
     }
     config.max_body = args.max_body;
+    config.limits = args.limits();
+    config.shutdown_delay = args.shutdown_delay;
+    config.shutdown_timeout = args.shutdown_timeout;
     config.allow_no_policies = args.allow_no_policies;
     config.metrics_listen = args.metrics_listen;
     config.toleration_restriction = args.toleration_restriction.load()?.map(std::sync::Arc::new);
@@ -258,6 +319,15 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     running.wait().await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Raises the open-file limit to the hard limit, and says what it got: the
+/// default connection cap is sized below it.
+fn raise_fd_limit() {
+    match server::raise_fd_limit() {
+        Ok(limit) => tracing::info!(soft = limit.soft, hard = limit.hard, was = limit.was, "open-file limit"),
+        Err(reason) => tracing::warn!(reason, "open-file limit left as it was"),
+    }
 }
 
 /// The `--webhook-*` flags, the namespace defaulted as documented.
@@ -358,13 +428,41 @@ fn parse_size(text: &str) -> Result<usize, String> {
         .checked_mul(unit)
         .ok_or_else(|| format!("{text:?} is too large"))?;
     if size == 0 {
-        return Err("the body limit must be above zero".into());
+        return Err("the size must be above zero".into());
     }
     Ok(size)
 }
 
-// The default above is spelled `3Mi`; keep it equal to the library's.
+/// `10s`, `500ms`, `2m`: a Go-style duration, above zero.
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    match parse_delay(text)? {
+        d if d.is_zero() => Err("the timeout must be above zero".into()),
+        d => Ok(d),
+    }
+}
+
+/// `5s`, `0s`: a Go-style duration, zero allowed.
+fn parse_delay(text: &str) -> Result<Duration, String> {
+    server::duration::parse_go_duration(text.trim())
+        .ok_or_else(|| format!("{text:?} is not a duration (examples: 10s, 500ms, 2m)"))
+}
+
+/// A count above zero.
+fn parse_count(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) | Err(_) => Err(format!("{text:?} is not a count above zero")),
+        Ok(n) => Ok(n),
+    }
+}
+
+// The defaults above are spelled as text; keep them equal to the library's.
 const _: () = assert!(DEFAULT_MAX_BODY == 3 << 20);
+const _: () = assert!(DEFAULT_BODY_MEMORY == 64 << 20);
+const _: () = assert!(DEFAULT_FIRST_REQUEST_TIMEOUT.as_secs() == 10);
+const _: () = assert!(DEFAULT_IDLE_TIMEOUT.as_secs() == 120);
+const _: () = assert!(DEFAULT_BODY_TIMEOUT.as_secs() == 10);
+const _: () = assert!(DEFAULT_SHUTDOWN_DELAY.as_secs() == 5);
+const _: () = assert!(DEFAULT_SHUTDOWN_TIMEOUT.as_secs() == 20);
 
 #[cfg(test)]
 mod tests {
@@ -477,6 +575,65 @@ mod tests {
                 sans: vec![]
             }
         );
+    }
+
+    #[test]
+    fn connection_review_and_shutdown_defaults() {
+        let args = parse(&[]).unwrap();
+        assert_eq!(
+            args.limits(),
+            Limits {
+                max_connections: None,
+                first_request_timeout: Duration::from_secs(10),
+                idle_timeout: Duration::from_secs(120),
+                body_timeout: Duration::from_secs(10),
+                max_reviews: 256,
+                body_memory: 64 << 20,
+            }
+        );
+        assert_eq!(args.limits(), Limits::default(), "the flags and the library agree");
+        assert_eq!(args.shutdown_delay, Duration::from_secs(5));
+        assert_eq!(args.shutdown_timeout, Duration::from_secs(20));
+    }
+
+    #[test]
+    fn connection_review_and_shutdown_flags() {
+        let args = parse(&[
+            "--max-connections=900",
+            "--max-concurrent-reviews=32",
+            "--body-memory=16Mi",
+            "--first-request-timeout=3s",
+            "--idle-timeout=2m",
+            "--body-timeout=500ms",
+            "--shutdown-delay=0s",
+            "--shutdown-timeout=45s",
+        ])
+        .unwrap();
+        assert_eq!(
+            args.limits(),
+            Limits {
+                max_connections: Some(900),
+                first_request_timeout: Duration::from_secs(3),
+                idle_timeout: Duration::from_secs(120),
+                body_timeout: Duration::from_millis(500),
+                max_reviews: 32,
+                body_memory: 16 << 20,
+            }
+        );
+        assert_eq!(args.shutdown_delay, Duration::ZERO, "no delay is a choice");
+        assert_eq!(args.shutdown_timeout, Duration::from_secs(45));
+        for bad in [
+            "--max-connections=0",
+            "--max-concurrent-reviews=0",
+            "--body-memory=0",
+            "--first-request-timeout=0s",
+            "--idle-timeout=0",
+            "--body-timeout=soon",
+            "--shutdown-timeout=0s",
+            "--shutdown-delay=5",
+        ] {
+            assert!(parse(&[bad]).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -48,6 +48,79 @@ struct EndpointLabels {
     endpoint: &'static str,
 }
 
+/// Why a request to `/validate` or `/mutate` was refused before its review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RejectReason {
+    /// HTTP 503: the cap on reviews in progress was reached.
+    Overloaded,
+    /// HTTP 503: the bodies in progress hold the whole body memory budget.
+    BodyMemory,
+    /// HTTP 408: the body did not arrive within the body timeout.
+    BodyTimeout,
+}
+
+impl RejectReason {
+    const ALL: [RejectReason; 3] = [
+        RejectReason::Overloaded,
+        RejectReason::BodyMemory,
+        RejectReason::BodyTimeout,
+    ];
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            RejectReason::Overloaded => "overloaded",
+            RejectReason::BodyMemory => "body_memory",
+            RejectReason::BodyTimeout => "body_timeout",
+        }
+    }
+}
+
+/// Which timeout closed a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConnectionTimeout {
+    /// No TLS handshake within the handshake timeout.
+    Handshake,
+    /// No request after the handshake within the first-request timeout.
+    FirstRequest,
+    /// No request on a keep-alive connection within the idle timeout.
+    Idle,
+}
+
+impl ConnectionTimeout {
+    const ALL: [ConnectionTimeout; 3] = [
+        ConnectionTimeout::Handshake,
+        ConnectionTimeout::FirstRequest,
+        ConnectionTimeout::Idle,
+    ];
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            ConnectionTimeout::Handshake => "handshake",
+            ConnectionTimeout::FirstRequest => "first_request",
+            ConnectionTimeout::Idle => "idle",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct TimeoutLabels {
+    timeout: &'static str,
+}
+
+/// Reads how many connections and reviews are open, for the gauges; the
+/// server hands over closures so that metrics need not know its types.
+pub(crate) struct Capacity {
+    /// Open connections and the cap.
+    pub(crate) connections: Box<dyn Fn() -> (usize, usize) + Send + Sync>,
+    /// Reviews in progress and the cap.
+    pub(crate) reviews: Box<dyn Fn() -> (usize, usize) + Send + Sync>,
+}
+
 fn review_histogram() -> Histogram {
     Histogram::new(BUCKETS)
 }
@@ -61,6 +134,8 @@ pub(crate) struct Metrics {
     timeouts: Counter,
     policy_audits: Counter,
     internal_errors: Counter,
+    reviews_rejected: Family<ReasonLabels, Counter>,
+    connection_timeouts: Family<TimeoutLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -115,6 +190,30 @@ impl Metrics {
             "draguard_internal_errors",
             "Mutations draguard could not compute (its own bug): admitted without a patch, logged",
         );
+        let reviews_rejected = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "draguard_reviews_rejected",
+            "Requests to /validate and /mutate refused before their review, by reason: overloaded (HTTP 503, \
+             the cap on reviews in progress), body_memory (HTTP 503, the body memory budget), body_timeout \
+             (HTTP 408, the body did not arrive in time)",
+            reviews_rejected.clone(),
+        );
+        let connection_timeouts = Family::<TimeoutLabels, Counter>::default();
+        registry.register(
+            "draguard_connection_timeouts",
+            "Connections closed by the server for silence, by timeout: handshake (no TLS handshake), \
+             first_request (no request after the handshake), idle (no request on a keep-alive connection)",
+            connection_timeouts.clone(),
+        );
+        // Every series from the start: `rate()` and `increase()` need the zero.
+        for reason in RejectReason::ALL {
+            let _ = reviews_rejected.get_or_create(&ReasonLabels { reason: reason.label() });
+        }
+        for timeout in ConnectionTimeout::ALL {
+            let _ = connection_timeouts.get_or_create(&TimeoutLabels {
+                timeout: timeout.label(),
+            });
+        }
         // The encoder appends `_info`.
         registry.register(
             "draguard_build",
@@ -136,7 +235,28 @@ impl Metrics {
             timeouts,
             policy_audits,
             internal_errors,
+            reviews_rejected,
+            connection_timeouts,
         }
+    }
+
+    /// Exports open connections and reviews in progress against their caps.
+    pub(crate) fn watch_capacity(&mut self, capacity: Capacity) {
+        self.registry.register_collector(Box::new(CapacityCollector(capacity)));
+    }
+
+    pub(crate) fn review_rejected(&self, reason: RejectReason) {
+        self.reviews_rejected
+            .get_or_create(&ReasonLabels { reason: reason.label() })
+            .inc();
+    }
+
+    pub(crate) fn connection_timed_out(&self, timeout: ConnectionTimeout) {
+        self.connection_timeouts
+            .get_or_create(&TimeoutLabels {
+                timeout: timeout.label(),
+            })
+            .inc();
     }
 
     /// Exports how loading `policies` went.
@@ -285,6 +405,46 @@ impl Collector for CertCollector {
     }
 }
 
+struct CapacityCollector(Capacity);
+
+impl std::fmt::Debug for CapacityCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CapacityCollector")
+    }
+}
+
+impl Collector for CapacityCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let gauge = |n: usize| ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX));
+        let (open, max_connections) = (self.0.connections)();
+        let (reviews, max_reviews) = (self.0.reviews)();
+        single(
+            &mut encoder,
+            "draguard_connections_open",
+            "Client connections open on the HTTPS port (TLS handshakes included).",
+            gauge(open),
+        )?;
+        single(
+            &mut encoder,
+            "draguard_connections_max",
+            "The cap on open connections; at it the listener stops accepting until one closes.",
+            gauge(max_connections),
+        )?;
+        single(
+            &mut encoder,
+            "draguard_reviews_in_flight",
+            "Reviews in progress on /validate and /mutate, body reading included.",
+            gauge(reviews),
+        )?;
+        single(
+            &mut encoder,
+            "draguard_reviews_max",
+            "The cap on reviews in progress; beyond it the answer is HTTP 503.",
+            gauge(max_reviews),
+        )
+    }
+}
+
 struct CacheCollector(Arc<dyn ClusterView>);
 
 impl std::fmt::Debug for CacheCollector {
@@ -371,8 +531,18 @@ mod tests {
         m.timed_out();
         m.audited(3);
         m.internal_error();
+        m.review_rejected(RejectReason::Overloaded);
+        m.review_rejected(RejectReason::Overloaded);
+        m.review_rejected(RejectReason::BodyTimeout);
+        m.connection_timed_out(ConnectionTimeout::FirstRequest);
         let text = m.render();
         for line in [
+            "draguard_reviews_rejected_total{reason=\"overloaded\"} 2",
+            "draguard_reviews_rejected_total{reason=\"body_memory\"} 0",
+            "draguard_reviews_rejected_total{reason=\"body_timeout\"} 1",
+            "draguard_connection_timeouts_total{timeout=\"handshake\"} 0",
+            "draguard_connection_timeouts_total{timeout=\"first_request\"} 1",
+            "draguard_connection_timeouts_total{timeout=\"idle\"} 0",
             "# HELP draguard_bad_requests Requests answered with HTTP 400 or 413: not an AdmissionReview, or too large.",
             "# TYPE draguard_admission_requests counter",
             "draguard_admission_requests_total{endpoint=\"validate\",kind=\"ResourceClaim\",allowed=\"true\"} 2",
@@ -506,6 +676,10 @@ mod tests {
         let mut m = Metrics::new();
         m.watch_policies(PolicyStore::default());
         m.watch_caches(Arc::new(Caches));
+        m.watch_capacity(Capacity {
+            connections: Box::new(|| (1, 896)),
+            reviews: Box::new(|| (0, 256)),
+        });
         m.answered("validate", "Pod", true, Duration::from_millis(1));
         let text = m.render();
         let exported: std::collections::BTreeSet<&str> = text
@@ -545,6 +719,28 @@ mod tests {
             unknown.is_empty(),
             "deploy/monitoring queries {unknown:?}; exported: {exported:?}"
         );
+    }
+
+    #[test]
+    fn capacity_gauges_read_the_server_at_scrape_time() {
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(3));
+        let mut m = Metrics::new();
+        let reading = open.clone();
+        m.watch_capacity(Capacity {
+            connections: Box::new(move || (reading.load(std::sync::atomic::Ordering::Relaxed), 896)),
+            reviews: Box::new(|| (1, 256)),
+        });
+        let text = m.render();
+        for line in [
+            "draguard_connections_open 3",
+            "draguard_connections_max 896",
+            "draguard_reviews_in_flight 1",
+            "draguard_reviews_max 256",
+        ] {
+            has(&text, line);
+        }
+        open.store(7, std::sync::atomic::Ordering::Relaxed);
+        has(&m.render(), "draguard_connections_open 7");
     }
 
     #[test]

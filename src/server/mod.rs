@@ -1,6 +1,7 @@
 //! The HTTPS admission server: rustls (ring) over hyper, axum routes into the
 //! review core, certificate hot reload or generated development certificates,
-//! Prometheus metrics and graceful shutdown.
+//! Prometheus metrics, bounded connections and reviews, and a shutdown that
+//! drains without refusing.
 //!
 //! [`start`] binds and returns at once with a [`RunningServer`]; the caller
 //! decides when to stop it (`draguard serve` on SIGTERM or Ctrl-C, tests when
@@ -8,13 +9,21 @@
 
 mod activity;
 pub mod certs;
-mod duration;
+mod connection;
+mod connections;
+mod drain;
+pub(crate) mod duration;
+pub mod fd_limit;
+mod intake;
+pub mod limits;
 mod metrics;
 #[cfg(target_os = "linux")]
 mod process;
 mod routes;
 mod tls;
 
+pub use fd_limit::{FdLimit, raise_fd_limit};
+pub use limits::Limits;
 pub use tls::ManagedCert;
 
 use std::fmt;
@@ -23,12 +32,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
-use hyper_util::service::TowerToHyperService;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
@@ -45,11 +51,13 @@ pub const DEFAULT_MAX_BODY: usize = 3 * 1024 * 1024;
 pub const DEFAULT_RELOAD_EVERY: Duration = Duration::from_secs(10);
 /// Policy edits apply within this long.
 pub const DEFAULT_POLICY_RELOAD_EVERY: Duration = Duration::from_secs(2);
-/// A client that opens a socket and never finishes the handshake must not
-/// hold a task forever.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Below the default 30 s termination grace period of a pod.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long `draguard serve` keeps accepting and answering after SIGTERM,
+/// with `/readyz` failing: the time the endpoint removal takes to reach the
+/// apiservers and kube-proxy, usually a second or two.
+pub const DEFAULT_SHUTDOWN_DELAY: Duration = Duration::from_secs(5);
+/// How long in-flight requests get to finish once the listener has closed;
+/// the apiserver's longest webhook timeout is 30 s, its default 10 s.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Where the serving certificate comes from.
 #[derive(Debug, Clone)]
@@ -122,6 +130,15 @@ pub struct ServerConfig {
     /// How often the info-level summary of answered reviews is written
     /// (each review itself logs at debug).
     pub summary_every: Duration,
+    /// Connection and review bounds.
+    pub limits: Limits,
+    /// After [`ShutdownHandle::shutdown`]: how long to keep accepting and
+    /// answering with `/readyz` failing, before the listener closes.
+    /// [`ServerConfig::new`] sets zero (an embedded server has no endpoints
+    /// to wait for); `draguard serve` defaults to [`DEFAULT_SHUTDOWN_DELAY`].
+    pub shutdown_delay: Duration,
+    /// Once the listener has closed: how long in-flight requests get.
+    pub shutdown_timeout: Duration,
 }
 
 impl ServerConfig {
@@ -141,6 +158,9 @@ impl ServerConfig {
             allow_no_policies: false,
             toleration_restriction: None,
             summary_every: activity::DEFAULT_SUMMARY_EVERY,
+            limits: Limits::default(),
+            shutdown_delay: Duration::ZERO,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
         }
     }
 
@@ -191,7 +211,8 @@ pub enum ServerError {
     Policies(String),
 }
 
-/// Asks a running server to stop accepting and drain. Cheap to clone.
+/// Asks a running server to shut down: drain for the shutdown delay, then
+/// stop accepting and finish in-flight requests. Cheap to clone.
 #[derive(Clone)]
 pub struct ShutdownHandle(Arc<watch::Sender<bool>>);
 
@@ -231,7 +252,9 @@ impl RunningServer {
         self.stop.clone()
     }
 
-    /// Stops accepting and lets in-flight requests finish (up to 20 s).
+    /// Fails `/readyz` and drains for the shutdown delay, then stops
+    /// accepting and lets in-flight requests finish (within the shutdown
+    /// timeout).
     pub fn shutdown(&self) {
         self.stop.shutdown();
     }
@@ -279,7 +302,17 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         }
         None => (None, None),
     };
-    let (stop_tx, stop_rx) = watch::channel(false);
+    // `stop_tx`: the shutdown request. `stop_rx`: the shutdown delay is
+    // over (drain.rs); listeners, connections and background tasks stop.
+    let (stop_tx, requested) = watch::channel(false);
+    let (close_tx, stop_rx) = watch::channel(false);
+    let draining = drain::Draining::default();
+    tokio::spawn(drain::sequence(
+        requested,
+        draining.clone(),
+        config.shutdown_delay,
+        close_tx,
+    ));
     if let Some(reloader) = prepared.reloader {
         tokio::spawn(reloader.run(config.reload_every, stop_rx.clone()));
     }
@@ -306,10 +339,21 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             }
         });
     }
+    let max_connections = config
+        .limits
+        .max_connections
+        .unwrap_or_else(|| fd_limit::default_max_connections(fd_limit::soft_fd_limit()));
+    let open = Arc::new(connections::OpenConnections::new(max_connections));
+    let intake = Arc::new(intake::Intake::new(&config.limits, config.max_body));
     let mut metrics = metrics::Metrics::new();
     metrics.watch_policies(config.policies.clone());
     metrics.watch_certificate(prepared.store);
     metrics.watch_caches(config.cluster.clone());
+    let (reading_open, reading_intake) = (open.clone(), intake.clone());
+    metrics.watch_capacity(metrics::Capacity {
+        connections: Box::new(move || reading_open.count()),
+        reviews: Box::new(move || reading_intake.reviews_in_flight()),
+    });
     let metrics = Arc::new(metrics);
     let activity = Arc::new(activity::Activity::default());
     tokio::spawn(activity::report(
@@ -317,20 +361,36 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         config.summary_every,
         stop_rx.clone(),
     ));
-    let state = routes::AppState::new(
-        config.cluster,
-        config.ready,
-        metrics.clone(),
-        config.policies,
-        config.toleration_restriction,
+    let state = routes::AppState {
+        cluster: config.cluster,
+        ready: config.ready,
+        metrics: metrics.clone(),
+        policies: config.policies,
+        toleration_restriction: config.toleration_restriction,
         activity,
+        intake,
+        draining: draining.clone(),
+    };
+    let app = routes::router(state);
+    let shared = Arc::new(connection::Shared {
+        acceptor: TlsAcceptor::from(Arc::new(prepared.rustls)),
+        app,
+        http: http_builder(config.limits.idle_timeout),
+        first_request_timeout: config.limits.first_request_timeout,
+        idle_timeout: config.limits.idle_timeout,
+        close_timeout: config.shutdown_timeout,
+        draining,
+        metrics: metrics.clone(),
+    });
+    tracing::info!(
+        max_connections,
+        max_concurrent_reviews = config.limits.max_reviews,
+        "connection and review caps"
     );
-    let app = routes::router(state, config.max_body);
-    let acceptor = TlsAcceptor::from(Arc::new(prepared.rustls));
-    let https = accept_loop(listener, acceptor, app, stop_rx.clone());
+    let https = connections::accept_loop(listener, shared, open, stop_rx.clone(), config.shutdown_timeout);
     let task = match metrics_listener {
         Some(listener) => {
-            let plain = serve_metrics(listener, metrics, stop_rx);
+            let plain = serve_metrics(listener, metrics, stop_rx, config.shutdown_timeout);
             // One task, so `wait` returns once both have stopped.
             tokio::spawn(async move {
                 tokio::join!(https, plain);
@@ -358,7 +418,12 @@ async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), ServerError
 /// `GET /metrics` over plain HTTP until shutdown. A scrape in flight may
 /// finish, within the webhook's drain time, so that a client that never
 /// closes its connection cannot hold the process up.
-async fn serve_metrics(listener: TcpListener, metrics: Arc<metrics::Metrics>, stop: watch::Receiver<bool>) {
+async fn serve_metrics(
+    listener: TcpListener,
+    metrics: Arc<metrics::Metrics>,
+    stop: watch::Receiver<bool>,
+    drain_timeout: Duration,
+) {
     use std::future::IntoFuture as _;
     let app = routes::metrics_router(metrics);
     let (mut graceful, mut deadline) = (stop.clone(), stop);
@@ -367,7 +432,7 @@ async fn serve_metrics(listener: TcpListener, metrics: Arc<metrics::Metrics>, st
         .into_future();
     let give_up = async move {
         stopped(&mut deadline).await;
-        tokio::time::sleep(DRAIN_TIMEOUT).await;
+        tokio::time::sleep(drain_timeout).await;
     };
     tokio::select! {
         served = serve => {
@@ -375,7 +440,7 @@ async fn serve_metrics(listener: TcpListener, metrics: Arc<metrics::Metrics>, st
                 tracing::warn!(error = %e, "the metrics listener failed");
             }
         }
-        () = give_up => tracing::warn!("metrics connections still open after {DRAIN_TIMEOUT:?}; closing them"),
+        () = give_up => tracing::warn!("metrics connections still open after the shutdown timeout; closing them"),
     }
 }
 
@@ -459,61 +524,30 @@ fn prepare_tls(source: &TlsSource) -> Result<PreparedTls, ServerError> {
     }
 }
 
-async fn accept_loop(listener: TcpListener, acceptor: TlsAcceptor, app: Router, mut stop: watch::Receiver<bool>) {
-    let graceful = GracefulShutdown::new();
-    let http = http_builder();
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = stopped(&mut stop) => break,
-        };
-        match accepted {
-            Ok((tcp, peer)) => {
-                let conn = connection(
-                    tcp,
-                    peer,
-                    acceptor.clone(),
-                    app.clone(),
-                    http.clone(),
-                    graceful.watcher(),
-                );
-                tokio::spawn(conn);
-            }
-            Err(e) => {
-                // Usually out of file descriptors: back off instead of spinning.
-                tracing::warn!(error = %e, "cannot accept a connection");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-    drop(listener);
-    tracing::info!(
-        connections = graceful.count(),
-        "stopped accepting; draining in-flight requests"
-    );
-    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
-        tracing::warn!("connections still open after {DRAIN_TIMEOUT:?}; closing them");
-    }
-}
-
 /// Resolves when shutdown is asked for, or when every sender is gone and
 /// nobody could ask for it any more.
 async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|stopping| *stopping).await;
+    drain::signalled(stop).await;
 }
 
+/// How much later than the idle timeout hyper's own header clock fires.
+const HEADER_READ_BACKSTOP: Duration = Duration::from_secs(5);
+
 /// HTTP/1.1 with keep-alive and HTTP/2, chosen by ALPN (or the h2 preface).
-fn http_builder() -> auto::Builder<TokioExecutor> {
+/// The connection itself closes silent connections (`connection.rs`);
+/// hyper's own clocks here bound slow headers and vanished peers.
+fn http_builder(idle_timeout: Duration) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
         .keep_alive(true)
-        // hyper also runs this clock on idle keep-alive connections. Longer
-        // than the apiserver's 90 s idle timeout, so the client closes idle
-        // connections first and never sends into one we are closing; still
-        // a bound on clients that send headers slowly or vanish.
-        .header_read_timeout(Duration::from_secs(120))
+        // hyper runs this clock from the end of one answer to the end of
+        // the next request's headers. The connection's own idle and
+        // first-request timeouts close silent connections first (and count
+        // them); this is a backstop a little later. Left unset, hyper's
+        // default would be 30 s, below the apiserver's 90 s idle close.
+        .header_read_timeout(idle_timeout.saturating_add(HEADER_READ_BACKSTOP))
         // Headers and body in one buffer, so one write per response.
         .writev(false);
     builder
@@ -523,36 +557,4 @@ fn http_builder() -> auto::Builder<TokioExecutor> {
         .keep_alive_interval(Duration::from_secs(60))
         .keep_alive_timeout(Duration::from_secs(20));
     builder
-}
-
-/// One accepted socket: Nagle off, TLS handshake under a deadline, then HTTP
-/// until the client leaves or shutdown drains it.
-async fn connection(
-    tcp: TcpStream,
-    peer: SocketAddr,
-    acceptor: TlsAcceptor,
-    app: Router,
-    http: auto::Builder<TokioExecutor>,
-    watcher: Watcher,
-) {
-    // Without it, a response written in two segments waits ~40 ms for an ACK.
-    if let Err(e) = tcp.set_nodelay(true) {
-        tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
-    }
-    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-        Ok(Ok(tls)) => tls,
-        Ok(Err(e)) => {
-            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-            return;
-        }
-        Err(_) => {
-            tracing::debug!(%peer, "TLS handshake timed out");
-            return;
-        }
-    };
-    let service = TowerToHyperService::new(app);
-    let conn = http.serve_connection(TokioIo::new(tls), service);
-    if let Err(e) = watcher.watch(conn).await {
-        tracing::debug!(%peer, error = %e, "connection ended with an error");
-    }
 }

@@ -4,62 +4,48 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, RawQuery, State};
+use axum::extract::{RawQuery, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::ReadyCheck;
 use super::activity::Activity;
+use super::drain::{Draining, SHUTTING_DOWN};
 use super::duration::review_deadline;
+use super::intake::Intake;
 use super::metrics::{self, Metrics};
 use crate::admission::Incoming;
 use crate::cluster::ClusterView;
+use crate::log_field::clip;
 use crate::policy::PolicySet;
 use crate::policy::reload::PolicyStore;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::review::{Context, Decision, Phase, operation_name};
 
+/// What the handlers share; built once by `server::start`.
 #[derive(Clone)]
 pub(crate) struct AppState {
-    cluster: Arc<dyn ClusterView>,
-    ready: ReadyCheck,
-    metrics: Arc<Metrics>,
-    policies: PolicyStore,
-    toleration_restriction: Option<Arc<TolerationRestrictionConfig>>,
-    activity: Arc<Activity>,
+    pub(crate) cluster: Arc<dyn ClusterView>,
+    pub(crate) ready: ReadyCheck,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) policies: PolicyStore,
+    pub(crate) toleration_restriction: Option<Arc<TolerationRestrictionConfig>>,
+    pub(crate) activity: Arc<Activity>,
+    /// The review cap and the body limits of `/validate` and `/mutate`.
+    pub(crate) intake: Arc<Intake>,
+    pub(crate) draining: Draining,
 }
 
-impl AppState {
-    pub(crate) fn new(
-        cluster: Arc<dyn ClusterView>,
-        ready: ReadyCheck,
-        metrics: Arc<Metrics>,
-        policies: PolicyStore,
-        toleration_restriction: Option<Arc<TolerationRestrictionConfig>>,
-        activity: Arc<Activity>,
-    ) -> Self {
-        AppState {
-            cluster,
-            ready,
-            metrics,
-            policies,
-            toleration_restriction,
-            activity,
-        }
-    }
-}
-
-pub(crate) fn router(state: AppState, max_body: usize) -> Router {
+/// `/healthz` and `/readyz` are never behind the review cap: they answer
+/// however many reviews are in progress.
+pub(crate) fn router(state: AppState) -> Router {
     Router::new()
         .route("/validate", post(validate))
         .route("/mutate", post(mutate))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
 }
 
@@ -85,20 +71,12 @@ impl Endpoint {
     }
 }
 
-async fn validate(
-    State(state): State<AppState>,
-    RawQuery(query): RawQuery,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    admit(state, Endpoint::Validate, query, body).await
+async fn validate(State(state): State<AppState>, RawQuery(query): RawQuery, request: Request) -> Response {
+    admit(state, Endpoint::Validate, query, request).await
 }
 
-async fn mutate(
-    State(state): State<AppState>,
-    RawQuery(query): RawQuery,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    admit(state, Endpoint::Mutate, query, body).await
+async fn mutate(State(state): State<AppState>, RawQuery(query): RawQuery, request: Request) -> Response {
+    admit(state, Endpoint::Mutate, query, request).await
 }
 
 async fn healthz() -> &'static str {
@@ -106,6 +84,11 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(state): State<AppState>) -> Response {
+    // First, and whatever else is ready: the endpoint must go before the
+    // listener does (see `drain`).
+    if state.draining.is_draining() {
+        return (StatusCode::SERVICE_UNAVAILABLE, SHUTTING_DOWN).into_response();
+    }
     match (state.ready)() {
         Ok(()) => "ok".into_response(),
         Err(waiting_for) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {waiting_for}")).into_response(),
@@ -138,22 +121,13 @@ pub(crate) fn metrics_router(metrics: Arc<Metrics>) -> Router {
 /// deadline.
 const INLINE_REVIEW_MAX_BODY: usize = 32 << 10;
 
-/// Reads the body, reviews it (inline when short, else off the async
-/// workers under the apiserver's deadline), and answers.
-async fn admit(
-    state: AppState,
-    endpoint: Endpoint,
-    query: Option<String>,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body {
-        Ok(body) => body,
-        Err(rejection) => {
-            // Too large (413) or the client went away mid-body.
-            state.metrics.bad_request();
-            tracing::info!(endpoint = endpoint.name(), status = %rejection.status(), "cannot read the request body");
-            return (rejection.status(), rejection.body_text()).into_response();
-        }
+/// Takes a slot under the review cap and reads the body (`intake`: 503,
+/// 413, 408 or 400 when that fails), reviews it (inline when short, else
+/// off the async workers under the apiserver's deadline), and answers.
+async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, request: Request) -> Response {
+    let (body, slot) = match state.intake.admit(&state.metrics, endpoint.name(), request).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
     };
     let started = Instant::now();
     let policies = state.policies.current();
@@ -165,18 +139,23 @@ async fn admit(
             &policies,
             state.toleration_restriction.as_deref(),
         );
+        drop(slot);
         return respond(&state, endpoint, outcome, started.elapsed());
     }
     let deadline = review_deadline(query.as_deref());
     let cluster = state.cluster.clone();
     let toleration_restriction = state.toleration_restriction.clone();
     let task = tokio::task::spawn_blocking(move || {
+        // Held until the review ends, even past its deadline: a review
+        // still running counts against the cap.
+        let _slot = slot;
         decide(&body, endpoint, &*cluster, &policies, toleration_restriction.as_deref())
     });
     let outcome = match tokio::time::timeout(deadline, task).await {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(e)) => {
-            tracing::error!(endpoint = endpoint.name(), error = %e, "review task failed");
+            let error = e.to_string();
+            tracing::error!(endpoint = endpoint.name(), error = &*clip(&error), "review task failed");
             return (StatusCode::INTERNAL_SERVER_ERROR, "review failed").into_response();
         }
         Err(_) => {
@@ -205,13 +184,17 @@ fn respond(state: &AppState, endpoint: Endpoint, outcome: ReviewOutcome, took: D
             // the text format), never with `%`, so it cannot forge a line.
             tracing::info!(
                 endpoint = endpoint.name(),
-                reason = reason.as_str(),
+                reason = &*clip(&reason),
                 "rejected a request that is not an AdmissionReview"
             );
             (StatusCode::BAD_REQUEST, reason).into_response()
         }
         ReviewOutcome::Unrenderable(reason) => {
-            tracing::error!(endpoint = endpoint.name(), error = %reason, "cannot serialize the AdmissionReview response");
+            tracing::error!(
+                endpoint = endpoint.name(),
+                error = &*clip(&reason),
+                "cannot serialize the AdmissionReview response"
+            );
             (StatusCode::INTERNAL_SERVER_ERROR, reason).into_response()
         }
         ReviewOutcome::Answered { body, summary } => {
@@ -225,8 +208,8 @@ fn respond(state: &AppState, endpoint: Endpoint, outcome: ReviewOutcome, took: D
                 metrics.internal_error();
                 tracing::error!(
                     endpoint = endpoint.name(),
-                    uid = summary.uid.as_str(),
-                    error = error.as_str(),
+                    uid = &*clip(&summary.uid),
+                    error = &*clip(error),
                     "admitted without draguard's patch"
                 );
             }
@@ -335,13 +318,14 @@ impl Summary {
     /// then one line with how many more: a request with thousands of
     /// tolerations an Audit policy dislikes costs a bounded log.
     fn log_audit(&self) {
-        let (uid, namespace, name) = (self.uid.as_str(), self.namespace.as_str(), self.name.as_str());
+        let (uid, namespace, name) = (clip(&self.uid), clip(&self.namespace), clip(&self.name));
+        let (uid, namespace, name) = (&*uid, &*namespace, &*name);
         for violation in self.audit.iter().take(AUDIT_LINES_PER_REVIEW) {
             tracing::info!(
                 uid,
                 namespace,
                 name,
-                violation = violation.as_str(),
+                violation = &*clip(violation),
                 "audit: a policy would have denied this"
             );
         }
@@ -363,13 +347,16 @@ impl Summary {
     fn log(&self, endpoint: Endpoint, took: Duration, denial_line: bool) {
         let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         let endpoint = endpoint.name();
-        let (uid, kind, operation, causes) = (&self.uid, &self.kind, self.operation, self.causes);
+        let (operation, causes) = (self.operation, self.causes);
+        // Request-derived, so cut to a few KiB (`log_field`): a denial's
+        // reason can echo a whole request. Borrowed when short.
         // `reason`, not `message`: that key holds the event text.
-        let reason = &self.reason;
+        let (uid, kind, reason) = (clip(&self.uid), clip(&self.kind), clip(&self.reason));
+        let (uid, kind, reason) = (&*uid, &*kind, &*reason);
         // Recorded as a string, which the text format quotes and escapes:
         // request fields must not be able to forge log lines. Built only
         // when the line is written.
-        let object = || format!("{}/{}", self.namespace, self.name);
+        let object = || clip(&format!("{}/{}", self.namespace, self.name)).into_owned();
         if self.allowed || !denial_line {
             if !tracing::enabled!(tracing::Level::DEBUG) {
                 return;
@@ -484,6 +471,42 @@ mod tests {
         assert_eq!(lines.len(), AUDIT_LINES_PER_REVIEW + 1, "{logged}");
         assert_eq!(lines[0]["violation"], "violation 0");
         assert_eq!(lines[AUDIT_LINES_PER_REVIEW]["more"], 15);
+    }
+
+    /// A denial's reason can echo the whole request (a 10 KB expression,
+    /// thousands of tolerations): each request-derived field of a line is
+    /// cut to a few KiB, and says how much was left out.
+    #[test]
+    fn request_derived_log_fields_are_cut_to_a_few_kib() {
+        use crate::log_field::MAX_LOG_FIELD;
+        let mut long = denial();
+        long.reason = "r".repeat(1 << 20);
+        long.name = "n".repeat(100_000);
+        long.audit = vec!["a".repeat(1 << 20)];
+        long.internal_error = None;
+        let logged = capture(true, false, || {
+            long.log(Endpoint::Validate, Duration::from_micros(42), true);
+            long.log_audit();
+        });
+        let lines: Vec<serde_json::Value> = logged.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 2, "{logged:.300}");
+        assert!(
+            logged.lines().all(|l| l.len() < 3 * MAX_LOG_FIELD + 1024),
+            "a line stays within a few KiB"
+        );
+        let cut =
+            |c: &str, total: usize| format!("{}… ({} more bytes)", c.repeat(MAX_LOG_FIELD), total - MAX_LOG_FIELD);
+        assert_eq!(lines[0]["reason"], cut("r", 1 << 20));
+        assert_eq!(
+            lines[0]["object"],
+            format!(
+                "ml/{}… ({} more bytes)",
+                "n".repeat(MAX_LOG_FIELD - 3),
+                100_003 - MAX_LOG_FIELD
+            )
+        );
+        assert_eq!(lines[1]["violation"], cut("a", 1 << 20));
+        assert_eq!(lines[1]["name"], cut("n", 100_000));
     }
 
     #[test]

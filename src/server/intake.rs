@@ -1,0 +1,314 @@
+//! A review's intake: a slot under the review cap, then its body, within
+//! the body limit, the body memory budget and the body timeout. What cannot
+//! get in is answered at once and counted, so that a flood or a slow client
+//! costs a bounded amount of memory and time, and never a queue.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, Version, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt as _;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::limits::Limits;
+use super::metrics::{Metrics, RejectReason};
+
+/// The body memory budget is counted in KiB, so that a permit count fits
+/// the semaphore's `u32` for any budget up to terabytes.
+const KIB: usize = 1024;
+
+/// What an overloaded answer tells the client to wait before retrying.
+const RETRY_AFTER_SECONDS: &str = "1";
+
+pub(crate) struct Intake {
+    reviews: Arc<Semaphore>,
+    max_reviews: usize,
+    body_memory: Arc<Semaphore>,
+    body_memory_bytes: usize,
+    max_body: usize,
+    body_timeout: Duration,
+    refusals: Throttle,
+}
+
+/// Held while a review is in progress, its body included; gives its slot
+/// and its share of the body memory back when dropped (for a review that
+/// missed its deadline and still runs on the blocking pool: when it ends).
+pub(crate) struct ReviewSlot {
+    _review: OwnedSemaphorePermit,
+    body: Option<OwnedSemaphorePermit>,
+    memory: Arc<Semaphore>,
+}
+
+impl ReviewSlot {
+    /// Grows this review's share of the body memory to `bytes`; false when
+    /// the budget has no room.
+    fn reserve(&mut self, bytes: usize) -> bool {
+        let want = kib(bytes);
+        let held = self
+            .body
+            .as_ref()
+            .map_or(0, |p| u32::try_from(p.num_permits()).unwrap_or(u32::MAX));
+        if want <= held {
+            return true;
+        }
+        match self.memory.clone().try_acquire_many_owned(want - held) {
+            Ok(more) => {
+                match &mut self.body {
+                    Some(body) => body.merge(more),
+                    None => self.body = Some(more),
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+fn kib(bytes: usize) -> u32 {
+    u32::try_from(bytes.div_ceil(KIB)).unwrap_or(u32::MAX)
+}
+
+/// Why a body was not read.
+#[derive(Debug)]
+enum BodyError {
+    TooLarge,
+    OverBudget,
+    Broken(String),
+}
+
+impl Intake {
+    pub(crate) fn new(limits: &Limits, max_body: usize) -> Self {
+        let max_reviews = limits.max_reviews.clamp(1, Semaphore::MAX_PERMITS);
+        // Never below the body limit: a body at the limit must fit alone.
+        let body_memory_bytes = limits.body_memory.max(max_body);
+        let budget_kib = usize::try_from(kib(body_memory_bytes)).unwrap_or(Semaphore::MAX_PERMITS);
+        Intake {
+            reviews: Arc::new(Semaphore::new(max_reviews)),
+            max_reviews,
+            body_memory: Arc::new(Semaphore::new(budget_kib.min(Semaphore::MAX_PERMITS))),
+            body_memory_bytes,
+            max_body,
+            body_timeout: limits.body_timeout,
+            refusals: Throttle::default(),
+        }
+    }
+
+    /// Reviews in progress now, and the cap.
+    pub(crate) fn reviews_in_flight(&self) -> (usize, usize) {
+        (self.max_reviews - self.reviews.available_permits(), self.max_reviews)
+    }
+
+    /// A slot and the whole body, or the answer to give instead: 503 when
+    /// the review cap or the body memory budget is full, 413 over the body
+    /// limit, 408 when the body does not arrive in time, 400 when the
+    /// client broke off; each counted in `metrics`.
+    pub(crate) async fn admit(
+        &self,
+        metrics: &Metrics,
+        endpoint: &'static str,
+        request: Request,
+    ) -> Result<(Vec<u8>, ReviewSlot), Response> {
+        let Some(mut slot) = self.slot() else {
+            let message = format!(
+                "overloaded: the cap of {} reviews in progress is reached; retry shortly",
+                self.max_reviews
+            );
+            return Err(self.refuse(metrics, endpoint, RejectReason::Overloaded, message));
+        };
+        let h1 = request.version() <= Version::HTTP_11;
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let read = async {
+            // Refused on the headers, before a byte of the body is held.
+            if let Some(length) = declared {
+                let length = usize::try_from(length).map_err(|_| BodyError::TooLarge)?;
+                if length > self.max_body {
+                    return Err(BodyError::TooLarge);
+                }
+                if !slot.reserve(length) {
+                    return Err(BodyError::OverBudget);
+                }
+            }
+            let capacity = declared.and_then(|l| usize::try_from(l).ok()).unwrap_or(0);
+            read_body(request.into_body(), capacity, self.max_body, &mut slot).await
+        };
+        let outcome = tokio::time::timeout(self.body_timeout, read).await;
+        match outcome {
+            Ok(Ok(body)) => Ok((body, slot)),
+            Ok(Err(BodyError::TooLarge)) => {
+                metrics.bad_request();
+                tracing::info!(endpoint, status = 413, "request body over the limit; not read");
+                let message = format!("request body is larger than the limit of {} bytes", self.max_body);
+                Err((StatusCode::PAYLOAD_TOO_LARGE, message).into_response())
+            }
+            Ok(Err(BodyError::OverBudget)) => {
+                let message = format!(
+                    "overloaded: request bodies in progress hold the {}-byte body memory budget; retry shortly",
+                    self.body_memory_bytes
+                );
+                Err(self.refuse(metrics, endpoint, RejectReason::BodyMemory, message))
+            }
+            Ok(Err(BodyError::Broken(error))) => {
+                metrics.bad_request();
+                tracing::info!(
+                    endpoint,
+                    status = 400,
+                    error = error.as_str(),
+                    "cannot read the request body"
+                );
+                Err((
+                    StatusCode::BAD_REQUEST,
+                    format!("cannot read the request body: {error}"),
+                )
+                    .into_response())
+            }
+            Err(_) => {
+                metrics.review_rejected(RejectReason::BodyTimeout);
+                self.refusals.note(endpoint, RejectReason::BodyTimeout);
+                let message = format!("request body did not arrive within {:?}", self.body_timeout);
+                let mut response = (StatusCode::REQUEST_TIMEOUT, message).into_response();
+                if h1 {
+                    // The rest of the body may still come: the connection
+                    // cannot carry another request, and keeping it open
+                    // would keep the slow client's socket.
+                    response
+                        .headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                Err(response)
+            }
+        }
+    }
+
+    /// A place under the review cap, holding no body memory yet; `None` at
+    /// the cap.
+    fn slot(&self) -> Option<ReviewSlot> {
+        let review = self.reviews.clone().try_acquire_owned().ok()?;
+        Some(ReviewSlot {
+            _review: review,
+            body: None,
+            memory: self.body_memory.clone(),
+        })
+    }
+
+    /// A 503 with Retry-After, counted.
+    fn refuse(&self, metrics: &Metrics, endpoint: &'static str, reason: RejectReason, message: String) -> Response {
+        metrics.review_rejected(reason);
+        self.refusals.note(endpoint, reason);
+        let mut response = (StatusCode::SERVICE_UNAVAILABLE, message).into_response();
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
+        response
+    }
+}
+
+/// The body, chunk by chunk, refused as soon as it passes `max` bytes or
+/// the memory budget has no room for it.
+async fn read_body(body: Body, capacity: usize, max: usize, slot: &mut ReviewSlot) -> Result<Vec<u8>, BodyError> {
+    let mut stream = body.into_data_stream();
+    let mut buffer = Vec::with_capacity(capacity.min(max));
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| BodyError::Broken(e.to_string()))?;
+        let len = buffer.len().saturating_add(chunk.len());
+        if len > max {
+            return Err(BodyError::TooLarge);
+        }
+        if !slot.reserve(len) {
+            return Err(BodyError::OverBudget);
+        }
+        buffer.extend_from_slice(&chunk);
+    }
+    Ok(buffer)
+}
+
+/// A refused review logs at debug; at warn at most one line a minute says
+/// that reviews are being refused and how many since the last line, so a
+/// flood of refusals costs a counter, not a line each.
+#[derive(Default)]
+struct Throttle {
+    last: std::sync::Mutex<Option<Instant>>,
+    since_last: AtomicU64,
+}
+
+const REFUSAL_LINE_EVERY: Duration = Duration::from_secs(60);
+
+impl Throttle {
+    fn note(&self, endpoint: &'static str, reason: RejectReason) {
+        let reason = reason.label();
+        tracing::debug!(endpoint, reason, "review refused before it started");
+        let refused = self.since_last.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.is_some_and(|at| at.elapsed() < REFUSAL_LINE_EVERY) {
+            return;
+        }
+        *last = Some(Instant::now());
+        self.since_last.store(0, Ordering::Relaxed);
+        drop(last);
+        tracing::warn!(
+            endpoint,
+            reason,
+            refused,
+            "refusing reviews (503 overloaded or 408 slow body); see draguard_reviews_rejected_total"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn intake(max_reviews: usize, body_memory: usize, max_body: usize) -> Intake {
+        let limits = Limits {
+            max_reviews,
+            body_memory,
+            ..Limits::default()
+        };
+        Intake::new(&limits, max_body)
+    }
+
+    #[test]
+    fn slots_are_capped_and_given_back_on_drop() {
+        let intake = intake(2, 1 << 20, 1024);
+        let first = intake.slot().expect("a slot");
+        let second = intake.slot().expect("a slot");
+        assert_eq!(intake.reviews_in_flight(), (2, 2));
+        assert!(intake.slot().is_none(), "at the cap");
+        drop(first);
+        assert_eq!(intake.reviews_in_flight(), (1, 2));
+        assert!(intake.slot().is_some());
+        drop(second);
+    }
+
+    #[test]
+    fn body_memory_is_reserved_as_a_body_grows_and_given_back_with_its_slot() {
+        let intake = intake(4, 10 << 10, 4 << 10);
+        let mut a = intake.slot().expect("a slot");
+        assert!(a.reserve(3000), "3 KiB of 10");
+        assert!(a.reserve(4 << 10), "grows to 4 KiB");
+        assert!(a.reserve(100), "already held: no change");
+        let mut b = intake.slot().expect("a slot");
+        assert!(!b.reserve(7 << 10), "6 KiB left");
+        assert!(b.reserve(6 << 10));
+        let mut c = intake.slot().expect("a slot");
+        assert!(!c.reserve(1), "the budget is full");
+        drop(a);
+        assert!(c.reserve(4 << 10), "a's share came back with its slot");
+        assert!(c.reserve(0));
+    }
+
+    #[test]
+    fn the_budget_never_falls_below_one_body_at_the_limit() {
+        let intake = intake(4, 1024, 3 << 20);
+        let mut slot = intake.slot().expect("a slot");
+        assert!(slot.reserve(3 << 20), "a body at the limit fits alone");
+        assert!(!intake.slot().expect("a slot").reserve(1));
+    }
+}
