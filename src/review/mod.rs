@@ -1,7 +1,8 @@
 //! THE core: one pure function decides every admission question.
 //!
-//! `review(&Request, &Context) -> Decision` does no IO and reads no clock:
-//! time and cluster facts come in through the [`Context`]. The HTTPS
+//! `review(&Request, &Context) -> Decision` does no IO and reads no wall
+//! clock: time and cluster facts come in through the [`Context`] (only its
+//! deadline is compared with the monotonic clock). The HTTPS
 //! server, `draguard review` and `draguard check` are thin doors into it.
 //! Each request runs the stages of its kind's pipeline, every stage in its
 //! own file: decode → mutate → validate → policies → ties → quota.

@@ -77,7 +77,7 @@ fn cut(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some(_) => {
-            let mut kept: String = text.chars().take(max - 1).collect();
+            let mut kept: String = text.chars().take(max.saturating_sub(1)).collect();
             kept.push('…');
             kept
         }
