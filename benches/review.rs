@@ -60,6 +60,7 @@ fn bench_review(c: &mut Criterion) {
         policies: &draguard::policy::PolicySet::default(),
         toleration_restriction: None,
         phase: Phase::Validate,
+        deadline: None,
     };
     // Guard the benchmark against measuring a denial path by accident.
     let (decision, _) = Incoming::parse(&body).expect("review").answer(&ctx);

@@ -102,19 +102,13 @@ const FROM_SLICE: &str = "slice";
 pub enum CelSelectorError {
     /// The expression does not compile in the DRA environment; the text is
     /// the apiserver's (`compilation failed: ...`).
-    #[error("{}", compile_detail(.0))]
+    #[error("{}", .0.detail())]
     Compile(CompileError),
     #[error("evaluates to {0:?}, not a bool")]
     NotBool(CelValue),
     /// Evaluating failed on this device (a missing attribute, a type error).
     #[error("{0}")]
     Execution(#[source] ExecutionError),
-}
-
-fn compile_detail(error: &CompileError) -> &str {
-    match error {
-        CompileError::Invalid(detail) => detail,
-    }
 }
 
 /// Why a patch's filter could not be evaluated on a device (so the patch

@@ -302,6 +302,7 @@ pub enum ErrorType {
     Forbidden,
     TooLong,
     TooMany,
+    Internal,
 }
 
 impl ErrorType {
@@ -316,6 +317,7 @@ impl ErrorType {
             ErrorType::Forbidden => "FieldValueForbidden",
             ErrorType::TooLong => "FieldValueTooLong",
             ErrorType::TooMany => "FieldValueTooMany",
+            ErrorType::Internal => "InternalError",
         }
     }
 
@@ -329,6 +331,7 @@ impl ErrorType {
             ErrorType::Forbidden => "Forbidden",
             ErrorType::TooLong => "Too long",
             ErrorType::TooMany => "Too many",
+            ErrorType::Internal => "Internal error",
         }
     }
 }
@@ -433,6 +436,12 @@ impl FieldError {
         Self::new(ErrorType::NotSupported, field.into(), value.into(), detail)
     }
 
+    /// `field.InternalError`: something went wrong on the server's side,
+    /// not with the value (which is never printed).
+    pub fn internal(field: impl Into<Path>, detail: impl Into<String>) -> Self {
+        Self::new(ErrorType::Internal, field.into(), BadValue::None, detail)
+    }
+
     /// `field.TooMany(path, actual, max)`.
     pub fn too_many(field: impl Into<Path>, actual: usize, max: usize) -> Self {
         let noun = if max == 1 { "item" } else { "items" };
@@ -468,7 +477,7 @@ impl FieldError {
         let mut s = String::from(self.kind.text());
         let shows_value = !matches!(
             self.kind,
-            ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong
+            ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong | ErrorType::Internal
         );
         if shows_value {
             match &self.value {

@@ -92,6 +92,7 @@ fn decide_in(
         policies: &draguard::policy::PolicySet::default(),
         toleration_restriction,
         phase,
+        deadline: None,
     };
     incoming.answer(&ctx)
 }

@@ -86,6 +86,7 @@ fn decide_with(body: &Value, set: &PolicySet, cluster: &dyn ClusterView, phase: 
         policies: set,
         toleration_restriction: None,
         phase,
+        deadline: None,
     };
     incoming.answer(&ctx)
 }
@@ -313,6 +314,7 @@ fn ptr_patch(file: &str) -> Value {
         policies: &PolicySet::default(),
         toleration_restriction: Some(&config),
         phase: Phase::Mutate,
+        deadline: None,
     };
     serde_json::to_value(&incoming.answer(&ctx).0.patch).expect("json")
 }

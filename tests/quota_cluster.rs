@@ -62,6 +62,7 @@ fn decide_with(view: &LiveView, claim: Value) -> (draguard::review::Decision, Va
         policies: &policies,
         toleration_restriction: None,
         phase: Phase::Validate,
+        deadline: None,
     };
     Incoming::parse(&review_of(claim)).expect("review").answer(&ctx)
 }
@@ -228,6 +229,7 @@ async fn patch_ties_with_watched_patches_warn() {
         policies: &policies,
         toleration_restriction: None,
         phase: Phase::Validate,
+        deadline: None,
     };
     let (decision, response) = Incoming::parse(&body).expect("review").answer(&ctx);
     assert!(decision.allowed);

@@ -198,6 +198,7 @@ pub fn check(
             policies: &options.policies,
             toleration_restriction: options.toleration_restriction.as_ref(),
             phase: Phase::Both,
+            deadline: None,
         };
         let verdict = check_object(n, object, old_value, options, &ctx, &spans);
         // Claims are created in input order: an admitted one uses quota.

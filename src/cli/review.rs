@@ -61,6 +61,7 @@ pub fn run(args: ReviewArgs) -> ExitCode {
         policies: &policies,
         toleration_restriction: toleration_restriction.as_ref(),
         phase: if args.mutate { Phase::Mutate } else { Phase::Both },
+        deadline: None,
     };
     let decision = incoming.decide(&ctx);
     match serde_json::to_string_pretty(&incoming.answer_with(&decision, &ctx)) {

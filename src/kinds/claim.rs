@@ -55,7 +55,7 @@ impl AdmittedKind for ClaimKind {
         let mut errs = rules::meta::validate_object_meta(&new.whole.metadata, true, &Path::new("metadata"));
         match old {
             None => {
-                errs.extend(rules::claim::validate_claim_spec(spec, &Path::new("spec")));
+                errs.extend(rules::claim::validate_claim_spec(spec, &Path::new("spec"), facts.cel));
                 errs.extend(admin_access(spec, facts));
             }
             Some(old) => {
@@ -95,7 +95,9 @@ pub(super) fn immutable_spec(
         return Vec::new();
     }
     let mut errs = vec![shared::immutable_spec(facts.object)];
-    errs.extend(rules::claim::validate_claim_spec_update(spec, old, spec_path));
+    errs.extend(rules::claim::validate_claim_spec_update(
+        spec, old, spec_path, facts.cel,
+    ));
     errs
 }
 

@@ -71,6 +71,7 @@ impl AdmittedKind for ClaimTemplateKind {
                 errs.extend(rules::claim::validate_claim_spec(
                     &template.spec,
                     &spec_path.child("spec"),
+                    facts.cel,
                 ));
                 errs.extend(admin_access(&template.spec, facts));
                 errs.into()

@@ -31,6 +31,7 @@ use crate::policy::apply::TolerationList;
 use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::quota::Charge;
 use crate::review::{Context, Decision, Request, Warning};
+use crate::rules::cel::CompileBudget;
 
 /// One kind as the API serves it, and the pipeline that judges it.
 #[derive(Debug)]
@@ -178,6 +179,8 @@ pub struct Facts<'a> {
     pub object: &'a ObjectJson,
     pub namespace: &'a str,
     pub cluster: &'a dyn ClusterView,
+    /// What this request may spend compiling CEL selectors, and its deadline.
+    pub cel: &'a CompileBudget,
 }
 
 /// A typed view of an object: every one has the object's metadata.

@@ -42,12 +42,13 @@ impl AdmittedKind for SlicePatchKind {
         object.decode()
     }
 
-    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {
+    fn validate(new: &Self::View, old: Option<&Self::View>, facts: &Facts<'_>) -> RuleVerdict {
         let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
         errs.extend(rules::device_patch::validate_patch_spec(
             &new.spec,
             old.map(|o| &o.spec),
             &Path::new("spec"),
+            facts.cel,
         ));
         errs.into()
     }

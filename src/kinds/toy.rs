@@ -89,6 +89,7 @@ mod tests {
             policies: &policies,
             toleration_restriction: None,
             phase: Phase::Validate,
+            deadline: None,
         };
         let (decision, response) = Incoming::parse(&bytes).expect("review").answer(&ctx);
         assert_eq!(decision.cause_fields(), vec!["spec.size"]);

@@ -103,6 +103,16 @@ impl Decision {
         Decision::deny(Denial::BadRequest(error))
     }
 
+    /// The review stopped at its deadline: no verdict.
+    pub fn deadline_passed() -> Self {
+        Decision::bad_request(ReviewError::DeadlinePassed)
+    }
+
+    /// Whether the review stopped at its deadline instead of deciding.
+    pub fn missed_deadline(&self) -> bool {
+        matches!(self.denial, Some(Denial::BadRequest(ReviewError::DeadlinePassed)))
+    }
+
     /// The field path of every cause, in order, in Kubernetes notation.
     pub fn cause_fields(&self) -> Vec<String> {
         match &self.denial {

@@ -26,6 +26,10 @@ pub enum ReviewError {
     /// The envelope itself was not an AdmissionRequest.
     #[error("{0}")]
     Envelope(String),
+    /// The review passed its deadline and stopped; the server answers 504
+    /// (it has already, when the review ran off the async workers).
+    #[error("the review did not finish before its deadline")]
+    DeadlinePassed,
 }
 
 impl ReviewError {

@@ -1,10 +1,14 @@
 //! THE core: one pure function decides every admission question.
 //!
-//! `review(&Request, &Context) -> Decision` does no IO and reads no clock:
-//! time and cluster facts come in through the [`Context`]. The HTTPS
+//! `review(&Request, &Context) -> Decision` does no IO and reads no wall
+//! clock: time and cluster facts come in through the [`Context`] (only its
+//! deadline is compared with the monotonic clock). The HTTPS
 //! server, `draguard review` and `draguard check` are thin doors into it.
 //! Each request runs the stages of its kind's pipeline, every stage in its
 //! own file: decode → mutate → validate → policies → ties → quota.
+//! A review given a deadline checks it between stages (and validation
+//! between CEL compiles), and stops once it has passed: the server has
+//! stopped waiting for it.
 
 mod decision;
 mod error;
@@ -25,6 +29,7 @@ use kube::core::admission::Operation;
 
 use crate::kinds::{AdmittedKind, Routed};
 use crate::policy::applicable::Applicable;
+use crate::rules::cel::CompileBudget;
 
 /// Decides one admission request.
 pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
@@ -47,6 +52,9 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
         // a patch computed on a misread object may not apply.
         Err(e) => return Decision::bad_request(e),
     };
+    if ctx.past_deadline() {
+        return Decision::deadline_passed();
+    }
     let env = &req.envelope;
     let applicable = Applicable::new(
         ctx.policies,
@@ -65,7 +73,15 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
             Err(e) => return Decision::bad_request(e),
         },
     };
-    let mut verdict = validate::validate(&subject, ctx);
+    if ctx.past_deadline() {
+        return Decision::deadline_passed();
+    }
+    let cel = CompileBudget::new(ctx.deadline);
+    let mut verdict = validate::validate(&subject, ctx, &cel);
+    // What validation found is incomplete when it stopped at the deadline.
+    if cel.cancelled() || ctx.past_deadline() {
+        return Decision::deadline_passed();
+    }
     // What the mutation chose not to add comes first: it explains the rest.
     verdict.warnings.splice(0..0, mutation.warnings);
     let patch = mutation.patch;
@@ -79,6 +95,9 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
         };
     }
     let mut violations = policies::violations(&subject, &applicable, ctx);
+    if ctx.past_deadline() {
+        return Decision::deadline_passed();
+    }
     let (tie_violations, tie_warnings) = ties::priority_ties(&subject, &applicable, ctx);
     let (quota_violations, quota_warnings) = quota::quota(&subject, &applicable, ctx);
     violations.extend(tie_violations.into_iter().chain(quota_violations));
@@ -180,6 +199,7 @@ mod tests {
             policies: &policies,
             toleration_restriction: Some(&config),
             phase,
+            deadline: None,
         };
         let incoming = Incoming::parse(&pod_create("broken")).expect("review");
         let (mutated, _) = incoming.answer(&ctx(Phase::Mutate));
@@ -252,6 +272,7 @@ mod tests {
                 policies: &policies,
                 toleration_restriction: None,
                 phase: Phase::Validate,
+                deadline: None,
             };
             let (decision, _) = Incoming::parse(&patch_create(user)).expect("review").answer(&ctx);
             assert_eq!(decision.allowed, allowed, "{spec:?} {user}: {:?}", decision.denial);
@@ -301,6 +322,7 @@ mod tests {
             policies: &policies,
             toleration_restriction: None,
             phase,
+            deadline: None,
         };
         let warning = "policy \"gpu-defaults\": default toleration example.com/maintenance:NoSchedule not added: spec.devices.requests[0].exactly.tolerations would then hold more than 16 tolerations";
         let full = Incoming::parse(&claim_create(16)).expect("review");
@@ -322,6 +344,71 @@ mod tests {
             serde_json::to_value(&room.patch).expect("json"),
             json!([{"op": "add", "path": "/spec/devices/requests/0/exactly/tolerations/-",
                     "value": {"key": "example.com/maintenance", "operator": "Exists", "effect": "NoSchedule"}}])
+        );
+    }
+
+    fn claim_with_selectors(expressions: &[&str]) -> Vec<u8> {
+        let selectors: Vec<Value> = expressions.iter().map(|e| json!({"cel": {"expression": e}})).collect();
+        create(
+            ("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
+            Some("ml"),
+            "alice",
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                   "metadata": {"name": "c", "namespace": "ml"},
+                   "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                       "deviceClassName": "gpu", "selectors": selectors}}]}}}),
+        )
+    }
+
+    /// A review whose deadline has passed stops: in every phase it answers
+    /// "deadline passed" instead of a verdict (the server turns that into
+    /// its 504). Without a deadline the same request is judged.
+    #[test]
+    fn a_review_past_its_deadline_stops() {
+        let view = StaticView::default();
+        let policies = PolicySet::default();
+        let ctx = |phase, deadline| Context {
+            now: "2026-11-21T10:00:00Z".parse().expect("time"),
+            cluster: &view,
+            policies: &policies,
+            toleration_restriction: None,
+            phase,
+            deadline,
+        };
+        let incoming =
+            Incoming::parse(&claim_with_selectors(&["device.driver == \"gpu.example.com\""])).expect("review");
+        let passed = Some(std::time::Instant::now() - std::time::Duration::from_millis(1));
+        for phase in [Phase::Validate, Phase::Mutate, Phase::Both] {
+            let decision = incoming.decide(&ctx(phase, passed));
+            assert!(decision.missed_deadline(), "{phase:?}: {decision:?}");
+            assert!(!decision.allowed);
+            assert!(incoming.decide(&ctx(phase, None)).allowed, "{phase:?}");
+        }
+    }
+
+    /// The deadline passes while a pathological selector compiles: the
+    /// review stops there, and the selector after it is never compiled.
+    #[test]
+    fn a_deadline_passing_between_selectors_stops_validation() {
+        let view = StaticView::default();
+        let policies = PolicySet::default();
+        // A parse of most of a second (seconds in a debug build).
+        let slow = format!("{}2{}", "[".repeat(5000), "]".repeat(5000));
+        let after = "device.driver == \"after-the-deadline.example.com\"";
+        let incoming = Incoming::parse(&claim_with_selectors(&[&slow, after])).expect("review");
+        let ctx = Context {
+            now: "2026-11-21T10:00:00Z".parse().expect("time"),
+            cluster: &view,
+            policies: &policies,
+            toleration_restriction: None,
+            phase: Phase::Validate,
+            deadline: Some(std::time::Instant::now() + std::time::Duration::from_millis(50)),
+        };
+        let decision = incoming.decide(&ctx);
+        assert!(decision.missed_deadline(), "{decision:?}");
+        assert!(
+            !crate::rules::cel::remembered(after),
+            "the selector after the deadline was compiled"
         );
     }
 }

@@ -1,6 +1,8 @@
 //! What the core is asked: the request envelope, the object as raw JSON,
 //! and what the core may know besides.
 
+use std::time::Instant;
+
 use k8s_openapi::api::authentication::v1::UserInfo;
 use kube::core::admission::Operation;
 use kube::core::{GroupVersionKind, GroupVersionResource};
@@ -68,6 +70,19 @@ pub struct Context<'a> {
     /// cluster configuration (namespace annotations come from `cluster`).
     pub toleration_restriction: Option<&'a TolerationRestrictionConfig>,
     pub phase: Phase,
+    /// When the server stops waiting for this review (the apiserver's
+    /// `?timeout=`): past it the review stops between stages and between
+    /// CEL compiles, its answer no longer read. `None` (the CLI): it runs
+    /// to the end.
+    pub deadline: Option<Instant>,
+}
+
+impl Context<'_> {
+    /// Whether the deadline has passed. The one clock the core reads: a
+    /// monotonic one, and only to stop work nobody waits for.
+    pub fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
 }
 
 /// The operation as the AdmissionReview spells it.

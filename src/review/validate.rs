@@ -2,13 +2,21 @@
 
 use super::{Context, ReviewSubject};
 use crate::kinds::{AdmittedKind, Facts, RuleVerdict};
+use crate::rules::cel::CompileBudget;
 
-pub fn validate<K: AdmittedKind>(subject: &ReviewSubject<'_, K>, ctx: &Context<'_>) -> RuleVerdict {
+/// `cel`: this request's CEL compile budget; when its deadline passes, the
+/// verdict is incomplete and `cel.cancelled()` says so.
+pub fn validate<K: AdmittedKind>(
+    subject: &ReviewSubject<'_, K>,
+    ctx: &Context<'_>,
+    cel: &CompileBudget,
+) -> RuleVerdict {
     let facts = Facts {
         routed: subject.routed,
         object: &subject.object,
         namespace: subject.namespace(),
         cluster: ctx.cluster,
+        cel,
     };
     K::validate(&subject.view, subject.old.as_ref(), &facts)
 }

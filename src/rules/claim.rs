@@ -10,6 +10,7 @@ use crate::objects::claim::{
     ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec, DeviceClaim, DeviceClaimConfiguration,
     DeviceConstraint, DeviceRequest, DeviceSelector, DeviceSubRequest, ExactDeviceRequest, OpaqueDeviceConfiguration,
 };
+use crate::rules::cel::CompileBudget;
 use crate::rules::ratchet::check_enum;
 use crate::rules::tolerations::validate_device_tolerations;
 use crate::rules::{cel, invalid_each, names, validate_set, validate_slice};
@@ -30,25 +31,39 @@ const REQUEST_REF_MESSAGE: &str =
     "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'";
 
 /// `validateResourceClaimSpec` at `path` (`spec` for claims, `spec.spec` for templates).
-pub fn validate_claim_spec<'p>(spec: &ClaimSpec, path: impl Into<At<'p>>) -> Vec<FieldError> {
+/// `cel`: the request's CEL compile budget, which every selector is charged to.
+pub fn validate_claim_spec<'p>(spec: &ClaimSpec, path: impl Into<At<'p>>, cel: &CompileBudget) -> Vec<FieldError> {
     let path = path.into();
-    validate_device_claim(&spec.devices, None, path.field("devices"))
+    validate_device_claim(&spec.devices, None, path.field("devices"), cel)
 }
 
 /// A changed spec judged against the stored one: enum values ratchet
 /// (SPEC.md §4) with requests and subrequests matched by name.
-pub fn validate_claim_spec_update<'p>(spec: &ClaimSpec, old: &ClaimSpec, path: impl Into<At<'p>>) -> Vec<FieldError> {
+pub fn validate_claim_spec_update<'p>(
+    spec: &ClaimSpec,
+    old: &ClaimSpec,
+    path: impl Into<At<'p>>,
+    cel: &CompileBudget,
+) -> Vec<FieldError> {
     let path = path.into();
-    validate_device_claim(&spec.devices, Some(&old.devices), path.field("devices"))
+    validate_device_claim(&spec.devices, Some(&old.devices), path.field("devices"), cel)
 }
 
-fn validate_device_claim(claim: &DeviceClaim, old: Option<&DeviceClaim>, path: At<'_>) -> Vec<FieldError> {
+fn validate_device_claim(
+    claim: &DeviceClaim,
+    old: Option<&DeviceClaim>,
+    path: At<'_>,
+    cel: &CompileBudget,
+) -> Vec<FieldError> {
     let names = RequestNames(claim);
     let mut errs = validate_set(
         &claim.requests,
         DEVICE_REQUESTS_MAX,
         path.field("requests"),
-        |r, p| validate_device_request(r, old.and_then(|o| o.requests.iter().find(|x| x.name == r.name)), p),
+        |r, p| {
+            let stored = old.and_then(|o| o.requests.iter().find(|x| x.name == r.name));
+            validate_device_request(r, stored, p, cel)
+        },
         |r| r.name.as_str(),
     );
     errs.extend(validate_slice(
@@ -91,7 +106,12 @@ fn validate_request_name(name: &str, path: At<'_>) -> Vec<FieldError> {
     invalid_each(path, name, names::dns1123_label(name))
 }
 
-fn validate_device_request(request: &DeviceRequest, old: Option<&DeviceRequest>, path: At<'_>) -> Vec<FieldError> {
+fn validate_device_request(
+    request: &DeviceRequest,
+    old: Option<&DeviceRequest>,
+    path: At<'_>,
+    cel: &CompileBudget,
+) -> Vec<FieldError> {
     let mut errs = validate_request_name(&request.name, path.field("name"));
     let has_first_available = !request.first_available.is_empty();
     match (&request.exactly, has_first_available) {
@@ -110,7 +130,7 @@ fn validate_device_request(request: &DeviceRequest, old: Option<&DeviceRequest>,
             path.field("firstAvailable"),
             |s, p| {
                 let stored = old.and_then(|o| o.first_available.iter().find(|x| x.name == s.name));
-                validate_subrequest(s, stored, p)
+                validate_subrequest(s, stored, p, cel)
             },
             |s| s.name.as_str(),
         )),
@@ -118,6 +138,7 @@ fn validate_device_request(request: &DeviceRequest, old: Option<&DeviceRequest>,
             exactly,
             old.and_then(|o| o.exactly.as_ref()),
             path.field("exactly"),
+            cel,
         )),
     }
     errs
@@ -127,9 +148,10 @@ fn validate_exact_request(
     request: &ExactDeviceRequest,
     old: Option<&ExactDeviceRequest>,
     path: At<'_>,
+    cel: &CompileBudget,
 ) -> Vec<FieldError> {
     let mut errs = validate_device_class(&request.device_class_name, path.field("deviceClassName"));
-    errs.extend(validate_selectors(&request.selectors, path.field("selectors")));
+    errs.extend(validate_selectors(&request.selectors, path.field("selectors"), cel));
     let old_mode = old.map(|o| o.allocation_mode.as_str());
     errs.extend(validate_allocation_mode(
         &request.allocation_mode,
@@ -146,13 +168,18 @@ fn validate_exact_request(
     errs
 }
 
-fn validate_subrequest(sub: &DeviceSubRequest, old: Option<&DeviceSubRequest>, path: At<'_>) -> Vec<FieldError> {
+fn validate_subrequest(
+    sub: &DeviceSubRequest,
+    old: Option<&DeviceSubRequest>,
+    path: At<'_>,
+    cel: &CompileBudget,
+) -> Vec<FieldError> {
     let mut errs = validate_request_name(&sub.name, path.field("name"));
     errs.extend(validate_device_class(
         &sub.device_class_name,
         path.field("deviceClassName"),
     ));
-    errs.extend(validate_selectors(&sub.selectors, path.field("selectors")));
+    errs.extend(validate_selectors(&sub.selectors, path.field("selectors"), cel));
     let old_mode = old.map(|o| o.allocation_mode.as_str());
     errs.extend(validate_allocation_mode(
         &sub.allocation_mode,
@@ -176,10 +203,10 @@ fn validate_device_class(name: &str, path: At<'_>) -> Vec<FieldError> {
     invalid_each(path, name, names::dns1123_subdomain(name))
 }
 
-fn validate_selectors(selectors: &[DeviceSelector], path: At<'_>) -> Vec<FieldError> {
+fn validate_selectors(selectors: &[DeviceSelector], path: At<'_>, budget: &CompileBudget) -> Vec<FieldError> {
     validate_slice(selectors, DEVICE_SELECTORS_MAX, path, |s, p| match &s.cel {
         None => vec![FieldError::required(p.child("cel"), "")],
-        Some(c) => cel::validate_expression(&c.expression, p.field("cel").field("expression")),
+        Some(c) => cel::validate_expression(&c.expression, p.field("cel").field("expression"), budget),
     })
 }
 
@@ -415,7 +442,7 @@ mod tests {
 
     fn check_version(spec: Value, version: ClaimVersion) -> Vec<String> {
         let spec = ClaimSpec::decode(&spec, version).expect("decodable spec");
-        validate_claim_spec(&spec, &Path::new("spec"))
+        validate_claim_spec(&spec, &Path::new("spec"), &CompileBudget::default())
             .iter()
             .map(ToString::to_string)
             .collect()
@@ -602,6 +629,55 @@ mod tests {
             vec![
                 "spec.devices.requests[0].firstAvailable[0].selectors[0].cel.expression: Too long: may not be more than 10240 bytes"
             ]
+        );
+    }
+
+    /// The issue's second reproducer: 280 distinct malformed selectors of
+    /// 10 KB in one claim (9 requests). Each is compiled and rejected with a
+    /// bounded detail until the request's source budget is spent; the one
+    /// that would go past it is refused with a message naming the budget,
+    /// and the rest are not compiled. (The time budget is lifted here so
+    /// that a slow machine cannot change which selector that is.)
+    #[test]
+    fn selectors_past_the_source_budget_are_refused() {
+        let expression = |i: usize| {
+            let head = format!("device.driver == \"{i:05}");
+            format!("{head}{}\" )", "a".repeat(10_000 - head.len() - 3))
+        };
+        let all: Vec<String> = (0..280).map(expression).collect();
+        assert!(all.iter().all(|e| e.len() == 10_000));
+        let reqs: Vec<Value> = all
+            .chunks(DEVICE_SELECTORS_MAX)
+            .enumerate()
+            .map(|(r, chunk)| {
+                let selectors: Vec<Value> = chunk.iter().map(|e| json!({"cel": {"expression": e}})).collect();
+                exactly(&format!("r{r}"), json!({"selectors": selectors}))
+            })
+            .collect();
+        let spec = ClaimSpec::decode(&requests(Value::Array(reqs)), ClaimVersion::V1).expect("decodable spec");
+        let budget = CompileBudget::with_limits(cel::SOURCE_MAX, std::time::Duration::MAX, None);
+        let errs = validate_claim_spec(&spec, &Path::new("spec"), &budget);
+        // 52 selectors of 10,000 bytes fit in 512 KiB; the 53rd does not.
+        assert_eq!(errs.len(), 53);
+        for (i, e) in errs[..52].iter().enumerate() {
+            let field = format!(
+                "spec.devices.requests[{}].exactly.selectors[{}].cel.expression",
+                i / 32,
+                i % 32
+            );
+            assert_eq!(e.field.to_string(), field);
+            assert_eq!(
+                e.detail,
+                format!(
+                    "compilation failed: ERROR: <input>:1:10000: Syntax error: extraneous input ')' expecting <EOF>\n| …{}\" )\n| {}^",
+                    "a".repeat(196),
+                    ".".repeat(199)
+                )
+            );
+        }
+        assert_eq!(
+            errs[52].to_string(),
+            "spec.devices.requests[1].exactly.selectors[20].cel.expression: Forbidden: not checked: this request's CEL selectors total more than draguard's budget of 524288 bytes per request"
         );
     }
 
@@ -836,7 +912,7 @@ mod tests {
     fn update(new: Value, old: Value) -> Vec<String> {
         let new = ClaimSpec::decode(&new, ClaimVersion::V1).expect("spec");
         let old = ClaimSpec::decode(&old, ClaimVersion::V1).expect("old spec");
-        validate_claim_spec_update(&new, &old, &Path::new("spec"))
+        validate_claim_spec_update(&new, &old, &Path::new("spec"), &CompileBudget::default())
             .iter()
             .map(ToString::to_string)
             .collect()

@@ -6,17 +6,29 @@ use serde_json::Value;
 
 use crate::field::{At, BadValue, FieldError};
 use crate::objects::patch::{DevicePatch, NullableAttribute, PatchSpec};
+use crate::rules::cel::CompileBudget;
 use crate::rules::claim::{DEVICE_SELECTORS_MAX, validate_driver_name, validate_fully_qualified_name};
 use crate::rules::slice::{ATTRIBUTE_VALUE_MAX_LENGTH, MAX_ATTRIBUTES_AND_CAPACITIES, is_semver, validate_pool_name};
 use crate::rules::taints::{DEVICE_TAINTS_MAX, validate_device_taint};
 use crate::rules::{cel, invalid_each, names, validate_slice};
 
-pub fn validate_patch_spec<'p>(spec: &PatchSpec, old: Option<&PatchSpec>, path: impl Into<At<'p>>) -> Vec<FieldError> {
+/// `cel`: the request's CEL compile budget, which every selector is charged to.
+pub fn validate_patch_spec<'p>(
+    spec: &PatchSpec,
+    old: Option<&PatchSpec>,
+    path: impl Into<At<'p>>,
+    cel: &CompileBudget,
+) -> Vec<FieldError> {
     let path = path.into();
-    validate_device_patch(&spec.devices, old.map(|o| &o.devices), path.field("devices"))
+    validate_device_patch(&spec.devices, old.map(|o| &o.devices), path.field("devices"), cel)
 }
 
-fn validate_device_patch(p: &DevicePatch, old: Option<&DevicePatch>, path: At<'_>) -> Vec<FieldError> {
+fn validate_device_patch(
+    p: &DevicePatch,
+    old: Option<&DevicePatch>,
+    path: At<'_>,
+    budget: &CompileBudget,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if let Some(f) = &p.filter {
         let fp = path.field("filter");
@@ -42,7 +54,7 @@ fn validate_device_patch(p: &DevicePatch, old: Option<&DevicePatch>, path: At<'_
             fp.field("selectors"),
             |s, p| match &s.cel {
                 None => vec![FieldError::required(p.child("cel"), "")],
-                Some(c) => cel::validate_expression(&c.expression, p.field("cel").field("expression")),
+                Some(c) => cel::validate_expression(&c.expression, p.field("cel").field("expression"), budget),
             },
         ));
     }
@@ -173,7 +185,7 @@ mod tests {
 
     fn check(devices: Value) -> Vec<String> {
         let spec = PatchSpec::decode(&json!({"devices": devices})).expect("decodes");
-        validate_patch_spec(&spec, None, &Path::new("spec"))
+        validate_patch_spec(&spec, None, &Path::new("spec"), &CompileBudget::default())
             .iter()
             .map(ToString::to_string)
             .collect()

@@ -131,6 +131,9 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
     };
     let started = Instant::now();
     let policies = state.policies.current();
+    let deadline = review_deadline(query.as_deref());
+    // Both paths hand the review its deadline: it stops there by itself.
+    let stop_at = started + deadline;
     if body.len() <= INLINE_REVIEW_MAX_BODY && state.cluster.answers_from_memory() {
         let outcome = decide(
             &body,
@@ -138,18 +141,25 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
             &*state.cluster,
             &policies,
             state.toleration_restriction.as_deref(),
+            stop_at,
         );
         drop(slot);
-        return respond(&state, endpoint, outcome, started.elapsed());
+        return respond(&state, endpoint, outcome, started.elapsed(), deadline);
     }
-    let deadline = review_deadline(query.as_deref());
     let cluster = state.cluster.clone();
     let toleration_restriction = state.toleration_restriction.clone();
     let task = tokio::task::spawn_blocking(move || {
         // Held until the review ends, even past its deadline: a review
         // still running counts against the cap.
         let _slot = slot;
-        decide(&body, endpoint, &*cluster, &policies, toleration_restriction.as_deref())
+        decide(
+            &body,
+            endpoint,
+            &*cluster,
+            &policies,
+            toleration_restriction.as_deref(),
+            stop_at,
+        )
     });
     let outcome = match tokio::time::timeout(deadline, task).await {
         Ok(Ok(outcome)) => outcome,
@@ -158,24 +168,34 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
             tracing::error!(endpoint = endpoint.name(), error = &*clip(&error), "review task failed");
             return (StatusCode::INTERNAL_SERVER_ERROR, "review failed").into_response();
         }
-        Err(_) => {
-            // The apiserver has given up by now; its failurePolicy decides.
-            state.metrics.timed_out();
-            tracing::warn!(
-                endpoint = endpoint.name(),
-                ?deadline,
-                "review missed the apiserver's deadline"
-            );
-            let message = format!("review did not finish within {deadline:?}");
-            return (StatusCode::GATEWAY_TIMEOUT, message).into_response();
-        }
+        Err(_) => return missed_deadline(&state, endpoint, deadline),
     };
-    respond(&state, endpoint, outcome, started.elapsed())
+    respond(&state, endpoint, outcome, started.elapsed(), deadline)
 }
 
-fn respond(state: &AppState, endpoint: Endpoint, outcome: ReviewOutcome, took: Duration) -> Response {
+/// The answer to a review past the apiserver's deadline. The apiserver has
+/// given up by now; its failurePolicy decides.
+fn missed_deadline(state: &AppState, endpoint: Endpoint, deadline: Duration) -> Response {
+    state.metrics.timed_out();
+    tracing::warn!(
+        endpoint = endpoint.name(),
+        ?deadline,
+        "review missed the apiserver's deadline"
+    );
+    let message = format!("review did not finish within {deadline:?}");
+    (StatusCode::GATEWAY_TIMEOUT, message).into_response()
+}
+
+fn respond(
+    state: &AppState,
+    endpoint: Endpoint,
+    outcome: ReviewOutcome,
+    took: Duration,
+    deadline: Duration,
+) -> Response {
     let metrics = &state.metrics;
     match outcome {
+        ReviewOutcome::MissedDeadline => missed_deadline(state, endpoint, deadline),
         // Log fields are never named `message`: JSON logs put the event's
         // own text under that key.
         ReviewOutcome::NotAReview(reason) => {
@@ -227,8 +247,13 @@ fn respond(state: &AppState, endpoint: Endpoint, outcome: ReviewOutcome, took: D
 
 enum ReviewOutcome {
     NotAReview(String),
+    /// The review stopped at its deadline, without a verdict.
+    MissedDeadline,
     Unrenderable(String),
-    Answered { body: Vec<u8>, summary: Box<Summary> },
+    Answered {
+        body: Vec<u8>,
+        summary: Box<Summary>,
+    },
 }
 
 /// The whole review: parse, judge, serialize.
@@ -238,6 +263,7 @@ fn decide(
     cluster: &dyn ClusterView,
     policies: &PolicySet,
     toleration_restriction: Option<&TolerationRestrictionConfig>,
+    deadline: Instant,
 ) -> ReviewOutcome {
     let incoming = match Incoming::parse(body) {
         Ok(incoming) => incoming,
@@ -249,8 +275,12 @@ fn decide(
         policies,
         toleration_restriction,
         phase: endpoint.phase(),
+        deadline: Some(deadline),
     };
     let decision = incoming.decide(&ctx);
+    if decision.missed_deadline() {
+        return ReviewOutcome::MissedDeadline;
+    }
     let answer = incoming.answer_with(&decision, &ctx);
     match answer.to_vec() {
         Ok(body) => ReviewOutcome::Answered {

@@ -1,0 +1,375 @@
+//! Compile checks for DRA CEL selectors (`validateCELExpression`).
+//!
+//! Kubernetes compiles selectors with cel-go in the DRA environment, where
+//! the only variable is `device`. The Rust `cel` parser (through kube-cel)
+//! gives the same syntax errors in the same `ERROR: <input>:L:C: msg` form;
+//! what it cannot do is type-check or estimate cost, so draguard checks
+//! syntax and undeclared variables, and leaves the cost budget to the
+//! apiserver (see README, "Known differences").
+//!
+//! Whatever the expressions, the work and the output stay bounded: the
+//! error detail is summarised (`summary`), verdicts are remembered within a
+//! byte bound (`memo`), compiles run on a fixed pool of big-stack threads
+//! (`pool`), and each request may spend only so much on compiling
+//! (`budget`).
+
+mod budget;
+mod memo;
+mod pool;
+mod summary;
+
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use kube_cel::cel::Program;
+
+pub use budget::{CompileBudget, SOURCE_MAX, TIME_MAX};
+pub use pool::NotRun;
+
+use crate::field::{At, FieldError};
+use budget::Admission;
+use memo::{Memo, Verdict};
+use pool::{CompilePool, Compiled};
+
+pub const CEL_SELECTOR_EXPRESSION_MAX_LENGTH: usize = 10 * 1024;
+
+/// The variables the DRA CEL environment declares.
+const DECLARED_VARIABLES: &[&str] = &["device"];
+
+/// Validates one selector expression at `path` (`...selectors[k].cel.expression`),
+/// charging it to the request's `budget`.
+pub fn validate_expression<'p>(expression: &str, path: impl Into<At<'p>>, budget: &CompileBudget) -> Vec<FieldError> {
+    validate_with(compiler(), expression, path.into(), budget)
+}
+
+fn validate_with(compiler: &Compiler, expression: &str, path: At<'_>, budget: &CompileBudget) -> Vec<FieldError> {
+    if expression.len() > CEL_SELECTOR_EXPRESSION_MAX_LENGTH {
+        // Like the apiserver: too long is not compiled.
+        return vec![FieldError::too_long(path, CEL_SELECTOR_EXPRESSION_MAX_LENGTH)];
+    }
+    match budget.admit(path, expression.len()) {
+        Admission::Compile => {}
+        Admission::Skip => return Vec::new(),
+        Admission::Refuse(error) => return vec![error],
+    }
+    let (result, took) = compiler.check(expression, budget.deadline());
+    budget.spend(took);
+    match result {
+        Ok(()) => Vec::new(),
+        Err(CompileError::Invalid(detail)) => vec![FieldError::invalid(path, expression, detail)],
+        // The server has answered already; the review stops (`cancelled`).
+        Err(CompileError::NotRun(NotRun::DeadlinePassed)) => {
+            budget.cancel();
+            Vec::new()
+        }
+        // Denied, as the apiserver denies a CEL compile that failed inside
+        // it (`field.InternalError`): an unchecked selector is not admitted.
+        // The failure is this request's only, and a retry compiles it.
+        Err(CompileError::NotRun(reason)) => vec![FieldError::internal(path, reason.detail())],
+    }
+}
+
+/// Why an expression was not accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompileError {
+    /// It does not compile; the detail is the message of the `field.Invalid`
+    /// the apiserver returns (`compilation failed: ...`), bounded.
+    Invalid(String),
+    /// It could not be compiled just now: nothing is known about it.
+    NotRun(NotRun),
+}
+
+impl CompileError {
+    pub fn detail(&self) -> &str {
+        match self {
+            CompileError::Invalid(detail) => detail,
+            CompileError::NotRun(reason) => reason.detail(),
+        }
+    }
+}
+
+/// Parses `expression` and rejects references to undeclared variables,
+/// on the compiler pool. Verdicts are remembered (see `memo`).
+pub fn compile(expression: &str) -> Result<(), CompileError> {
+    compiler().check(expression, None).0
+}
+
+/// The compiler pool and the memo of its verdicts.
+struct Compiler {
+    pool: CompilePool,
+    memo: Mutex<Memo>,
+}
+
+fn compiler() -> &'static Compiler {
+    static COMPILER: OnceLock<Compiler> = OnceLock::new();
+    COMPILER.get_or_init(|| Compiler::new(CompilePool::new(pool::THREADS, pool::STACK, pool::QUEUE)))
+}
+
+impl Compiler {
+    fn new(pool: CompilePool) -> Self {
+        Compiler {
+            pool,
+            memo: Mutex::default(),
+        }
+    }
+
+    fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
+        self.memo.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The verdict on `expression`, and the parser time it took (none when
+    /// remembered). Waits at most until `deadline`.
+    fn check(&self, expression: &str, deadline: Option<Instant>) -> (Result<(), CompileError>, Duration) {
+        if let Some(verdict) = self.memo().get(expression) {
+            return (verdict_result(verdict), Duration::ZERO);
+        }
+        match off_the_async_worker(|| self.pool.compile(expression, deadline)) {
+            Ok(Compiled { result, took }) => {
+                match &result {
+                    Ok(()) => self.memo().remember(expression, None),
+                    Err(CompileError::Invalid(detail)) => self.memo().remember(expression, Some(detail.clone())),
+                    Err(CompileError::NotRun(_)) => {}
+                }
+                (result, took)
+            }
+            // Says nothing about the expression: never remembered.
+            Err(reason) => (Err(CompileError::NotRun(reason)), Duration::ZERO),
+        }
+    }
+}
+
+/// Whether the process-wide memo knows `expression`: tests show with it
+/// that a review stopped before compiling an expression.
+#[cfg(test)]
+pub(crate) fn remembered(expression: &str) -> bool {
+    compiler().memo().get(expression).is_some()
+}
+
+fn verdict_result(verdict: &Verdict) -> Result<(), CompileError> {
+    match verdict {
+        None => Ok(()),
+        Some(detail) => Err(CompileError::Invalid(detail.clone())),
+    }
+}
+
+/// The server reviews short requests inline on its async workers, and a
+/// compile is the one step of a review that can take milliseconds. On a
+/// worker of a multi-threaded tokio runtime the wait for the compiler pool
+/// therefore hands the worker's other tasks to another thread
+/// (`block_in_place`); anywhere else (the CLI, tests, a `spawn_blocking`
+/// thread) it just waits.
+fn off_the_async_worker<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
+/// Compiles `expression` on a thread of its own with the pool's stack,
+/// rejecting undeclared variables, and keeps the program (for `explain`,
+/// which evaluates it: a CLI compiling each distinct selector once, one
+/// at a time). Not remembered: callers keep programs.
+pub fn compile_program(expression: &str) -> Result<Program, CompileError> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("cel-compile".into())
+            .stack_size(pool::STACK)
+            .spawn_scoped(scope, || parse_and_check(expression))
+            .map_err(|_| CompileError::NotRun(NotRun::NoThread))
+            // A panic in the parser is a rejected expression, never a lost request.
+            .and_then(|handle| handle.join().unwrap_or_else(|_| Err(parser_failed())))
+    })
+}
+
+/// What a panic in the parser is reported as.
+fn parser_failed() -> CompileError {
+    CompileError::Invalid("compilation failed: the CEL parser could not handle this expression".into())
+}
+
+fn parse_and_check(expression: &str) -> Result<Program, CompileError> {
+    let program = Program::compile(expression)
+        .map_err(|e| CompileError::Invalid(format!("compilation failed: {}", summary::describe(&e))))?;
+    let references = program.references();
+    let mut undeclared: Vec<&str> = references
+        .variables()
+        .into_iter()
+        .filter(|v| !DECLARED_VARIABLES.contains(v))
+        .collect();
+    undeclared.sort_unstable();
+    match undeclared.first() {
+        Some(first) => Err(CompileError::Invalid(format!(
+            "compilation failed: ERROR: <input>: undeclared reference to '{first}' (in container '')"
+        ))),
+        None => Ok(program),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::Path;
+
+    /// Each place a review runs: an async worker of the server's runtime,
+    /// its blocking pool, a single-threaded runtime, no runtime at all. An
+    /// unseen expression compiles (and a bad one is rejected) in every one,
+    /// without `block_in_place`'s panic outside a multi-threaded worker.
+    #[test]
+    fn compiles_wherever_a_review_runs() {
+        let multi = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .expect("runtime");
+        let on_worker = multi.block_on(async {
+            tokio::spawn(async { compile("device.driver == \"on-a-worker.example.com\"") })
+                .await
+                .expect("task")
+        });
+        assert_eq!(on_worker, Ok(()));
+        let on_blocking_pool = multi.block_on(async {
+            tokio::task::spawn_blocking(|| compile("device.driver == \"in-the-pool.example.com\""))
+                .await
+                .expect("task")
+        });
+        assert_eq!(on_blocking_pool, Ok(()));
+        let single = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+        let on_single = single.block_on(async { compile("device.driver == ") });
+        assert!(
+            matches!(on_single, Err(CompileError::Invalid(ref m)) if m.starts_with("compilation failed: ERROR: <input>:1:18")),
+            "{on_single:?}"
+        );
+        assert_eq!(compile("device.driver == \"no-runtime.example.com\""), Ok(()));
+    }
+
+    #[test]
+    fn accepts_dra_selectors() {
+        assert_eq!(compile(r#"device.driver == "gpu.example.com""#), Ok(()));
+        assert_eq!(
+            compile(
+                r#"device.attributes["gpu.example.com"].model == "a100" && device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0"#
+            ),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn rejects_syntax_errors_with_position() {
+        match compile("device.driver ==") {
+            Err(CompileError::Invalid(msg)) => {
+                assert!(msg.starts_with("compilation failed: ERROR: <input>:1:"), "{msg}")
+            }
+            other => panic!("expected a syntax error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rejects_undeclared_variables() {
+        assert_eq!(
+            compile("foo.bar == 1"),
+            Err(CompileError::Invalid(
+                "compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '')".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn empty_is_a_syntax_error() {
+        assert!(matches!(compile("  "), Err(CompileError::Invalid(m)) if m.starts_with("compilation failed: ")));
+    }
+
+    #[test]
+    fn too_long_is_not_compiled() {
+        let long = format!(
+            "device.driver == \"{}\"",
+            "a".repeat(CEL_SELECTOR_EXPRESSION_MAX_LENGTH)
+        );
+        let errs = validate_expression(&long, &Path::new("x"), &CompileBudget::default());
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].body(), "Too long: may not be more than 10240 bytes");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!("{}true{}", "(".repeat(5000), ")".repeat(5000));
+        assert!(matches!(compile(&deep[..]), Err(CompileError::Invalid(_))));
+        // One error per level past the parser's limit, summarised: the
+        // detail stays small however deep (see `summary`).
+        let deep_lists = format!("{}1{}", "[".repeat(3000), "]".repeat(3000));
+        match compile(&deep_lists[..]) {
+            Err(CompileError::Invalid(detail)) => {
+                assert!(detail.len() < 1024, "{}", detail.len());
+                assert!(detail.ends_with(" more errors"), "{detail}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The debug build's parser panics on long ternary chains.
+        let ternaries = format!("{}true", "true ? true : ".repeat(500));
+        assert!(matches!(compile(&ternaries[..]), Err(CompileError::Invalid(_))));
+    }
+
+    fn messages(errors: Vec<FieldError>) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    /// The issue's finding: under a thread limit, valid selectors were
+    /// denied during a burst and stayed denied, because a compile that
+    /// could not run was remembered as invalid. Now it is an error of
+    /// that request only, and the next request compiles.
+    #[test]
+    fn a_compile_that_did_not_run_is_never_remembered() {
+        // No thread can start: a pool of none.
+        let mut compiler = Compiler::new(CompilePool::new(0, pool::STACK, 4));
+        let root = Path::new("s");
+        let expression = "device.driver == \"never-remembered.example.com\"";
+        let first = validate_with(&compiler, expression, At::new(&root), &CompileBudget::default());
+        assert_eq!(
+            messages(first),
+            ["s: Internal error: selector not checked: no CEL compiler thread could be started; try again"]
+        );
+        assert_eq!(compiler.memo().len(), 0);
+        let again = validate_with(&compiler, expression, At::new(&root), &CompileBudget::default());
+        assert_eq!(again.len(), 1, "still not run, still not remembered");
+        assert_eq!(compiler.memo().len(), 0);
+        // Threads can start again: the same selector is valid.
+        compiler.pool = CompilePool::new(1, pool::STACK, 4);
+        let later = validate_with(&compiler, expression, At::new(&root), &CompileBudget::default());
+        assert_eq!(messages(later), Vec::<String>::new());
+        assert_eq!(compiler.memo().get(expression), Some(&None));
+    }
+
+    /// A review past its deadline compiles nothing more, reports nothing
+    /// for the rest, and is marked cancelled; what the memo knows is not
+    /// even looked up.
+    #[test]
+    fn past_the_deadline_nothing_is_compiled() {
+        let compiler = Compiler::new(CompilePool::new(1, pool::STACK, 4));
+        let root = Path::new("s");
+        let passed = CompileBudget::new(Some(Instant::now() - Duration::from_millis(1)));
+        let errors = validate_with(&compiler, "device.driver ==", At::new(&root), &passed);
+        assert_eq!(messages(errors), Vec::<String>::new());
+        assert!(passed.cancelled());
+        assert_eq!(compiler.memo().len(), 0);
+    }
+
+    /// The parser's time is charged to the request: past its time budget
+    /// the next selector is refused with a message naming the budget, and
+    /// the rest are skipped.
+    #[test]
+    fn past_the_time_budget_selectors_are_refused() {
+        let compiler = Compiler::new(CompilePool::new(1, pool::STACK, 4));
+        let root = Path::new("s");
+        let budget = CompileBudget::with_limits(SOURCE_MAX, Duration::from_nanos(1), None);
+        let at = |i: usize| {
+            let expression = format!("device.driver == \"time-{i}.example.com\"");
+            messages(validate_with(&compiler, &expression, At::new(&root).index(i), &budget))
+        };
+        assert_eq!(at(0), Vec::<String>::new());
+        assert_eq!(
+            at(1),
+            [
+                "s[1]: Forbidden: not checked: compiling this request's CEL selectors took longer than draguard's budget of 1ns per request"
+            ]
+        );
+        assert_eq!(at(2), Vec::<String>::new());
+    }
+}
