@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let lines = text.lines().count() as u64 + 1;
+    let lines = draguard_fuzz::yaml_lines(text);
     let parsed = match parse_file("fuzz.yaml", text) {
         Ok(parsed) => parsed,
         Err(errors) => {

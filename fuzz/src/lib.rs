@@ -14,7 +14,7 @@ use base64::Engine as _;
 use draguard::admission::Incoming;
 use draguard::cluster::NoCluster;
 use draguard::policy::PolicySet;
-use draguard::review::{Context, Decision, Phase};
+use draguard::review::{Context, Decision, Denial, Phase};
 use json_patch::PatchOperation;
 use serde_json::Value;
 
@@ -32,6 +32,16 @@ pub const OUTPUT_BASE: usize = 64 << 10;
 /// echoing the whole source) is orders of magnitude past it.
 pub const OUTPUT_FACTOR: usize = 16;
 
+/// How many bytes of an uncapped report one input byte may cost: the
+/// verdict before the answer's caps, and `check`'s findings, hold one
+/// cause per bad element, each with Kubernetes' fixed text, its field path
+/// and (in `check`) the position and object name. The smallest bad
+/// element, `{}, ` in a list of tolerations or requests, gets one or two
+/// such causes: 40 to 90 bytes of report per input byte, linear in the
+/// input. The amplification of issue 16, one error per nesting level each
+/// echoing the whole source, is 12,000 bytes per input byte.
+pub const REPORT_FACTOR: usize = 128;
+
 /// The most bytes an output computed from `input_len` bytes of input may have.
 pub fn output_bound(input_len: usize) -> usize {
     OUTPUT_BASE + OUTPUT_FACTOR * input_len
@@ -39,13 +49,37 @@ pub fn output_bound(input_len: usize) -> usize {
 
 /// Panics (a finding) when `what` is larger than [`output_bound`].
 pub fn assert_bounded(what: &str, output_len: usize, input_len: usize) {
+    assert_within(what, output_len, input_len, OUTPUT_FACTOR);
+}
+
+/// Panics (a finding) when the uncapped report `what` is larger than
+/// [`OUTPUT_BASE`] + [`REPORT_FACTOR`] x the input.
+pub fn assert_report_bounded(what: &str, output_len: usize, input_len: usize) {
+    assert_within(what, output_len, input_len, REPORT_FACTOR);
+}
+
+fn assert_within(what: &str, output_len: usize, input_len: usize, factor: usize) {
+    let bound = OUTPUT_BASE + factor * input_len;
     assert!(
-        output_len <= output_bound(input_len),
-        "{what}: {output_len} bytes of output for {input_len} bytes of input (bound {} + {} x input = {})",
-        OUTPUT_BASE,
-        OUTPUT_FACTOR,
-        output_bound(input_len)
+        output_len <= bound,
+        "{what}: {output_len} bytes of output for {input_len} bytes of input (bound {OUTPUT_BASE} + {factor} x input = {bound})"
     );
+}
+
+/// The text a verdict carries before the answer caps it: every cause,
+/// violation, warning and audit line. The server builds (and logs from)
+/// this, so an amplification here costs memory and time even where the
+/// answer is cut.
+pub fn decision_text_len(decision: &Decision) -> usize {
+    let denial = match &decision.denial {
+        None => 0,
+        Some(Denial::Invalid { errors, .. }) => errors.iter().map(|e| e.to_string().len()).sum(),
+        Some(Denial::Forbidden { violations, .. }) => violations.iter().map(|v| v.message.len()).sum(),
+        Some(Denial::BadRequest(e)) => e.to_string().len(),
+    };
+    let warnings: usize = decision.warnings.iter().map(|w| w.message.len()).sum();
+    let audit: usize = decision.audit.iter().map(String::len).sum();
+    denial + warnings + audit
 }
 
 /// The clock of every review: fixed, so a crash reproduces.
@@ -145,6 +179,11 @@ pub fn answer_all_phases(body: &[u8], policies: &PolicySet) -> Option<Answers> {
 fn answer_one(incoming: &Incoming, body: &Value, body_len: usize, phase: Phase, policies: &PolicySet) -> Answered {
     let ctx = context(phase, policies);
     let decision = incoming.decide(&ctx);
+    assert_report_bounded(
+        &format!("{phase:?} verdict before the answer's caps"),
+        decision_text_len(&decision),
+        body_len,
+    );
     let answer = incoming.answer_with(&decision, &ctx);
     let bytes = match answer.to_vec() {
         Ok(bytes) => bytes,
@@ -225,6 +264,22 @@ pub fn with_object(body: &Value, object: Value) -> Vec<u8> {
         request.insert("object".to_owned(), object);
     }
     serde_json::to_vec(&body).unwrap_or_default()
+}
+
+/// How many lines a YAML parser sees in `text`: YAML breaks lines at
+/// `\n`, `\r\n` and a lone `\r` (where `str::lines` sees one line), and
+/// YAML 1.1 parsers also at NEL, LS and PS. A position past this is wrong.
+pub fn yaml_lines(text: &str) -> u64 {
+    let mut lines = 1;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}' => lines += 1,
+            _ => {}
+        }
+    }
+    lines
 }
 
 /// A conformance case (`tests/conformance/*.json`) holds its
