@@ -12,7 +12,7 @@
 
 use draguard::field::Path;
 use draguard::rules::cel::{
-    CEL_SELECTOR_EXPRESSION_MAX_LENGTH, CompileError, compile, compile_program, validate_expression,
+    CEL_SELECTOR_EXPRESSION_MAX_LENGTH, CompileBudget, CompileError, compile, compile_program, validate_expression,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -25,7 +25,8 @@ fuzz_target!(|data: &[u8]| {
         .index(0)
         .child("cel")
         .child("expression");
-    let errors = validate_expression(expression, &path);
+    // A fresh budget per expression, as each review gets its own.
+    let errors = validate_expression(expression, &path, &CompileBudget::default());
     assert!(errors.len() <= 1, "{} errors for one expression", errors.len());
     for e in &errors {
         let size = e.to_string().len();

@@ -110,6 +110,7 @@ pub fn context(phase: Phase, policies: &PolicySet) -> Context<'_> {
         policies,
         toleration_restriction: None,
         phase,
+        deadline: None,
     }
 }
 
