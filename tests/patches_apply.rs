@@ -245,6 +245,7 @@ fn decide(world: &World, setting: Setting, body: &[u8], phase: Phase) -> Result<
         policies: &world.policy_sets[setting.policies].1,
         toleration_restriction: setting.restriction.then_some(&world.restriction),
         phase,
+        deadline: None,
     };
     Ok(incoming.answer(&ctx))
 }

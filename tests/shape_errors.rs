@@ -89,6 +89,7 @@ fn answers(body: &[u8]) -> Vec<(String, Value)> {
                 policies,
                 toleration_restriction: restriction,
                 phase,
+                deadline: None,
             };
             out.push((format!("{phase:?} {label}"), incoming.answer(&ctx).1));
         }
