@@ -6,12 +6,17 @@
 //! 248 MB answer at a 1.07 GB peak; 280 distinct malformed 10 KB selectors
 //! (2.9 MB) reached 5.6 GB at the 10 s deadline and ran on after the 504.
 
+mod support {
+    pub mod reviews;
+}
+
 use std::io::{BufRead as _, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::reviews;
 
 /// The bounds the issue sets.
 const ANSWER_MAX: usize = 64 << 10;
@@ -96,7 +101,7 @@ impl Drop for Served {
 }
 
 /// A claim review with these selectors, 32 to a request.
-fn claim_review(expressions: &[String]) -> Value {
+fn selector_review(expressions: &[String]) -> Value {
     let requests: Vec<Value> = expressions
         .chunks(32)
         .enumerate()
@@ -105,25 +110,7 @@ fn claim_review(expressions: &[String]) -> Value {
             json!({"name": format!("r{r}"), "exactly": {"deviceClassName": "gpu", "selectors": selectors}})
         })
         .collect();
-    json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "cel-bounds",
-            "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
-            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
-            "name": "c",
-            "namespace": "ns",
-            "operation": "CREATE",
-            "userInfo": {"username": "u"},
-            "object": {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceClaim",
-                "metadata": {"name": "c", "namespace": "ns"},
-                "spec": {"devices": {"requests": requests}}
-            }
-        }
-    })
+    reviews::claim_review("cel-bounds", Value::Array(requests))
 }
 
 /// `[`×5000, `inner`, `]`×5000: the parser reports an error per level past
@@ -146,7 +133,7 @@ fn selector_field(i: usize) -> String {
 #[tokio::test]
 async fn a_deeply_nested_selector_gets_a_small_denial() {
     let served = Served::start();
-    let review = claim_review(&[deep("1")]);
+    let review = selector_review(&[deep("1")]);
     let request = serde_json::to_vec(&review).expect("json").len();
     assert!((10_000..11_000).contains(&request), "{request}");
     let (status, answer) = served.validate("30s", &review).await;
@@ -179,7 +166,7 @@ async fn a_deeply_nested_selector_gets_a_small_denial() {
 async fn many_malformed_selectors_are_refused_within_the_budget() {
     let served = Served::start();
     let expressions: Vec<String> = (0..280).map(|i| deep(&i.to_string())).collect();
-    let review = claim_review(&expressions);
+    let review = selector_review(&expressions);
     let (status, answer) = served.validate("30s", &review).await;
     assert_eq!(status, reqwest::StatusCode::OK, "{}", String::from_utf8_lossy(&answer));
     assert!(answer.len() < ANSWER_MAX, "{} bytes", answer.len());
@@ -214,7 +201,7 @@ async fn many_malformed_selectors_are_refused_within_the_budget() {
 #[tokio::test]
 async fn an_inline_review_stops_at_its_deadline() {
     let served = Served::start();
-    let review = claim_review(&[deep("2")]);
+    let review = selector_review(&[deep("2")]);
     let (status, answer) = served.validate("100ms", &review).await;
     assert_eq!(status, reqwest::StatusCode::GATEWAY_TIMEOUT);
     assert_eq!(String::from_utf8_lossy(&answer), "review did not finish within 100ms");

@@ -4,6 +4,7 @@
 //! finish within the shutdown timeout.
 
 mod support {
+    pub mod reviews;
     pub mod server;
 }
 
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
+use support::reviews::valid_review;
 use support::server::*;
 use tokio::io::AsyncWriteExt;
 

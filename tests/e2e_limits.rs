@@ -4,6 +4,7 @@
 //! the backlog, and `/healthz` answers through all of it.
 
 mod support {
+    pub mod reviews;
     pub mod server;
 }
 
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
+use support::reviews::valid_review;
 use support::server::*;
 use tokio::io::AsyncWriteExt;
 

@@ -22,6 +22,10 @@
 //! ROLLING_RESTART_LOAD_SECONDS (load before SIGTERM, default 1),
 //! ROLLING_RESTART_PROPAGATION_MS (endpoint lag, default 1000).
 
+mod support {
+    pub mod reviews;
+}
+
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -29,7 +33,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
+use support::reviews::valid_review;
 
 const OLD: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
 const NEW: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
@@ -131,27 +136,7 @@ async fn wait_ready(ca: &Path, ip: Ipv4Addr, port: u16, child: &mut Child, log: 
 }
 
 fn review(uid: u64) -> Value {
-    json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": format!("uid-{uid}"),
-            "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
-            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
-            "name": "c",
-            "namespace": "ns",
-            "operation": "CREATE",
-            "userInfo": {"username": "u"},
-            "object": {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceClaim",
-                "metadata": {"name": "c", "namespace": "ns"},
-                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
-            },
-            "oldObject": null,
-            "dryRun": false
-        }
-    })
+    valid_review(&format!("uid-{uid}"))
 }
 
 #[derive(Debug, Default)]

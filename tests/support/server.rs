@@ -12,7 +12,6 @@ use std::time::Duration;
 use draguard::server::{self, RunningServer, ServerConfig, TlsSource};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
-use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -184,31 +183,6 @@ pub async fn closed(stream: &mut TlsStream<TcpStream>) -> bool {
         Ok(0) | Err(_) => true,
         Ok(_) => false,
     }
-}
-
-/// An AdmissionReview of a valid ResourceClaim, allowed as is.
-pub fn valid_review(uid: &str) -> Value {
-    json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": uid,
-            "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
-            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
-            "name": "c",
-            "namespace": "ns",
-            "operation": "CREATE",
-            "userInfo": {"username": "u"},
-            "object": {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceClaim",
-                "metadata": {"name": "c", "namespace": "ns"},
-                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
-            },
-            "oldObject": null,
-            "dryRun": false
-        }
-    })
 }
 
 /// A cluster view whose namespace lookup waits until the test lets it go:

@@ -1,0 +1,40 @@
+// Shared by the server test crates; each uses part of it.
+#![allow(dead_code)]
+
+//! AdmissionReviews of a ResourceClaim, the request the server tests send.
+
+use serde_json::{Value, json};
+
+/// A CREATE of ResourceClaim `ns/c` whose `spec.devices.requests` are
+/// `requests`.
+pub fn claim_review(uid: &str, requests: Value) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
+            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
+            "name": "c",
+            "namespace": "ns",
+            "operation": "CREATE",
+            "userInfo": {"username": "u"},
+            "object": {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": "c", "namespace": "ns"},
+                "spec": {"devices": {"requests": requests}}
+            },
+            "oldObject": null,
+            "dryRun": false
+        }
+    })
+}
+
+/// A valid claim, allowed as is.
+pub fn valid_review(uid: &str) -> Value {
+    claim_review(
+        uid,
+        json!([{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]),
+    )
+}
