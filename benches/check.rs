@@ -43,6 +43,7 @@ fn bench_check(c: &mut Criterion) {
         policies: Default::default(),
         namespace_labels: Default::default(),
         toleration_restriction: None,
+        target: Default::default(),
     };
     let report = check(&sources, &[], &options, |_, _| {}).expect("checks");
     assert_eq!(report.objects.len(), 10_000);

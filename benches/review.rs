@@ -61,6 +61,7 @@ fn bench_review(c: &mut Criterion) {
         toleration_restriction: None,
         phase: Phase::Validate,
         deadline: None,
+        target: Default::default(),
     };
     // Guard the benchmark against measuring a denial path by accident.
     let (decision, _) = Incoming::parse(&body).expect("review").answer(&ctx);

@@ -9,18 +9,18 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// `unknown` when built outside a git checkout.
 pub const GIT_COMMIT: &str = env!("DRAGUARD_GIT_COMMIT");
 
-/// The kube-apiserver minor version whose validation rules, limits and
-/// messages draguard reproduces.
-pub const KUBERNETES_VERSION: &str = "1.36";
+/// The kube-apiserver minor versions whose validation rules, limits and
+/// messages draguard reproduces ([`crate::kubernetes::KubeVersion::SUPPORTED`]).
+pub const KUBERNETES_VERSIONS: &str = "1.36, 1.37";
 
-/// `draguard --version`: `0.1.0 (commit 0123abcd4567, Kubernetes rules 1.36)`.
-/// `concat!` takes only literals, so the rules version is spelled twice; a
-/// test keeps the two equal.
+/// `draguard --version`: `0.1.0 (commit 0123abcd4567, Kubernetes rules 1.36, 1.37)`.
+/// `concat!` takes only literals, so the versions are spelled out here; a
+/// test keeps them equal to the supported list.
 pub const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (commit ",
     env!("DRAGUARD_GIT_COMMIT"),
-    ", Kubernetes rules 1.36)"
+    ", Kubernetes rules 1.36, 1.37)"
 );
 
 #[cfg(test)]
@@ -31,8 +31,9 @@ mod tests {
     fn long_version_names_all_three() {
         assert_eq!(
             LONG_VERSION,
-            format!("{VERSION} (commit {GIT_COMMIT}, Kubernetes rules {KUBERNETES_VERSION})")
+            format!("{VERSION} (commit {GIT_COMMIT}, Kubernetes rules {KUBERNETES_VERSIONS})")
         );
+        assert_eq!(KUBERNETES_VERSIONS, crate::kubernetes::KubeVersion::supported_list());
         assert!(!GIT_COMMIT.is_empty());
     }
 }

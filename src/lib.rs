@@ -13,6 +13,7 @@ pub mod controllers;
 pub mod explain;
 pub mod field;
 pub mod kinds;
+pub mod kubernetes;
 pub mod log_field;
 pub mod mutate;
 pub mod objects;

@@ -38,7 +38,7 @@ fn broken_example_is_denied_with_positions() {
             r#"examples/dra-workload/broken/training.yaml:19:13: error: ResourceClaimTemplate/ml/trainer-gpu: spec.spec.devices.requests[0].firstAvailable[0].tolerations[0].effect: Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None""#,
             r#"examples/dra-workload/broken/training.yaml:41:9: error: Deployment/ml/trainer: spec.template.spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when `tolerationSeconds` is set"#,
             r#"examples/dra-workload/broken/training.yaml:52:13: error: Deployment/ml/trainer: spec.template.spec.containers[0].resources.claims[0].request: Invalid value: "gpu/large": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"#,
-            "3 objects, 3 denied, 1 warning; no toleration policies (none named with --policies)",
+            "3 objects, 3 denied, 1 warning (Kubernetes 1.37 rules); no toleration policies (none named with --policies)",
         ]
     );
 }
@@ -49,7 +49,7 @@ fn fixed_example_is_admitted() {
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
     assert_eq!(
         stdout(&out),
-        "3 objects, 0 denied, 0 warnings; no toleration policies (none named with --policies)\n"
+        "3 objects, 0 denied, 0 warnings (Kubernetes 1.37 rules); no toleration policies (none named with --policies)\n"
     );
 }
 
@@ -81,7 +81,7 @@ fn stdin_multi_document_and_default_namespace() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stdout(&out),
-        "-:19:9: error: ResourceClaim/team-a/bad: spec.devices.requests[0].exactly.allocationMode: Unsupported value: \"Some\": supported values: \"All\", \"ExactCount\"\n2 objects, 1 denied, 0 warnings; no toleration policies (none named with --policies)\n"
+        "-:19:9: error: ResourceClaim/team-a/bad: spec.devices.requests[0].exactly.allocationMode: Unsupported value: \"Some\": supported values: \"All\", \"ExactCount\"\n2 objects, 1 denied, 0 warnings (Kubernetes 1.37 rules); no toleration policies (none named with --policies)\n"
     );
     let json = draguard(&["check", "-", "--namespace", "ci", "-o", "json"], Some(CLAIMS));
     let report: Value = serde_json::from_slice(&json.stdout).expect("JSON report");
@@ -95,7 +95,7 @@ fn stdin_multi_document_and_default_namespace() {
     );
     assert_eq!(
         stderr(&json).trim(),
-        "2 objects, 1 denied, 0 warnings; no toleration policies (none named with --policies)"
+        "2 objects, 1 denied, 0 warnings (Kubernetes 1.37 rules); no toleration policies (none named with --policies)"
     );
 }
 
@@ -292,13 +292,86 @@ fn unusable_input_exits_2() {
     assert_eq!(draguard(&["check"], None).status.code(), Some(2), "no path");
 }
 
+/// A version draguard has no rules for is refused with the list of the
+/// ones it has, before any input is read.
+#[test]
+fn an_unsupported_kubernetes_version_exits_2_with_the_supported_ones() {
+    let out = draguard(&["check", "--kubernetes-version", "1.35", BROKEN], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(
+            "invalid value '1.35' for '--kubernetes-version <VERSION>': \
+             Kubernetes 1.35 is not supported: draguard has the rules of 1.36, 1.37"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = draguard(&["check", "--feature-gates", "NoSuchGate=true", BROKEN], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with(
+            "draguard check: --feature-gates: unrecognized feature gate \"NoSuchGate\" for Kubernetes 1.37"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Every output format names the rules its verdicts followed.
+#[test]
+fn every_format_names_the_kubernetes_version() {
+    let args = |output: &'static str| ["check", BROKEN, "--kubernetes-version", "v1.36.2", "--output", output];
+    let text = draguard(&args("text"), None);
+    assert!(
+        stdout(&text).ends_with("3 objects, 3 denied, 1 warning (Kubernetes 1.36 rules); no toleration policies (none named with --policies)\n"),
+        "{}",
+        stdout(&text)
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&draguard(&args("json"), None))).expect("JSON");
+    assert_eq!(
+        json["kubernetes"],
+        serde_json::json!({"version": "1.36", "featureGates": ""})
+    );
+    let sarif: serde_json::Value = serde_json::from_str(&stdout(&draguard(&args("sarif"), None))).expect("SARIF");
+    assert_eq!(
+        sarif["runs"][0]["properties"]["kubernetes"],
+        serde_json::json!({"version": "1.36", "featureGates": ""})
+    );
+    let junit = stdout(&draguard(&args("junit"), None));
+    assert!(
+        junit.contains("<property name=\"kubernetes.version\" value=\"1.36\"/>"),
+        "{junit}"
+    );
+    let gated = draguard(
+        &[
+            "check",
+            BROKEN,
+            "--output",
+            "json",
+            "--feature-gates",
+            "DRADerivedAttributes=true",
+        ],
+        None,
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&gated)).expect("JSON");
+    assert_eq!(
+        json["kubernetes"],
+        serde_json::json!({"version": "1.37", "featureGates": "DRADerivedAttributes=true"})
+    );
+    assert!(
+        stderr(&gated).contains("(Kubernetes 1.37 rules with DRADerivedAttributes=true)"),
+        "{}",
+        stderr(&gated)
+    );
+}
+
 #[test]
 fn documents_that_are_not_objects_are_skipped_with_a_warning() {
     let out = draguard(&["check", "-"], Some("replicas: 3\n"));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         stdout(&out),
-        "-:1:1: warning: (no kind)/default/: skipped: not a Kubernetes object (no apiVersion or kind)\n1 object, 0 denied, 1 warning; no toleration policies (none named with --policies)\n"
+        "-:1:1: warning: (no kind)/default/: skipped: not a Kubernetes object (no apiVersion or kind)\n1 object, 0 denied, 1 warning (Kubernetes 1.37 rules); no toleration policies (none named with --policies)\n"
     );
 }
 
@@ -447,7 +520,7 @@ fn quota_counts_every_subrequest_for_every_replica() {
 /// The last line of `check` with one object denied, no warnings and an
 /// empty policy folder.
 fn summary(objects: usize, no_policies: &str) -> String {
-    format!("{objects} objects, 1 denied, 0 warnings; no toleration policies in {no_policies}")
+    format!("{objects} objects, 1 denied, 0 warnings (Kubernetes 1.37 rules); no toleration policies in {no_policies}")
 }
 
 /// The first line `check` prints when the template is charged past every
@@ -587,7 +660,7 @@ fn quota_from_a_policy_and_usage_in_input_order() {
         lines,
         vec![
             "-:10:1: error: ResourceClaim/ml/b: exceeded quota (policy \"ml-quota\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 6, requested 3",
-            "3 objects, 1 denied, 0 warnings",
+            "3 objects, 1 denied, 0 warnings (Kubernetes 1.37 rules)",
         ],
         "a uses 6 of 8; b (3) is denied and uses nothing; c (2) fits"
     );
@@ -715,7 +788,7 @@ fn tied_patches_warn_and_pass() {
     assert!(lines[1].starts_with("-:10:1: warning: ResourceSlicePatch/model-fix-b: ResourceSlicePatch \"model-fix-b\" has the same priority (0) as \"model-fix-a\""));
     assert_eq!(
         lines[2],
-        format!("2 objects, 0 denied, 2 warnings; no toleration policies in {empty}"),
+        format!("2 objects, 0 denied, 2 warnings (Kubernetes 1.37 rules); no toleration policies in {empty}"),
         "an empty folder is named in the summary"
     );
 
@@ -725,7 +798,7 @@ fn tied_patches_warn_and_pass() {
     );
     assert_eq!(
         stdout(&draguard(&["check", "-"], Some(&apart))),
-        "2 objects, 0 denied, 0 warnings; no toleration policies (none named with --policies)\n"
+        "2 objects, 0 denied, 0 warnings (Kubernetes 1.37 rules); no toleration policies (none named with --policies)\n"
     );
 
     std::fs::write(
@@ -785,7 +858,7 @@ fn a_policies_folder_in_the_working_directory_is_never_picked_up() {
     assert_eq!(
         stdout(&implicit),
         format!(
-            "1 object, 0 denied, 0 warnings{}\n",
+            "1 object, 0 denied, 0 warnings (Kubernetes 1.37 rules){}\n",
             "; no toleration policies (none named with --policies)"
         )
     );
@@ -840,7 +913,7 @@ spec:
             "{args:?}"
         );
         assert!(
-            lines[2].starts_with("2 objects, 2 denied, 0 warnings"),
+            lines[2].starts_with("2 objects, 2 denied, 0 warnings (Kubernetes 1.37 rules)"),
             "{args:?}: {text}"
         );
         let out = draguard(&[args, &["--output", "json"]].concat(), Some(manifests));

@@ -246,6 +246,7 @@ fn decide(world: &World, setting: Setting, body: &[u8], phase: Phase) -> Result<
         toleration_restriction: setting.restriction.then_some(&world.restriction),
         phase,
         deadline: None,
+        target: Default::default(),
     };
     Ok(incoming.answer(&ctx))
 }

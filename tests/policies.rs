@@ -87,6 +87,7 @@ fn decide_with(body: &Value, set: &PolicySet, cluster: &dyn ClusterView, phase: 
         toleration_restriction: None,
         phase,
         deadline: None,
+        target: Default::default(),
     };
     incoming.answer(&ctx)
 }
@@ -315,6 +316,7 @@ fn ptr_patch(file: &str) -> Value {
         toleration_restriction: Some(&config),
         phase: Phase::Mutate,
         deadline: None,
+        target: Default::default(),
     };
     serde_json::to_value(&incoming.answer(&ctx).0.patch).expect("json")
 }

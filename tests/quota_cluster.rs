@@ -63,6 +63,7 @@ fn decide_with(view: &LiveView, claim: Value) -> (draguard::review::Decision, Va
         toleration_restriction: None,
         phase: Phase::Validate,
         deadline: None,
+        target: Default::default(),
     };
     Incoming::parse(&review_of(claim)).expect("review").answer(&ctx)
 }
@@ -230,6 +231,7 @@ async fn patch_ties_with_watched_patches_warn() {
         toleration_restriction: None,
         phase: Phase::Validate,
         deadline: None,
+        target: Default::default(),
     };
     let (decision, response) = Incoming::parse(&body).expect("review").answer(&ctx);
     assert!(decision.allowed);

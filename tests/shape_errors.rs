@@ -90,6 +90,7 @@ fn answers(body: &[u8]) -> Vec<(String, Value)> {
                 toleration_restriction: restriction,
                 phase,
                 deadline: None,
+                target: Default::default(),
             };
             out.push((format!("{phase:?} {label}"), incoming.answer(&ctx).1));
         }

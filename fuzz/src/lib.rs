@@ -111,6 +111,7 @@ pub fn context(phase: Phase, policies: &PolicySet) -> Context<'_> {
         toleration_restriction: None,
         phase,
         deadline: None,
+        target: Default::default(),
     }
 }
 

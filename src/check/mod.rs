@@ -18,6 +18,7 @@ use serde_saphyr::Spanned;
 
 use crate::cluster::StaticView;
 use crate::field::{Path, Segment};
+use crate::kubernetes::Target;
 use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
@@ -36,6 +37,8 @@ pub struct Options {
     pub namespace_labels: StaticView,
     /// PodTolerationRestriction compatibility, when enabled.
     pub toleration_restriction: Option<TolerationRestrictionConfig>,
+    /// The Kubernetes release whose rules judge the objects.
+    pub target: Target,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -116,6 +119,9 @@ pub struct Report {
     /// Source names, indexed by `ObjectReport::source`.
     pub sources: Vec<String>,
     pub objects: Vec<ObjectReport>,
+    /// The Kubernetes release whose rules gave the verdicts: every output
+    /// format says which.
+    pub target: Target,
 }
 
 impl Report {
@@ -184,6 +190,7 @@ pub fn check(
     let mut report = Report {
         sources: sources.iter().map(|s| s.name.clone()).collect(),
         objects: Vec::with_capacity(objects.len()),
+        target: options.target,
     };
     for (n, object) in objects.into_iter().enumerate() {
         let old_value = identity(&object.value, &options.namespace).and_then(|k| old_objects.get(&k));
@@ -199,6 +206,7 @@ pub fn check(
             toleration_restriction: options.toleration_restriction.as_ref(),
             phase: Phase::Both,
             deadline: None,
+            target: options.target,
         };
         let verdict = check_object(n, object, old_value, options, &ctx, &spans);
         // Claims are created in input order: an admitted one uses quota.

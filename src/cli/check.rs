@@ -38,6 +38,8 @@ pub struct CheckArgs {
     pub namespace_labels: Vec<(String, Vec<(String, String)>)>,
     #[command(flatten)]
     pub toleration_restriction: super::TolerationRestrictionArgs,
+    #[command(flatten)]
+    pub target: super::target::TargetArgs,
 }
 
 /// `ml=team=ml,tier=gold` into the namespace and its labels.
@@ -86,6 +88,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return unusable(&e.to_string()),
     };
+    let target = match args.target.target() {
+        Ok(target) => target,
+        Err(e) => return unusable(&e.to_string()),
+    };
     let no_policies = policies.is_empty().then(|| match &args.policies {
         None => "no toleration policies (none named with --policies)".to_owned(),
         Some(dir) => format!("no toleration policies in {}", dir.display()),
@@ -96,6 +102,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         policies,
         namespace_labels,
         toleration_restriction,
+        target,
     };
     let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;
     let progress = |done: usize, total: usize| {

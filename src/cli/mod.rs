@@ -5,6 +5,7 @@ pub mod explain;
 pub mod policy;
 pub mod review;
 pub mod serve;
+pub mod target;
 
 use clap::{Parser, Subcommand};
 

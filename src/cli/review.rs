@@ -23,6 +23,8 @@ pub struct ReviewArgs {
     pub policies: Option<PathBuf>,
     #[command(flatten)]
     pub toleration_restriction: super::TolerationRestrictionArgs,
+    #[command(flatten)]
+    pub target: super::target::TargetArgs,
 }
 
 pub fn run(args: ReviewArgs) -> ExitCode {
@@ -55,6 +57,13 @@ pub fn run(args: ReviewArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let target = match args.target.target() {
+        Ok(target) => target,
+        Err(e) => {
+            eprintln!("draguard review: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let ctx = Context {
         now: jiff::Timestamp::now(),
         cluster: &NoCluster,
@@ -62,6 +71,7 @@ pub fn run(args: ReviewArgs) -> ExitCode {
         toleration_restriction: toleration_restriction.as_ref(),
         phase: if args.mutate { Phase::Mutate } else { Phase::Both },
         deadline: None,
+        target,
     };
     let decision = incoming.decide(&ctx);
     match serde_json::to_string_pretty(&incoming.answer_with(&decision, &ctx)) {

@@ -36,6 +36,9 @@ pub enum StartupError {
     },
     #[error("cannot create the Kubernetes client: {0}")]
     Client(#[source] kube::Error),
+    /// `--kubernetes-version` or `--feature-gates` name no usable rules.
+    #[error(transparent)]
+    Target(#[from] super::target::TargetError),
     /// A flag that works on the cluster, without one.
     #[error("{flag} needs a cluster (a kubeconfig or the in-cluster service account)")]
     NeedsCluster { flag: &'static str },
@@ -108,6 +111,8 @@ pub struct ServeArgs {
     pub kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     pub toleration_restriction: super::TolerationRestrictionArgs,
+    #[command(flatten)]
+    pub target: super::target::TargetArgs,
     /// Keep a ResourceQuota `draguard-<policy>` with the policy's quota in
     /// every namespace a policy selects, so the apiserver's own (atomic)
     /// quota admission enforces it under any concurrency. Needs a cluster;
@@ -265,6 +270,7 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     if let Some((view, _)) = &cluster {
         config = config.with_live_view(view.clone());
     }
+    config.target = rules_in_force(&args, cluster.as_ref().map(|(_, client)| client)).await?;
     let cert_manager = match (managed, &cluster) {
         (Some(cert), Some((_, client))) => {
             let settings = webhook_cert_settings(&args);
@@ -319,6 +325,41 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     running.wait().await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// How long `serve` waits for the apiserver's `/version` at start.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The Kubernetes rules to judge with: `--kubernetes-version`, else the
+/// apiserver's own version, else the newest. Logged, since every verdict
+/// depends on it. An apiserver that does not answer `/version` in time
+/// leaves the newest rules, with a warning that names the flag to pin them.
+async fn rules_in_force(
+    args: &ServeArgs,
+    client: Option<&kube::Client>,
+) -> Result<crate::kubernetes::Target, StartupError> {
+    let mut reported = None;
+    if let (None, Some(client)) = (args.target.kubernetes_version, client) {
+        match tokio::time::timeout(VERSION_TIMEOUT, client.apiserver_version()).await {
+            Ok(Ok(info)) => reported = Some(info.git_version),
+            Ok(Err(e)) => tracing::warn!(
+                error = %e,
+                "cannot read the apiserver's /version: judging with the newest rules; pin them with --kubernetes-version"
+            ),
+            Err(_) => tracing::warn!(
+                timeout = ?VERSION_TIMEOUT,
+                "the apiserver's /version did not answer: judging with the newest rules; pin them with --kubernetes-version"
+            ),
+        }
+    }
+    let (target, source) = args.target.resolve(reported.as_deref())?;
+    let gates = target.gates.changed_from_defaults(target.version);
+    if matches!(source, super::target::VersionSource::NearestToApiserver(_)) {
+        tracing::warn!(kubernetes = %target.version, feature_gates = gates, %source, "Kubernetes rules in force");
+    } else {
+        tracing::info!(kubernetes = %target.version, feature_gates = gates, %source, "Kubernetes rules in force");
+    }
+    Ok(target)
 }
 
 /// Raises the open-file limit to the hard limit, and says what it got: the

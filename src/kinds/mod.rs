@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::cluster::ClusterView;
 use crate::field::FieldError;
+use crate::kubernetes::Target;
 use crate::objects::pod::PodSpecView;
 use crate::objects::{DecodeError, ObjectJson};
 use crate::policy::apply::TolerationList;
@@ -181,6 +182,8 @@ pub struct Facts<'a> {
     pub cluster: &'a dyn ClusterView,
     /// What this request may spend compiling CEL selectors, and its deadline.
     pub cel: &'a CompileBudget,
+    /// The Kubernetes release whose rules apply.
+    pub target: Target,
 }
 
 /// A typed view of an object: every one has the object's metadata.

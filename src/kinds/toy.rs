@@ -90,6 +90,7 @@ mod tests {
             toleration_restriction: None,
             phase: Phase::Validate,
             deadline: None,
+            target: Default::default(),
         };
         let (decision, response) = Incoming::parse(&bytes).expect("review").answer(&ctx);
         assert_eq!(decision.cause_fields(), vec!["spec.size"]);
@@ -113,6 +114,7 @@ mod tests {
             policies: Default::default(),
             namespace_labels: Default::default(),
             toleration_restriction: None,
+            target: Default::default(),
         };
         let report = check(&sources, &[], &options, |_, _| {}).expect("checked");
         let object = &report.objects[0];

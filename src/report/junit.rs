@@ -19,6 +19,14 @@ pub fn render(report: &Report) -> String {
         report.objects.len(),
         report.denied()
     );
+    let target = &report.target;
+    let _ = writeln!(
+        out,
+        "    <properties>\n      <property name=\"kubernetes.version\" value=\"{}\"/>\n      \
+         <property name=\"kubernetes.featureGates\" value=\"{}\"/>\n    </properties>",
+        target.version,
+        escape(&target.gates.changed_from_defaults(target.version))
+    );
     for object in &report.objects {
         let file = report.sources.get(object.source).map_or("-", String::as_str);
         let _ = write!(

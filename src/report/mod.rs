@@ -33,15 +33,25 @@ fn pretty(v: &Value) -> String {
     s
 }
 
-/// `N objects, N denied, N warnings`.
+/// `N objects, N denied, N warnings (Kubernetes 1.37 rules)`, and the
+/// feature gates set differently from the version's defaults (`rules with
+/// DRADerivedAttributes=true`).
 pub fn summary(report: &Report) -> String {
     let n = report.objects.len();
     let plural = |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
+    let target = &report.target;
+    let gates = target.gates.changed_from_defaults(target.version);
+    let gates = if gates.is_empty() {
+        gates
+    } else {
+        format!(" with {gates}")
+    };
     format!(
-        "{}, {} denied, {}",
+        "{}, {} denied, {} (Kubernetes {} rules{gates})",
         plural(n, "object"),
         report.denied(),
-        plural(report.warnings(), "warning")
+        plural(report.warnings(), "warning"),
+        target.version
     )
 }
 
@@ -79,6 +89,16 @@ fn text(report: &Report, color: bool) -> String {
     out
 }
 
+/// The rules the verdicts followed: `{"version": "1.37", "featureGates":
+/// "A=true"}` (the gates set differently from the version's defaults).
+fn kubernetes(report: &Report) -> Value {
+    let target = &report.target;
+    json!({
+        "version": target.version.as_str(),
+        "featureGates": target.gates.changed_from_defaults(target.version),
+    })
+}
+
 fn json_report(report: &Report) -> Value {
     let objects: Vec<Value> = report
         .objects
@@ -114,5 +134,6 @@ fn json_report(report: &Report) -> Value {
     json!({
         "objects": objects,
         "summary": {"objects": report.objects.len(), "denied": report.denied(), "warnings": report.warnings()},
+        "kubernetes": kubernetes(report),
     })
 }

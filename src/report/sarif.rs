@@ -46,6 +46,7 @@ pub fn render(report: &Report) -> Value {
                 "rules": rules,
             }},
             "results": results,
+            "properties": {"kubernetes": super::kubernetes(report)},
         }],
     })
 }

@@ -200,6 +200,7 @@ mod tests {
             toleration_restriction: Some(&config),
             phase,
             deadline: None,
+            target: Default::default(),
         };
         let incoming = Incoming::parse(&pod_create("broken")).expect("review");
         let (mutated, _) = incoming.answer(&ctx(Phase::Mutate));
@@ -273,6 +274,7 @@ mod tests {
                 toleration_restriction: None,
                 phase: Phase::Validate,
                 deadline: None,
+                target: Default::default(),
             };
             let (decision, _) = Incoming::parse(&patch_create(user)).expect("review").answer(&ctx);
             assert_eq!(decision.allowed, allowed, "{spec:?} {user}: {:?}", decision.denial);
@@ -323,6 +325,7 @@ mod tests {
             toleration_restriction: None,
             phase,
             deadline: None,
+            target: Default::default(),
         };
         let warning = "policy \"gpu-defaults\": default toleration example.com/maintenance:NoSchedule not added: spec.devices.requests[0].exactly.tolerations would then hold more than 16 tolerations";
         let full = Incoming::parse(&claim_create(16)).expect("review");
@@ -374,6 +377,7 @@ mod tests {
             toleration_restriction: None,
             phase,
             deadline,
+            target: Default::default(),
         };
         let incoming =
             Incoming::parse(&claim_with_selectors(&["device.driver == \"gpu.example.com\""])).expect("review");
@@ -403,6 +407,7 @@ mod tests {
             toleration_restriction: None,
             phase: Phase::Validate,
             deadline: Some(std::time::Instant::now() + std::time::Duration::from_millis(50)),
+            target: Default::default(),
         };
         let decision = incoming.decide(&ctx);
         assert!(decision.missed_deadline(), "{decision:?}");

@@ -9,6 +9,7 @@ use kube::core::{GroupVersionKind, GroupVersionResource};
 use serde::Deserialize;
 
 use crate::cluster::ClusterView;
+use crate::kubernetes::Target;
 use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
@@ -75,6 +76,9 @@ pub struct Context<'a> {
     /// CEL compiles, its answer no longer read. `None` (the CLI): it runs
     /// to the end.
     pub deadline: Option<Instant>,
+    /// The Kubernetes release whose rules judge the object: its version
+    /// and feature gates.
+    pub target: Target,
 }
 
 impl Context<'_> {

@@ -17,6 +17,7 @@ pub fn validate<K: AdmittedKind>(
         namespace: subject.namespace(),
         cluster: ctx.cluster,
         cel,
+        target: ctx.target,
     };
     K::validate(&subject.view, subject.old.as_ref(), &facts)
 }

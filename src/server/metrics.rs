@@ -22,6 +22,9 @@ use prometheus_client::registry::Registry;
 use super::tls::CertStore;
 use crate::build_info;
 use crate::cluster::ClusterView;
+#[cfg(test)]
+use crate::kubernetes::KubeVersion;
+use crate::kubernetes::Target;
 use crate::policy::reload::PolicyStore;
 
 /// What `/metrics` answers with: prometheus-client writes OpenMetrics 1.0.
@@ -138,17 +141,12 @@ pub(crate) struct Metrics {
     connection_timeouts: Family<TimeoutLabels, Counter>,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Metrics {
     /// The request metrics, `draguard_build_info` and, on Linux, the
     /// `process_*` metrics. Add the state collectors with the `watch_*`
     /// methods before sharing it.
-    pub(crate) fn new() -> Self {
+    /// `target`: the rules in force, for `draguard_build_info`.
+    pub(crate) fn new(target: Target) -> Self {
         let mut registry = Registry::default();
         // Help texts registered here have no final period: the registry
         // adds one. Collectors write theirs whole.
@@ -217,11 +215,13 @@ impl Metrics {
         // The encoder appends `_info`.
         registry.register(
             "draguard_build",
-            "The running draguard: version, git commit and the Kubernetes version whose rules it carries",
+            "The running draguard: version, git commit, the Kubernetes version whose rules are in force \
+             and the feature gates set differently from that version's defaults",
             Info::new([
-                ("version", build_info::VERSION),
-                ("commit", build_info::GIT_COMMIT),
-                ("kubernetes", build_info::KUBERNETES_VERSION),
+                ("version", build_info::VERSION.to_owned()),
+                ("commit", build_info::GIT_COMMIT.to_owned()),
+                ("kubernetes", target.version.to_string()),
+                ("feature_gates", target.gates.changed_from_defaults(target.version)),
             ]),
         );
         #[cfg(target_os = "linux")]
@@ -522,7 +522,7 @@ mod tests {
 
     #[test]
     fn renders_counters_and_cumulative_buckets_by_endpoint() {
-        let m = Metrics::default();
+        let m = Metrics::new(Target::default());
         m.answered("validate", "ResourceClaim", true, Duration::from_micros(200));
         m.answered("validate", "ResourceClaim", true, Duration::from_millis(2));
         m.answered("mutate", "other", true, Duration::from_secs(60));
@@ -570,15 +570,23 @@ mod tests {
 
     #[test]
     fn build_info_names_version_commit_and_rules() {
-        let text = Metrics::new().render();
+        let text = Metrics::new(Target::default()).render();
         has(&text, "# TYPE draguard_build info");
         has(
             &text,
             &format!(
-                "draguard_build_info{{version=\"{}\",commit=\"{}\",kubernetes=\"{}\"}} 1",
+                "draguard_build_info{{version=\"{}\",commit=\"{}\",kubernetes=\"1.37\",feature_gates=\"\"}} 1",
                 build_info::VERSION,
                 build_info::GIT_COMMIT,
-                build_info::KUBERNETES_VERSION
+            ),
+        );
+        let target = Target::with_gates(KubeVersion::V1_36, "DRADeviceTaintRules=true").expect("a 1.36 gate");
+        has(
+            &Metrics::new(target).render(),
+            &format!(
+                "draguard_build_info{{version=\"{}\",commit=\"{}\",kubernetes=\"1.36\",feature_gates=\"DRADeviceTaintRules=true\"}} 1",
+                build_info::VERSION,
+                build_info::GIT_COMMIT,
             ),
         );
     }
@@ -586,7 +594,7 @@ mod tests {
     #[test]
     fn policy_reloads_and_policies_in_force() {
         let store = PolicyStore::default();
-        let mut m = Metrics::new();
+        let mut m = Metrics::new(Target::default());
         m.watch_policies(store.clone());
         let text = m.render();
         has(&text, "draguard_policy_reloads_total{result=\"success\"} 0");
@@ -646,7 +654,7 @@ mod tests {
 
     #[test]
     fn cache_state_by_cache() {
-        let mut m = Metrics::new();
+        let mut m = Metrics::new(Target::default());
         m.watch_caches(Arc::new(Caches));
         let text = m.render();
         for line in [
@@ -673,7 +681,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn deploy_monitoring_queries_exported_metrics() {
-        let mut m = Metrics::new();
+        let mut m = Metrics::new(Target::default());
         m.watch_policies(PolicyStore::default());
         m.watch_caches(Arc::new(Caches));
         m.watch_capacity(Capacity {
@@ -724,7 +732,7 @@ mod tests {
     #[test]
     fn capacity_gauges_read_the_server_at_scrape_time() {
         let open = Arc::new(std::sync::atomic::AtomicUsize::new(3));
-        let mut m = Metrics::new();
+        let mut m = Metrics::new(Target::default());
         let reading = open.clone();
         m.watch_capacity(Capacity {
             connections: Box::new(move || (reading.load(std::sync::atomic::Ordering::Relaxed), 896)),
@@ -745,7 +753,7 @@ mod tests {
 
     #[test]
     fn no_cluster_no_cache_series() {
-        let mut m = Metrics::new();
+        let mut m = Metrics::new(Target::default());
         m.watch_caches(Arc::new(crate::cluster::NoCluster));
         let text = m.render();
         lacks(&text, "draguard_cache_");

@@ -139,6 +139,8 @@ pub struct ServerConfig {
     pub shutdown_delay: Duration,
     /// Once the listener has closed: how long in-flight requests get.
     pub shutdown_timeout: Duration,
+    /// The Kubernetes release whose rules judge every review.
+    pub target: crate::kubernetes::Target,
 }
 
 impl ServerConfig {
@@ -161,6 +163,7 @@ impl ServerConfig {
             limits: Limits::default(),
             shutdown_delay: Duration::ZERO,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            target: Default::default(),
         }
     }
 
@@ -345,7 +348,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         .unwrap_or_else(|| fd_limit::default_max_connections(fd_limit::soft_fd_limit()));
     let open = Arc::new(connections::OpenConnections::new(max_connections));
     let intake = Arc::new(intake::Intake::new(&config.limits, config.max_body));
-    let mut metrics = metrics::Metrics::new();
+    let mut metrics = metrics::Metrics::new(config.target);
     metrics.watch_policies(config.policies.clone());
     metrics.watch_certificate(prepared.store);
     metrics.watch_caches(config.cluster.clone());
@@ -370,6 +373,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         activity,
         intake,
         draining: draining.clone(),
+        target: config.target,
     };
     let app = routes::router(state);
     let shared = Arc::new(connection::Shared {

@@ -17,6 +17,7 @@ use super::intake::Intake;
 use super::metrics::{self, Metrics};
 use crate::admission::Incoming;
 use crate::cluster::ClusterView;
+use crate::kubernetes::Target;
 use crate::log_field::clip;
 use crate::policy::PolicySet;
 use crate::policy::reload::PolicyStore;
@@ -35,6 +36,8 @@ pub(crate) struct AppState {
     /// The review cap and the body limits of `/validate` and `/mutate`.
     pub(crate) intake: Arc<Intake>,
     pub(crate) draining: Draining,
+    /// The Kubernetes release whose rules judge every review.
+    pub(crate) target: Target,
 }
 
 /// `/healthz` and `/readyz` are never behind the review cap: they answer
@@ -141,6 +144,7 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
             &*state.cluster,
             &policies,
             state.toleration_restriction.as_deref(),
+            state.target,
             stop_at,
         );
         drop(slot);
@@ -148,6 +152,7 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
     }
     let cluster = state.cluster.clone();
     let toleration_restriction = state.toleration_restriction.clone();
+    let target = state.target;
     let task = tokio::task::spawn_blocking(move || {
         // Held until the review ends, even past its deadline: a review
         // still running counts against the cap.
@@ -158,6 +163,7 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
             &*cluster,
             &policies,
             toleration_restriction.as_deref(),
+            target,
             stop_at,
         )
     });
@@ -263,6 +269,7 @@ fn decide(
     cluster: &dyn ClusterView,
     policies: &PolicySet,
     toleration_restriction: Option<&TolerationRestrictionConfig>,
+    target: Target,
     deadline: Instant,
 ) -> ReviewOutcome {
     let incoming = match Incoming::parse(body) {
@@ -276,6 +283,7 @@ fn decide(
         toleration_restriction,
         phase: endpoint.phase(),
         deadline: Some(deadline),
+        target,
     };
     let decision = incoming.decide(&ctx);
     if decision.missed_deadline() {

@@ -50,6 +50,8 @@ pub struct Objects {
     pub secret_get_barrier: Option<(Arc<tokio::sync::Barrier>, usize)>,
     /// When set, every webhook configuration PATCH is forbidden (403).
     pub forbid_webhook_patches: bool,
+    /// `gitVersion` of `GET /version` (`v1.36.2`); unset, `/version` is a 404.
+    pub git_version: Option<String>,
 }
 
 impl Objects {
@@ -101,6 +103,7 @@ impl FakeApiServer {
             watched: watched.clone(),
         };
         let app = Router::new()
+            .route("/version", axum::routing::get(version))
             .route("/api/v1/namespaces", axum::routing::get(list_namespaces))
             .route("/api/v1/resourcequotas", axum::routing::get(list_all_quotas))
             .route(
@@ -239,6 +242,27 @@ fn of_method(records: &[(String, String)], method: &str) -> Vec<String> {
 }
 
 type Params = Query<HashMap<String, String>>;
+
+/// `GET /version` as a kube-apiserver answers it.
+async fn version(State(s): State<Shared>) -> Response {
+    let git_version = s.lock().expect("objects").git_version.clone();
+    let Some(git_version) = git_version else {
+        return (StatusCode::NOT_FOUND, "404 page not found").into_response();
+    };
+    let minor = git_version.split('.').nth(1).unwrap_or("").to_owned();
+    axum::Json(json!({
+        "major": "1",
+        "minor": minor,
+        "gitVersion": git_version,
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-07-22T00:00:00Z",
+        "goVersion": "go1.26.3",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    }))
+    .into_response()
+}
 
 async fn list_namespaces(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
     w.serve("namespaces", None, q).await

@@ -1,0 +1,314 @@
+//! The apiserver's feature gates that change what draguard's rules say,
+//! with each version's defaults, and `--feature-gates` in the apiserver's
+//! syntax (`A=true,B=false`).
+//!
+//! Only gates known to the chosen version are accepted, as the apiserver
+//! does; a gate that the rules do not read yet is still accepted, so a
+//! cluster's flag line can be copied whole.
+
+use std::fmt;
+
+use super::KubeVersion;
+
+/// A feature gate of the kube-apiserver that bears on DRA, taints or
+/// tolerations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Gate {
+    /// Enforces the beta declarative validation of the DRA types (1.37).
+    DeclarativeValidationBeta,
+    DRAAdminAccess,
+    DRAConsumableCapacity,
+    DRADerivedAttributes,
+    DRADeviceBindingConditions,
+    DRADeviceCompatibilityGroups,
+    DRADeviceTaintRules,
+    DRADeviceTaints,
+    DRAExtendedResource,
+    DRAFractionalCapacityRange,
+    DRANodeAllocatableResources,
+    DRAOptionalNodeOperations,
+    DRAPartitionableDevices,
+    DRAPartitionableDevicesType,
+    DRAPrioritizedList,
+    TaintTolerationComparisonOperators,
+}
+
+/// A gate's state in one version: its default, and whether it may be
+/// changed at all (a GA gate is locked to its default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct GateState {
+    default: bool,
+    locked: bool,
+}
+
+const OFF: Option<GateState> = Some(GateState {
+    default: false,
+    locked: false,
+});
+const ON: Option<GateState> = Some(GateState {
+    default: true,
+    locked: false,
+});
+const GA: Option<GateState> = Some(GateState {
+    default: true,
+    locked: true,
+});
+/// The version does not have the gate: the apiserver refuses its name.
+const ABSENT: Option<GateState> = None;
+
+/// Every gate with its state in 1.36 and in 1.37 (SPEC-k8s-1.37.md §2.1,
+/// the kubernetes.io feature-gate pages of each release).
+const GATES: &[(Gate, &str, [Option<GateState>; 2])] = &[
+    (Gate::DeclarativeValidationBeta, "DeclarativeValidationBeta", [ON, ON]),
+    (Gate::DRAAdminAccess, "DRAAdminAccess", [GA, GA]),
+    (Gate::DRAConsumableCapacity, "DRAConsumableCapacity", [ON, ON]),
+    (Gate::DRADerivedAttributes, "DRADerivedAttributes", [ABSENT, OFF]),
+    (Gate::DRADeviceBindingConditions, "DRADeviceBindingConditions", [ON, ON]),
+    (
+        Gate::DRADeviceCompatibilityGroups,
+        "DRADeviceCompatibilityGroups",
+        [ABSENT, OFF],
+    ),
+    (Gate::DRADeviceTaintRules, "DRADeviceTaintRules", [OFF, ON]),
+    (Gate::DRADeviceTaints, "DRADeviceTaints", [ON, ON]),
+    (Gate::DRAExtendedResource, "DRAExtendedResource", [ON, ON]),
+    (
+        Gate::DRAFractionalCapacityRange,
+        "DRAFractionalCapacityRange",
+        [ABSENT, OFF],
+    ),
+    (
+        Gate::DRANodeAllocatableResources,
+        "DRANodeAllocatableResources",
+        [OFF, OFF],
+    ),
+    (
+        Gate::DRAOptionalNodeOperations,
+        "DRAOptionalNodeOperations",
+        [ABSENT, OFF],
+    ),
+    (Gate::DRAPartitionableDevices, "DRAPartitionableDevices", [ON, ON]),
+    (
+        Gate::DRAPartitionableDevicesType,
+        "DRAPartitionableDevicesType",
+        [ABSENT, OFF],
+    ),
+    (Gate::DRAPrioritizedList, "DRAPrioritizedList", [GA, GA]),
+    (
+        Gate::TaintTolerationComparisonOperators,
+        "TaintTolerationComparisonOperators",
+        [OFF, OFF],
+    ),
+];
+
+fn column(version: KubeVersion) -> usize {
+    match version {
+        KubeVersion::V1_36 => 0,
+        KubeVersion::V1_37 => 1,
+    }
+}
+
+fn index(gate: Gate) -> usize {
+    GATES.iter().position(|(g, _, _)| *g == gate).unwrap_or(0)
+}
+
+impl Gate {
+    /// The gate's name, as `--feature-gates` spells it.
+    pub fn name(self) -> &'static str {
+        GATES[index(self)].1
+    }
+}
+
+impl fmt::Display for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which gates are on, one bit per row of the gate table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeatureGates {
+    on: u32,
+}
+
+/// `--feature-gates` that the chosen version's apiserver would refuse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FeatureGateError {
+    #[error("unrecognized feature gate {name:?} for Kubernetes {version}; known gates: {known}")]
+    Unrecognized {
+        name: String,
+        version: KubeVersion,
+        known: String,
+    },
+    #[error("invalid value of {name}={value}: expected true or false")]
+    NotABool { name: String, value: String },
+    #[error("missing bool value for {name}: write {name}=true or {name}=false")]
+    MissingValue { name: String },
+    #[error("cannot set feature gate {name} to {value}: it is locked to {locked} in Kubernetes {version}")]
+    Locked {
+        name: String,
+        value: bool,
+        locked: bool,
+        version: KubeVersion,
+    },
+}
+
+impl FeatureGates {
+    /// The defaults of `version`.
+    pub fn defaults(version: KubeVersion) -> Self {
+        let mut gates = FeatureGates { on: 0 };
+        for (i, (_, _, states)) in GATES.iter().enumerate() {
+            if states[column(version)].is_some_and(|s| s.default) {
+                gates.on |= 1 << i;
+            }
+        }
+        gates
+    }
+
+    /// `spec` (`A=true,B=false`, as the apiserver's `--feature-gates`) over
+    /// the defaults of `version`. Empty entries are skipped; the values are
+    /// Go's `strconv.ParseBool` spellings.
+    pub fn parse(version: KubeVersion, spec: &str) -> Result<Self, FeatureGateError> {
+        let mut gates = FeatureGates::defaults(version);
+        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (name, value) = match entry.split_once('=') {
+                Some((name, value)) => (name.trim(), value.trim()),
+                None => {
+                    return Err(FeatureGateError::MissingValue { name: entry.to_owned() });
+                }
+            };
+            let Some(i) = GATES
+                .iter()
+                .position(|(_, n, states)| *n == name && states[column(version)].is_some())
+            else {
+                return Err(FeatureGateError::Unrecognized {
+                    name: name.to_owned(),
+                    version,
+                    known: known_names(version),
+                });
+            };
+            let value = parse_bool(value).ok_or_else(|| FeatureGateError::NotABool {
+                name: name.to_owned(),
+                value: value.to_owned(),
+            })?;
+            if let Some(state) = GATES[i].2[column(version)].filter(|s| s.locked && s.default != value) {
+                return Err(FeatureGateError::Locked {
+                    name: name.to_owned(),
+                    value,
+                    locked: state.default,
+                    version,
+                });
+            }
+            if value {
+                gates.on |= 1 << i;
+            } else {
+                gates.on &= !(1 << i);
+            }
+        }
+        Ok(gates)
+    }
+
+    /// Whether `gate` is on.
+    pub fn enabled(&self, gate: Gate) -> bool {
+        self.on & (1 << index(gate)) != 0
+    }
+
+    /// `A=true,B=false` for the gates that differ from `version`'s
+    /// defaults, in table order; empty when none does.
+    pub fn changed_from_defaults(&self, version: KubeVersion) -> String {
+        let defaults = FeatureGates::defaults(version);
+        GATES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| (self.on ^ defaults.on) & (1 << i) != 0)
+            .map(|(i, (_, name, _))| format!("{name}={}", self.on & (1 << i) != 0))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+fn known_names(version: KubeVersion) -> String {
+    GATES
+        .iter()
+        .filter(|(_, _, states)| states[column(version)].is_some())
+        .map(|(_, name, _)| *name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Go's `strconv.ParseBool`.
+fn parse_bool(value: &str) -> Option<bool> {
+    match value {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_version_has_its_defaults() {
+        let v36 = FeatureGates::defaults(KubeVersion::V1_36);
+        let v37 = FeatureGates::defaults(KubeVersion::V1_37);
+        assert!(!v36.enabled(Gate::DRADeviceTaintRules), "beta, off in 1.36");
+        assert!(v37.enabled(Gate::DRADeviceTaintRules), "GA in 1.37");
+        assert!(v37.enabled(Gate::DeclarativeValidationBeta));
+        assert!(!v37.enabled(Gate::DRADerivedAttributes), "alpha");
+        assert_eq!(v37.changed_from_defaults(KubeVersion::V1_37), "");
+    }
+
+    #[test]
+    fn gates_parse_in_the_apiservers_syntax() {
+        let gates = FeatureGates::parse(
+            KubeVersion::V1_37,
+            "DRADerivedAttributes=true, DeclarativeValidationBeta=false,,DRAConsumableCapacity=T",
+        )
+        .expect("valid");
+        assert!(gates.enabled(Gate::DRADerivedAttributes));
+        assert!(!gates.enabled(Gate::DeclarativeValidationBeta));
+        assert!(gates.enabled(Gate::DRAConsumableCapacity));
+        assert_eq!(
+            gates.changed_from_defaults(KubeVersion::V1_37),
+            "DeclarativeValidationBeta=false,DRADerivedAttributes=true"
+        );
+        assert_eq!(
+            FeatureGates::parse(KubeVersion::V1_37, ""),
+            Ok(FeatureGates::defaults(KubeVersion::V1_37))
+        );
+    }
+
+    #[test]
+    fn gates_the_apiserver_refuses_are_refused() {
+        let err = |version, spec| FeatureGates::parse(version, spec).expect_err("refused").to_string();
+        let unknown = err(KubeVersion::V1_36, "DRADerivedAttributes=true");
+        assert!(
+            unknown.starts_with("unrecognized feature gate \"DRADerivedAttributes\" for Kubernetes 1.36; known gates: DeclarativeValidationBeta, DRAAdminAccess,"),
+            "{unknown}"
+        );
+        assert_eq!(
+            err(KubeVersion::V1_37, "DRAPrioritizedList=false"),
+            "cannot set feature gate DRAPrioritizedList to false: it is locked to true in Kubernetes 1.37"
+        );
+        assert_eq!(
+            err(KubeVersion::V1_37, "DRADerivedAttributes=yes"),
+            "invalid value of DRADerivedAttributes=yes: expected true or false"
+        );
+        assert_eq!(
+            err(KubeVersion::V1_37, "DRADerivedAttributes"),
+            "missing bool value for DRADerivedAttributes: write DRADerivedAttributes=true or DRADerivedAttributes=false"
+        );
+    }
+
+    #[test]
+    fn the_table_fits_the_bitset_and_names_each_gate_once() {
+        assert!(GATES.len() <= 32);
+        for (i, (gate, name, _)) in GATES.iter().enumerate() {
+            assert_eq!(index(*gate), i, "{name} listed twice");
+            assert_eq!(gate.name(), *name);
+            assert_eq!(format!("{gate:?}"), *name, "the variant is the gate's name");
+        }
+    }
+}
