@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::cluster::ClusterView;
-use crate::field::{FieldError, Path};
+use crate::field::{BadValue, FieldError, Path};
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, ObjectJson, Whole};
 use crate::policy::apply::{self, TolerationList};
 use crate::policy::enforce::TolerationTarget as PolicyTarget;
@@ -60,7 +60,18 @@ impl AdmittedKind for ClaimKind {
             }
             Some(old) => {
                 errs.extend(shared::validate_meta_update(&new.whole.metadata, &old.whole.metadata));
-                errs.extend(immutable_spec(spec, &old.whole.spec, facts, &Path::new("spec")));
+                // The 1.36 apiserver prints the whole internal spec as Go structures.
+                let changed = || {
+                    let printed = BadValue::Json(crate::objects::go_json::claim_spec(spec));
+                    FieldError::invalid(Path::new("spec"), printed, "field is immutable")
+                };
+                errs.extend(immutable_spec(
+                    spec,
+                    &old.whole.spec,
+                    facts,
+                    &Path::new("spec"),
+                    changed,
+                ));
             }
         }
         errs.into()
@@ -82,19 +93,22 @@ pub(super) fn admin_access(spec: &ClaimSpec, facts: &Facts<'_>) -> Vec<FieldErro
     rules::claim::validate_admin_access(spec, labels.as_ref())
 }
 
-/// A claim spec is immutable. When it changed, the apiserver says so; draguard
-/// also judges the new spec with enum ratcheting against the old one, so the
-/// author learns everything that is wrong with it at once.
+/// A claim spec is immutable. When it changed, the apiserver says so
+/// (`changed`: the error it gives, whose value differs between claims and
+/// templates); draguard also judges the new spec with enum ratcheting
+/// against the old one, so the author learns everything that is wrong with
+/// it at once.
 pub(super) fn immutable_spec(
     spec: &ClaimSpec,
     old: &ClaimSpec,
     facts: &Facts<'_>,
     spec_path: &Path,
+    changed: impl FnOnce() -> FieldError,
 ) -> Vec<FieldError> {
     if spec == old {
         return Vec::new();
     }
-    let mut errs = vec![shared::immutable_spec(facts.object)];
+    let mut errs = vec![changed()];
     errs.extend(rules::claim::validate_claim_spec_update(
         spec, old, spec_path, facts.cel,
     ));

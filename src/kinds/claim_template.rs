@@ -6,7 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::claim::{admin_access, claim_version, immutable_spec};
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::cluster::ClusterView;
-use crate::field::Path;
+use crate::field::{BadValue, FieldError, Path};
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, ObjectJson, Whole};
 use crate::policy::apply::{self, TolerationList};
 use crate::policy::enforce::TolerationTarget as PolicyTarget;
@@ -51,14 +51,24 @@ impl AdmittedKind for ClaimTemplateKind {
             Some(old) => {
                 let old_template = &old.whole.spec;
                 let mut errs = shared::validate_meta_update(meta, &old.whole.metadata);
+                // The whole template spec is immutable; the 1.36 apiserver
+                // prints it as Go structures.
+                let changed = || {
+                    let printed = BadValue::Json(crate::objects::go_json::claim_template_spec(
+                        &template.metadata,
+                        &template.spec,
+                    ));
+                    FieldError::invalid(spec_path.clone(), printed, "field is immutable")
+                };
                 if template.metadata != old_template.metadata && template.spec == old_template.spec {
-                    errs.push(shared::immutable_spec(facts.object));
+                    errs.push(changed());
                 }
                 errs.extend(immutable_spec(
                     &template.spec,
                     &old_template.spec,
                     facts,
                     &spec_path.child("spec"),
+                    changed,
                 ));
                 errs.into()
             }

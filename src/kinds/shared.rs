@@ -3,8 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::field::{BadValue, FieldError, Path};
-use crate::objects::ObjectJson;
+use crate::field::{FieldError, Path};
 use crate::rules;
 
 /// Metadata: full validation on CREATE, immutable name/namespace on UPDATE.
@@ -29,14 +28,4 @@ pub fn validate_meta_update(new: &ObjectMeta, old: &ObjectMeta) -> Vec<FieldErro
         }
     }
     errs
-}
-
-/// `ValidateImmutableField` on the object's `spec`: the value shown is the
-/// new one, as JSON. Rendered only when the error is raised.
-pub fn immutable_spec(object: &ObjectJson) -> FieldError {
-    let value = match object.tree() {
-        Ok(tree) => BadValue::from(tree.get("spec").unwrap_or(&serde_json::Value::Null)),
-        Err(_) => BadValue::Null,
-    };
-    FieldError::invalid(Path::new("spec"), value, "field is immutable")
 }

@@ -5,6 +5,7 @@
 
 pub mod claim;
 pub mod dra;
+pub mod go_json;
 pub mod meta;
 pub mod patch;
 pub mod patch_crd;

@@ -8,7 +8,7 @@
 //! error, or past a long line or message, the detail is the first error
 //! with a caret excerpt of at most [`EXCERPT_MAX`] characters, and how many
 //! more there were. (cel-go stops at 100 errors, each still with its whole
-//! line: see README, "Known differences".)
+//! line: see docs/differences.md.)
 
 use std::fmt::Write as _;
 
