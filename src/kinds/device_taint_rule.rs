@@ -1,5 +1,6 @@
 //! DeviceTaintRule: an admin's taint on the devices a selector picks.
-//! A selector that picks every device is allowed, with a warning.
+//! A selector that picks every device, or none given, is allowed with a
+//! warning that says what it does in the Kubernetes version in force.
 
 use json_patch::PatchOperation;
 use serde_json::Value;
@@ -32,7 +33,7 @@ impl AdmittedKind for DeviceTaintRuleKind {
         object.decode()
     }
 
-    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {
+    fn validate(new: &Self::View, old: Option<&Self::View>, facts: &Facts<'_>) -> RuleVerdict {
         let mut errors = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
         let spec_path = Path::new("spec");
         errors.extend(rules::devicetaintrule::validate_device_taint_rule(
@@ -40,7 +41,7 @@ impl AdmittedKind for DeviceTaintRuleKind {
             old.map(|o| &o.spec),
             &spec_path,
         ));
-        let warnings = rules::devicetaintrule::device_taint_rule_warnings(&new.spec)
+        let warnings = rules::devicetaintrule::device_taint_rule_warnings(&new.spec, facts.target.version)
             .into_iter()
             .map(|w| Warning::at(spec_path.child("deviceSelector"), w))
             .collect();

@@ -2,6 +2,7 @@
 //! warning for a rule that taints every device (SPEC.md §3).
 
 use crate::field::{At, FieldError};
+use crate::kubernetes::KubeVersion;
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::rules::claim::validate_driver_name;
 use crate::rules::slice::validate_pool_name;
@@ -35,19 +36,32 @@ pub fn validate_device_taint_rule<'p>(
     errs
 }
 
-/// Warnings for a valid rule whose reach is probably a mistake.
-pub fn device_taint_rule_warnings(spec: &DeviceTaintRuleSpec) -> Vec<String> {
+/// Warnings for a valid rule whose reach is probably a mistake: a selector
+/// that picks every device, and a missing selector, whose meaning changed
+/// in Kubernetes 1.37.1 (kubernetes#141648, cherry-picked as #141998):
+/// before, the scheduler counted the rule's taint on every device (eviction
+/// on none); since, on none. `{}` picks every device in every version.
+pub fn device_taint_rule_warnings(spec: &DeviceTaintRuleSpec, version: KubeVersion) -> Vec<String> {
+    let taint = if spec.taint.effect.is_empty() {
+        spec.taint.key.clone()
+    } else {
+        format!("{}:{}", spec.taint.key, spec.taint.effect)
+    };
     match &spec.device_selector {
         Some(selector) if selector.matches_everything() => vec![format!(
-            "spec.deviceSelector is empty: this DeviceTaintRule taints every device in the cluster with {}{}",
-            spec.taint.key,
-            if spec.taint.effect.is_empty() {
-                String::new()
-            } else {
-                format!(":{}", spec.taint.effect)
-            }
+            "spec.deviceSelector is empty: this DeviceTaintRule taints every device in the cluster with {taint}"
         )],
-        _ => Vec::new(),
+        Some(_) => Vec::new(),
+        None if version < KubeVersion::V1_37 => vec![format!(
+            "spec.deviceSelector is not set: in Kubernetes {version} the scheduler treats every device in the \
+             cluster as tainted with {taint} (eviction ignores the rule), and from Kubernetes 1.37.1 on no \
+             device is; set a selector, or deviceSelector: {{}} to taint every device"
+        )],
+        None => vec![format!(
+            "spec.deviceSelector is not set: from Kubernetes 1.37.1 on this DeviceTaintRule taints no device \
+             (1.37.0 treats every device as tainted with {taint} for scheduling); set a selector, or \
+             deviceSelector: {{}} to taint every device"
+        )],
     }
 }
 
@@ -105,16 +119,43 @@ mod tests {
     #[test]
     fn empty_selector_warns() {
         let all = spec(json!({"deviceSelector": {}, "taint": {"key": "maintenance", "effect": "NoExecute"}}));
-        assert_eq!(
-            device_taint_rule_warnings(&all),
-            vec![
-                "spec.deviceSelector is empty: this DeviceTaintRule taints every device in the cluster with maintenance:NoExecute"
-            ]
-        );
-        let none = spec(json!({"taint": {"key": "k", "effect": "NoExecute"}}));
-        assert!(device_taint_rule_warnings(&none).is_empty());
+        for version in KubeVersion::SUPPORTED {
+            assert_eq!(
+                device_taint_rule_warnings(&all, *version),
+                vec![
+                    "spec.deviceSelector is empty: this DeviceTaintRule taints every device in the cluster with maintenance:NoExecute"
+                ],
+                "{version}"
+            );
+        }
         let some =
             spec(json!({"deviceSelector": {"driver": "gpu.example.com"}, "taint": {"key": "k", "effect": "None"}}));
-        assert!(device_taint_rule_warnings(&some).is_empty());
+        for version in KubeVersion::SUPPORTED {
+            assert!(device_taint_rule_warnings(&some, *version).is_empty(), "{version}");
+        }
+    }
+
+    /// A missing selector tainted every device for scheduling up to
+    /// 1.37.0 and taints none since 1.37.1: each version's warning says
+    /// what it does there.
+    #[test]
+    fn a_missing_selector_warns_with_what_it_does_in_the_version() {
+        let none = spec(json!({"taint": {"key": "k", "effect": "NoSchedule"}}));
+        assert_eq!(
+            device_taint_rule_warnings(&none, KubeVersion::V1_36),
+            vec![
+                "spec.deviceSelector is not set: in Kubernetes 1.36 the scheduler treats every device in the cluster \
+                 as tainted with k:NoSchedule (eviction ignores the rule), and from Kubernetes 1.37.1 on no device is; \
+                 set a selector, or deviceSelector: {} to taint every device"
+            ]
+        );
+        assert_eq!(
+            device_taint_rule_warnings(&none, KubeVersion::V1_37),
+            vec![
+                "spec.deviceSelector is not set: from Kubernetes 1.37.1 on this DeviceTaintRule taints no device \
+                 (1.37.0 treats every device as tainted with k:NoSchedule for scheduling); set a selector, or \
+                 deviceSelector: {} to taint every device"
+            ]
+        );
     }
 }
