@@ -114,6 +114,11 @@ impl Path {
         self.to_string()
     }
 
+    /// This path and one more segment.
+    pub fn with_segment(&self, segment: Segment) -> Self {
+        self.with(segment)
+    }
+
     fn with(&self, segment: Segment) -> Self {
         let mut segments = Vec::with_capacity(self.0.len() + 1);
         segments.extend_from_slice(&self.0);
@@ -401,6 +406,26 @@ pub struct FieldError {
     pub field: Path,
     pub value: BadValue,
     pub detail: String,
+    /// Whether the apiserver's declarative validation reports this error
+    /// too, and how: where it is enforced (Kubernetes 1.37), the
+    /// hand-written error gives way to its declarative twin, which comes
+    /// after every hand-written error (`rules::declarative`). `None`: only
+    /// hand-written validation reports it.
+    pub declared: Option<Declared>,
+}
+
+/// How declarative validation words an error it shares with hand-written
+/// validation (the hand-written one is `MarkCoveredByDeclarative`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Declared {
+    /// In the same words.
+    Same,
+    /// A repeated item of a keyed list: declarative validation shows the
+    /// whole item (`encoding/json` of the versioned item), where
+    /// hand-written validation shows its key.
+    Item(String),
+    /// `immutable`: the value is not shown (`null`).
+    Null,
 }
 
 impl FieldError {
@@ -469,7 +494,19 @@ impl FieldError {
             field,
             value,
             detail: detail.into(),
+            declared: None,
         }
+    }
+
+    /// Declarative validation reports this error in the same words.
+    pub fn declared(self) -> Self {
+        self.declared_as(Declared::Same)
+    }
+
+    /// Declarative validation reports this error, worded as `how` says.
+    pub fn declared_as(mut self, how: Declared) -> Self {
+        self.declared = Some(how);
+        self
     }
 
     /// `field.Error.ErrorBody()`: the message of a status cause.

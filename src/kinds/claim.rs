@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::cluster::ClusterView;
-use crate::field::{BadValue, FieldError, Path};
+use crate::field::{BadValue, Declared, FieldError, Path};
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, ObjectJson, Whole};
 use crate::policy::apply::{self, TolerationList};
 use crate::policy::enforce::TolerationTarget as PolicyTarget;
@@ -55,19 +55,26 @@ impl AdmittedKind for ClaimKind {
         let mut errs = rules::meta::validate_object_meta(&new.whole.metadata, true, &Path::new("metadata"));
         match old {
             None => {
-                errs.extend(rules::claim::validate_claim_spec(spec, &Path::new("spec"), facts.cel));
+                errs.extend(rules::claim::validate_claim_spec(
+                    spec,
+                    new.version,
+                    &Path::new("spec"),
+                    facts.cel,
+                ));
                 errs.extend(admin_access(spec, facts));
             }
             Some(old) => {
                 errs.extend(shared::validate_meta_update(&new.whole.metadata, &old.whole.metadata));
-                // The 1.36 apiserver prints the whole internal spec as Go structures.
+                // Hand-written validation prints the whole internal spec as
+                // Go structures; declarative validation (`immutable`) no value.
                 let changed = || {
                     let printed = BadValue::Json(crate::objects::go_json::claim_spec(spec));
-                    FieldError::invalid(Path::new("spec"), printed, "field is immutable")
+                    FieldError::invalid(Path::new("spec"), printed, "field is immutable").declared_as(Declared::Null)
                 };
                 errs.extend(immutable_spec(
                     spec,
                     &old.whole.spec,
+                    new.version,
                     facts,
                     &Path::new("spec"),
                     changed,
@@ -85,6 +92,19 @@ impl AdmittedKind for ClaimKind {
     fn quota_charge(view: &ClaimView, _: &str, _: &dyn ClusterView) -> Option<Charge> {
         Some(charge(&view.whole.spec))
     }
+
+    fn declarative_paths(routed: Routed) -> Option<fn(&Path) -> Path> {
+        Some(claim_paths(routed))
+    }
+}
+
+/// Where declarative validation reports an error of a claim (or template)
+/// served in `routed`'s version: v1beta1's requests are flat.
+pub(super) fn claim_paths(routed: Routed) -> fn(&Path) -> Path {
+    match ClaimVersion::parse(routed.version) {
+        Some(ClaimVersion::V1beta1) => rules::declarative::flat_request_path,
+        _ => Path::clone,
+    }
 }
 
 /// `admin-access` needs a namespace labelled for it.
@@ -101,6 +121,7 @@ pub(super) fn admin_access(spec: &ClaimSpec, facts: &Facts<'_>) -> Vec<FieldErro
 pub(super) fn immutable_spec(
     spec: &ClaimSpec,
     old: &ClaimSpec,
+    version: ClaimVersion,
     facts: &Facts<'_>,
     spec_path: &Path,
     changed: impl FnOnce() -> FieldError,
@@ -110,7 +131,7 @@ pub(super) fn immutable_spec(
     }
     let mut errs = vec![changed()];
     errs.extend(rules::claim::validate_claim_spec_update(
-        spec, old, spec_path, facts.cel,
+        spec, old, version, spec_path, facts.cel,
     ));
     errs
 }

@@ -66,6 +66,7 @@ impl AdmittedKind for ClaimTemplateKind {
                 errs.extend(immutable_spec(
                     &template.spec,
                     &old_template.spec,
+                    new.version,
                     facts,
                     &spec_path.child("spec"),
                     changed,
@@ -80,6 +81,7 @@ impl AdmittedKind for ClaimTemplateKind {
                 ));
                 errs.extend(rules::claim::validate_claim_spec(
                     &template.spec,
+                    new.version,
                     &spec_path.child("spec"),
                     facts.cel,
                 ));
@@ -87,6 +89,10 @@ impl AdmittedKind for ClaimTemplateKind {
                 errs.into()
             }
         }
+    }
+
+    fn declarative_paths(routed: Routed) -> Option<fn(&Path) -> Path> {
+        Some(super::claim::claim_paths(routed))
     }
 
     fn toleration_lists(view: &ClaimTemplateView, _: Routed) -> Option<(PolicyTarget, Vec<TolerationList>)> {

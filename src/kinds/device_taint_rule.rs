@@ -48,6 +48,10 @@ impl AdmittedKind for DeviceTaintRuleKind {
         RuleVerdict { errors, warnings }
     }
 
+    fn declarative_paths(_: Routed) -> Option<fn(&Path) -> Path> {
+        Some(Path::clone)
+    }
+
     fn stamps(object: &Value, old: Option<&Value>, _: Routed, now: &str) -> Vec<PatchOperation> {
         crate::mutate::time_added::rule_taint(object, old, &["spec", "taint"], now)
             .into_iter()

@@ -241,6 +241,13 @@ pub trait AdmittedKind: 'static {
         None
     }
 
+    /// For the kinds the apiserver validates declaratively too (the DRA
+    /// types): where that validation reports an error, given the served
+    /// version (`rules::declarative`). `None`: hand-written rules only.
+    fn declarative_paths(_routed: Routed) -> Option<fn(&crate::field::Path) -> crate::field::Path> {
+        None
+    }
+
     /// Priority ties with the patches the cluster already has.
     fn priority_ties(_view: &Self::View, _cluster: &dyn ClusterView) -> Vec<String> {
         Vec::new()

@@ -45,6 +45,16 @@ impl AdmittedKind for ResourceSliceKind {
         errs.into()
     }
 
+    /// Declarative validation walks the versioned object: v1beta1's device
+    /// fields sit under `basic`.
+    fn declarative_paths(routed: Routed) -> Option<fn(&Path) -> Path> {
+        Some(if routed.version == "v1beta1" {
+            rules::declarative::basic_device_path
+        } else {
+            Path::clone
+        })
+    }
+
     /// v1beta1 nests each device's fields under `basic`.
     fn stamps(object: &Value, _: Option<&Value>, routed: Routed, now: &str) -> Vec<PatchOperation> {
         crate::mutate::time_added::resource_slice(object, routed.version == "v1beta1", now)

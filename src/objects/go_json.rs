@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
+use super::ClaimVersion;
 use super::claim::{
     CapacityRequirements, ClaimSpec, DeviceClaimConfiguration, DeviceConstraint, DeviceRequest, DeviceSelector,
     DeviceSubRequest, DeviceToleration, ExactDeviceRequest,
@@ -67,6 +68,151 @@ pub fn claim_template_spec(metadata: &ObjectMeta, spec: &ClaimSpec) -> String {
     write_claim_spec(&mut out, spec);
     out.push('}');
     out
+}
+
+/// A request as declarative validation shows a repeated one: the
+/// versioned Go type through `encoding/json`, JSON names, declaration
+/// order, empty optional fields left out. v1 and v1beta2 nest the device
+/// fields under `exactly`; v1beta1 has them on the request.
+pub fn versioned_request(r: &DeviceRequest, version: ClaimVersion) -> String {
+    let mut out = String::from("{\"name\":");
+    string(&mut out, &r.name);
+    match version {
+        ClaimVersion::V1 | ClaimVersion::V1beta2 => {
+            if let Some(e) = &r.exactly {
+                out.push_str(",\"exactly\":{\"deviceClassName\":");
+                string(&mut out, &e.device_class_name);
+                device_fields(&mut out, &e.selectors, &e.allocation_mode, e.count, e.admin_access);
+                device_tail(&mut out, &e.tolerations, e.capacity.as_ref());
+                out.push('}');
+            }
+            first_available(&mut out, &r.first_available);
+        }
+        ClaimVersion::V1beta1 => {
+            let e = r.exactly.clone().unwrap_or_default();
+            if !e.device_class_name.is_empty() {
+                out.push_str(",\"deviceClassName\":");
+                string(&mut out, &e.device_class_name);
+            }
+            device_fields(&mut out, &e.selectors, &e.allocation_mode, e.count, e.admin_access);
+            first_available(&mut out, &r.first_available);
+            device_tail(&mut out, &e.tolerations, e.capacity.as_ref());
+        }
+    }
+    out.push('}');
+    out
+}
+
+/// A subrequest as declarative validation shows a repeated one (the same
+/// shape in every version).
+pub fn versioned_subrequest(s: &DeviceSubRequest) -> String {
+    let mut out = String::from("{\"name\":");
+    string(&mut out, &s.name);
+    out.push_str(",\"deviceClassName\":");
+    string(&mut out, &s.device_class_name);
+    device_fields(&mut out, &s.selectors, &s.allocation_mode, s.count, None);
+    device_tail(&mut out, &s.tolerations, s.capacity.as_ref());
+    out.push('}');
+    out
+}
+
+fn first_available(out: &mut String, subs: &[DeviceSubRequest]) {
+    if subs.is_empty() {
+        return;
+    }
+    out.push_str(",\"firstAvailable\":[");
+    for (i, s) in subs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&versioned_subrequest(s));
+    }
+    out.push(']');
+}
+
+/// `selectors`, `allocationMode`, `count`, `adminAccess`, each left out
+/// when empty (`omitempty`).
+fn device_fields(out: &mut String, selectors: &[DeviceSelector], mode: &str, count: i64, admin_access: Option<bool>) {
+    if !selectors.is_empty() {
+        out.push_str(",\"selectors\":[");
+        for (i, s) in selectors.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            match &s.cel {
+                Some(cel) => {
+                    out.push_str("{\"cel\":{\"expression\":");
+                    string(out, &cel.expression);
+                    out.push_str("}}");
+                }
+                None => out.push_str("{}"),
+            }
+        }
+        out.push(']');
+    }
+    if !mode.is_empty() {
+        out.push_str(",\"allocationMode\":");
+        string(out, mode);
+    }
+    if count != 0 {
+        let _ = write!(out, ",\"count\":{count}");
+    }
+    if let Some(admin) = admin_access {
+        let _ = write!(out, ",\"adminAccess\":{admin}");
+    }
+}
+
+/// `tolerations` and `capacity`, each left out when empty.
+fn device_tail(out: &mut String, tolerations: &[DeviceToleration], capacity: Option<&CapacityRequirements>) {
+    if !tolerations.is_empty() {
+        out.push_str(",\"tolerations\":[");
+        for (i, t) in tolerations.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let mut fields = Vec::new();
+            for (name, value) in [
+                ("key", &t.key),
+                ("operator", &t.operator),
+                ("value", &t.value),
+                ("effect", &t.effect),
+            ] {
+                if !value.is_empty() {
+                    let mut f = String::new();
+                    string(&mut f, name);
+                    f.push(':');
+                    string(&mut f, value);
+                    fields.push(f);
+                }
+            }
+            if let Some(seconds) = t.toleration_seconds {
+                fields.push(format!("\"tolerationSeconds\":{seconds}"));
+            }
+            out.push('{');
+            out.push_str(&fields.join(","));
+            out.push('}');
+        }
+        out.push(']');
+    }
+    if let Some(c) = capacity {
+        out.push_str(",\"capacity\":{");
+        if !c.requests.is_empty() {
+            out.push_str("\"requests\":{");
+            for (i, (name, quantity)) in c.requests.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                string(out, name);
+                out.push(':');
+                match quantity {
+                    Value::String(q) => string(out, q),
+                    other => string(out, &other.to_string()),
+                }
+            }
+            out.push('}');
+        }
+        out.push('}');
+    }
 }
 
 fn write_claim_spec(out: &mut String, spec: &ClaimSpec) {

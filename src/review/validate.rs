@@ -19,5 +19,11 @@ pub fn validate<K: AdmittedKind>(
         cel,
         target: ctx.target,
     };
-    K::validate(&subject.view, subject.old.as_ref(), &facts)
+    let mut verdict = K::validate(&subject.view, subject.old.as_ref(), &facts);
+    if ctx.target.declarative_validation()
+        && let Some(paths) = K::declarative_paths(subject.routed)
+    {
+        verdict.errors = crate::rules::declarative::enforce(verdict.errors, paths);
+    }
+    verdict
 }

@@ -10,10 +10,11 @@ use crate::objects::claim::{
     ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec, DeviceClaim, DeviceClaimConfiguration,
     DeviceConstraint, DeviceRequest, DeviceSelector, DeviceSubRequest, ExactDeviceRequest, OpaqueDeviceConfiguration,
 };
+use crate::objects::{ClaimVersion, go_json};
 use crate::rules::cel::CompileBudget;
 use crate::rules::ratchet::check_enum;
 use crate::rules::tolerations::validate_device_tolerations;
-use crate::rules::{cel, invalid_each, names, validate_set, validate_slice};
+use crate::rules::{cel, declare_list, invalid_each, names, validate_set, validate_slice};
 
 pub const DEVICE_REQUESTS_MAX: usize = 32;
 pub const DEVICE_CONSTRAINTS_MAX: usize = 32;
@@ -31,10 +32,17 @@ const REQUEST_REF_MESSAGE: &str =
     "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'";
 
 /// `validateResourceClaimSpec` at `path` (`spec` for claims, `spec.spec` for templates).
-/// `cel`: the request's CEL compile budget, which every selector is charged to.
-pub fn validate_claim_spec<'p>(spec: &ClaimSpec, path: impl Into<At<'p>>, cel: &CompileBudget) -> Vec<FieldError> {
+/// `version`: the served version the spec came in (a repeated request is
+/// shown in its shape); `cel`: the request's CEL compile budget, which
+/// every selector is charged to.
+pub fn validate_claim_spec<'p>(
+    spec: &ClaimSpec,
+    version: ClaimVersion,
+    path: impl Into<At<'p>>,
+    cel: &CompileBudget,
+) -> Vec<FieldError> {
     let path = path.into();
-    validate_device_claim(&spec.devices, None, path.field("devices"), cel)
+    validate_device_claim(&spec.devices, None, version, path.field("devices"), cel)
 }
 
 /// A changed spec judged against the stored one: enum values ratchet
@@ -42,42 +50,47 @@ pub fn validate_claim_spec<'p>(spec: &ClaimSpec, path: impl Into<At<'p>>, cel: &
 pub fn validate_claim_spec_update<'p>(
     spec: &ClaimSpec,
     old: &ClaimSpec,
+    version: ClaimVersion,
     path: impl Into<At<'p>>,
     cel: &CompileBudget,
 ) -> Vec<FieldError> {
     let path = path.into();
-    validate_device_claim(&spec.devices, Some(&old.devices), path.field("devices"), cel)
+    validate_device_claim(&spec.devices, Some(&old.devices), version, path.field("devices"), cel)
 }
 
 fn validate_device_claim(
     claim: &DeviceClaim,
     old: Option<&DeviceClaim>,
+    version: ClaimVersion,
     path: At<'_>,
     cel: &CompileBudget,
 ) -> Vec<FieldError> {
     let names = RequestNames(claim);
+    let requests = path.field("requests");
     let mut errs = validate_set(
         &claim.requests,
         DEVICE_REQUESTS_MAX,
-        path.field("requests"),
+        requests,
         |r, p| {
             let stored = old.and_then(|o| o.requests.iter().find(|x| x.name == r.name));
             validate_device_request(r, stored, p, cel)
         },
         |r| r.name.as_str(),
     );
-    errs.extend(validate_slice(
-        &claim.constraints,
-        DEVICE_CONSTRAINTS_MAX,
-        path.field("constraints"),
-        |c, p| validate_constraint(c, p, &names),
-    ));
-    errs.extend(validate_slice(
-        &claim.config,
-        DEVICE_CONFIG_MAX,
-        path.field("config"),
-        |c, p| validate_claim_config(c, p, &names),
-    ));
+    let request = |i: usize| go_json::versioned_request(&claim.requests[i], version);
+    declare_list(&mut errs, requests, Some(&request));
+    let constraints = path.field("constraints");
+    let mut constraint_errs = validate_slice(&claim.constraints, DEVICE_CONSTRAINTS_MAX, constraints, |c, p| {
+        validate_constraint(c, p, &names)
+    });
+    declare_list(&mut constraint_errs, constraints, None);
+    errs.extend(constraint_errs);
+    let config = path.field("config");
+    let mut config_errs = validate_slice(&claim.config, DEVICE_CONFIG_MAX, config, |c, p| {
+        validate_claim_config(c, p, &names)
+    });
+    declare_list(&mut config_errs, config, None);
+    errs.extend(config_errs);
     errs
 }
 
@@ -124,16 +137,22 @@ fn validate_device_request(
             crate::field::BadValue::Null,
             "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set",
         )),
-        (None, true) => errs.extend(validate_set(
-            &request.first_available,
-            FIRST_AVAILABLE_MAX,
-            path.field("firstAvailable"),
-            |s, p| {
-                let stored = old.and_then(|o| o.first_available.iter().find(|x| x.name == s.name));
-                validate_subrequest(s, stored, p, cel)
-            },
-            |s| s.name.as_str(),
-        )),
+        (None, true) => {
+            let subrequests = path.field("firstAvailable");
+            let mut sub_errs = validate_set(
+                &request.first_available,
+                FIRST_AVAILABLE_MAX,
+                subrequests,
+                |s, p| {
+                    let stored = old.and_then(|o| o.first_available.iter().find(|x| x.name == s.name));
+                    validate_subrequest(s, stored, p, cel)
+                },
+                |s| s.name.as_str(),
+            );
+            let subrequest = |i: usize| go_json::versioned_subrequest(&request.first_available[i]);
+            declare_list(&mut sub_errs, subrequests, Some(&subrequest));
+            errs.extend(sub_errs);
+        }
         (Some(exactly), false) => errs.extend(validate_exact_request(
             exactly,
             old.and_then(|o| o.exactly.as_ref()),
@@ -175,10 +194,13 @@ fn validate_subrequest(
     cel: &CompileBudget,
 ) -> Vec<FieldError> {
     let mut errs = validate_request_name(&sub.name, path.field("name"));
-    errs.extend(validate_device_class(
-        &sub.device_class_name,
-        path.field("deviceClassName"),
-    ));
+    // Declaratively `required` and `format=k8s-long-name` on subrequests
+    // only; `exactly.deviceClassName` has no tag.
+    errs.extend(
+        validate_device_class(&sub.device_class_name, path.field("deviceClassName"))
+            .into_iter()
+            .map(FieldError::declared),
+    );
     errs.extend(validate_selectors(&sub.selectors, path.field("selectors"), cel));
     let old_mode = old.map(|o| o.allocation_mode.as_str());
     errs.extend(validate_allocation_mode(
@@ -204,10 +226,12 @@ fn validate_device_class(name: &str, path: At<'_>) -> Vec<FieldError> {
 }
 
 fn validate_selectors(selectors: &[DeviceSelector], path: At<'_>, budget: &CompileBudget) -> Vec<FieldError> {
-    validate_slice(selectors, DEVICE_SELECTORS_MAX, path, |s, p| match &s.cel {
+    let mut errs = validate_slice(selectors, DEVICE_SELECTORS_MAX, path, |s, p| match &s.cel {
         None => vec![FieldError::required(p.child("cel"), "")],
         Some(c) => cel::validate_expression(&c.expression, p.field("cel").field("expression"), budget),
-    })
+    });
+    declare_list(&mut errs, path, None);
+    errs
 }
 
 /// `validateDeviceAllocationMode`, after defaulting; an unknown mode
@@ -234,6 +258,7 @@ fn validate_allocation_mode(mode: &str, count: i64, old_mode: Option<&str>, path
             &[ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT],
         )
         .into_iter()
+        .map(FieldError::declared)
         .collect(),
     }
 }
@@ -241,7 +266,12 @@ fn validate_allocation_mode(mode: &str, count: i64, old_mode: Option<&str>, path
 fn validate_constraint(c: &DeviceConstraint, path: At<'_>, names: &RequestNames) -> Vec<FieldError> {
     let mut errs = validate_request_refs(&c.requests, path.field("requests"), names);
     if let Some(attr) = &c.match_attribute {
-        errs.extend(validate_fully_qualified_name(attr, path.field("matchAttribute")));
+        // `format=k8s-resource-fully-qualified-name`; distinctAttribute has no tag.
+        errs.extend(
+            validate_fully_qualified_name(attr, path.field("matchAttribute"))
+                .into_iter()
+                .map(FieldError::declared),
+        );
     } else if let Some(attr) = &c.distinct_attribute {
         errs.extend(validate_fully_qualified_name(attr, path.field("distinctAttribute")));
     } else {
@@ -264,13 +294,15 @@ fn validate_claim_config(c: &DeviceClaimConfiguration, path: At<'_>, names: &Req
 }
 
 fn validate_request_refs(refs: &[String], path: At<'_>, names: &RequestNames) -> Vec<FieldError> {
-    validate_set(
+    let mut errs = validate_set(
         refs,
         DEVICE_REQUESTS_MAX,
         path,
         |r, p| validate_request_ref(r, p, names),
         String::as_str,
-    )
+    );
+    declare_list(&mut errs, path, None);
+    errs
 }
 
 /// `validateRequestNameRef`.
@@ -442,7 +474,7 @@ mod tests {
 
     fn check_version(spec: Value, version: ClaimVersion) -> Vec<String> {
         let spec = ClaimSpec::decode(&spec, version).expect("decodable spec");
-        validate_claim_spec(&spec, &Path::new("spec"), &CompileBudget::default())
+        validate_claim_spec(&spec, version, &Path::new("spec"), &CompileBudget::default())
             .iter()
             .map(ToString::to_string)
             .collect()
@@ -656,7 +688,7 @@ mod tests {
             .collect();
         let spec = ClaimSpec::decode(&requests(Value::Array(reqs)), ClaimVersion::V1).expect("decodable spec");
         let budget = CompileBudget::with_limits(cel::SOURCE_MAX, std::time::Duration::MAX, None);
-        let errs = validate_claim_spec(&spec, &Path::new("spec"), &budget);
+        let errs = validate_claim_spec(&spec, ClaimVersion::V1, &Path::new("spec"), &budget);
         // 52 selectors of 10,000 bytes fit in 512 KiB; the 53rd does not.
         assert_eq!(errs.len(), 53);
         for (i, e) in errs[..52].iter().enumerate() {
@@ -912,10 +944,16 @@ mod tests {
     fn update(new: Value, old: Value) -> Vec<String> {
         let new = ClaimSpec::decode(&new, ClaimVersion::V1).expect("spec");
         let old = ClaimSpec::decode(&old, ClaimVersion::V1).expect("old spec");
-        validate_claim_spec_update(&new, &old, &Path::new("spec"), &CompileBudget::default())
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        validate_claim_spec_update(
+            &new,
+            &old,
+            ClaimVersion::V1,
+            &Path::new("spec"),
+            &CompileBudget::default(),
+        )
+        .iter()
+        .map(ToString::to_string)
+        .collect()
     }
 
     #[test]

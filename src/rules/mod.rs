@@ -4,6 +4,7 @@
 
 pub mod cel;
 pub mod claim;
+pub mod declarative;
 pub mod device_patch;
 pub mod devicetaintrule;
 pub mod meta;
@@ -17,7 +18,7 @@ pub mod tolerations;
 use std::collections::HashSet;
 use std::hash::Hash;
 
-use crate::field::{At, BadValue, FieldError};
+use crate::field::{At, BadValue, Declared, ErrorType, FieldError, Segment};
 
 /// Up to this many items a set is checked for duplicates by comparing each
 /// key with the ones before it: no hashing, no allocation. Every list the
@@ -73,6 +74,34 @@ pub fn validate_set<'i, 'p, T, K: Eq + Hash + Into<BadValue>>(
         }
     }
     errs
+}
+
+/// Marks the errors a list raises itself (its `maxItems`, and the repeats
+/// of a `unique` list), which declarative validation raises too: repeats of
+/// a set in the same words, repeats of a keyed list with the whole item,
+/// which `item` renders by index. Errors of the items are left as their
+/// rules marked them.
+pub fn declare_list<'p>(errs: &mut [FieldError], path: impl Into<At<'p>>, item: Option<&dyn Fn(usize) -> String>) {
+    let path = path.into().path();
+    for error in errs.iter_mut() {
+        if error.field == path && error.kind == ErrorType::TooMany {
+            error.declared = Some(Declared::Same);
+        }
+        if error.kind != ErrorType::Duplicate {
+            continue;
+        }
+        let Some(Segment::Index(i)) = error.field.segments().last() else {
+            continue;
+        };
+        let i = *i;
+        if error.field != path.index(i) {
+            continue;
+        }
+        error.declared = Some(match item {
+            Some(render) => Declared::Item(render(i)),
+            None => Declared::Same,
+        });
+    }
 }
 
 /// One `field.Invalid` per message of a format check; the path is built

@@ -10,7 +10,7 @@ use crate::field::{At, BadValue, FieldError};
 use crate::objects::dra::{Device, DeviceAttribute, SliceSpec};
 use crate::rules::claim::{validate_driver_name, validate_qualified_name};
 use crate::rules::taints::validate_slice_device_taints;
-use crate::rules::{invalid_each, names, validate_set, validate_slice};
+use crate::rules::{declare_list, invalid_each, names, validate_set, validate_slice};
 
 pub const SLICE_MAX_DEVICES: usize = 128;
 /// When any device has taints, consumes counters or has list attributes.
@@ -65,15 +65,29 @@ pub fn validate_slice_spec<'p>(spec: &SliceSpec, old: Option<&SliceSpec>, path: 
         |d| d.name.as_str(),
     ));
     if let Some(sets) = &spec.shared_counters {
-        errs.extend(validate_set(
+        let shared = path.field("sharedCounters");
+        let mut set_errs = validate_set(
             sets,
             MAX_COUNTER_SETS,
-            path.field("sharedCounters"),
+            shared,
             |_, _| Vec::new(),
             |s| s.get("name").and_then(Value::as_str).unwrap_or(""),
-        ));
+        );
+        let counter_set = |i: usize| counter_set_json(&sets[i]);
+        declare_list(&mut set_errs, shared, Some(&counter_set));
+        errs.extend(set_errs);
     }
     errs
+}
+
+/// A counter set as declarative validation shows a repeated one: `name`,
+/// then `counters` (Go declaration order).
+fn counter_set_json(set: &Value) -> String {
+    let name = set.get("name").cloned().unwrap_or(Value::Null);
+    match set.get("counters") {
+        Some(counters) => format!(r#"{{"name":{name},"counters":{counters}}}"#),
+        None => format!(r#"{{"name":{name}}}"#),
+    }
 }
 
 fn immutable(new: &str, old: &str, path: At<'_>) -> Option<FieldError> {
@@ -243,11 +257,14 @@ fn validate_device(
     }
     errs.extend(validate_slice_device_taints(device, old, path.field("taints")));
     if device.consumes_counters.len() > MAX_COUNTER_CONSUMPTIONS {
-        errs.push(FieldError::too_many(
-            path.child("consumesCounters"),
-            device.consumes_counters.len(),
-            MAX_COUNTER_CONSUMPTIONS,
-        ));
+        errs.push(
+            FieldError::too_many(
+                path.child("consumesCounters"),
+                device.consumes_counters.len(),
+                MAX_COUNTER_CONSUMPTIONS,
+            )
+            .declared(),
+        );
     }
     errs.extend(validate_device_node_selection(device, path, per_device_node_selection));
     errs.extend(validate_binding_conditions(device, path));
@@ -450,7 +467,10 @@ fn validate_binding_conditions(device: &Device, path: At<'_>) -> Vec<FieldError>
     let (ok, fail) = (&device.binding_conditions, &device.binding_failure_conditions);
     let label = |c: &String, p: At<'_>| invalid_each(p, c, names::label_key(c));
     let mut errs = validate_slice(ok, BINDING_CONDITIONS_MAX, ok_path, label);
-    errs.extend(validate_slice(fail, BINDING_CONDITIONS_MAX, fail_path, label));
+    declare_list(&mut errs, ok_path, None);
+    let mut fail_errs = validate_slice(fail, BINDING_CONDITIONS_MAX, fail_path, label);
+    declare_list(&mut fail_errs, fail_path, None);
+    errs.extend(fail_errs);
     // Lists of any length are judged here (only their items stop at the
     // maximum), so duplicates are found by hashing.
     let mut seen = HashSet::new();

@@ -32,12 +32,11 @@ pub fn validate_device_taint<'p>(
     }
     let old_effect = old.map(|o| o.effect.as_str());
     if old_effect != Some(taint.effect.as_str()) {
-        errs.extend(check_required_enum(
-            &taint.effect,
-            old_effect,
-            path.field("effect"),
-            DEVICE_TAINT_EFFECTS,
-        ));
+        // `required` and the enum are declarative too.
+        errs.extend(
+            check_required_enum(&taint.effect, old_effect, path.field("effect"), DEVICE_TAINT_EFFECTS)
+                .map(FieldError::declared),
+        );
     }
     errs
 }

@@ -40,8 +40,14 @@ pub fn validate_device_toleration<'p>(
 ) -> Vec<FieldError> {
     let path = path.into();
     let mut errs = Vec::new();
+    // Declaratively: the key's format and the two enums; the value rules
+    // and a missing operator are hand-written only.
     if !t.key.is_empty() {
-        errs.extend(invalid_each(path.field("key"), &t.key, names::label_key(&t.key)));
+        errs.extend(
+            invalid_each(path.field("key"), &t.key, names::label_key(&t.key))
+                .into_iter()
+                .map(FieldError::declared),
+        );
     }
     match t.operator.as_str() {
         "Exists" => {
@@ -61,21 +67,21 @@ pub fn validate_device_toleration<'p>(
             ));
         }
         "" => errs.push(FieldError::required(path.child("operator"), "")),
-        other => errs.extend(check_enum(
-            other,
-            stored.map(|s| s.operator.as_str()),
-            path.field("operator"),
-            TOLERATION_OPERATORS,
-        )),
+        other => errs.extend(
+            check_enum(
+                other,
+                stored.map(|s| s.operator.as_str()),
+                path.field("operator"),
+                TOLERATION_OPERATORS,
+            )
+            .map(FieldError::declared),
+        ),
     }
     if !t.effect.is_empty() {
         let old_effect = stored.map(|s| s.effect.as_str());
-        errs.extend(check_enum(
-            &t.effect,
-            old_effect,
-            path.field("effect"),
-            DEVICE_TAINT_EFFECTS,
-        ));
+        errs.extend(
+            check_enum(&t.effect, old_effect, path.field("effect"), DEVICE_TAINT_EFFECTS).map(FieldError::declared),
+        );
     }
     errs
 }
