@@ -79,6 +79,11 @@ fn decide(review: &Value, phase: Phase) -> (Decision, Value) {
     decide_in(review, phase, &NoCluster, None)
 }
 
+/// The corpus and the fixtures are the 1.36 apiserver's: judged by its rules.
+fn rules_1_36() -> Target {
+    Target::new(KubeVersion::V1_36)
+}
+
 fn decide_in(
     review: &Value,
     phase: Phase,
@@ -94,7 +99,7 @@ fn decide_in(
         toleration_restriction,
         phase,
         deadline: None,
-        target: Default::default(),
+        target: rules_1_36(),
     };
     incoming.answer(&ctx)
 }
@@ -258,95 +263,165 @@ fn printed_error(recorded: &str, kind: &str) -> (String, bool) {
     }
 }
 
+/// One expected answer: allowed, or the error as kubectl prints it (and,
+/// when the record has them, the set of fields it names).
+struct Expected<'a> {
+    case: &'a str,
+    allowed: bool,
+    message: &'a str,
+    fields: Option<&'a [String]>,
+}
+
+/// Judges `expected.case` under `target` and says how the answer differs
+/// from the expected one: allowed or denied, the message as kubectl prints
+/// it (every distinct cause, in order), the fields, and the reason each
+/// cause's text implies.
+fn compare(dir: &Path, target: Target, expected: &Expected<'_>, failures: &mut Vec<String>) {
+    let name = expected.case;
+    let case: Value = serde_json::from_slice(&std::fs::read(dir.join(name)).expect("the case file")).expect("JSON");
+    let kind = case
+        .pointer("/review/request/kind/kind")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let (decision, _) = match context_of(&case) {
+        Some((view, config)) => decide_at(&case["review"], &view, Some(&config), target),
+        None => decide_at(&case["review"], &NoCluster, None, target),
+    };
+    let version = target.version;
+    if let Some((_, allowed, field, _)) = DELIBERATE_DIFFERENCES.iter().find(|d| d.0 == name) {
+        if expected.allowed == *allowed {
+            failures.push(format!(
+                "{name} ({version}): listed as a difference, but the apiserver agrees"
+            ));
+        }
+        let fields = decision.cause_fields();
+        if decision.allowed != *allowed || !fields.iter().any(|f| f == field) {
+            failures.push(format!(
+                "{name} ({version}): the deliberate difference changed: {fields:?}"
+            ));
+        }
+        return;
+    }
+    let Some(denial) = &decision.denial else {
+        if !expected.allowed {
+            failures.push(format!("{name} ({version}): admitted; expected {}", expected.message));
+        }
+        return;
+    };
+    let status = status(denial);
+    if expected.allowed {
+        failures.push(format!(
+            "{name} ({version}): denied; expected admitted: {}",
+            status.message
+        ));
+        return;
+    }
+    let printed = as_kubectl_prints(&status);
+    let (want, whole) = printed_error(expected.message, kind);
+    let same = if whole {
+        printed == want
+    } else {
+        printed.ends_with(&want)
+    };
+    if !same {
+        failures.push(format!(
+            "{name} ({version}):\n  expected: {want:?}\n  draguard: {printed:?}"
+        ));
+        return;
+    }
+    if let Some(want_fields) = expected.fields {
+        let mut fields: Vec<String> = decision.cause_fields();
+        fields.sort();
+        fields.dedup();
+        if fields != want_fields {
+            failures.push(format!(
+                "{name} ({version}): fields {fields:?}, expected {want_fields:?}"
+            ));
+        }
+    }
+    for cause in status.details.iter().flat_map(|d| &d.causes) {
+        let printed = format!("{}: {}", cause.field, cause.message);
+        if reason_printed(&printed) != Some(cause.reason.as_str()) {
+            failures.push(format!("{name} ({version}): reason {} for {printed:?}", cause.reason));
+        }
+    }
+}
+
+fn corpus_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
+}
+
 /// Under the 1.36 rules every case a real kube-apiserver v1.36.2 answered
 /// gets its answer exactly: allowed or denied, every cause in order with
 /// its field, reason and message, and the message as kubectl printed it.
 /// The deliberate differences are listed in docs/differences.md.
 #[test]
 fn the_1_36_rules_give_the_real_apiservers_answers_cause_by_cause() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let dir = corpus_dir();
     let text = std::fs::read_to_string(dir.join("apiserver-verdicts-1.36.jsonl")).expect("recorded verdicts");
     let mut failures = Vec::new();
     let mut compared = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let recorded: Recorded = serde_json::from_str(line).expect("a recorded verdict");
-        let case: Value =
-            serde_json::from_slice(&std::fs::read(dir.join(&recorded.case)).expect("the case file")).expect("JSON");
-        let kind = case
-            .pointer("/review/request/kind/kind")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let (decision, _) = match context_of(&case) {
-            Some((view, config)) => decide_at(&case["review"], &view, Some(&config), Target::new(KubeVersion::V1_36)),
-            None => decide_at(&case["review"], &NoCluster, None, Target::new(KubeVersion::V1_36)),
+        let expected = Expected {
+            case: &recorded.case,
+            allowed: recorded.apiserver == "allowed",
+            message: &recorded.message,
+            fields: Some(&recorded.fields),
         };
+        compare(&dir, Target::new(KubeVersion::V1_36), &expected, &mut failures);
         compared += 1;
-        let want_allowed = recorded.apiserver == "allowed";
-        if let Some((_, allowed, field, _)) = DELIBERATE_DIFFERENCES.iter().find(|d| d.0 == recorded.case) {
-            if want_allowed == *allowed {
-                failures.push(format!(
-                    "{}: listed as a difference, but the apiserver agrees",
-                    recorded.case
-                ));
-            }
-            let fields = decision.cause_fields();
-            if decision.allowed != *allowed || !fields.iter().any(|f| f == field) {
-                failures.push(format!(
-                    "{}: the deliberate difference changed: {fields:?}",
-                    recorded.case
-                ));
-            }
-            continue;
-        }
-        let Some(denial) = &decision.denial else {
-            if !want_allowed {
-                failures.push(format!(
-                    "{}: admitted; the apiserver said {}",
-                    recorded.case, recorded.message
-                ));
-            }
-            continue;
-        };
-        if want_allowed {
-            failures.push(format!(
-                "{}: denied; the apiserver admitted it: {}",
-                recorded.case,
-                status(denial).message
-            ));
-            continue;
-        }
-        let status = status(denial);
-        let printed = as_kubectl_prints(&status);
-        let (want, whole) = printed_error(&recorded.message, kind);
-        let same = if whole {
-            printed == want
-        } else {
-            printed.ends_with(&want)
-        };
-        if !same {
-            failures.push(format!(
-                "{}:\n  apiserver: {want:?}\n  draguard:  {printed:?}",
-                recorded.case
-            ));
-            continue;
-        }
-        let mut fields: Vec<String> = decision.cause_fields();
-        fields.sort();
-        fields.dedup();
-        if fields != recorded.fields {
-            failures.push(format!(
-                "{}: fields {fields:?}, the apiserver's {:?}",
-                recorded.case, recorded.fields
-            ));
-        }
-        for cause in status.details.iter().flat_map(|d| &d.causes) {
-            let printed = format!("{}: {}", cause.field, cause.message);
-            if reason_printed(&printed) != Some(cause.reason.as_str()) {
-                failures.push(format!("{}: reason {} for {printed:?}", recorded.case, cause.reason));
-            }
-        }
     }
     assert_eq!(compared, 93, "the recorded verdicts lost cases");
+    assert!(
+        failures.is_empty(),
+        "{} disagreements:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// An answer derived from the Kubernetes sources, not yet given by a real
+/// apiserver of that version (tests/conformance/derived-verdicts.jsonl).
+#[derive(serde::Deserialize)]
+struct Derived {
+    case: String,
+    kubernetes: String,
+    source: String,
+    allowed: bool,
+    message: String,
+    basis: String,
+}
+
+/// The answers derived from SPEC-k8s-1.37.md for every public case under
+/// the 1.37 rules, and for the cases that show a 1.37 change under both
+/// versions: each marked `source: derived` with the rule it rests on,
+/// until a real 1.37 apiserver confirms it.
+#[test]
+fn derived_answers_hold_under_their_versions() {
+    let dir = corpus_dir();
+    let text = std::fs::read_to_string(dir.join("derived-verdicts.jsonl")).expect("derived verdicts");
+    let mut failures = Vec::new();
+    let mut per_version = BTreeMap::<String, usize>::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let derived: Derived = serde_json::from_str(line).expect("a derived verdict");
+        assert_eq!(derived.source, "derived", "{}", derived.case);
+        assert!(!derived.basis.is_empty(), "{}: no basis", derived.case);
+        let version = KubeVersion::parse(&derived.kubernetes).expect("a supported version");
+        let expected = Expected {
+            case: &derived.case,
+            allowed: derived.allowed,
+            message: &derived.message,
+            fields: None,
+        };
+        compare(&dir, Target::new(version), &expected, &mut failures);
+        *per_version.entry(derived.kubernetes.clone()).or_default() += 1;
+    }
+    assert_eq!(
+        per_version.get("1.37"),
+        Some(&96),
+        "every public case and each 1.37 change: {per_version:?}"
+    );
     assert!(
         failures.is_empty(),
         "{} disagreements:\n{}",

@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
         policies: draguard_fuzz::example_policies().clone(),
         namespace_labels: Default::default(),
         toleration_restriction: None,
-        target: Default::default(),
+        target: draguard::kubernetes::Target::new(draguard_fuzz::version_for(text.len())),
     };
     let lines = draguard_fuzz::yaml_lines(text);
     let report = match check(&sources, &old, &options, |_, _| {}) {

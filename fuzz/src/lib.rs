@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use base64::Engine as _;
 use draguard::admission::Incoming;
 use draguard::cluster::NoCluster;
+use draguard::kubernetes::{KubeVersion, Target};
 use draguard::policy::PolicySet;
 use draguard::review::{Context, Decision, Denial, Phase, ReviewError};
 use json_patch::PatchOperation;
@@ -101,9 +102,10 @@ pub fn example_policies() -> &'static PolicySet {
     })
 }
 
-/// The context of a review in `phase`: no cluster (as `serve --no-cluster`
-/// and `review`), the given policies, the fixed clock.
-pub fn context(phase: Phase, policies: &PolicySet) -> Context<'_> {
+/// The context of a review in `phase` under the rules of `version`: no
+/// cluster (as `serve --no-cluster` and `review`), the given policies, the
+/// fixed clock.
+pub fn context(phase: Phase, policies: &PolicySet, version: KubeVersion) -> Context<'_> {
     Context {
         now: now(),
         cluster: &NoCluster,
@@ -111,8 +113,14 @@ pub fn context(phase: Phase, policies: &PolicySet) -> Context<'_> {
         toleration_restriction: None,
         phase,
         deadline: None,
-        target: Default::default(),
+        target: Target::new(version),
     }
+}
+
+/// Every supported rule set gets inputs: the body's length picks one, so a
+/// mutated body meets both.
+pub fn version_for(body_len: usize) -> KubeVersion {
+    KubeVersion::SUPPORTED[body_len % KubeVersion::SUPPORTED.len()]
 }
 
 /// One phase's verdict on a review body, after every invariant held.
@@ -191,7 +199,7 @@ pub fn answer_all_phases(body: &[u8], policies: &PolicySet) -> Option<Answers> {
 }
 
 fn answer_one(incoming: &Incoming, body: &Value, body_len: usize, phase: Phase, policies: &PolicySet) -> Answered {
-    let ctx = context(phase, policies);
+    let ctx = context(phase, policies, version_for(body_len));
     let decision = incoming.decide(&ctx);
     assert_report_bounded(
         &format!("{phase:?} verdict before the answer's caps"),
