@@ -21,6 +21,7 @@ pub const ROW: KindRow = KindRow {
     pod_spec: None,
     pod_count: None,
     review: crate::review::pipeline::<ClaimKind>,
+    status: Some(super::claim_status::review),
     charge: Some(super::charge::<ClaimKind>),
 };
 

@@ -22,6 +22,7 @@ pub const ROW: KindRow = KindRow {
     pod_spec: None,
     pod_count: None,
     review: crate::review::pipeline::<ClaimTemplateKind>,
+    status: None,
     charge: Some(super::charge::<ClaimTemplateKind>),
 };
 

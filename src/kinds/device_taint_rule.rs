@@ -21,6 +21,7 @@ pub const ROW: KindRow = KindRow {
     pod_spec: None,
     pod_count: None,
     review: crate::review::pipeline::<DeviceTaintRuleKind>,
+    status: None,
     charge: None,
 };
 

@@ -8,6 +8,7 @@
 //! implements [`AdmittedKind`], plus one row in [`KINDS`].
 
 mod claim;
+mod claim_status;
 mod claim_template;
 mod device_taint_rule;
 mod node;
@@ -54,6 +55,12 @@ pub struct KindRow {
     pub pod_count: Option<&'static [&'static str]>,
     /// The review pipeline, instantiated for the kind's typed view.
     pub review: fn(Routed, &Request, &Context<'_>) -> Decision,
+    /// The review of an UPDATE of the `status` subresource, for kinds whose
+    /// status the apiserver validates in a way draguard reproduces; other
+    /// subresource writes are not judged. deploy/ routes no subresource:
+    /// status is written by the control plane (the scheduler allocates
+    /// claims), which must keep working while draguard is down.
+    pub status: Option<fn(Routed, &Request, &Context<'_>) -> Decision>,
     /// What creating an object of the kind costs in quota, for kinds quota
     /// counts (`check` charges the whole input before judging any object).
     pub charge: Option<ChargeFn>,

@@ -16,6 +16,7 @@ pub const ROW: KindRow = KindRow {
     pod_spec: None,
     pod_count: None,
     review: crate::review::pipeline::<NodeKind>,
+    status: None,
     charge: None,
 };
 

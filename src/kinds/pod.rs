@@ -18,6 +18,7 @@ pub const ROW: KindRow = KindRow {
     pod_spec: Some(&["spec"]),
     pod_count: None,
     review: crate::review::pipeline::<PodKind>,
+    status: None,
     charge: None,
 };
 

@@ -19,6 +19,7 @@ pub const ROW: KindRow = KindRow {
     pod_spec: None,
     pod_count: None,
     review: crate::review::pipeline::<ResourceSliceKind>,
+    status: None,
     charge: None,
 };
 

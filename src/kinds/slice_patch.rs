@@ -23,6 +23,7 @@ pub const ROW: KindRow = KindRow {
     pod_spec: None,
     pod_count: None,
     review: crate::review::pipeline::<SlicePatchKind>,
+    status: None,
     charge: None,
 };
 

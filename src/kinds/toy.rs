@@ -17,6 +17,7 @@ pub const ROW: KindRow = KindRow {
     pod_spec: None,
     pod_count: None,
     review: crate::review::pipeline::<WidgetKind>,
+    status: None,
     charge: None,
 };
 

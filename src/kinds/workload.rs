@@ -34,6 +34,7 @@ const fn row(
         pod_spec: Some(TEMPLATE),
         pod_count,
         review: crate::review::pipeline::<WorkloadKind>,
+        status: None,
         charge: None,
     }
 }

@@ -34,12 +34,19 @@ use crate::rules::cel::CompileBudget;
 /// Decides one admission request.
 pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
     let env = &req.envelope;
-    if matches!(env.operation, Operation::Delete | Operation::Connect) || env.sub_resource.is_some() {
+    if matches!(env.operation, Operation::Delete | Operation::Connect) {
         return Decision::allow();
     }
-    match crate::kinds::route(&env.kind.group, &env.kind.version, &env.kind.kind) {
-        Some(routed) => (routed.row.review)(routed, req, ctx),
-        None => Decision::allow(),
+    let Some(routed) = crate::kinds::route(&env.kind.group, &env.kind.version, &env.kind.kind) else {
+        return Decision::allow();
+    };
+    match env.sub_resource.as_deref() {
+        None => (routed.row.review)(routed, req, ctx),
+        Some("status") if env.operation == Operation::Update => match routed.row.status {
+            Some(status) => status(routed, req, ctx),
+            None => Decision::allow(),
+        },
+        Some(_) => Decision::allow(),
     }
 }
 
