@@ -15,7 +15,8 @@ use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::objects::dra::{DeviceAttribute, DeviceTaint, SliceSpec};
+use crate::kubernetes::KubeVersion;
+use crate::objects::dra::{DeviceAttribute, DeviceTaint, DeviceTaintRuleSpec, SliceSpec};
 use crate::objects::patch::{NullableAttribute, PatchSpec};
 use crate::rules::cel::CompileError;
 
@@ -47,10 +48,21 @@ pub struct Class {
     pub selectors: Vec<String>,
 }
 
+/// A DeviceTaintRule: its taint, and which devices it picks.
+#[derive(Debug, Clone)]
+pub struct TaintRule {
+    pub name: String,
+    pub spec: DeviceTaintRuleSpec,
+}
+
 /// What `explain` says about every device asked for.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Explanation {
     pub devices: Vec<ExplainedDevice>,
+    /// What applies to no device in particular: DeviceTaintRules whose
+    /// reach depends on the Kubernetes version.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One device after all patches, with where each value comes from.
@@ -435,6 +447,11 @@ impl ExplainedTaint {
         }
     }
 
+    /// A rule's taint: its `timeAdded` as the apiserver stamped it.
+    fn of_rule(t: &DeviceTaint) -> Self {
+        ExplainedTaint::of_slice(t)
+    }
+
     /// A patch's taint as it is added: the scheduler stamps no time here.
     fn of_patch(t: &DeviceTaint) -> Self {
         ExplainedTaint {
@@ -461,6 +478,67 @@ pub fn explain(
     explain_with(&mut Evaluator::new(), devices, patches, classes, only)
 }
 
+/// [`explain`], with the taints of `rules` on the devices they pick under
+/// the rules of `version`.
+pub fn explain_with_rules(
+    devices: &[PublishedDevice],
+    patches: &[Patch],
+    classes: Option<&[Class]>,
+    rules: &[TaintRule],
+    version: KubeVersion,
+    only: Option<&str>,
+) -> Explanation {
+    let mut explained = explain_with(&mut Evaluator::new(), devices, patches, classes, only);
+    for device in &mut explained.devices {
+        for rule in rules {
+            if picks(rule, device, version) {
+                device.taints.push(SourcedTaint {
+                    taint: ExplainedTaint::of_rule(&rule.spec.taint),
+                    source: format!("DeviceTaintRule {}", rule.name),
+                });
+            }
+        }
+    }
+    explained.notes = rules.iter().filter_map(|r| reach_note(r, version)).collect();
+    explained
+}
+
+/// Whether `rule` taints `device` in `version`. A selector matches by
+/// driver, pool and device name, each only when set, so `{}` picks every
+/// device. A missing selector picked every device for the scheduler up to
+/// 1.37.0 and picks none from 1.37.1 on (kubernetes#141648, #141998): the
+/// 1.37 rules are 1.37.1's.
+fn picks(rule: &TaintRule, device: &ExplainedDevice, version: KubeVersion) -> bool {
+    match &rule.spec.device_selector {
+        None => version < KubeVersion::V1_37,
+        Some(selector) => {
+            let fits = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+            fits(&selector.driver, &device.driver)
+                && fits(&selector.pool, &device.pool)
+                && fits(&selector.device, &device.device)
+        }
+    }
+}
+
+/// What a rule whose selector is missing or empty does in `version`.
+fn reach_note(rule: &TaintRule, version: KubeVersion) -> Option<String> {
+    let name = &rule.name;
+    match &rule.spec.device_selector {
+        Some(selector) if selector.matches_everything() => Some(format!(
+            "DeviceTaintRule {name:?} has an empty deviceSelector: it taints every device"
+        )),
+        Some(_) => None,
+        None if version < KubeVersion::V1_37 => Some(format!(
+            "DeviceTaintRule {name:?} has no deviceSelector: Kubernetes {version} counts its taint on every device \
+             for scheduling (eviction ignores it); from 1.37.1 on it taints no device"
+        )),
+        None => Some(format!(
+            "DeviceTaintRule {name:?} has no deviceSelector: it taints no device from Kubernetes 1.37.1 on \
+             (1.37.0 counted it on every device for scheduling)"
+        )),
+    }
+}
+
 fn explain_with(
     cel: &mut Evaluator,
     devices: &[PublishedDevice],
@@ -475,7 +553,32 @@ fn explain_with(
         .filter(|d| only.is_none_or(|o| o == format!("{}/{}/{}", d.driver, d.pool, d.name)))
         .map(|d| explain_device(cel, d, &ordered, classes))
         .collect();
-    Explanation { devices }
+    Explanation {
+        devices,
+        notes: Vec::new(),
+    }
+}
+
+/// The DeviceTaintRules among `objects` (any served version).
+pub fn taint_rules_of(objects: &[Value]) -> Vec<TaintRule> {
+    objects
+        .iter()
+        .filter(|o| {
+            o.get("kind").and_then(Value::as_str) == Some("DeviceTaintRule")
+                && o.get("apiVersion")
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| v.starts_with("resource.k8s.io/"))
+        })
+        .filter_map(|o| {
+            let spec = DeviceTaintRuleSpec::decode(o.get("spec")?).ok()?;
+            let name = o
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            Some(TaintRule { name, spec })
+        })
+        .collect()
 }
 
 /// One device after `ordered` (patches in precedence order).
@@ -601,6 +704,9 @@ pub fn render_text(explained: &Explanation) -> String {
         }
         out.push('\n');
     }
+    for n in &explained.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
     out
 }
 
@@ -637,6 +743,111 @@ mod tests {
     /// The explanation as `--output json` prints it.
     fn as_json(explained: &Explanation) -> Value {
         serde_json::to_value(explained).expect("serializable")
+    }
+
+    fn rule(name: &str, selector: Option<Value>, effect: &str) -> Value {
+        let mut spec = json!({"taint": {"key": format!("example.com/{name}"), "effect": effect,
+                                        "timeAdded": "2026-11-20T10:00:00Z"}});
+        if let Some(selector) = selector {
+            spec["deviceSelector"] = selector;
+        }
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": name}, "spec": spec})
+    }
+
+    /// The taint keys each device gets, and the notes, under `version`.
+    fn tainted(rules: &[Value], version: KubeVersion) -> (Vec<(String, Vec<String>)>, Vec<String>) {
+        let explained = explain_with_rules(
+            &devices_of(&[slice()]),
+            &[],
+            None,
+            &taint_rules_of(rules),
+            version,
+            None,
+        );
+        let devices = explained
+            .devices
+            .iter()
+            .map(|d| {
+                (
+                    d.device.clone(),
+                    d.taints
+                        .iter()
+                        .map(|t| format!("{} ({})", t.taint.key, t.source))
+                        .collect(),
+                )
+            })
+            .collect();
+        (devices, explained.notes)
+    }
+
+    /// A missing selector: every device in 1.36, none in 1.37 (1.37.1);
+    /// `{}`: every device in both; a selector: the devices it names.
+    #[test]
+    fn taint_rules_reach_devices_as_the_version_says() {
+        let rules = [
+            rule("missing", None, "NoSchedule"),
+            rule("empty", Some(json!({})), "NoExecute"),
+            rule(
+                "one",
+                Some(json!({"driver": "gpu.example.com", "device": "gpu-1"})),
+                "None",
+            ),
+            rule("elsewhere", Some(json!({"pool": "node-2"})), "NoSchedule"),
+        ];
+        let (devices, notes) = tainted(&rules, KubeVersion::V1_36);
+        assert_eq!(
+            devices,
+            vec![
+                (
+                    "gpu-0".to_owned(),
+                    vec![
+                        "example.com/missing (DeviceTaintRule missing)".to_owned(),
+                        "example.com/empty (DeviceTaintRule empty)".to_owned()
+                    ]
+                ),
+                (
+                    "gpu-1".to_owned(),
+                    vec![
+                        "example.com/missing (DeviceTaintRule missing)".to_owned(),
+                        "example.com/empty (DeviceTaintRule empty)".to_owned(),
+                        "example.com/one (DeviceTaintRule one)".to_owned()
+                    ]
+                ),
+            ]
+        );
+        assert_eq!(
+            notes,
+            vec![
+                "DeviceTaintRule \"missing\" has no deviceSelector: Kubernetes 1.36 counts its taint on every device \
+                 for scheduling (eviction ignores it); from 1.37.1 on it taints no device",
+                "DeviceTaintRule \"empty\" has an empty deviceSelector: it taints every device",
+            ]
+        );
+        let (devices, notes) = tainted(&rules, KubeVersion::V1_37);
+        assert_eq!(
+            devices,
+            vec![
+                (
+                    "gpu-0".to_owned(),
+                    vec!["example.com/empty (DeviceTaintRule empty)".to_owned()]
+                ),
+                (
+                    "gpu-1".to_owned(),
+                    vec![
+                        "example.com/empty (DeviceTaintRule empty)".to_owned(),
+                        "example.com/one (DeviceTaintRule one)".to_owned()
+                    ]
+                ),
+            ]
+        );
+        assert_eq!(
+            notes,
+            vec![
+                "DeviceTaintRule \"missing\" has no deviceSelector: it taints no device from Kubernetes 1.37.1 on \
+                 (1.37.0 counted it on every device for scheduling)",
+                "DeviceTaintRule \"empty\" has an empty deviceSelector: it taints every device",
+            ]
+        );
     }
 
     fn run(patches: Vec<Value>) -> Value {

@@ -666,6 +666,83 @@ fn quota_from_a_policy_and_usage_in_input_order() {
     );
 }
 
+/// A DeviceTaintRule without a selector taints every device for the
+/// scheduler in 1.36 and none from 1.37.1 on; `explain` shows each.
+#[test]
+fn explain_shows_taint_rules_as_each_version_reaches_devices() {
+    let taints = |version: &str| {
+        let args = [
+            "explain",
+            "--slices",
+            "examples/explain/slices.yaml",
+            "--taint-rules",
+            "examples/explain/taint-rules.yaml",
+            "--kubernetes-version",
+            version,
+            "--output",
+            "json",
+        ];
+        let out = draguard(&args, None);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let explained: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let per_device: Vec<(String, Vec<String>)> = explained["devices"]
+            .as_array()
+            .expect("devices")
+            .iter()
+            .map(|d| {
+                let taints = d["taints"]
+                    .as_array()
+                    .expect("taints")
+                    .iter()
+                    .map(|t| format!("{}:{} {}", t["taint"]["key"], t["taint"]["effect"], t["source"]))
+                    .collect();
+                (d["device"].as_str().unwrap_or("").to_owned(), taints)
+            })
+            .collect();
+        (per_device, explained["notes"].clone())
+    };
+    let (devices, notes) = taints("1.36");
+    assert_eq!(
+        devices,
+        vec![
+            (
+                "gpu-0".to_owned(),
+                vec![r#""example.com/drain":"NoSchedule" "DeviceTaintRule drain-everything""#.to_owned()]
+            ),
+            (
+                "gpu-1".to_owned(),
+                vec![
+                    r#""example.com/maintenance":"NoExecute" "DeviceTaintRule gpu-1-maintenance""#.to_owned(),
+                    r#""example.com/drain":"NoSchedule" "DeviceTaintRule drain-everything""#.to_owned()
+                ]
+            ),
+        ]
+    );
+    assert_eq!(
+        notes,
+        serde_json::json!([
+            "DeviceTaintRule \"drain-everything\" has no deviceSelector: Kubernetes 1.36 counts its taint on every device for scheduling (eviction ignores it); from 1.37.1 on it taints no device"
+        ])
+    );
+    let (devices, notes) = taints("1.37");
+    assert_eq!(
+        devices,
+        vec![
+            ("gpu-0".to_owned(), Vec::new()),
+            (
+                "gpu-1".to_owned(),
+                vec![r#""example.com/maintenance":"NoExecute" "DeviceTaintRule gpu-1-maintenance""#.to_owned()]
+            ),
+        ]
+    );
+    assert_eq!(
+        notes,
+        serde_json::json!([
+            "DeviceTaintRule \"drain-everything\" has no deviceSelector: it taints no device from Kubernetes 1.37.1 on (1.37.0 counted it on every device for scheduling)"
+        ])
+    );
+}
+
 #[test]
 fn explain_the_example_devices() {
     let args = [

@@ -1,5 +1,6 @@
 //! `draguard explain --slices PATH --patches PATH [--classes PATH]
-//! [--device driver/pool/device] [--output text|json]`.
+//! [--taint-rules PATH] [--kubernetes-version V] [--device driver/pool/device]
+//! [--output text|json]`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,6 +27,13 @@ pub struct ExplainArgs {
     /// DeviceClass manifests, to evaluate filters that name a class.
     #[arg(long, value_name = "PATH")]
     pub classes: Vec<PathBuf>,
+    /// DeviceTaintRule manifests: their taints are shown on the devices
+    /// they pick, which depends on the Kubernetes version for a rule with
+    /// no deviceSelector.
+    #[arg(long, value_name = "PATH")]
+    pub taint_rules: Vec<PathBuf>,
+    #[command(flatten)]
+    pub target: super::target::TargetArgs,
     /// Only this device: `driver/pool/device`.
     #[arg(long, value_name = "DRIVER/POOL/DEVICE")]
     pub device: Option<String>,
@@ -64,11 +72,20 @@ pub fn run(args: ExplainArgs) -> ExitCode {
         } else {
             Some(crate::explain::classes_of(&objects(&args.classes)?))
         };
+        let rules = crate::explain::taint_rules_of(&objects(&args.taint_rules)?);
+        let target = args.target.target().map_err(|e| e.to_string())?;
         let devices = crate::explain::devices_of(&slices);
         if devices.is_empty() {
             return Err("no devices in the given ResourceSlices".into());
         }
-        let explained = crate::explain::explain(&devices, &patches, classes.as_deref(), args.device.as_deref());
+        let explained = crate::explain::explain_with_rules(
+            &devices,
+            &patches,
+            classes.as_deref(),
+            &rules,
+            target.version,
+            args.device.as_deref(),
+        );
         if explained.devices.is_empty() {
             return Err(format!(
                 "no device {:?} in the given ResourceSlices",
