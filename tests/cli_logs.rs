@@ -3,6 +3,7 @@
 
 mod support {
     pub mod json;
+    pub mod kubeconfig;
 }
 
 use std::process::{Command, Output, Stdio};
@@ -98,14 +99,7 @@ async fn an_unreachable_cluster_is_logged_once_per_watch() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     let dead = free_port();
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"http://127.0.0.1:{dead}\"}}\n\
-             contexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user: {{}}\n"
-        ),
-    )
-    .unwrap();
+    support::kubeconfig::write(&kubeconfig, format!("127.0.0.1:{dead}"));
     let metrics = format!("127.0.0.1:{}", free_port());
     let mut child = Command::new(env!("CARGO_BIN_EXE_draguard"))
         .args([

@@ -90,23 +90,23 @@ fn decide_in(
     cluster: &dyn ClusterView,
     toleration_restriction: Option<&TolerationRestrictionConfig>,
 ) -> (Decision, Value) {
-    let body = serde_json::to_vec(review).expect("serializable");
-    let incoming = Incoming::parse(&body).expect("an AdmissionReview");
-    let ctx = Context {
-        now: now(),
-        cluster,
-        policies: &draguard::policy::PolicySet::default(),
-        toleration_restriction,
-        phase,
-        deadline: None,
-        target: rules_1_36(),
-    };
-    incoming.answer(&ctx)
+    decide_under(review, phase, cluster, toleration_restriction, rules_1_36())
 }
 
-/// [`decide_in`] under the rules of `target`.
+/// [`decide_in`] as `check` judges (mutate, then validate) under the rules
+/// of `target`.
 fn decide_at(
     review: &Value,
+    cluster: &dyn ClusterView,
+    toleration_restriction: Option<&TolerationRestrictionConfig>,
+    target: Target,
+) -> (Decision, Value) {
+    decide_under(review, Phase::Both, cluster, toleration_restriction, target)
+}
+
+fn decide_under(
+    review: &Value,
+    phase: Phase,
     cluster: &dyn ClusterView,
     toleration_restriction: Option<&TolerationRestrictionConfig>,
     target: Target,
@@ -118,7 +118,7 @@ fn decide_at(
         cluster,
         policies: &draguard::policy::PolicySet::default(),
         toleration_restriction,
-        phase: Phase::Both,
+        phase,
         deadline: None,
         target,
     };

@@ -4,6 +4,7 @@
 
 mod support {
     pub mod fake_apiserver;
+    pub mod kubeconfig;
 }
 
 use std::process::{Command, Stdio};
@@ -27,15 +28,7 @@ async fn rules_in_force(git_version: Option<&str>, extra: &[&str]) -> (String, s
     .await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"http://{}\"}}\n\
-             contexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user: {{}}\n",
-            fake.addr
-        ),
-    )
-    .unwrap();
+    support::kubeconfig::write(&kubeconfig, fake.addr);
     let metrics = format!("127.0.0.1:{}", free_port());
     let mut child = Command::new(env!("CARGO_BIN_EXE_draguard"))
         .args([

@@ -197,19 +197,8 @@ fn device_tail(out: &mut String, tolerations: &[DeviceToleration], capacity: Opt
     if let Some(c) = capacity {
         out.push_str(",\"capacity\":{");
         if !c.requests.is_empty() {
-            out.push_str("\"requests\":{");
-            for (i, (name, quantity)) in c.requests.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                string(out, name);
-                out.push(':');
-                match quantity {
-                    Value::String(q) => string(out, q),
-                    other => string(out, &other.to_string()),
-                }
-            }
-            out.push('}');
+            out.push_str("\"requests\":");
+            quantities(out, c);
         }
         out.push('}');
     }
@@ -318,20 +307,25 @@ fn capacity(out: &mut String, c: Option<&CapacityRequirements>) {
     if c.requests.is_empty() {
         out.push_str("null");
     } else {
-        out.push('{');
-        // A BTreeMap: sorted keys, as Go prints a map.
-        for (i, (name, quantity)) in c.requests.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            string(out, name);
-            out.push(':');
-            match quantity {
-                Value::String(s) => string(out, s),
-                other => string(out, &other.to_string()),
-            }
+        quantities(out, c);
+    }
+    out.push('}');
+}
+
+/// The requested quantities, by name: a BTreeMap, so in sorted order, as Go
+/// prints a map.
+fn quantities(out: &mut String, c: &CapacityRequirements) {
+    out.push('{');
+    for (i, (name, quantity)) in c.requests.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
         }
-        out.push('}');
+        string(out, name);
+        out.push(':');
+        match quantity {
+            Value::String(q) => string(out, q),
+            other => string(out, &other.to_string()),
+        }
     }
     out.push('}');
 }
