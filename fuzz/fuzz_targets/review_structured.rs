@@ -11,7 +11,9 @@
 //!   (the apiserver reinvokes webhooks, `reinvocationPolicy: IfNeeded`).
 #![no_main]
 
-use draguard_fuzz::{Answers, answer_all_phases, apply, example_policies, unwrap_case, with_object};
+use draguard_fuzz::{
+    Answers, answer_all_phases, answer_all_phases_under, apply, example_policies, unwrap_case, with_object,
+};
 use libfuzzer_sys::{fuzz_crossover, fuzz_mutator, fuzz_target, fuzzer_mutate};
 use serde_json::Value;
 
@@ -49,7 +51,8 @@ fn phases_agree(answers: &Answers) {
         Ok(patched) => patched,
         Err(e) => panic!("/mutate's patch does not apply: {e}"),
     };
-    let Some(after) = answer_all_phases(&with_object(&answers.body, patched), example_policies()) else {
+    let patched = with_object(&answers.body, patched);
+    let Some(after) = answer_all_phases_under(&patched, example_policies(), answers.version) else {
         panic!("the patched review is no AdmissionReview");
     };
     assert!(

@@ -139,12 +139,20 @@ pub struct Answers {
     pub both: Answered,
     /// The envelope decoded, so the request was judged (not a 400).
     pub decoded: bool,
+    /// The rules it was judged by.
+    pub version: KubeVersion,
 }
 
 /// Answers `body` as the server does (`Incoming::parse`, `decide`,
 /// `answer_with`, `to_vec`) in every phase, checking each answer.
 /// `None` when the body is not an AdmissionReview (the server's 400).
 pub fn answer_all_phases(body: &[u8], policies: &PolicySet) -> Option<Answers> {
+    answer_all_phases_under(body, policies, version_for(body.len()))
+}
+
+/// [`answer_all_phases`] under the rules of `version`: a review compared
+/// with another (the patched object's) must be judged by the same rules.
+pub fn answer_all_phases_under(body: &[u8], policies: &PolicySet, version: KubeVersion) -> Option<Answers> {
     let incoming = match Incoming::parse(body) {
         Ok(incoming) => incoming,
         Err(e) => {
@@ -166,7 +174,7 @@ pub fn answer_all_phases(body: &[u8], policies: &PolicySet) -> Option<Answers> {
         panic!("Incoming::parse accepted a body that is not JSON");
     };
     let decoded = incoming.request().is_some();
-    let answer = |phase| answer_one(&incoming, &tree, body.len(), phase, policies);
+    let answer = |phase| answer_one(&incoming, &tree, body.len(), phase, policies, version);
     let validate = answer(Phase::Validate);
     let mutate = answer(Phase::Mutate);
     let both = answer(Phase::Both);
@@ -195,11 +203,19 @@ pub fn answer_all_phases(body: &[u8], policies: &PolicySet) -> Option<Answers> {
         mutate,
         both,
         decoded,
+        version,
     })
 }
 
-fn answer_one(incoming: &Incoming, body: &Value, body_len: usize, phase: Phase, policies: &PolicySet) -> Answered {
-    let ctx = context(phase, policies, version_for(body_len));
+fn answer_one(
+    incoming: &Incoming,
+    body: &Value,
+    body_len: usize,
+    phase: Phase,
+    policies: &PolicySet,
+    version: KubeVersion,
+) -> Answered {
+    let ctx = context(phase, policies, version);
     let decision = incoming.decide(&ctx);
     assert_report_bounded(
         &format!("{phase:?} verdict before the answer's caps"),

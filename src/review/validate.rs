@@ -20,10 +20,13 @@ pub fn validate<K: AdmittedKind>(
         target: ctx.target,
     };
     let mut verdict = K::validate(&subject.view, subject.old.as_ref(), &facts);
-    if ctx.target.declarative_validation()
-        && let Some(paths) = K::declarative_paths(subject.routed)
-    {
-        verdict.errors = crate::rules::declarative::enforce(verdict.errors, paths);
+    match K::declarative_paths(subject.routed) {
+        Some(paths) if ctx.target.declarative_validation() => {
+            verdict.errors = crate::rules::declarative::enforce(verdict.errors, paths);
+        }
+        // The marks say how the apiserver would word an error; where it
+        // does not enforce declarative validation they mean nothing.
+        _ => crate::rules::declarative::forget(&mut verdict.errors),
     }
     verdict
 }

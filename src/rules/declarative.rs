@@ -56,6 +56,14 @@ pub fn enforce(errors: Vec<FieldError>, in_version: impl Fn(&Path) -> Path) -> V
     handwritten
 }
 
+/// Drops the marks where declarative validation is not enforced (1.36, or
+/// the gate off): the hand-written errors are the answer as they are.
+pub fn forget(errors: &mut [FieldError]) {
+    for error in errors {
+        error.declared = None;
+    }
+}
+
 /// The order declarative validation's depth-first walk meets two errors.
 fn walk_order(a: &FieldError, b: &FieldError) -> Ordering {
     steps(a).cmp(&steps(b))
@@ -230,6 +238,21 @@ mod tests {
             rendered(&enforce(errors, Path::clone)),
             ["a: Required value", "spec: Invalid value: null: field is immutable"]
         );
+    }
+
+    /// Where declarative validation is not enforced the errors are the
+    /// hand-written ones, marks and all forgotten: the same error compares
+    /// equal whichever version judged it.
+    #[test]
+    fn without_enforcement_the_marks_are_forgotten() {
+        let mut errors = vec![FieldError::required(Path::parse("spec.taint.effect"), "").declared()];
+        forget(&mut errors);
+        assert_eq!(errors, vec![FieldError::required(Path::parse("spec.taint.effect"), "")]);
+        let enforced = enforce(
+            vec![FieldError::required(Path::parse("spec.taint.effect"), "").declared()],
+            Path::clone,
+        );
+        assert_eq!(enforced, errors);
     }
 
     #[test]
