@@ -82,6 +82,10 @@ pub fn validate_set<'i, 'p, T, K: Eq + Hash + Into<BadValue>>(
 /// which `item` renders by index. Errors of the items are left as their
 /// rules marked them.
 pub fn declare_list<'p>(errs: &mut [FieldError], path: impl Into<At<'p>>, item: Option<&dyn Fn(usize) -> String>) {
+    // The common case, a valid list: no path is built.
+    if errs.is_empty() {
+        return;
+    }
     let path = path.into().path();
     for error in errs.iter_mut() {
         if error.field == path && error.kind == ErrorType::TooMany {
