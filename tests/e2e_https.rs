@@ -1,5 +1,9 @@
 //! The real HTTPS server, in process, over TLS with generated certificates.
 
+mod support {
+    pub mod reviews;
+}
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -8,6 +12,7 @@ use std::time::Duration;
 use draguard::server::{self, RunningServer, ServerConfig, ServerError, TlsSource};
 use reqwest::{StatusCode, Version};
 use serde_json::{Value, json};
+use support::reviews::{claim_review, review_of, valid_review};
 
 async fn start_generated(dir: &Path, sans: &[&str]) -> RunningServer {
     start_with(dir, sans, |_| {}).await
@@ -43,38 +48,6 @@ fn client(server: &RunningServer) -> reqwest::Client {
 
 fn url(server: &RunningServer, path: &str) -> String {
     format!("https://127.0.0.1:{}{path}", server.local_addr().port())
-}
-
-fn claim(requests: Value) -> Value {
-    json!({
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": "c", "namespace": "ns"},
-        "spec": {"devices": {"requests": requests}}
-    })
-}
-
-fn valid_claim() -> Value {
-    claim(json!([{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]))
-}
-
-fn review(uid: &str, object: Value) -> Value {
-    json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": uid,
-            "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
-            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
-            "name": "c",
-            "namespace": "ns",
-            "operation": "CREATE",
-            "userInfo": {"username": "u"},
-            "object": object,
-            "oldObject": null,
-            "dryRun": false
-        }
-    })
 }
 
 async fn post_review(client: &reqwest::Client, url: String, body: &Value) -> (StatusCode, Value) {
@@ -129,7 +102,7 @@ async fn readyz_waits_for_the_ready_check() {
 async fn valid_claim_is_allowed_and_echoed() {
     let dir = tempfile::tempdir().unwrap();
     let server = start_generated(dir.path(), &[]).await;
-    let body = review("6f1a3d52-0000-4000-8000-000000000001", valid_claim());
+    let body = valid_review("6f1a3d52-0000-4000-8000-000000000001");
     let (status, answer) = post_review(&client(&server), url(&server, "/validate?timeout=10s"), &body).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(answer["apiVersion"], "admission.k8s.io/v1");
@@ -146,7 +119,7 @@ async fn invalid_claim_is_denied_with_field_causes() {
     let nine: Vec<Value> = (0..9)
         .map(|i| json!({"name": format!("s{i}"), "deviceClassName": "gpu.example.com"}))
         .collect();
-    let body = review("uid-too-many", claim(json!([{"name": "gpu", "firstAvailable": nine}])));
+    let body = claim_review("uid-too-many", json!([{"name": "gpu", "firstAvailable": nine}]));
     let (status, answer) = post_review(&client(&server), url(&server, "/validate?timeout=10s"), &body).await;
     assert_eq!(status, StatusCode::OK);
     let response = &answer["response"];
@@ -165,7 +138,7 @@ async fn invalid_claim_is_denied_with_field_causes() {
 async fn undecodable_object_is_denied_not_failed() {
     let dir = tempfile::tempdir().unwrap();
     let server = start_generated(dir.path(), &[]).await;
-    let body = review("uid-undecodable", claim(json!("not a list")));
+    let body = claim_review("uid-undecodable", json!("not a list"));
     let (status, answer) = post_review(&client(&server), url(&server, "/validate"), &body).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(answer["response"]["uid"], "uid-undecodable");
@@ -173,13 +146,13 @@ async fn undecodable_object_is_denied_not_failed() {
     assert_eq!(answer["response"]["status"]["code"], 400);
     // `/mutate` refuses it alike, with no patch (issue 16: a request whose
     // shape does not decode is never admitted, nor patched).
-    let request = claim(json!([{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
-                                                          "tolerations": [["x"]]}}]));
+    let requests = json!([{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
+                                                     "tolerations": [["x"]]}}]);
     for path in ["/mutate", "/validate"] {
         let (status, answer) = post_review(
             &client(&server),
             url(&server, path),
-            &review("uid-shape", request.clone()),
+            &claim_review("uid-shape", requests.clone()),
         )
         .await;
         assert_eq!(status, StatusCode::OK, "{path}");
@@ -228,7 +201,7 @@ async fn bodies_that_are_not_reviews_get_400() {
 async fn body_over_the_limit_gets_413() {
     let dir = tempfile::tempdir().unwrap();
     let server = start_with(dir.path(), &[], |c| c.max_body = 1024).await;
-    let big = review("uid-big", claim(json!([{"name": "x".repeat(4096)}])));
+    let big = claim_review("uid-big", json!([{"name": "x".repeat(4096)}]));
     for builder in [
         client_trusting(server.ca_file().unwrap()),
         client_trusting(server.ca_file().unwrap()).http1_only(),
@@ -244,12 +217,7 @@ async fn body_over_the_limit_gets_413() {
         assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     }
     // Just under the limit is still read and answered.
-    let (status, _) = post_review(
-        &client(&server),
-        url(&server, "/validate"),
-        &review("uid-small", valid_claim()),
-    )
-    .await;
+    let (status, _) = post_review(&client(&server), url(&server, "/validate"), &valid_review("uid-small")).await;
     assert_eq!(status, StatusCode::OK);
     server.stop().await.unwrap();
 }
@@ -261,7 +229,7 @@ async fn mutate_allows_a_valid_claim_without_patch() {
     let (status, answer) = post_review(
         &client(&server),
         url(&server, "/mutate?timeout=5s"),
-        &review("uid-m", valid_claim()),
+        &valid_review("uid-m"),
     )
     .await;
     assert_eq!(status, StatusCode::OK);
@@ -277,8 +245,8 @@ async fn metrics_count_reviews_and_unhandled_kinds() {
     let dir = tempfile::tempdir().unwrap();
     let server = start_generated(dir.path(), &[]).await;
     let client = client(&server);
-    post_review(&client, url(&server, "/validate"), &review("a", valid_claim())).await;
-    let mut config_map = review(
+    post_review(&client, url(&server, "/validate"), &valid_review("a")).await;
+    let mut config_map = review_of(
         "b",
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}}),
     );
@@ -311,7 +279,7 @@ async fn alpn_chooses_h2_or_http1() {
         // Twice each: the second call rides the kept-alive connection.
         let response = h2
             .post(url(&server, "/validate"))
-            .json(&review("h2", valid_claim()))
+            .json(&valid_review("h2"))
             .send()
             .await
             .unwrap();
@@ -319,7 +287,7 @@ async fn alpn_chooses_h2_or_http1() {
         assert_eq!(response.status(), StatusCode::OK);
         let response = h1
             .post(url(&server, "/validate"))
-            .json(&review("h1", valid_claim()))
+            .json(&valid_review("h1"))
             .send()
             .await
             .unwrap();
@@ -490,7 +458,7 @@ async fn a_review_past_the_apiservers_deadline_gets_504() {
     let dir = tempfile::tempdir().unwrap();
     let server = start_with(dir.path(), &[], |c| c.cluster = Arc::new(SlowCluster)).await;
     let client = client(&server);
-    let body = review("uid-slow", valid_claim());
+    let body = valid_review("uid-slow");
     let late = client
         .post(url(&server, "/validate?timeout=100ms"))
         .json(&body)
@@ -519,7 +487,7 @@ async fn shutdown_lets_in_flight_reviews_finish() {
     let in_flight = tokio::spawn(post_review_owned(
         client,
         url(&server, "/validate"),
-        review("uid-drain", valid_claim()),
+        valid_review("uid-drain"),
     ));
     tokio::time::sleep(Duration::from_millis(200)).await;
     server.stop().await.unwrap();
@@ -603,7 +571,7 @@ fn pod_review(uid: &str, namespace: &str, toleration_value: &str) -> Value {
             "tolerations": [{"key": "dedicated", "operator": "Equal", "value": toleration_value, "effect": "NoSchedule"}]
         }
     });
-    let mut r = review(uid, pod);
+    let mut r = review_of(uid, pod);
     r["request"]["kind"] = json!({"group": "", "version": "v1", "kind": "Pod"});
     r["request"]["resource"] = json!({"group": "", "version": "v1", "resource": "pods"});
     r["request"]["name"] = json!("trainer");

@@ -60,16 +60,3 @@ impl Default for Target {
         Target::new(KubeVersion::NEWEST)
     }
 }
-
-impl std::fmt::Display for Target {
-    /// `1.37`, or `1.37 (feature gates: DRADerivedAttributes=true)` when
-    /// gates differ from the version's defaults.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let changed = self.gates.changed_from_defaults(self.version);
-        if changed.is_empty() {
-            write!(f, "{}", self.version)
-        } else {
-            write!(f, "{} (feature gates: {changed})", self.version)
-        }
-    }
-}

@@ -297,19 +297,26 @@ mod tests {
         }
     }
 
-    fn claim_create(tolerations: usize) -> Vec<u8> {
-        let tolerations: Vec<_> = (0..tolerations)
-            .map(|i| json!({"key": format!("example.com/t{i}"), "operator": "Exists"}))
-            .collect();
+    /// A CREATE of claim `ml/c` by alice with one request `gpu` of class
+    /// `gpu`, its `exactly` holding `field: value` besides.
+    fn claim_with(field: &str, value: Value) -> Vec<u8> {
+        let mut exactly = json!({"deviceClassName": "gpu"});
+        exactly[field] = value;
         create(
             ("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
             Some("ml"),
             "alice",
             json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                    "metadata": {"name": "c", "namespace": "ml"},
-                   "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                       "deviceClassName": "gpu", "tolerations": tolerations}}]}}}),
+                   "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}),
         )
+    }
+
+    fn claim_create(tolerations: usize) -> Vec<u8> {
+        let tolerations: Vec<_> = (0..tolerations)
+            .map(|i| json!({"key": format!("example.com/t{i}"), "operator": "Exists"}))
+            .collect();
+        claim_with("tolerations", json!(tolerations))
     }
 
     /// A default toleration never pushes a valid request past 16: at the
@@ -359,15 +366,7 @@ mod tests {
 
     fn claim_with_selectors(expressions: &[&str]) -> Vec<u8> {
         let selectors: Vec<Value> = expressions.iter().map(|e| json!({"cel": {"expression": e}})).collect();
-        create(
-            ("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
-            Some("ml"),
-            "alice",
-            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                   "metadata": {"name": "c", "namespace": "ml"},
-                   "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                       "deviceClassName": "gpu", "selectors": selectors}}]}}}),
-        )
+        claim_with("selectors", json!(selectors))
     }
 
     /// A review whose deadline has passed stops: in every phase it answers

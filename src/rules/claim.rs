@@ -472,6 +472,47 @@ mod tests {
     use crate::objects::ClaimVersion;
     use serde_json::json;
 
+    /// The errors declarative validation shares with the hand-written
+    /// rules are marked, and only those: each mark below is one tag of the
+    /// API (SPEC-k8s-1.37.md §2.3), and what is left unmarked is
+    /// hand-written only.
+    #[test]
+    fn errors_declarative_validation_shares_are_marked() {
+        let many = |n: usize, item: Value| Value::Array(vec![item; n]);
+        let spec = json!({"devices": {
+            "requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "c", "allocationMode": "Some",
+                    "selectors": many(33, json!({"cel": {"expression": "true"}})),
+                    "tolerations": [{"key": "bad key!", "operator": "Exists", "value": "v"}]}},
+                {"name": "Bad_Name", "firstAvailable": [{"name": "s", "deviceClassName": "Bad!"}]},
+            ],
+            "constraints": [{"requests": ["gpu", "gpu"], "matchAttribute": "nodomain"}],
+            "config": many(33, json!({"requests": ["gpu"], "opaque": {"driver": "d.example.com", "parameters": {}}})),
+        }});
+        let spec = ClaimSpec::decode(&spec, ClaimVersion::V1).expect("decodable spec");
+        let errs = validate_claim_spec(&spec, ClaimVersion::V1, &Path::new("spec"), &CompileBudget::default());
+        let marked: Vec<(String, bool)> = errs
+            .iter()
+            .map(|e| (format!("{}: {:?}", e.field, e.kind), e.declared.is_some()))
+            .collect();
+        let want = [
+            ("spec.devices.requests[0].exactly.selectors: TooMany", true),
+            ("spec.devices.requests[0].exactly.allocationMode: NotSupported", true),
+            ("spec.devices.requests[0].exactly.tolerations[0].key: Invalid", true),
+            ("spec.devices.requests[0].exactly.tolerations[0].value: Invalid", false),
+            ("spec.devices.requests[1].name: Invalid", false),
+            (
+                "spec.devices.requests[1].firstAvailable[0].deviceClassName: Invalid",
+                true,
+            ),
+            ("spec.devices.constraints[0].requests[1]: Duplicate", true),
+            ("spec.devices.constraints[0].matchAttribute: Invalid", true),
+            ("spec.devices.config: TooMany", true),
+        ];
+        let want: Vec<(String, bool)> = want.iter().map(|(f, d)| ((*f).to_owned(), *d)).collect();
+        assert_eq!(marked, want);
+    }
+
     fn check_version(spec: Value, version: ClaimVersion) -> Vec<String> {
         let spec = ClaimSpec::decode(&spec, version).expect("decodable spec");
         validate_claim_spec(&spec, version, &Path::new("spec"), &CompileBudget::default())

@@ -16,7 +16,6 @@
 //! In 1.36 the DRA tags were alpha: declarative validation ran in shadow
 //! and the hand-written errors were the answer, unchanged.
 
-use std::cmp::Ordering;
 use std::collections::HashSet;
 
 use crate::field::{BadValue, Declared, ErrorType, FieldError, Path, Segment};
@@ -51,7 +50,8 @@ pub fn enforce(errors: Vec<FieldError>, in_version: impl Fn(&Path) -> Path) -> V
         }
     }
     // Stable: errors on one field keep the order the rule raised them in.
-    declarative.sort_by(walk_order);
+    // Each error's steps are worked out once, not per comparison.
+    declarative.sort_by_cached_key(steps);
     handwritten.extend(declarative);
     handwritten
 }
@@ -64,12 +64,7 @@ pub fn forget(errors: &mut [FieldError]) {
     }
 }
 
-/// The order declarative validation's depth-first walk meets two errors.
-fn walk_order(a: &FieldError, b: &FieldError) -> Ordering {
-    steps(a).cmp(&steps(b))
-}
-
-/// One step of the walk, comparable: fields by declaration order, list
+/// One step of the walk, comparable in the order the walk meets them: fields by declaration order, list
 /// items by index with a list's repeated-key errors (at `list[j]`) before
 /// any item's own errors, map entries by key.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]

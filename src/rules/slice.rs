@@ -512,7 +512,7 @@ fn validate_binding_conditions(device: &Device, path: At<'_>) -> Vec<FieldError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::field::Path;
+    use crate::field::{Declared, Path};
     use serde_json::json;
 
     fn slice(devices: Value) -> Value {
@@ -525,6 +525,47 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect()
+    }
+
+    /// The slice errors declarative validation shares are marked, a
+    /// repeated counter set with the whole set as its value.
+    #[test]
+    fn errors_declarative_validation_shares_are_marked() {
+        let marked = |spec: Value| -> Vec<(String, Option<Declared>)> {
+            let spec = SliceSpec::decode(&spec).expect("decodes");
+            validate_slice_spec(&spec, None, &Path::new("spec"))
+                .into_iter()
+                .map(|e| (format!("{}: {:?}", e.field, e.kind), e.declared))
+                .collect()
+        };
+        let set = json!({"name": "mem", "counters": {"gpu": {"value": "8Gi"}}});
+        let mut counters = slice(json!([]));
+        counters["sharedCounters"] = json!([set, set]);
+        counters.as_object_mut().map(|o| o.remove("devices"));
+        assert_eq!(
+            marked(counters),
+            [(
+                "spec.sharedCounters[1]: Duplicate".to_owned(),
+                Some(Declared::Item(
+                    r#"{"name":"mem","counters":{"gpu":{"value":"8Gi"}}}"#.to_owned()
+                ))
+            )]
+        );
+        let conditions = json!(["a", "b", "c", "d", "e"]);
+        let device = json!([{"name": "d", "consumesCounters": [{"counterSet": "a"}, {"counterSet": "b"}, {"counterSet": "c"}],
+                             "bindingConditions": conditions, "bindingFailureConditions": ["f"]}]);
+        let fields: Vec<(String, bool)> = marked(slice(device))
+            .into_iter()
+            .map(|(f, d)| (f, d.is_some()))
+            .filter(|(f, _)| f.contains("TooMany"))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("spec.devices[0].consumesCounters: TooMany".to_owned(), true),
+                ("spec.devices[0].bindingConditions: TooMany".to_owned(), true),
+            ]
+        );
     }
 
     fn update(new: Value, old: Value) -> Vec<String> {

@@ -8,6 +8,20 @@ use serde_json::{Value, json};
 /// A CREATE of ResourceClaim `ns/c` whose `spec.devices.requests` are
 /// `requests`.
 pub fn claim_review(uid: &str, requests: Value) -> Value {
+    review_of(
+        uid,
+        json!({
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "ns"},
+            "spec": {"devices": {"requests": requests}}
+        }),
+    )
+}
+
+/// A CREATE of `object` in the envelope of a ResourceClaim `ns/c`; a test
+/// of another kind replaces `kind` and `resource`.
+pub fn review_of(uid: &str, object: Value) -> Value {
     json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -19,12 +33,7 @@ pub fn claim_review(uid: &str, requests: Value) -> Value {
             "namespace": "ns",
             "operation": "CREATE",
             "userInfo": {"username": "u"},
-            "object": {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceClaim",
-                "metadata": {"name": "c", "namespace": "ns"},
-                "spec": {"devices": {"requests": requests}}
-            },
+            "object": object,
             "oldObject": null,
             "dryRun": false
         }
