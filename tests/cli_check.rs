@@ -1017,3 +1017,63 @@ spec:
         );
     }
 }
+
+/// A DeviceClass that names an extended resource, a quota on it, and two
+/// claims of the class: the second goes past the quota.
+const EXTENDED_RESOURCE_QUOTA: &str = "\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {extendedResourceName: example.com/gpu}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: ext, namespace: ml}
+spec: {hard: {requests.example.com/gpu: \"4\"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: a, namespace: ml}
+spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu, count: 3}}]}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: b, namespace: ml}
+spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu, count: 2}}]}}
+";
+
+#[test]
+fn quota_on_an_extended_resource_counts_the_claims_of_its_device_class() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let no_policies = dir.path().to_str().expect("utf-8");
+    let out = draguard(
+        &["check", "-", "--policies", no_policies],
+        Some(EXTENDED_RESOURCE_QUOTA),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        stdout(&out).lines().collect::<Vec<_>>(),
+        vec![
+            "-:16:1: error: ResourceClaim/ml/b: exceeded quota (ResourceQuota \"ext\"): requests.example.com/gpu: limit 4, used 3, requested 2",
+            summary(4, no_policies).as_str(),
+        ]
+    );
+    let gate_off = draguard(
+        &[
+            "check",
+            "-",
+            "--policies",
+            no_policies,
+            "--feature-gates",
+            "DRAExtendedResource=false",
+        ],
+        Some(EXTENDED_RESOURCE_QUOTA),
+    );
+    assert_eq!(
+        gate_off.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&gate_off),
+        stderr(&gate_off)
+    );
+}

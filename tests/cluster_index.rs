@@ -47,6 +47,7 @@ fn gpus(claims: u64, devices: u64) -> QuotaUsage {
     QuotaUsage::Known(Charge {
         claims,
         devices: [("gpu".to_owned(), devices)].into(),
+        ..Default::default()
     })
 }
 

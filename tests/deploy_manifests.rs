@@ -561,14 +561,23 @@ fn manifests_agree_with_the_kind_registry() {
     assert_eq!(served, row.versions);
     // What draguard watches of the DRA kinds it judges, it reads by their
     // plural (the core group also holds Namespaces and ResourceQuotas,
-    // which draguard reads but does not judge).
+    // which draguard reads but does not judge). DeviceClasses are read, not
+    // judged: their extended resource names are quota keys. Without the
+    // read, that cache would never list and no replica would be ready.
+    const READ_NOT_JUDGED: [(&str, &str); 1] = [("resource.k8s.io", "deviceclasses")];
     let role = find(&docs, "ClusterRole", "draguard").expect("the ClusterRole");
+    let mut read_not_judged = Vec::new();
     for rule in role["rules"].as_array().expect("rules") {
         for group in strings(&rule["apiGroups"]) {
             if group.is_empty() || !KINDS.iter().any(|r| r.group == group) {
                 continue;
             }
             for resource in strings(&rule["resources"]) {
+                if READ_NOT_JUDGED.contains(&(group.as_str(), resource.as_str())) {
+                    assert_eq!(strings(&rule["verbs"]), ["get", "list", "watch"]);
+                    read_not_judged.push((group.clone(), resource));
+                    continue;
+                }
                 assert!(
                     KINDS.iter().any(|r| r.group == group && r.plural == resource),
                     "the ClusterRole reads {group}/{resource}, which the registry does not know"
@@ -576,4 +585,9 @@ fn manifests_agree_with_the_kind_registry() {
             }
         }
     }
+    let want: Vec<(String, String)> = READ_NOT_JUDGED
+        .iter()
+        .map(|(g, r)| ((*g).to_owned(), (*r).to_owned()))
+        .collect();
+    assert_eq!(read_not_judged, want, "every watched cache may be read");
 }

@@ -333,8 +333,8 @@ fn namespace_of<'a>(v: &'a Value, default: &'a str) -> &'a str {
 
 /// What the whole input tells before any object is judged (quota, known
 /// patches):
-/// usage starts known (and empty), ResourceQuota objects give limits, and
-/// each ResourceClaimTemplate stamps one claim per pod replica of the
+/// usage starts known (and empty), ResourceQuota objects give limits,
+/// DeviceClasses their extended resource names, and each ResourceClaimTemplate stamps one claim per pod replica of the
 /// workloads that use it.
 fn input_facts(objects: &[Object], default_namespace: &str, cluster: &mut StaticView) {
     cluster.usage.get_or_insert_with(HashMap::new);
@@ -364,6 +364,19 @@ fn input_facts(objects: &[Object], default_namespace: &str, cluster: &mut Static
             if let Some(limits) = crate::quota::Limits::from_resource_quota(name, &hard) {
                 cluster.quotas.entry(ns).or_default().push(limits);
             }
+            continue;
+        }
+        if group == "resource.k8s.io" && kind == "DeviceClass" {
+            // Once the input holds a DeviceClass, a class it does not hold
+            // is absent (its extended-resource quota keys are not charged).
+            let name = text(v, "/metadata/name").unwrap_or("").to_owned();
+            let extended_resource_name = text(v, "/spec/extendedResourceName")
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned);
+            cluster
+                .device_classes
+                .get_or_insert_with(HashMap::new)
+                .insert(name, extended_resource_name);
             continue;
         }
         let version = text(v, "/apiVersion").map_or("", |a| a.rsplit_once('/').map_or(a, |(_, v)| v));

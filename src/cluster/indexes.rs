@@ -1,4 +1,4 @@
-//! The four things draguard reads from the cluster, each reduced from its
+//! The five things draguard reads from the cluster, each reduced from its
 //! watch to what a request asks of it (see [`super::index`]).
 
 use std::collections::{BTreeMap, HashMap};
@@ -11,7 +11,7 @@ use super::index::WatchIndex;
 use crate::objects::patch::PatchSpec;
 use crate::objects::{ClaimSpec, ClaimVersion};
 use crate::quota::ledger::UsageLedger;
-use crate::quota::{Limits, charge};
+use crate::quota::{Limits, claim_charge};
 
 fn name_of(meta: &kube::api::ObjectMeta) -> &str {
     meta.name.as_deref().unwrap_or_default()
@@ -73,10 +73,10 @@ impl WatchIndex for ClaimUsage {
             .data
             .get("spec")
             .and_then(|spec| ClaimSpec::decode(spec, ClaimVersion::V1).ok())
-            .map(|spec| charge(&spec))
+            .map(|spec| claim_charge(&spec, &claim.metadata))
             .unwrap_or_else(|| crate::quota::Charge {
                 claims: 1,
-                devices: BTreeMap::new(),
+                ..Default::default()
             });
         self.ledger.put(namespace, name, charged);
     }
@@ -137,6 +137,37 @@ impl WatchIndex for QuotaIndex {
     }
 }
 
+/// Each DeviceClass's `spec.extendedResourceName` (or none), for the
+/// extended-resource quota keys. Watched as dynamic objects: nothing else
+/// of a class is kept.
+#[derive(Default)]
+pub struct DeviceClassIndex {
+    pub by_name: HashMap<String, Option<String>>,
+}
+
+impl WatchIndex for DeviceClassIndex {
+    type Object = DynamicObject;
+
+    fn apply(&mut self, class: &DynamicObject) {
+        let extended_resource_name = class
+            .data
+            .pointer("/spec/extendedResourceName")
+            .and_then(serde_json::Value::as_str)
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned);
+        self.by_name
+            .insert(name_of(&class.metadata).to_owned(), extended_resource_name);
+    }
+
+    fn delete(&mut self, class: &DynamicObject) {
+        self.by_name.remove(name_of(&class.metadata));
+    }
+
+    fn objects(&self) -> usize {
+        self.by_name.len()
+    }
+}
+
 /// draguard.dev ResourceSlicePatches, decoded once. One whose spec does not
 /// decode is left out, as it was accepted by no draguard and cannot tie.
 #[derive(Default)]
@@ -194,6 +225,7 @@ mod tests {
         let gpus = |n: u64| Charge {
             claims: 2,
             devices: [("gpu".to_owned(), n)].into(),
+            ..Default::default()
         };
         assert_eq!(usage.ledger.usage("ml"), gpus(7));
         usage.delete(&claim("ml", "b", 3));
@@ -201,10 +233,63 @@ mod tests {
             usage.ledger.usage("ml"),
             Charge {
                 claims: 1,
-                devices: [("gpu".to_owned(), 4)].into()
+                devices: [("gpu".to_owned(), 4)].into(),
+                ..Default::default()
             }
         );
         assert_eq!(usage.objects(), 1);
+    }
+
+    #[test]
+    fn a_claim_made_for_a_pods_extended_resources_is_paid_by_the_pod() {
+        let mut usage = ClaimUsage::default();
+        let mut made: DynamicObject = claim("ml", "p-extended-resources-x", 2);
+        made.metadata.annotations = Some(
+            [(
+                "resource.kubernetes.io/extended-resource-claim".to_owned(),
+                "true".to_owned(),
+            )]
+            .into(),
+        );
+        made.metadata.owner_references = Some(vec![
+            serde_json::from_value(
+                json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u", "controller": true}),
+            )
+            .expect("owner"),
+        ]);
+        usage.apply(&made);
+        usage.apply(&claim("ml", "b", 3));
+        assert_eq!(
+            usage.ledger.usage("ml"),
+            Charge {
+                claims: 2,
+                devices: [("gpu".to_owned(), 5)].into(),
+                paid_by_pods: [("gpu".to_owned(), 2)].into(),
+            }
+        );
+        usage.delete(&made);
+        assert_eq!(usage.ledger.usage("ml").paid_by_pods, BTreeMap::new());
+    }
+
+    #[test]
+    fn device_classes_keep_their_extended_resource_name() {
+        let class = |name: &str, spec: serde_json::Value| -> DynamicObject {
+            serde_json::from_value(json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                "metadata": {"name": name}, "spec": spec}))
+            .expect("class")
+        };
+        let mut index = DeviceClassIndex::default();
+        index.apply(&class(
+            "gpu",
+            json!({"extendedResourceName": "example.com/gpu", "selectors": []}),
+        ));
+        index.apply(&class("nic", json!({})));
+        assert_eq!(index.by_name["gpu"].as_deref(), Some("example.com/gpu"));
+        assert_eq!(index.by_name["nic"], None);
+        index.apply(&class("gpu", json!({})));
+        assert_eq!(index.by_name["gpu"], None, "an update that drops the name");
+        index.delete(&class("nic", json!({})));
+        assert_eq!(index.objects(), 1);
     }
 
     #[test]

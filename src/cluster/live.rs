@@ -12,10 +12,10 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
 
 use super::index::{Watched, spawn_watch};
-use super::indexes::{ClaimUsage, NamespaceIndex, PatchIndex, QuotaIndex};
+use super::indexes::{ClaimUsage, DeviceClassIndex, NamespaceIndex, PatchIndex, QuotaIndex};
 use super::{CacheState, ClusterView, NotSynced, QuotaUsage};
 use crate::objects::patch::PatchSpec;
-use crate::quota::Limits;
+use crate::quota::{DeviceClassFacts, Limits};
 
 const READY_POLL: Duration = Duration::from_millis(50);
 
@@ -25,6 +25,8 @@ pub struct LiveView {
     namespaces: Arc<Watched<NamespaceIndex>>,
     claims: Arc<Watched<ClaimUsage>>,
     quotas: Arc<Watched<QuotaIndex>>,
+    /// DeviceClasses' extended resource names (quota keys).
+    classes: Arc<Watched<DeviceClassIndex>>,
     /// draguard.dev/v1alpha1 ResourceSlicePatches (empty without the CRD).
     patches: Arc<Watched<PatchIndex>>,
 }
@@ -52,6 +54,10 @@ impl LiveView {
         );
         spawn_watch(Api::<ResourceQuota>::all(client.clone()), view.quotas.clone());
         spawn_watch(
+            dynamic_api(client.clone(), "resource.k8s.io", "v1", "DeviceClass", "deviceclasses"),
+            view.classes.clone(),
+        );
+        spawn_watch(
             dynamic_api(
                 client,
                 "draguard.dev",
@@ -70,6 +76,7 @@ impl LiveView {
             namespaces: Watched::new("namespaces", false),
             claims: Watched::new("resourceclaims", false),
             quotas: Watched::new("resourcequotas", false),
+            classes: Watched::new("deviceclasses", false),
             // The CRD is optional: without it the index is empty and synced.
             patches: Watched::new("resourceslicepatches", true),
         }
@@ -82,6 +89,7 @@ impl LiveView {
             (self.namespaces.is_synced(), self.namespaces.name()),
             (self.claims.is_synced(), self.claims.name()),
             (self.quotas.is_synced(), self.quotas.name()),
+            (self.classes.is_synced(), self.classes.name()),
             (self.patches.is_synced(), self.patches.name()),
         ]
         .into_iter()
@@ -113,6 +121,7 @@ impl LiveView {
         self.namespaces.is_stopped()
             || self.claims.is_stopped()
             || self.quotas.is_stopped()
+            || self.classes.is_stopped()
             || self.patches.is_stopped()
     }
 
@@ -169,6 +178,21 @@ impl ClusterView for LiveView {
         }))
     }
 
+    /// Until the first list, no class is known to be absent: the implicit
+    /// key is charged and the explicit one waits (the replica is not ready
+    /// then, so it gets no reviews from a correct Service anyway).
+    fn device_class(&self, name: &str) -> DeviceClassFacts {
+        if !self.classes.is_synced() {
+            return DeviceClassFacts::NotTracked;
+        }
+        self.classes.read(|index| match index.by_name.get(name) {
+            None => DeviceClassFacts::Absent,
+            Some(extended_resource_name) => DeviceClassFacts::Found {
+                extended_resource_name: extended_resource_name.clone(),
+            },
+        })
+    }
+
     fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
         self.patches.read(|index| {
             index
@@ -185,6 +209,7 @@ impl ClusterView for LiveView {
             self.namespaces.state(),
             self.claims.state(),
             self.quotas.state(),
+            self.classes.state(),
             self.patches.state(),
         ]
     }
@@ -227,7 +252,7 @@ mod tests {
         assert_eq!(
             view.readiness(),
             Err(
-                "cluster caches still listing: namespaces, resourceclaims, resourcequotas, resourceslicepatches".into()
+                "cluster caches still listing: namespaces, resourceclaims, resourcequotas, deviceclasses, resourceslicepatches".into()
             )
         );
         assert_eq!(
@@ -241,6 +266,7 @@ mod tests {
         listed(&view.namespaces, vec![]);
         assert_eq!(view.namespaces(), Some(vec![]));
         listed(&view.quotas, vec![]);
+        listed(&view.classes, vec![]);
         listed(&view.patches, vec![]);
         assert_eq!(
             view.readiness(),
@@ -252,7 +278,8 @@ mod tests {
             view.quota_usage("ml"),
             QuotaUsage::Known(Charge {
                 claims: 2,
-                devices: [("gpu".to_owned(), 5)].into()
+                devices: [("gpu".to_owned(), 5)].into(),
+                ..Default::default()
             })
         );
         // A re-list after lost events: not ready, usage unknown, until done.
@@ -266,7 +293,8 @@ mod tests {
             view.quota_usage("ml"),
             QuotaUsage::Known(Charge {
                 claims: 1,
-                devices: [("gpu".to_owned(), 3)].into()
+                devices: [("gpu".to_owned(), 3)].into(),
+                ..Default::default()
             }),
             "claim a, deleted while events were lost, is gone"
         );

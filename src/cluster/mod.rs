@@ -10,7 +10,7 @@ pub mod live;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::objects::patch::PatchSpec;
-use crate::quota::{Charge, Limits};
+use crate::quota::{Charge, DeviceClassFacts, Limits};
 
 /// A read-only view of cluster state the rules may consult.
 pub trait ClusterView: Send + Sync {
@@ -34,6 +34,12 @@ pub trait ClusterView: Send + Sync {
     /// cache that must list before they are known.
     fn resource_quotas(&self, _namespace: &str) -> Result<Vec<Limits>, NotSynced> {
         Ok(Vec::new())
+    }
+
+    /// What the view knows of a DeviceClass, for the extended-resource
+    /// quota keys of the devices it names.
+    fn device_class(&self, _name: &str) -> DeviceClassFacts {
+        DeviceClassFacts::NotTracked
     }
 
     /// How many claims a ResourceClaimTemplate will stamp, when that is
@@ -121,6 +127,9 @@ pub struct StaticView {
     /// `Some`: usage is known (zero where nothing is recorded).
     pub usage: Option<HashMap<String, Charge>>,
     pub quotas: HashMap<String, Vec<Limits>>,
+    /// `Some`: the DeviceClasses there are, each with its
+    /// `extendedResourceName`; `None`: not known.
+    pub device_classes: Option<HashMap<String, Option<String>>>,
     pub templates: HashMap<(String, String), u64>,
     pub patches: Vec<(String, PatchSpec)>,
 }
@@ -153,6 +162,16 @@ impl ClusterView for StaticView {
 
     fn resource_quotas(&self, namespace: &str) -> Result<Vec<Limits>, NotSynced> {
         Ok(self.quotas.get(namespace).cloned().unwrap_or_default())
+    }
+
+    fn device_class(&self, name: &str) -> DeviceClassFacts {
+        match self.device_classes.as_ref().map(|classes| classes.get(name)) {
+            None => DeviceClassFacts::NotTracked,
+            Some(None) => DeviceClassFacts::Absent,
+            Some(Some(extended_resource_name)) => DeviceClassFacts::Found {
+                extended_resource_name: extended_resource_name.clone(),
+            },
+        }
     }
 
     fn template_claims(&self, namespace: &str, template: &str) -> Option<u64> {

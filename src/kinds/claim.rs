@@ -9,7 +9,7 @@ use crate::field::{BadValue, Declared, FieldError, Path};
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, ObjectJson, Whole};
 use crate::policy::apply::{self, TolerationList};
 use crate::policy::enforce::TolerationTarget as PolicyTarget;
-use crate::quota::{Charge, charge};
+use crate::quota::{Charge, claim_charge};
 use crate::rules;
 
 pub const ROW: KindRow = KindRow {
@@ -91,7 +91,7 @@ impl AdmittedKind for ClaimKind {
     }
 
     fn quota_charge(view: &ClaimView, _: &str, _: &dyn ClusterView) -> Option<Charge> {
-        Some(charge(&view.whole.spec))
+        Some(claim_charge(&view.whole.spec, &view.whole.metadata))
     }
 
     fn declarative_paths(routed: Routed) -> Option<fn(&Path) -> Path> {

@@ -29,6 +29,8 @@ struct NamespaceTotal {
     /// A class leaves the total with the last claim naming it, so the total
     /// equals a sum taken afresh, zero entries included.
     devices: BTreeMap<String, ClassTotal>,
+    /// The same for [`Charge::paid_by_pods`].
+    paid_by_pods: BTreeMap<String, ClassTotal>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -69,13 +71,16 @@ impl UsageLedger {
             return Charge::default();
         };
         let narrow = |n: u128| u64::try_from(n).unwrap_or(u64::MAX);
-        Charge {
-            claims: narrow(total.claims),
-            devices: total
-                .devices
+        let read = |classes: &BTreeMap<String, ClassTotal>| {
+            classes
                 .iter()
                 .map(|(class, t)| (class.clone(), narrow(t.devices)))
-                .collect(),
+                .collect()
+        };
+        Charge {
+            claims: narrow(total.claims),
+            devices: read(&total.devices),
+            paid_by_pods: read(&total.paid_by_pods),
         }
     }
 
@@ -93,7 +98,7 @@ impl UsageLedger {
             return;
         };
         total.subtract(charge);
-        if total.claims == 0 && total.devices.is_empty() {
+        if total.claims == 0 && total.devices.is_empty() && total.paid_by_pods.is_empty() {
             self.totals.remove(namespace);
         }
     }
@@ -102,24 +107,34 @@ impl UsageLedger {
 impl NamespaceTotal {
     fn add(&mut self, charge: &Charge) {
         self.claims += u128::from(charge.claims);
-        for (class, n) in &charge.devices {
-            let total = self.devices.entry(class.clone()).or_default();
-            total.devices += u128::from(*n);
-            total.named_by += 1;
-        }
+        add_classes(&mut self.devices, &charge.devices);
+        add_classes(&mut self.paid_by_pods, &charge.paid_by_pods);
     }
 
     /// Only ever given a charge that was added before, so nothing goes
     /// below zero; `saturating_sub` keeps a bug from wrapping regardless.
     fn subtract(&mut self, charge: &Charge) {
         self.claims = self.claims.saturating_sub(u128::from(charge.claims));
-        for (class, n) in &charge.devices {
-            if let Some(total) = self.devices.get_mut(class) {
-                total.devices = total.devices.saturating_sub(u128::from(*n));
-                total.named_by = total.named_by.saturating_sub(1);
-                if total.named_by == 0 {
-                    self.devices.remove(class);
-                }
+        subtract_classes(&mut self.devices, &charge.devices);
+        subtract_classes(&mut self.paid_by_pods, &charge.paid_by_pods);
+    }
+}
+
+fn add_classes(totals: &mut BTreeMap<String, ClassTotal>, charged: &BTreeMap<String, u64>) {
+    for (class, n) in charged {
+        let total = totals.entry(class.clone()).or_default();
+        total.devices += u128::from(*n);
+        total.named_by += 1;
+    }
+}
+
+fn subtract_classes(totals: &mut BTreeMap<String, ClassTotal>, charged: &BTreeMap<String, u64>) {
+    for (class, n) in charged {
+        if let Some(total) = totals.get_mut(class) {
+            total.devices = total.devices.saturating_sub(u128::from(*n));
+            total.named_by = total.named_by.saturating_sub(1);
+            if total.named_by == 0 {
+                totals.remove(class);
             }
         }
     }
@@ -133,6 +148,7 @@ mod tests {
         Charge {
             claims,
             devices: devices.iter().map(|(c, n)| ((*c).to_owned(), *n)).collect(),
+            ..Default::default()
         }
     }
 

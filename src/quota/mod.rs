@@ -6,7 +6,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub mod desired;
+pub mod extended;
 pub mod ledger;
+
+pub use extended::{DeviceClassFacts, QuotaKeys};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::objects::claim::{ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec};
 
@@ -22,6 +27,10 @@ pub const DEVICES_SUFFIX: &str = ".deviceclass.resource.k8s.io/devices";
 pub struct Charge {
     pub claims: u64,
     pub devices: BTreeMap<String, u64>,
+    /// Of `devices`, those of claims the scheduler made for a pod's
+    /// extended resources: the pod pays for them on the extended-resource
+    /// keys, so these are charged to `devices` only ([`extended`]).
+    pub paid_by_pods: BTreeMap<String, u64>,
 }
 
 impl Charge {
@@ -34,28 +43,42 @@ impl Charge {
         for (class, n) in &other.devices {
             add_devices(&mut self.devices, class, *n);
         }
+        for (class, n) in &other.paid_by_pods {
+            add_devices(&mut self.paid_by_pods, class, *n);
+        }
     }
 
     /// This charge `n` times (a template stamping `n` claims), saturating.
     pub fn times(&self, n: u64) -> Charge {
+        let times = |m: &BTreeMap<String, u64>| m.iter().map(|(c, d)| (c.clone(), d.saturating_mul(n))).collect();
         Charge {
             claims: self.claims.saturating_mul(n),
-            devices: self
-                .devices
-                .iter()
-                .map(|(c, d)| (c.clone(), d.saturating_mul(n)))
-                .collect(),
+            devices: times(&self.devices),
+            paid_by_pods: times(&self.paid_by_pods),
         }
     }
 
-    /// As ResourceQuota resource names and quantities.
-    pub fn resources(&self) -> BTreeMap<String, u64> {
+    /// This charge as the claim of a pod's extended resources
+    /// ([`extended::paid_by_owning_pod`]).
+    pub fn paid_by_pod(mut self) -> Charge {
+        self.paid_by_pods = self.devices.clone();
+        self
+    }
+
+    /// As ResourceQuota resource names and quantities: claims, devices per
+    /// class, and the extended-resource keys `keys` puts in force.
+    pub fn resources(&self, keys: &QuotaKeys) -> BTreeMap<String, u64> {
         let mut out: BTreeMap<String, u64> = self
             .devices
             .iter()
             .map(|(class, n)| (format!("{class}{DEVICES_SUFFIX}"), *n))
             .collect();
         out.insert(CLAIMS_RESOURCE.to_owned(), self.claims);
+        let unpaid = self.devices.iter().map(|(class, n)| {
+            let paid = self.paid_by_pods.get(class).copied().unwrap_or(0);
+            (class.clone(), n.saturating_sub(paid))
+        });
+        out.extend(keys.charged(unpaid));
         out
     }
 }
@@ -96,7 +119,7 @@ fn devices(mode: &str, count: i64) -> Option<u64> {
 pub fn charge(spec: &ClaimSpec) -> Charge {
     let mut total = Charge {
         claims: 1,
-        devices: BTreeMap::new(),
+        ..Charge::default()
     };
     for request in &spec.devices.requests {
         if let Some(exactly) = &request.exactly {
@@ -117,6 +140,18 @@ pub fn charge(spec: &ClaimSpec) -> Charge {
         }
     }
     total
+}
+
+/// The charge of a claim: [`charge`] of its spec, paid by its pod on the
+/// extended-resource keys when the scheduler made it for the pod's
+/// extended resources ([`extended::paid_by_owning_pod`]).
+pub fn claim_charge(spec: &ClaimSpec, meta: &ObjectMeta) -> Charge {
+    let charged = charge(spec);
+    if extended::paid_by_owning_pod(meta) {
+        charged.paid_by_pod()
+    } else {
+        charged
+    }
 }
 
 #[cfg(test)]
@@ -251,15 +286,47 @@ mod tests {
         let c = Charge {
             claims: 1,
             devices: expect(&[("gpu-small", 4)]),
+            ..Default::default()
         };
         assert_eq!(
-            c.times(3).resources(),
+            c.times(3).resources(&QuotaKeys::devices_only()),
             expect(&[
                 ("count/resourceclaims.resource.k8s.io", 3),
                 ("gpu-small.deviceclass.resource.k8s.io/devices", 12)
             ])
         );
         assert_eq!(c.times(3).to_string(), "3 claims, 12 gpu-small");
+    }
+
+    #[test]
+    fn extended_resource_keys_leave_out_what_pods_pay() {
+        let keys = QuotaKeys::extended(["gpu"], |_| DeviceClassFacts::Found {
+            extended_resource_name: Some("example.com/gpu".into()),
+        });
+        let mut used = Charge {
+            claims: 1,
+            devices: expect(&[("gpu", 2)]),
+            ..Default::default()
+        };
+        used.add(
+            &Charge {
+                claims: 1,
+                devices: expect(&[("gpu", 3)]),
+                ..Default::default()
+            }
+            .paid_by_pod(),
+        );
+        assert_eq!(
+            used.resources(&keys),
+            expect(&[
+                ("count/resourceclaims.resource.k8s.io", 2),
+                ("gpu.deviceclass.resource.k8s.io/devices", 5),
+                ("requests.deviceclass.resource.kubernetes.io/gpu", 2),
+                ("requests.example.com/gpu", 2),
+            ]),
+            "the pod's claim counts as a claim and as devices, not as its extended resource"
+        );
+        assert_eq!(used.times(2).resources(&keys)["requests.example.com/gpu"], 4);
     }
 
     const I64_MAX: i64 = i64::MAX;
@@ -289,6 +356,7 @@ mod tests {
         let big = Charge {
             claims: 1,
             devices: expect(&[("gpu", u64::MAX - 1)]),
+            ..Default::default()
         };
         let mut sum = big.clone();
         sum.add(&big);
@@ -329,12 +397,15 @@ impl Limits {
         })
     }
 
-    /// The claim-related entries of a ResourceQuota's `spec.hard`; other
-    /// resources and quantities that are not whole numbers are ignored.
+    /// The claim-related entries of a ResourceQuota's `spec.hard` (claims,
+    /// devices per class, extended resources); other resources and
+    /// quantities that are not whole numbers are ignored.
     pub fn from_resource_quota(name: &str, hard: &BTreeMap<String, String>) -> Option<Limits> {
         let hard: BTreeMap<String, u64> = hard
             .iter()
-            .filter(|(r, _)| r.as_str() == CLAIMS_RESOURCE || r.ends_with(DEVICES_SUFFIX))
+            .filter(|(r, _)| {
+                r.as_str() == CLAIMS_RESOURCE || r.ends_with(DEVICES_SUFFIX) || extended::is_extended_key(r)
+            })
             .filter_map(|(r, q)| parse_count(q).map(|n| (r.clone(), n)))
             .collect();
         (!hard.is_empty()).then(|| Limits {
@@ -468,11 +539,12 @@ impl fmt::Display for Excess {
     }
 }
 
-/// Every limit that `used + requested` would exceed. The sum saturates,
-/// and `u64::MAX` is where every count saturates, so it means "at least
-/// this many": over any limit, even a limit of `u64::MAX`.
-pub fn excesses(limits: &Limits, used: &Charge, requested: &Charge) -> Vec<Excess> {
-    let (used, requested) = (used.resources(), requested.resources());
+/// Every limit that `used + requested` would exceed, on the keys `keys`
+/// puts in force. The sum saturates, and `u64::MAX` is where every count
+/// saturates, so it means "at least this many": over any limit, even a
+/// limit of `u64::MAX`.
+pub fn excesses(limits: &Limits, used: &Charge, requested: &Charge, keys: &QuotaKeys) -> Vec<Excess> {
+    let (used, requested) = (used.resources(keys), requested.resources(keys));
     limits
         .hard
         .iter()
@@ -528,28 +600,32 @@ mod limit_tests {
         let used = Charge {
             claims: 3,
             devices: [("gpu".to_owned(), 6)].into(),
+            ..Default::default()
         };
         let three = Charge {
             claims: 1,
             devices: [("gpu".to_owned(), 3)].into(),
+            ..Default::default()
         };
         let two = Charge {
             claims: 1,
             devices: [("gpu".to_owned(), 2)].into(),
+            ..Default::default()
         };
-        let over = excesses(&limits, &used, &three);
+        let over = excesses(&limits, &used, &three, &QuotaKeys::devices_only());
         assert_eq!(over.len(), 1);
         assert_eq!(
             over[0].to_string(),
             "exceeded quota (ResourceQuota \"q\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 6, requested 3"
         );
-        assert!(excesses(&limits, &used, &two).is_empty());
+        assert!(excesses(&limits, &used, &two, &QuotaKeys::devices_only()).is_empty());
     }
 
     fn gpus(n: u64) -> Charge {
         Charge {
             claims: 1,
             devices: [("gpu".to_owned(), n)].into(),
+            ..Default::default()
         }
     }
 
@@ -559,7 +635,7 @@ mod limit_tests {
             source: "ResourceQuota \"q\"".into(),
             hard: [("gpu.deviceclass.resource.k8s.io/devices".to_owned(), 8)].into(),
         };
-        let over = excesses(&limits, &gpus(u64::MAX - 1), &gpus(3));
+        let over = excesses(&limits, &gpus(u64::MAX - 1), &gpus(3), &QuotaKeys::devices_only());
         assert_eq!(
             over.iter().map(ToString::to_string).collect::<Vec<_>>(),
             vec![
@@ -575,10 +651,10 @@ mod limit_tests {
             hard: [("gpu.deviceclass.resource.k8s.io/devices".to_owned(), u64::MAX)].into(),
         };
         assert!(
-            excesses(&limits, &gpus(u64::MAX - 2), &gpus(1)).is_empty(),
+            excesses(&limits, &gpus(u64::MAX - 2), &gpus(1), &QuotaKeys::devices_only()).is_empty(),
             "u64::MAX - 1 fits in u64::MAX"
         );
-        let over = excesses(&limits, &gpus(u64::MAX - 1), &gpus(1));
+        let over = excesses(&limits, &gpus(u64::MAX - 1), &gpus(1), &QuotaKeys::devices_only());
         assert_eq!(
             over.iter().map(ToString::to_string).collect::<Vec<_>>(),
             vec![
@@ -586,6 +662,9 @@ mod limit_tests {
             ],
             "u64::MAX is where counts saturate: it may stand for more"
         );
-        assert_eq!(excesses(&limits, &Charge::default(), &gpus(u64::MAX)).len(), 1);
+        assert_eq!(
+            excesses(&limits, &Charge::default(), &gpus(u64::MAX), &QuotaKeys::devices_only()).len(),
+            1
+        );
     }
 }

@@ -5,11 +5,12 @@
 use super::{Context, ReviewSubject, Warning};
 use crate::cluster::{NotSynced, QuotaUsage};
 use crate::kinds::AdmittedKind;
+use crate::kubernetes::Gate;
 use crate::policy::Selection;
 use crate::policy::applicable::Applicable;
 use crate::policy::enforce::Violation;
 use crate::policy::model::Mode;
-use crate::quota::{Charge, Limits, excesses};
+use crate::quota::{Charge, Limits, QuotaKeys, excesses};
 
 /// One source of limits: a policy's `quota` (with its mode and message,
 /// and whether it applies only if the unknown labels say so) or a
@@ -78,8 +79,9 @@ pub fn quota<K: AdmittedKind>(
             return (violations, warnings);
         }
     };
+    let keys = quota_keys(&used, &requested, ctx);
     for source in sources {
-        for excess in excesses(&source.limits, &used, &requested) {
+        for excess in excesses(&source.limits, &used, &requested, &keys) {
             let caveat = if source.guessed {
                 format!(" (if the policy applies: the labels of namespace {namespace:?} are unknown)")
             } else {
@@ -99,6 +101,17 @@ pub fn quota<K: AdmittedKind>(
         }
     }
     (violations, warnings)
+}
+
+/// The extended-resource keys in force (DRAExtendedResource), for the
+/// device classes of the request and of the namespace's usage: a class
+/// the request does not name may share its extended resource name.
+fn quota_keys(used: &Charge, requested: &Charge, ctx: &Context<'_>) -> QuotaKeys {
+    if !ctx.target.enabled(Gate::DRAExtendedResource) {
+        return QuotaKeys::devices_only();
+    }
+    let classes = requested.devices.keys().chain(used.devices.keys()).map(String::as_str);
+    QuotaKeys::extended(classes, |class| ctx.cluster.device_class(class))
 }
 
 /// The limits that apply, and whether the namespace's ResourceQuotas are

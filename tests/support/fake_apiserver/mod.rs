@@ -35,7 +35,7 @@ use watch::Watched;
 #[derive(Default)]
 pub struct Objects {
     /// The objects to start with, by plural. The watched collections
-    /// (`namespaces`, `resourceclaims`, `resourcequotas`,
+    /// (`namespaces`, `resourceclaims`, `resourcequotas`, `deviceclasses`,
     /// `resourceslicepatches`) move out of here at start, into the watch
     /// store: change them with [`FakeApiServer::apply`] and
     /// [`FakeApiServer::delete`], not here.
@@ -115,6 +115,10 @@ impl FakeApiServer {
                 axum::routing::get(list_claims),
             )
             .route(
+                "/apis/resource.k8s.io/v1/deviceclasses",
+                axum::routing::get(list_device_classes),
+            )
+            .route(
                 "/api/v1/namespaces/{ns}/resourcequotas",
                 axum::routing::get(list_quotas).post(create_quota),
             )
@@ -150,7 +154,7 @@ impl FakeApiServer {
     }
 
     /// Creates or replaces `object` in a watched collection (`"namespaces"`,
-    /// `"resourceclaims"`, `"resourcequotas"`, `"resourceslicepatches"`),
+    /// `"resourceclaims"`, `"resourcequotas"`, `"deviceclasses"`, `"resourceslicepatches"`),
     /// keyed by its metadata namespace and name: ADDED or MODIFIED to open
     /// watches, with the next resourceVersion. Returns the object as stored.
     pub fn apply(&self, collection: &str, object: Value) -> Value {
@@ -270,6 +274,10 @@ async fn list_namespaces(State(w): State<Arc<Watched>>, Query(q): Params) -> Res
 
 async fn list_claims(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
     w.serve("resourceclaims", None, q).await
+}
+
+async fn list_device_classes(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
+    w.serve("deviceclasses", None, q).await
 }
 
 async fn list_patches(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {

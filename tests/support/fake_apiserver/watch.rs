@@ -1,5 +1,5 @@
 //! The watched collections (namespaces, resourceclaims, resourcequotas,
-//! resourceslicepatches) with the apiserver's list-then-watch contract, so
+//! deviceclasses, resourceslicepatches) with the apiserver's list-then-watch contract, so
 //! that kube-runtime's `watcher` behaves against the fake as against a
 //! cluster:
 //!
@@ -47,9 +47,11 @@ pub struct Kind {
     pub kind: &'static str,
 }
 
+const KIND_COUNT: usize = 5;
+
 /// The watched collections; the plural is the key of `Objects::lists` that
 /// seeds each one.
-pub const KINDS: [Kind; 4] = [
+pub const KINDS: [Kind; KIND_COUNT] = [
     Kind {
         plural: "namespaces",
         api_version: "v1",
@@ -64,6 +66,11 @@ pub const KINDS: [Kind; 4] = [
         plural: "resourcequotas",
         api_version: "v1",
         kind: "ResourceQuota",
+    },
+    Kind {
+        plural: "deviceclasses",
+        api_version: "resource.k8s.io/v1",
+        kind: "DeviceClass",
     },
     Kind {
         plural: "resourceslicepatches",
@@ -112,18 +119,18 @@ impl Collection {
 
 struct State {
     resource_version: u64,
-    collections: [Collection; 4],
+    collections: [Collection; KIND_COUNT],
 }
 
 pub struct Watched {
     state: Mutex<State>,
     /// Set to the resourceVersion of each change or expiry of a collection:
     /// its open watches wake on it.
-    changed: [watch::Sender<u64>; 4],
+    changed: [watch::Sender<u64>; KIND_COUNT],
     /// `true` while LISTs of the collection are held.
-    lists_held: [watch::Sender<bool>; 4],
-    list_requests: [AtomicUsize; 4],
-    watch_requests: [AtomicUsize; 4],
+    lists_held: [watch::Sender<bool>; KIND_COUNT],
+    list_requests: [AtomicUsize; KIND_COUNT],
+    watch_requests: [AtomicUsize; KIND_COUNT],
 }
 
 /// The index of a watched collection in [`KINDS`]; a test naming another
@@ -205,7 +212,7 @@ impl Watched {
             .flatten()
             .filter_map(resource_version_of)
             .fold(100, u64::max);
-        let mut collections: [Collection; 4] = Default::default();
+        let mut collections: [Collection; KIND_COUNT] = Default::default();
         for ((collection, seed), kind) in collections.iter_mut().zip(seeds).zip(&KINDS) {
             for mut object in seed {
                 if resource_version_of(&object).is_none() {
