@@ -10,6 +10,7 @@ pub mod meta;
 pub mod patch;
 pub mod patch_crd;
 pub mod pod;
+pub mod quantity;
 pub mod strict;
 
 use serde::de::DeserializeOwned;
