@@ -1077,3 +1077,21 @@ fn quota_on_an_extended_resource_counts_the_claims_of_its_device_class() {
         stderr(&gate_off)
     );
 }
+
+#[test]
+fn a_gate_whose_fields_draguard_does_not_judge_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let no_policies = dir.path().to_str().expect("utf-8");
+    let claim = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: a, namespace: ml}\nspec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu}}]}}\n";
+    let out = draguard(
+        &["check", "-", "--policies", no_policies, "--feature-gates", "DRADerivedAttributes=true"],
+        Some(claim),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "draguard check: note: DRADerivedAttributes=true: draguard does not judge derivedAttributes of claim requests; the apiserver does\n"
+    );
+    let plain = draguard(&["check", "-", "--policies", no_policies], Some(claim));
+    assert_eq!(stderr(&plain), "", "no note with the defaults");
+}

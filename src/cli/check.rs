@@ -92,6 +92,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Ok(target) => target,
         Err(e) => return unusable(&e.to_string()),
     };
+    for note in target.gates.not_modelled() {
+        eprintln!("draguard check: note: {note}");
+    }
     let no_policies = policies.is_empty().then(|| match &args.policies {
         None => "no toleration policies (none named with --policies)".to_owned(),
         Some(dir) => format!("no toleration policies in {}", dir.display()),

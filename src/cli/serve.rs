@@ -354,6 +354,9 @@ async fn rules_in_force(
     }
     let (target, source) = args.target.resolve(reported.as_deref())?;
     let gates = target.gates.changed_from_defaults(target.version);
+    for note in target.gates.not_modelled() {
+        tracing::warn!(note = %note, "a feature gate adds fields draguard does not judge");
+    }
     if matches!(source, super::target::VersionSource::NearestToApiserver(_)) {
         tracing::warn!(kubernetes = %target.version, feature_gates = gates, %source, "Kubernetes rules in force");
     } else {

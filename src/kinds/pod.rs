@@ -31,11 +31,12 @@ impl AdmittedKind for PodKind {
         object.decode()
     }
 
-    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {
+    fn validate(new: &Self::View, old: Option<&Self::View>, facts: &Facts<'_>) -> RuleVerdict {
         let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), true);
         errs.extend(rules::pod::validate_pod_spec(
             &new.spec,
             old.map(|o| &o.spec),
+            facts.target,
             &Path::new("spec"),
         ));
         errs.into()

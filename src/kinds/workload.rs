@@ -105,6 +105,7 @@ impl AdmittedKind for WorkloadKind {
         errs.extend(rules::pod::validate_pod_template_spec(
             &new.pod_spec,
             old.map(|o| &o.pod_spec),
+            facts.target,
             &pod_spec_path(facts),
         ));
         errs.into()

@@ -227,6 +227,51 @@ impl FeatureGates {
     }
 }
 
+/// Gates whose additions draguard does not judge, and what goes unjudged
+/// when one is on. Off (their default), the apiserver drops or refuses
+/// what they add, and draguard's verdicts are the apiserver's. On, the
+/// apiserver judges those fields before any webhook sees the object, and
+/// draguard lets them through, so a review is never stricter than the
+/// apiserver; `check` says so, and so does `serve`'s startup log.
+const NOT_MODELLED: &[(Gate, &str)] = &[
+    (Gate::DRADerivedAttributes, "derivedAttributes of claim requests"),
+    (
+        Gate::DRADeviceCompatibilityGroups,
+        "compatibilityGroups of device counter consumption",
+    ),
+    (
+        Gate::DRAFractionalCapacityRange,
+        "fractional capacity ranges (the step arithmetic of a validRange)",
+    ),
+    (Gate::DRANodeAllocatableResources, "nodeAllocatableResources of devices"),
+    (
+        Gate::DRAOptionalNodeOperations,
+        "skipNodeOperations of slices and allocation results",
+    ),
+    (Gate::DRAPartitionableDevicesType, "partitionTypeAttribute of slices"),
+    (
+        Gate::TaintTolerationComparisonOperators,
+        "the values of Lt and Gt pod tolerations (the operators are allowed)",
+    ),
+];
+
+impl FeatureGates {
+    /// `GATE=true leaves X unjudged` for each gate on that draguard does
+    /// not model ([`NOT_MODELLED`]), in table order.
+    pub fn not_modelled(&self) -> Vec<String> {
+        NOT_MODELLED
+            .iter()
+            .filter(|(gate, _)| self.enabled(*gate))
+            .map(|(gate, what)| {
+                format!(
+                    "{}=true: draguard does not judge {what}; the apiserver does",
+                    gate.name()
+                )
+            })
+            .collect()
+    }
+}
+
 fn known_names(version: KubeVersion) -> String {
     GATES
         .iter()
@@ -310,5 +355,25 @@ mod tests {
             assert_eq!(gate.name(), *name);
             assert_eq!(format!("{gate:?}"), *name, "the variant is the gate's name");
         }
+    }
+
+    #[test]
+    fn gates_draguard_does_not_model_are_named_when_on() {
+        assert_eq!(
+            FeatureGates::defaults(KubeVersion::V1_37).not_modelled(),
+            Vec::<String>::new()
+        );
+        let on = FeatureGates::parse(
+            KubeVersion::V1_37,
+            "DRAPartitionableDevicesType=true,DRADerivedAttributes=true",
+        )
+        .expect("gates");
+        assert_eq!(
+            on.not_modelled(),
+            vec![
+                "DRADerivedAttributes=true: draguard does not judge derivedAttributes of claim requests; the apiserver does",
+                "DRAPartitionableDevicesType=true: draguard does not judge partitionTypeAttribute of slices; the apiserver does",
+            ]
+        );
     }
 }

@@ -417,7 +417,7 @@ fn invalid_pod_tolerations(list: &[Toleration], base: &FieldPath) -> Vec<(String
             toleration_seconds: t.toleration_seconds,
         })
         .collect();
-    describe_errors(crate::rules::pod::validate_tolerations(&core, None, base))
+    describe_errors(crate::rules::pod::validate_tolerations(&core, None, false, base))
 }
 
 /// Device tolerations in a policy obey DRA validation (operator defaults to Equal).

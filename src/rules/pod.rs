@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, HashSet};
 use k8s_openapi::api::core::v1::{PodResourceClaim, ResourceClaim, Toleration};
 
 use crate::field::{At, BadValue, FieldError};
+use crate::kubernetes::{Gate, Target};
 use crate::objects::pod::{ContainerView, PodSpecView};
 use crate::rules::ratchet::check_enum;
 use crate::rules::taints::check_toleration_effect;
@@ -22,6 +23,7 @@ pub const NODE_INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
 pub fn validate_pod_spec<'p>(
     spec: &PodSpecView,
     old: Option<&PodSpecView>,
+    target: Target,
     path: impl Into<At<'p>>,
 ) -> Vec<FieldError> {
     let path = path.into();
@@ -33,7 +35,7 @@ pub fn validate_pod_spec<'p>(
             path.field("tolerations"),
         ));
     }
-    errs.extend(validate_pod_template_spec(spec, old, path));
+    errs.extend(validate_pod_template_spec(spec, old, target, path));
     errs
 }
 
@@ -42,18 +44,31 @@ pub fn validate_pod_spec<'p>(
 pub fn validate_pod_template_spec<'p>(
     spec: &PodSpecView,
     old: Option<&PodSpecView>,
+    target: Target,
     path: impl Into<At<'p>>,
 ) -> Vec<FieldError> {
     let path = path.into();
     let mut errs = Vec::new();
+    // `allowTaintTolerationComparisonOperators`: the gate, or a stored spec
+    // that uses them already.
+    let comparisons = target.enabled(Gate::TaintTolerationComparisonOperators)
+        || old.is_some_and(|o| o.tolerations.iter().any(is_comparison));
     errs.extend(validate_tolerations(
         &spec.tolerations,
         old.map(|o| o.tolerations.as_slice()),
+        comparisons,
         path.field("tolerations"),
     ));
     errs.extend(validate_topology_spread_policies(spec, old, path));
     errs.extend(validate_resource_claims(spec, path));
     errs
+}
+
+/// The `Lt` and `Gt` operators (alpha, TaintTolerationComparisonOperators).
+const COMPARISON_OPERATORS: [&str; 2] = ["Lt", "Gt"];
+
+fn is_comparison(t: &Toleration) -> bool {
+    COMPARISON_OPERATORS.contains(&text(&t.operator))
 }
 
 fn text(s: &Option<String>) -> &str {
@@ -80,9 +95,14 @@ fn validate_only_added_tolerations(new: &[Toleration], old: &[Toleration], path:
 
 /// `ValidateTolerations`, with operator and effect ratcheting against the
 /// stored toleration the new one continues (SPEC.md §4).
+///
+/// `comparisons`: the `Lt` and `Gt` operators are allowed. Their own value
+/// rules (an integer) are not modelled: such a toleration is admitted here
+/// and left to the apiserver, which judges it before any webhook.
 pub fn validate_tolerations<'p>(
     tolerations: &[Toleration],
     old: Option<&[Toleration]>,
+    comparisons: bool,
     path: impl Into<At<'p>>,
 ) -> Vec<FieldError> {
     let path = path.into();
@@ -125,6 +145,7 @@ pub fn validate_tolerations<'p>(
                     ));
                 }
             }
+            "Lt" | "Gt" if comparisons => {}
             other => errs.extend(check_enum(
                 other,
                 stored.map(|s| text(&s.operator)),
@@ -321,14 +342,14 @@ mod tests {
     }
 
     fn check(v: serde_json::Value) -> Vec<String> {
-        validate_pod_spec(&spec(v), None, &Path::new("spec"))
+        validate_pod_spec(&spec(v), None, Target::default(), &Path::new("spec"))
             .iter()
             .map(ToString::to_string)
             .collect()
     }
 
     fn update(new: serde_json::Value, old: serde_json::Value) -> Vec<String> {
-        validate_pod_spec(&spec(new), Some(&spec(old)), &Path::new("spec"))
+        validate_pod_spec(&spec(new), Some(&spec(old)), Target::default(), &Path::new("spec"))
             .iter()
             .map(ToString::to_string)
             .collect()
@@ -372,6 +393,34 @@ mod tests {
             vec![
                 r#"spec.tolerations[0].effect: Unsupported value: "None": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute""#
             ]
+        );
+    }
+
+    #[test]
+    fn comparison_operators_follow_their_gate_and_ratchet() {
+        let lt = json!({"tolerations": [{"key": "k", "operator": "Lt", "value": "5", "effect": "NoSchedule"}]});
+        let on = Target::with_gates(
+            crate::kubernetes::KubeVersion::V1_37,
+            "TaintTolerationComparisonOperators=true",
+        )
+        .expect("gate");
+        let judged = |target: Target, old: Option<serde_json::Value>| -> Vec<String> {
+            let old = old.map(spec);
+            validate_pod_template_spec(&spec(lt.clone()), old.as_ref(), target, &Path::new("spec"))
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(judged(on, None), Vec::<String>::new(), "allowed with the gate on");
+        assert_eq!(
+            judged(Target::default(), None),
+            vec![r#"spec.tolerations[0].operator: Unsupported value: "Lt": supported values: "Equal", "Exists""#]
+        );
+        let stored = json!({"tolerations": [{"key": "other", "operator": "Gt", "value": "1"}]});
+        assert_eq!(
+            judged(Target::default(), Some(stored)),
+            Vec::<String>::new(),
+            "a stored spec that uses them keeps them allowed"
         );
     }
 
