@@ -31,6 +31,8 @@ pub struct PublishedDevice {
     /// `{value: <quantity>}`, as the typed view keeps it.
     pub capacity: BTreeMap<String, Value>,
     pub taints: Vec<DeviceTaint>,
+    /// `allowMultipleAllocations`, which selectors may read.
+    pub allow_multiple_allocations: bool,
 }
 
 /// A patch with what orders it.
@@ -161,8 +163,9 @@ pub fn devices_of(slices: &[Value]) -> Vec<PublishedDevice> {
                 pool: spec.pool.name.clone(),
                 name: d.name.clone(),
                 attributes: d.attributes.iter().map(|(k, v)| (qualified(k), v.clone())).collect(),
-                capacity: d.capacity.iter().map(|(k, v)| (qualified(k), v.clone())).collect(),
+                capacity: d.capacity.iter().map(|(k, v)| (qualified(k), v.json.clone())).collect(),
                 taints: d.taints.clone(),
+                allow_multiple_allocations: d.allow_multiple_allocations == Some(true),
             });
         }
     }
@@ -344,7 +347,10 @@ impl Evaluator {
             Key::from("capacity".to_owned()),
             nest(&d.capacity, |v| self.capacity(v)),
         );
-        device.insert(Key::from("allowMultipleAllocations".to_owned()), CelValue::Bool(false));
+        device.insert(
+            Key::from("allowMultipleAllocations".to_owned()),
+            CelValue::Bool(d.allow_multiple_allocations),
+        );
         CelValue::Map(Map::from(device))
     }
 
@@ -1131,6 +1137,21 @@ mod tests {
         for (error, message) in cases {
             assert_eq!(error.to_string(), message);
         }
+    }
+
+    #[test]
+    fn selectors_read_allow_multiple_allocations() {
+        let slice = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "spec": {"driver": "nic.example.com", "pool": {"name": "node-2", "resourceSliceCount": 1},
+            "devices": [{"name": "shared", "allowMultipleAllocations": true}, {"name": "single"}]}});
+        let mut tag = selector_patch("shared-only", "device.allowMultipleAllocations");
+        tag["spec"]["devices"]["attributes"] = json!({"example.com/shared": {"bool": true}});
+        let out = as_json(&explain(&devices_of(&[slice]), &patches_of(&[tag]), None, None));
+        assert_eq!(
+            out["devices"][0]["attributes"]["example.com/shared"]["source"],
+            "shared-only"
+        );
+        assert_eq!(out["devices"][1]["attributes"]["example.com/shared"], Value::Null);
     }
 
     #[test]

@@ -36,11 +36,12 @@ impl AdmittedKind for ResourceSliceKind {
         })
     }
 
-    fn validate(new: &Self::View, old: Option<&Self::View>, _: &Facts<'_>) -> RuleVerdict {
+    fn validate(new: &Self::View, old: Option<&Self::View>, facts: &Facts<'_>) -> RuleVerdict {
         let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
         errs.extend(rules::slice::validate_slice_spec(
             &new.spec,
             old.map(|o| &o.spec),
+            facts.target,
             &Path::new("spec"),
         ));
         errs.into()

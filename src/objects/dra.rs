@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::quantity::Quantity;
 use super::{DecodeError, nullable};
 
 /// A device taint (`DeviceTaint`): ResourceSlice devices, DeviceTaintRules,
@@ -59,7 +60,8 @@ pub struct Device {
     #[serde(deserialize_with = "nullable")]
     pub attributes: BTreeMap<String, DeviceAttribute>,
     #[serde(deserialize_with = "nullable")]
-    pub capacity: BTreeMap<String, Value>,
+    pub capacity: BTreeMap<String, DeviceCapacity>,
+    pub allow_multiple_allocations: Option<bool>,
     #[serde(deserialize_with = "nullable")]
     pub taints: Vec<DeviceTaint>,
     #[serde(deserialize_with = "nullable")]
@@ -73,6 +75,59 @@ pub struct Device {
     pub binding_failure_conditions: Vec<String>,
     /// v1beta1 only: the device's fields live here.
     pub basic: Option<Box<Device>>,
+}
+
+/// A device's capacity (`DeviceCapacity`): how much it has, and for a
+/// device that allows multiple allocations, what a request may take of it.
+/// The quantities are decoded as the apiserver decodes them (a malformed
+/// one fails the object, as it does there), and the JSON is kept as sent
+/// for `explain`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceCapacity {
+    pub json: Value,
+    pub value: Quantity,
+    pub request_policy: Option<CapacityRequestPolicy>,
+}
+
+/// `CapacityRequestPolicy`: a default, and either a list of valid values
+/// or a range.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CapacityRequestPolicy {
+    pub default: Option<Quantity>,
+    #[serde(deserialize_with = "nullable")]
+    pub valid_values: Vec<Quantity>,
+    pub valid_range: Option<CapacityRequestPolicyRange>,
+}
+
+/// `CapacityRequestPolicyRange`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CapacityRequestPolicyRange {
+    pub min: Option<Quantity>,
+    pub max: Option<Quantity>,
+    pub step: Option<Quantity>,
+}
+
+/// The typed part of a [`DeviceCapacity`].
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[derive(Default)]
+struct CapacityFields {
+    value: Quantity,
+    request_policy: Option<CapacityRequestPolicy>,
+}
+
+impl<'de> Deserialize<'de> for DeviceCapacity {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let json = Value::deserialize(deserializer)?;
+        let fields: CapacityFields = super::decode(&json).map_err(serde::de::Error::custom)?;
+        Ok(DeviceCapacity {
+            json,
+            value: fields.value,
+            request_policy: fields.request_policy,
+        })
+    }
 }
 
 /// `DeviceAttribute`: exactly one value field.

@@ -7,9 +7,9 @@
 //! as `encoding/json` does.
 //!
 //! What the typed model cannot tell apart is printed as the common case:
-//! an empty list as `null` (absent, which is how clients send it), capacity
-//! quantities as sent (Go prints their canonical form), opaque parameters
-//! with their keys sorted (Go keeps the client's bytes).
+//! an empty list as `null` (absent, which is how clients send it), opaque
+//! parameters with their keys sorted (Go keeps the client's bytes).
+//! Capacity quantities print as Go's `String()` does (`1536Mi` for `1.5Gi`).
 
 use std::fmt::Write as _;
 
@@ -322,10 +322,7 @@ fn quantities(out: &mut String, c: &CapacityRequirements) {
         }
         string(out, name);
         out.push(':');
-        match quantity {
-            Value::String(q) => string(out, q),
-            other => string(out, &other.to_string()),
-        }
+        string(out, &quantity.to_string());
     }
     out.push('}');
 }
@@ -505,7 +502,7 @@ mod tests {
                             ..Default::default()
                         }],
                         capacity: Some(CapacityRequirements {
-                            requests: [("mem".to_owned(), Value::from("1Gi"))].into(),
+                            requests: [("mem".to_owned(), "1.5Gi".parse().expect("quantity"))].into(),
                         }),
                     }],
                 }],
@@ -529,7 +526,7 @@ mod tests {
                 r#"{"Devices":{"Requests":[{"Name":"gpu","Exactly":null,"FirstAvailable":[{"Name":"big","DeviceClassName":"c","#,
                 r#""Selectors":[{"CEL":{"Expression":"a \u003c b \u0026\u0026 \"x\"\n"}}],"AllocationMode":"All","Count":0,"#,
                 r#""Tolerations":[{"Key":"k","Operator":"Exists","Value":"","Effect":"","TolerationSeconds":30}],"#,
-                r#""Capacity":{"Requests":{"mem":"1Gi"}}}]}],"#,
+                r#""Capacity":{"Requests":{"mem":"1536Mi"}}}]}],"#,
                 r#""Constraints":[{"Requests":["gpu"],"MatchAttribute":"d.example.com/x","DistinctAttribute":null}],"#,
                 r#""Config":[{"Requests":null,"Opaque":{"Driver":"d.example.com","Parameters":{"a":"\u003c\u0026\u003e","z":1}}}]}}"#
             )

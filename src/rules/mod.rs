@@ -2,6 +2,7 @@
 //! the field errors the kube-apiserver would return, in its words.
 //! Nothing here does IO or reads the clock.
 
+pub mod capacity;
 pub mod cel;
 pub mod claim;
 pub mod declarative;

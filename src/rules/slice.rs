@@ -7,7 +7,9 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::field::{At, BadValue, FieldError};
+use crate::kubernetes::Target;
 use crate::objects::dra::{Device, DeviceAttribute, SliceSpec};
+use crate::rules::capacity::validate_capacity;
 use crate::rules::claim::{validate_driver_name, validate_qualified_name};
 use crate::rules::taints::validate_slice_device_taints;
 use crate::rules::{declare_list, invalid_each, names, validate_set, validate_slice};
@@ -30,7 +32,12 @@ const NODE_SELECTION: &str =
     "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required";
 const DEVICE_NODE_SELECTION: &str = "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is set to true in the ResourceSlice spec";
 
-pub fn validate_slice_spec<'p>(spec: &SliceSpec, old: Option<&SliceSpec>, path: impl Into<At<'p>>) -> Vec<FieldError> {
+pub fn validate_slice_spec<'p>(
+    spec: &SliceSpec,
+    old: Option<&SliceSpec>,
+    target: Target,
+    path: impl Into<At<'p>>,
+) -> Vec<FieldError> {
     let path = path.into();
     let mut errs = validate_driver_name(&spec.driver, path.field("driver"));
     errs.extend(validate_pool(spec, path));
@@ -61,7 +68,7 @@ pub fn validate_slice_spec<'p>(spec: &SliceSpec, old: Option<&SliceSpec>, path: 
         spec.devices(),
         max,
         path.field("devices"),
-        |d, p| validate_device(d, old.and_then(|o| o.device(&d.name)), p, per_device),
+        |d, p| validate_device(d, old.and_then(|o| o.device(&d.name)), p, per_device, target),
         |d| d.name.as_str(),
     ));
     if let Some(sets) = &spec.shared_counters {
@@ -228,6 +235,7 @@ fn validate_device(
     old: Option<&Device>,
     path: At<'_>,
     per_device_node_selection: bool,
+    target: Target,
 ) -> Vec<FieldError> {
     let mut errs = invalid_each(path.field("name"), &device.name, names::dns1123_label(&device.name));
     let entries = device.attributes.len() + device.capacity.len();
@@ -252,8 +260,18 @@ fn validate_device(
         errs.extend(validate_attribute(attribute, attributes.key(&truncate_key(key))));
     }
     let capacity = path.field("capacity");
-    for key in device.capacity.keys() {
+    let multiple = device.allow_multiple_allocations == Some(true);
+    for (key, entry) in &device.capacity {
         errs.extend(validate_qualified_name(key, capacity));
+        let before = old.and_then(|o| o.capacity.get(key));
+        let truncated = truncate_key(key);
+        errs.extend(validate_capacity(
+            entry,
+            before,
+            multiple,
+            target,
+            capacity.key(&truncated),
+        ));
     }
     errs.extend(validate_slice_device_taints(device, old, path.field("taints")));
     if device.consumes_counters.len() > MAX_COUNTER_CONSUMPTIONS {
@@ -521,7 +539,7 @@ mod tests {
 
     fn check(spec: Value) -> Vec<String> {
         let spec = SliceSpec::decode(&spec).expect("decodes");
-        validate_slice_spec(&spec, None, &Path::new("spec"))
+        validate_slice_spec(&spec, None, Target::default(), &Path::new("spec"))
             .iter()
             .map(ToString::to_string)
             .collect()
@@ -533,7 +551,7 @@ mod tests {
     fn errors_declarative_validation_shares_are_marked() {
         let marked = |spec: Value| -> Vec<(String, Option<Declared>)> {
             let spec = SliceSpec::decode(&spec).expect("decodes");
-            validate_slice_spec(&spec, None, &Path::new("spec"))
+            validate_slice_spec(&spec, None, Target::default(), &Path::new("spec"))
                 .into_iter()
                 .map(|e| (format!("{}: {:?}", e.field, e.kind), e.declared))
                 .collect()
@@ -571,7 +589,7 @@ mod tests {
     fn update(new: Value, old: Value) -> Vec<String> {
         let new = SliceSpec::decode(&new).expect("decodes");
         let old = SliceSpec::decode(&old).expect("decodes");
-        validate_slice_spec(&new, Some(&old), &Path::new("spec"))
+        validate_slice_spec(&new, Some(&old), Target::default(), &Path::new("spec"))
             .iter()
             .map(ToString::to_string)
             .collect()
