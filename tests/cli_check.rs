@@ -1084,7 +1084,14 @@ fn a_gate_whose_fields_draguard_does_not_judge_is_named() {
     let no_policies = dir.path().to_str().expect("utf-8");
     let claim = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: a, namespace: ml}\nspec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu}}]}}\n";
     let out = draguard(
-        &["check", "-", "--policies", no_policies, "--feature-gates", "DRADerivedAttributes=true"],
+        &[
+            "check",
+            "-",
+            "--policies",
+            no_policies,
+            "--feature-gates",
+            "DRADerivedAttributes=true",
+        ],
         Some(claim),
     );
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));

@@ -3,6 +3,7 @@
 
 mod support {
     pub mod fake_apiserver;
+    pub mod reviews;
 }
 
 use std::time::Duration;
@@ -13,22 +14,12 @@ use draguard::policy::PolicySet;
 use draguard::review::{Context, Phase};
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
+use support::reviews;
 
 fn claim(name: &str, count: u32) -> Value {
     json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": "ml", "resourceVersion": "1", "uid": format!("uid-{name}")},
         "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": count}}]}}})
-}
-
-fn review_of(object: Value) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "u", "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
-            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
-            "name": object["metadata"]["name"], "namespace": "ml", "operation": "CREATE",
-            "userInfo": {"username": "bob"}, "object": object, "oldObject": null, "dryRun": false}
-    }))
-    .expect("json")
 }
 
 /// Namespace `ml` with a ResourceQuota of 8 gpus and `claims`, served by
@@ -65,7 +56,9 @@ fn decide_with(view: &LiveView, claim: Value) -> (draguard::review::Decision, Va
         deadline: None,
         target: Default::default(),
     };
-    Incoming::parse(&review_of(claim)).expect("review").answer(&ctx)
+    Incoming::parse(&reviews::claim_create(claim))
+        .expect("review")
+        .answer(&ctx)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

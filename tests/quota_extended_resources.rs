@@ -5,6 +5,7 @@
 
 mod support {
     pub mod fake_apiserver;
+    pub mod reviews;
 }
 
 use std::time::Duration;
@@ -18,6 +19,7 @@ use draguard::quota::DeviceClassFacts;
 use draguard::review::{Context, Phase};
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
+use support::reviews;
 
 fn claim(name: &str, class: &str, count: u32) -> Value {
     json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -32,17 +34,6 @@ fn pod_extended_claim(name: &str, count: u32) -> Value {
     c["metadata"]["ownerReferences"] =
         json!([{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "uid-p", "controller": true}]);
     c
-}
-
-fn review_of(object: Value) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "u", "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
-            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
-            "name": object["metadata"]["name"], "namespace": "ml", "operation": "CREATE",
-            "userInfo": {"username": "bob"}, "object": object, "oldObject": null, "dryRun": false}
-    }))
-    .expect("json")
 }
 
 fn quota(name: &str, hard: Value) -> Value {
@@ -90,7 +81,9 @@ fn verdict(view: &LiveView, claim: Value, target: Target) -> Result<(), String> 
         deadline: None,
         target,
     };
-    let (decision, response) = Incoming::parse(&review_of(claim)).expect("review").answer(&ctx);
+    let (decision, response) = Incoming::parse(&reviews::claim_create(claim))
+        .expect("review")
+        .answer(&ctx);
     if decision.allowed {
         return Ok(());
     }

@@ -110,9 +110,8 @@ pub struct CapacityRequestPolicyRange {
 }
 
 /// The typed part of a [`DeviceCapacity`].
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-#[derive(Default)]
 struct CapacityFields {
     value: Quantity,
     request_policy: Option<CapacityRequestPolicy>,

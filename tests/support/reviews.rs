@@ -40,6 +40,17 @@ pub fn review_of(uid: &str, object: Value) -> Value {
     })
 }
 
+/// A CREATE of the ResourceClaim `claim`, named and placed as its metadata
+/// says, by user `bob`: what a quota test sends.
+pub fn claim_create(claim: Value) -> Vec<u8> {
+    let mut review = review_of("u", claim);
+    let request = &mut review["request"];
+    request["name"] = request["object"]["metadata"]["name"].clone();
+    request["namespace"] = request["object"]["metadata"]["namespace"].clone();
+    request["userInfo"] = json!({"username": "bob"});
+    serde_json::to_vec(&review).unwrap_or_default()
+}
+
 /// A valid claim, allowed as is.
 pub fn valid_review(uid: &str) -> Value {
     claim_review(
