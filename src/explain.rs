@@ -15,6 +15,7 @@ use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::impact::{DeviceId, Reader, reaches};
 use crate::kubernetes::KubeVersion;
 use crate::objects::dra::{DeviceAttribute, DeviceTaint, DeviceTaintRuleSpec, SliceSpec};
 use crate::objects::patch::{NullableAttribute, PatchSpec};
@@ -509,21 +510,16 @@ pub fn explain_with_rules(
     explained
 }
 
-/// Whether `rule` taints `device` in `version`. A selector matches by
-/// driver, pool and device name, each only when set, so `{}` picks every
-/// device. A missing selector picked every device for the scheduler up to
-/// 1.37.0 and picks none from 1.37.1 on (kubernetes#141648, #141998): the
-/// 1.37 rules are 1.37.1's.
+/// Whether `rule` taints `device` for the scheduler in `version`
+/// ([`crate::impact::reach`]: a missing selector reached every device up
+/// to 1.37.0 and none from 1.37.1 on).
 fn picks(rule: &TaintRule, device: &ExplainedDevice, version: KubeVersion) -> bool {
-    match &rule.spec.device_selector {
-        None => version < KubeVersion::V1_37,
-        Some(selector) => {
-            let fits = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
-            fits(&selector.driver, &device.driver)
-                && fits(&selector.pool, &device.pool)
-                && fits(&selector.device, &device.device)
-        }
-    }
+    let id = DeviceId {
+        driver: device.driver.clone(),
+        pool: device.pool.clone(),
+        device: device.device.clone(),
+    };
+    reaches(rule.spec.device_selector.as_ref(), &id, version, Reader::Scheduler)
 }
 
 /// What a rule whose selector is missing or empty does in `version`.

@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod controllers;
 pub mod explain;
 pub mod field;
+pub mod impact;
 pub mod kinds;
 pub mod kubernetes;
 pub mod log_field;

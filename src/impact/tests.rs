@@ -1,0 +1,302 @@
+//! The impact of one rule on a small cluster: two GPU pools on two nodes
+//! and a NIC, and claims that do and do not tolerate the taint.
+
+use super::*;
+use crate::objects::dra::DeviceTaintSelector;
+
+const TAINT_KEY: &str = "example.com/maintenance";
+
+fn id(driver: &str, pool: &str, device: &str) -> DeviceId {
+    DeviceId {
+        driver: driver.into(),
+        pool: pool.into(),
+        device: device.into(),
+    }
+}
+
+fn gpu(pool: &str, device: &str) -> DeviceId {
+    id("gpu.example.com", pool, device)
+}
+
+fn nic() -> DeviceId {
+    id("nic.example.com", "node-1", "nic-0")
+}
+
+fn devices() -> Vec<SliceDevice> {
+    [
+        (gpu("node-1", "gpu-0"), "node-1"),
+        (gpu("node-1", "gpu-1"), "node-1"),
+        (gpu("node-2", "gpu-0"), "node-2"),
+        (nic(), "node-1"),
+    ]
+    .into_iter()
+    .map(|(id, node)| SliceDevice {
+        id,
+        node: Some(node.into()),
+    })
+    .collect()
+}
+
+/// Tolerates the maintenance taint, for `seconds` when given.
+fn tolerating(seconds: Option<i64>) -> Vec<DeviceToleration> {
+    vec![DeviceToleration {
+        key: TAINT_KEY.into(),
+        operator: "Exists".into(),
+        toleration_seconds: seconds,
+        ..Default::default()
+    }]
+}
+
+fn result(device: DeviceId, tolerations: Vec<DeviceToleration>) -> AllocatedDevice {
+    AllocatedDevice {
+        id: device,
+        request: "r".into(),
+        tolerations,
+    }
+}
+
+fn claim(namespace: &str, name: &str, results: Vec<AllocatedDevice>, pods: &[&str]) -> AllocatedClaim {
+    AllocatedClaim {
+        namespace: namespace.into(),
+        name: name.into(),
+        results,
+        pods: pods.iter().map(|p| (*p).to_owned()).collect(),
+    }
+}
+
+fn claims() -> Vec<AllocatedClaim> {
+    vec![
+        claim(
+            "ml",
+            "train",
+            vec![result(gpu("node-1", "gpu-0"), vec![])],
+            &["train-0", "train-1"],
+        ),
+        claim(
+            "ml",
+            "tolerant",
+            vec![result(gpu("node-1", "gpu-1"), tolerating(None))],
+            &["t-0"],
+        ),
+        claim("ml", "idle", vec![result(gpu("node-1", "gpu-1"), vec![])], &[]),
+        claim(
+            "batch",
+            "grace",
+            vec![result(gpu("node-2", "gpu-0"), tolerating(Some(60)))],
+            &["b-0"],
+        ),
+        // Several results on different devices: the NIC tolerates, the GPU does not.
+        claim(
+            "infra",
+            "multi",
+            vec![result(gpu("node-2", "gpu-0"), vec![]), result(nic(), tolerating(None))],
+            &["i-0"],
+        ),
+    ]
+}
+
+fn rule(selector: Option<DeviceTaintSelector>, effect: &str) -> DeviceTaintRuleSpec {
+    DeviceTaintRuleSpec {
+        device_selector: selector,
+        taint: DeviceTaint {
+            key: TAINT_KEY.into(),
+            value: String::new(),
+            effect: effect.into(),
+            time_added: None,
+        },
+    }
+}
+
+fn select(driver: Option<&str>, pool: Option<&str>, device: Option<&str>) -> Option<DeviceTaintSelector> {
+    Some(DeviceTaintSelector {
+        driver: driver.map(Into::into),
+        pool: pool.map(Into::into),
+        device: device.map(Into::into),
+    })
+}
+
+fn of(rule: &DeviceTaintRuleSpec, version: KubeVersion) -> Impact {
+    impact(rule, &devices(), &claims(), version)
+}
+
+/// `namespace/name outcome` of every affected pod.
+fn pods(impact: &Impact) -> Vec<String> {
+    impact
+        .pods
+        .iter()
+        .map(|p| {
+            let outcome = match p.outcome {
+                Outcome::Evicted { after_seconds: 0 } => "evicted".to_owned(),
+                Outcome::Evicted { after_seconds } => format!("evicted after {after_seconds}s"),
+                Outcome::Unschedulable => "unschedulable".to_owned(),
+                Outcome::Tolerated => "tolerated".to_owned(),
+            };
+            format!("{}/{} {outcome}", p.namespace, p.name)
+        })
+        .collect()
+}
+
+fn claims_of(impact: &Impact) -> Vec<String> {
+    impact
+        .claims
+        .iter()
+        .map(|c| format!("{}/{} {:?}", c.namespace, c.name, c.outcome))
+        .collect()
+}
+
+#[test]
+fn by_driver_no_execute() {
+    let impact = of(
+        &rule(select(Some("gpu.example.com"), None, None), "NoExecute"),
+        KubeVersion::V1_37,
+    );
+    assert_eq!(
+        pods(&impact),
+        vec![
+            "batch/b-0 evicted after 60s",
+            "infra/i-0 evicted",
+            "ml/train-0 evicted",
+            "ml/train-1 evicted",
+        ]
+    );
+    assert_eq!(
+        claims_of(&impact),
+        vec![
+            "batch/grace Evicted { after_seconds: 60 }",
+            "infra/multi Evicted { after_seconds: 0 }",
+            "ml/idle Evicted { after_seconds: 0 }",
+            "ml/tolerant Tolerated",
+            "ml/train Evicted { after_seconds: 0 }",
+        ]
+    );
+    assert_eq!(
+        impact.summary(),
+        "would evict 4 pods in 3 namespaces (ml: 2, batch: 1, infra: 1); matches 3 devices on 2 nodes"
+    );
+}
+
+#[test]
+fn by_pool_reaches_every_driver_there() {
+    let impact = of(
+        &rule(select(None, Some("node-1"), None), "NoExecute"),
+        KubeVersion::V1_37,
+    );
+    assert_eq!(pods(&impact), vec!["ml/train-0 evicted", "ml/train-1 evicted"]);
+    assert!(
+        claims_of(&impact).contains(&"infra/multi Tolerated".to_owned()),
+        "its NIC result tolerates; its GPU is in another pool"
+    );
+    assert_eq!(
+        impact.summary(),
+        "would evict 2 pods in 1 namespace (ml: 2); matches 3 devices on 1 node"
+    );
+}
+
+#[test]
+fn by_device() {
+    let impact = of(
+        &rule(
+            select(Some("gpu.example.com"), Some("node-2"), Some("gpu-0")),
+            "NoExecute",
+        ),
+        KubeVersion::V1_36,
+    );
+    assert_eq!(pods(&impact), vec!["batch/b-0 evicted after 60s", "infra/i-0 evicted"]);
+    assert_eq!(
+        impact.summary(),
+        "would evict 2 pods in 2 namespaces (batch: 1, infra: 1); matches 1 device on 1 node"
+    );
+}
+
+#[test]
+fn a_missing_selector_follows_the_version() {
+    let missing = rule(None, "NoExecute");
+    let v36 = of(&missing, KubeVersion::V1_36);
+    assert_eq!(
+        pods(&v36),
+        vec![
+            "infra/i-0 unschedulable",
+            "ml/train-0 unschedulable",
+            "ml/train-1 unschedulable"
+        ],
+        "1.36: the scheduler counts it on every device, the eviction controller on none"
+    );
+    assert_eq!(
+        v36.summary(),
+        "would evict no pods and keep 3 pods in 2 namespaces (ml: 2, infra: 1) from being scheduled again; matches 4 devices on 2 nodes"
+    );
+    let v37 = of(&missing, KubeVersion::V1_37);
+    assert_eq!(pods(&v37), Vec::<String>::new());
+    assert_eq!(v37.summary(), "would evict no pods; matches 0 devices");
+}
+
+#[test]
+fn an_empty_selector_reaches_every_device_in_every_version() {
+    for version in KubeVersion::SUPPORTED.iter().copied() {
+        let impact = of(&rule(select(None, None, None), "NoExecute"), version);
+        assert_eq!(impact.devices.len(), 4, "{version}");
+        assert_eq!(
+            impact.summary(),
+            "would evict 4 pods in 3 namespaces (ml: 2, batch: 1, infra: 1); matches 4 devices on 2 nodes",
+            "{version}"
+        );
+    }
+}
+
+#[test]
+fn no_schedule_ignores_toleration_seconds() {
+    let impact = of(
+        &rule(select(Some("gpu.example.com"), None, None), "NoSchedule"),
+        KubeVersion::V1_37,
+    );
+    assert_eq!(
+        pods(&impact),
+        vec![
+            "infra/i-0 unschedulable",
+            "ml/train-0 unschedulable",
+            "ml/train-1 unschedulable"
+        ],
+        "batch/grace tolerates NoSchedule for good: its seconds are for NoExecute"
+    );
+    assert_eq!(
+        impact.summary(),
+        "would keep 3 pods in 2 namespaces (ml: 2, infra: 1) from being scheduled again; matches 3 devices on 2 nodes"
+    );
+}
+
+#[test]
+fn effect_none_is_a_dry_run_of_no_execute() {
+    let dry = of(
+        &rule(select(Some("gpu.example.com"), None, None), "None"),
+        KubeVersion::V1_37,
+    );
+    let real = of(
+        &rule(select(Some("gpu.example.com"), None, None), "NoExecute"),
+        KubeVersion::V1_37,
+    );
+    assert_eq!(dry.pods, real.pods);
+    assert_eq!(
+        dry.summary(),
+        "effect None evicts nothing; as NoExecute it would evict 4 pods in 3 namespaces (ml: 2, batch: 1, infra: 1); matches 3 devices on 2 nodes"
+    );
+}
+
+#[test]
+fn a_pod_of_two_claims_counts_once_with_the_worse_outcome() {
+    let shared = vec![
+        claim(
+            "ml",
+            "a",
+            vec![result(gpu("node-1", "gpu-0"), tolerating(Some(30)))],
+            &["p"],
+        ),
+        claim("ml", "b", vec![result(gpu("node-1", "gpu-1"), vec![])], &["p"]),
+    ];
+    let impact = impact(
+        &rule(select(Some("gpu.example.com"), None, None), "NoExecute"),
+        &devices(),
+        &shared,
+        KubeVersion::V1_37,
+    );
+    assert_eq!(pods(&impact), vec!["ml/p evicted"]);
+}
