@@ -22,5 +22,6 @@ fn main() -> ExitCode {
         Command::Policy(args) => draguard::cli::policy::run(args),
         Command::Crd => draguard::cli::print_crd(),
         Command::Explain(args) => draguard::cli::explain::run(args),
+        Command::Impact(args) => draguard::cli::impact::run(args),
     }
 }

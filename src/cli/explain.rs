@@ -42,7 +42,7 @@ pub struct ExplainArgs {
 }
 
 /// Every object of the given paths (`kind: List` expanded).
-fn objects(paths: &[PathBuf]) -> Result<Vec<Value>, String> {
+pub(super) fn objects(paths: &[PathBuf]) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
     for source in input::read_sources(paths).map_err(|e| e.to_string())? {
         for doc in input::parse_documents(&source).map_err(|e| e.to_string())? {

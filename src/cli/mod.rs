@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod explain;
+pub mod impact;
 pub mod policy;
 pub mod review;
 pub mod serve;
@@ -35,6 +36,10 @@ pub enum Command {
     /// Show each device as the scheduler would see it after all
     /// ResourceSlicePatches.
     Explain(explain::ExplainArgs),
+    /// What DeviceTaintRules would do: the devices they reach, and the pods
+    /// they would evict or keep from being scheduled, from a snapshot of the
+    /// cluster (`kubectl get resourceslices,resourceclaims,pods -A -o yaml`).
+    Impact(impact::ImpactArgs),
     /// Print the CustomResourceDefinition that serves ResourceSlicePatch
     /// (draguard.dev/v1alpha1), as in deploy/base/crd-resourceslicepatch.yaml.
     Crd,

@@ -9,6 +9,8 @@
 //! live view's indexes, snapshot files or manifests).
 
 pub mod reach;
+pub mod render;
+pub mod snapshot;
 pub mod tolerance;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,0 +1,222 @@
+//! A cluster snapshot for `draguard impact`: what `kubectl get
+//! resourceslices,resourceclaims,pods -A -o yaml` prints, read into the
+//! devices, the allocated claims and the nodes of the pods. Objects of
+//! other kinds are skipped; one that does not decode is skipped and
+//! counted, so a partial snapshot still answers and says what it left out.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{AllocatedClaim, AllocatedDevice, DeviceId, SliceDevice};
+use crate::objects::claim::DeviceToleration;
+use crate::objects::dra::SliceSpec;
+use crate::objects::{decode, nullable};
+
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub devices: Vec<SliceDevice>,
+    pub claims: Vec<AllocatedClaim>,
+    /// (namespace, pod) -> the node it runs on.
+    pub pod_nodes: HashMap<(String, String), String>,
+    /// `Kind namespace/name: why` for each object left out.
+    pub skipped: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ClaimStatus {
+    allocation: Option<Allocation>,
+    #[serde(rename = "reservedFor", deserialize_with = "nullable")]
+    reserved_for: Vec<Consumer>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Allocation {
+    #[serde(deserialize_with = "nullable")]
+    devices: DeviceAllocation,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct DeviceAllocation {
+    #[serde(deserialize_with = "nullable")]
+    results: Vec<AllocationResult>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct AllocationResult {
+    #[serde(deserialize_with = "nullable")]
+    request: String,
+    #[serde(deserialize_with = "nullable")]
+    driver: String,
+    #[serde(deserialize_with = "nullable")]
+    pool: String,
+    #[serde(deserialize_with = "nullable")]
+    device: String,
+    #[serde(deserialize_with = "nullable")]
+    tolerations: Vec<DeviceToleration>,
+}
+
+/// `ResourceClaimConsumerReference`: only pods are counted.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Consumer {
+    #[serde(rename = "apiGroup", deserialize_with = "nullable")]
+    api_group: String,
+    #[serde(deserialize_with = "nullable")]
+    resource: String,
+    #[serde(deserialize_with = "nullable")]
+    name: String,
+}
+
+fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn is_resource_api(v: &Value) -> bool {
+    text(v, "/apiVersion").starts_with("resource.k8s.io/")
+}
+
+impl Snapshot {
+    /// Reads `objects` (lists already expanded).
+    pub fn of(objects: &[Value]) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for object in objects {
+            let (kind, namespace, name) = (
+                text(object, "/kind"),
+                text(object, "/metadata/namespace"),
+                text(object, "/metadata/name"),
+            );
+            let read = match kind {
+                "ResourceSlice" if is_resource_api(object) => snapshot.read_slice(object),
+                "ResourceClaim" if is_resource_api(object) => snapshot.read_claim(object, namespace, name),
+                "Pod" if text(object, "/apiVersion") == "v1" => {
+                    let node = text(object, "/spec/nodeName");
+                    if !node.is_empty() {
+                        snapshot
+                            .pod_nodes
+                            .insert((namespace.to_owned(), name.to_owned()), node.to_owned());
+                    }
+                    Ok(())
+                }
+                _ => Ok(()),
+            };
+            if let Err(why) = read {
+                let at = if namespace.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{namespace}/{name}")
+                };
+                snapshot.skipped.push(format!("{kind} {at}: {why}"));
+            }
+        }
+        snapshot
+    }
+
+    fn read_slice(&mut self, slice: &Value) -> Result<(), String> {
+        let spec = SliceSpec::decode(slice.get("spec").unwrap_or(&Value::Null)).map_err(|e| e.to_string())?;
+        for device in spec.devices() {
+            // A device names its node itself under perDeviceNodeSelection.
+            let node = device.node_name.clone().or_else(|| spec.node_name.clone());
+            self.devices.push(SliceDevice {
+                id: DeviceId {
+                    driver: spec.driver.clone(),
+                    pool: spec.pool.name.clone(),
+                    device: device.name.clone(),
+                },
+                node: node.filter(|n| !n.is_empty()),
+            });
+        }
+        Ok(())
+    }
+
+    fn read_claim(&mut self, claim: &Value, namespace: &str, name: &str) -> Result<(), String> {
+        let status: ClaimStatus = match claim.get("status") {
+            None | Some(Value::Null) => return Ok(()),
+            Some(status) => decode(status).map_err(|e| format!("status: {e}"))?,
+        };
+        let Some(allocation) = status.allocation else {
+            return Ok(());
+        };
+        self.claims.push(AllocatedClaim {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            results: allocation
+                .devices
+                .results
+                .into_iter()
+                .map(|r| AllocatedDevice {
+                    id: DeviceId {
+                        driver: r.driver,
+                        pool: r.pool,
+                        device: r.device,
+                    },
+                    request: r.request,
+                    tolerations: r.tolerations,
+                })
+                .collect(),
+            pods: status
+                .reserved_for
+                .into_iter()
+                .filter(|c| c.api_group.is_empty() && c.resource == "pods")
+                .map(|c| c.name)
+                .collect(),
+        });
+        Ok(())
+    }
+
+    /// The node `namespace/pod` runs on, when the snapshot has the pod.
+    pub fn node_of(&self, namespace: &str, pod: &str) -> Option<&str> {
+        self.pod_nodes
+            .get(&(namespace.to_owned(), pod.to_owned()))
+            .map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn devices_claims_pods_and_what_was_left_out() {
+        let objects = vec![
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+                "spec": {"driver": "gpu.example.com", "pool": {"name": "p", "resourceSliceCount": 1}, "perDeviceNodeSelection": true,
+                    "devices": [{"name": "a", "nodeName": "node-a"}, {"name": "b", "allNodes": true}]}}),
+            json!({"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "ml"},
+                "status": {"allocation": {"devices": {"results": [{"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "a"}]}},
+                    "reservedFor": [{"resource": "pods", "name": "p-0", "uid": "1"}, {"apiGroup": "example.com", "resource": "jobs", "name": "j", "uid": "2"}]}}),
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "pending", "namespace": "ml"}}),
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "bad", "namespace": "ml"},
+                "status": {"reservedFor": "p-0"}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-0", "namespace": "ml"}, "spec": {"nodeName": "node-a"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ml"}}),
+        ];
+        let s = Snapshot::of(&objects);
+        assert_eq!(
+            s.devices
+                .iter()
+                .map(|d| (d.id.to_string(), d.node.clone()))
+                .collect::<Vec<_>>(),
+            vec![
+                ("gpu.example.com/p/a".to_owned(), Some("node-a".to_owned())),
+                ("gpu.example.com/p/b".to_owned(), None)
+            ]
+        );
+        assert_eq!(s.claims.len(), 1, "an unallocated claim affects nothing");
+        assert_eq!(s.claims[0].pods, vec!["p-0"], "only pods count among the consumers");
+        assert_eq!(s.node_of("ml", "p-0"), Some("node-a"));
+        assert_eq!(s.skipped.len(), 1, "{:?}", s.skipped);
+        assert!(
+            s.skipped[0].starts_with("ResourceClaim ml/bad: status"),
+            "{:?}",
+            s.skipped
+        );
+    }
+}
