@@ -1102,3 +1102,35 @@ fn a_gate_whose_fields_draguard_does_not_judge_is_named() {
     let plain = draguard(&["check", "-", "--policies", no_policies], Some(claim));
     assert_eq!(stderr(&plain), "", "no note with the defaults");
 }
+
+#[test]
+fn a_device_taint_rule_warns_what_it_would_do_to_the_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let no_policies = dir.path().to_str().expect("utf-8");
+    let out = draguard(
+        &[
+            "check",
+            "examples/impact/cluster.yaml",
+            "examples/impact/rule.yaml",
+            "--policies",
+            no_policies,
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some(
+            "examples/impact/rule.yaml:2:1: warning: DeviceTaintRule/gpu-driver-upgrade: impact: would evict 14 pods in 3 namespaces (ml: 12, batch: 1, infra: 1); matches 8 devices on 2 nodes"
+        )
+    );
+    let alone = draguard(&["check", "examples/impact/rule.yaml", "--policies", no_policies], None);
+    assert_eq!(
+        stdout(&alone).lines().next(),
+        Some(
+            format!("1 object, 0 denied, 0 warnings (Kubernetes 1.37 rules); no toleration policies in {no_policies}")
+                .as_str()
+        ),
+        "without slices or claims there is nothing to reach"
+    );
+}

@@ -334,10 +334,20 @@ fn namespace_of<'a>(v: &'a Value, default: &'a str) -> &'a str {
 /// What the whole input tells before any object is judged (quota, known
 /// patches):
 /// usage starts known (and empty), ResourceQuota objects give limits,
-/// DeviceClasses their extended resource names, and each ResourceClaimTemplate stamps one claim per pod replica of the
+/// DeviceClasses their extended resource names, slices and allocated claims
+/// the devices DeviceTaintRules reach, and each ResourceClaimTemplate stamps one claim per pod replica of the
 /// workloads that use it.
 fn input_facts(objects: &[Object], default_namespace: &str, cluster: &mut StaticView) {
     cluster.usage.get_or_insert_with(HashMap::new);
+    // Slices and allocated claims in the input show what a DeviceTaintRule
+    // among it would do (its summary needs no pod's node: pods are not read).
+    let snapshot = crate::impact::snapshot::Snapshot::of(
+        objects
+            .iter()
+            .map(|o| &o.value)
+            .filter(|v| matches!(text(v, "/kind"), Some("ResourceSlice" | "ResourceClaim"))),
+    );
+    cluster.snapshot = (!snapshot.is_empty()).then_some(snapshot);
     for o in objects {
         let v = &o.value;
         if text(v, "/kind") == Some("ResourceSlicePatch") {

@@ -9,6 +9,10 @@ pub mod live;
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::impact::Impact;
+use crate::impact::snapshot::Snapshot;
+use crate::kubernetes::KubeVersion;
+use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::objects::patch::PatchSpec;
 use crate::quota::{Charge, DeviceClassFacts, Limits};
 
@@ -46,6 +50,12 @@ pub trait ClusterView: Send + Sync {
     /// known (`check`: the replicas of the workloads using it). A webhook
     /// charges the claims themselves, so it says `None`.
     fn template_claims(&self, _namespace: &str, _template: &str) -> Option<u64> {
+        None
+    }
+
+    /// What `rule` would do to the devices and allocated claims the view
+    /// knows (`crate::impact`); `None` when it knows none of them.
+    fn taint_rule_impact(&self, _rule: &DeviceTaintRuleSpec, _version: KubeVersion) -> Option<Impact> {
         None
     }
 
@@ -132,6 +142,9 @@ pub struct StaticView {
     pub device_classes: Option<HashMap<String, Option<String>>>,
     pub templates: HashMap<(String, String), u64>,
     pub patches: Vec<(String, PatchSpec)>,
+    /// Devices and allocated claims (`check`: the slices and claims among
+    /// its inputs), for the impact of DeviceTaintRules.
+    pub snapshot: Option<Snapshot>,
 }
 
 impl StaticView {
@@ -182,6 +195,16 @@ impl ClusterView for StaticView {
 
     fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
         self.patches.clone()
+    }
+
+    fn taint_rule_impact(&self, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> Option<Impact> {
+        let snapshot = self.snapshot.as_ref()?;
+        Some(crate::impact::impact(
+            rule,
+            &snapshot.devices,
+            &snapshot.claims,
+            version,
+        ))
     }
 
     fn answers_from_memory(&self) -> bool {

@@ -14,7 +14,7 @@ use crate::objects::claim::DeviceToleration;
 use crate::objects::dra::SliceSpec;
 use crate::objects::{decode, nullable};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub devices: Vec<SliceDevice>,
     pub claims: Vec<AllocatedClaim>,
@@ -83,7 +83,7 @@ fn is_resource_api(v: &Value) -> bool {
 
 impl Snapshot {
     /// Reads `objects` (lists already expanded).
-    pub fn of(objects: &[Value]) -> Snapshot {
+    pub fn of<'v>(objects: impl IntoIterator<Item = &'v Value>) -> Snapshot {
         let mut snapshot = Snapshot::default();
         for object in objects {
             let (kind, namespace, name) = (
@@ -167,6 +167,11 @@ impl Snapshot {
                 .collect(),
         });
         Ok(())
+    }
+
+    /// Whether the snapshot holds anything a rule could reach.
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty() && self.claims.is_empty()
     }
 
     /// The node `namespace/pod` runs on, when the snapshot has the pod.
