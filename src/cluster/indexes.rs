@@ -1,4 +1,5 @@
-//! The five things draguard reads from the cluster, each reduced from its
+//! The things draguard reads from the cluster (and devices.rs: slices and
+//! allocations), each reduced from its
 //! watch to what a request asks of it (see [`super::index`]).
 
 use std::collections::{BTreeMap, HashMap};
@@ -88,6 +89,32 @@ impl WatchIndex for ClaimUsage {
 
     fn objects(&self) -> usize {
         self.ledger.claims()
+    }
+}
+
+/// What the one ResourceClaim watch keeps: quota usage (from specs) and
+/// allocations (from statuses, for the impact of DeviceTaintRules).
+#[derive(Default)]
+pub struct ClaimIndexes {
+    pub usage: ClaimUsage,
+    pub allocations: super::devices::Allocations,
+}
+
+impl WatchIndex for ClaimIndexes {
+    type Object = DynamicObject;
+
+    fn apply(&mut self, claim: &DynamicObject) {
+        self.usage.apply(claim);
+        self.allocations.apply(claim);
+    }
+
+    fn delete(&mut self, claim: &DynamicObject) {
+        self.usage.delete(claim);
+        self.allocations.delete(claim);
+    }
+
+    fn objects(&self) -> usize {
+        self.usage.objects()
     }
 }
 

@@ -11,9 +11,13 @@ use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
 
+use super::devices::SliceDevices;
 use super::index::{Watched, spawn_watch};
-use super::indexes::{ClaimUsage, DeviceClassIndex, NamespaceIndex, PatchIndex, QuotaIndex};
+use super::indexes::{ClaimIndexes, DeviceClassIndex, NamespaceIndex, PatchIndex, QuotaIndex};
 use super::{CacheState, ClusterView, NotSynced, QuotaUsage};
+use crate::impact::Impact;
+use crate::kubernetes::KubeVersion;
+use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::objects::patch::PatchSpec;
 use crate::quota::{DeviceClassFacts, Limits};
 
@@ -23,7 +27,10 @@ const READY_POLL: Duration = Duration::from_millis(50);
 #[derive(Clone)]
 pub struct LiveView {
     namespaces: Arc<Watched<NamespaceIndex>>,
-    claims: Arc<Watched<ClaimUsage>>,
+    /// Quota usage and allocations.
+    claims: Arc<Watched<ClaimIndexes>>,
+    /// The devices ResourceSlices publish (DeviceTaintRule impact).
+    slices: Arc<Watched<SliceDevices>>,
     quotas: Arc<Watched<QuotaIndex>>,
     /// DeviceClasses' extended resource names (quota keys).
     classes: Arc<Watched<DeviceClassIndex>>,
@@ -54,6 +61,16 @@ impl LiveView {
         );
         spawn_watch(Api::<ResourceQuota>::all(client.clone()), view.quotas.clone());
         spawn_watch(
+            dynamic_api(
+                client.clone(),
+                "resource.k8s.io",
+                "v1",
+                "ResourceSlice",
+                "resourceslices",
+            ),
+            view.slices.clone(),
+        );
+        spawn_watch(
             dynamic_api(client.clone(), "resource.k8s.io", "v1", "DeviceClass", "deviceclasses"),
             view.classes.clone(),
         );
@@ -75,6 +92,7 @@ impl LiveView {
         LiveView {
             namespaces: Watched::new("namespaces", false),
             claims: Watched::new("resourceclaims", false),
+            slices: Watched::new("resourceslices", false),
             quotas: Watched::new("resourcequotas", false),
             classes: Watched::new("deviceclasses", false),
             // The CRD is optional: without it the index is empty and synced.
@@ -88,6 +106,7 @@ impl LiveView {
         let pending: Vec<&str> = [
             (self.namespaces.is_synced(), self.namespaces.name()),
             (self.claims.is_synced(), self.claims.name()),
+            (self.slices.is_synced(), self.slices.name()),
             (self.quotas.is_synced(), self.quotas.name()),
             (self.classes.is_synced(), self.classes.name()),
             (self.patches.is_synced(), self.patches.name()),
@@ -120,6 +139,7 @@ impl LiveView {
     fn stopped(&self) -> bool {
         self.namespaces.is_stopped()
             || self.claims.is_stopped()
+            || self.slices.is_stopped()
             || self.quotas.is_stopped()
             || self.classes.is_stopped()
             || self.patches.is_stopped()
@@ -161,7 +181,7 @@ impl ClusterView for LiveView {
     fn quota_usage(&self, namespace: &str) -> QuotaUsage {
         match LiveView::not_synced(&self.claims) {
             Some(NotSynced(cache)) => QuotaUsage::Unknown { cache },
-            None => QuotaUsage::Known(self.claims.read(|usage| usage.ledger.usage(namespace))),
+            None => QuotaUsage::Known(self.claims.read(|claims| claims.usage.ledger.usage(namespace))),
         }
     }
 
@@ -193,6 +213,21 @@ impl ClusterView for LiveView {
         })
     }
 
+    /// From the indexes: the reached devices (a named driver's only), then
+    /// the claims allocated on them. Unknown until both caches have listed.
+    fn taint_rule_impact(&self, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> Option<Impact> {
+        if !self.slices.is_synced() || !self.claims.is_synced() {
+            return None;
+        }
+        let devices = self
+            .slices
+            .read(|index| index.reached(rule.device_selector.as_ref(), version));
+        let claims = self
+            .claims
+            .read(|index| index.allocations.on(devices.iter().map(|d| &d.id)));
+        Some(crate::impact::impact(rule, &devices, &claims, version))
+    }
+
     fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
         self.patches.read(|index| {
             index
@@ -208,6 +243,7 @@ impl ClusterView for LiveView {
         vec![
             self.namespaces.state(),
             self.claims.state(),
+            self.slices.state(),
             self.quotas.state(),
             self.classes.state(),
             self.patches.state(),
@@ -252,7 +288,7 @@ mod tests {
         assert_eq!(
             view.readiness(),
             Err(
-                "cluster caches still listing: namespaces, resourceclaims, resourcequotas, deviceclasses, resourceslicepatches".into()
+                "cluster caches still listing: namespaces, resourceclaims, resourceslices, resourcequotas, deviceclasses, resourceslicepatches".into()
             )
         );
         assert_eq!(
@@ -267,6 +303,7 @@ mod tests {
         assert_eq!(view.namespaces(), Some(vec![]));
         listed(&view.quotas, vec![]);
         listed(&view.classes, vec![]);
+        listed(&view.slices, vec![]);
         listed(&view.patches, vec![]);
         assert_eq!(
             view.readiness(),

@@ -118,54 +118,15 @@ impl Snapshot {
     }
 
     fn read_slice(&mut self, slice: &Value) -> Result<(), String> {
-        let spec = SliceSpec::decode(slice.get("spec").unwrap_or(&Value::Null)).map_err(|e| e.to_string())?;
-        for device in spec.devices() {
-            // A device names its node itself under perDeviceNodeSelection.
-            let node = device.node_name.clone().or_else(|| spec.node_name.clone());
-            self.devices.push(SliceDevice {
-                id: DeviceId {
-                    driver: spec.driver.clone(),
-                    pool: spec.pool.name.clone(),
-                    device: device.name.clone(),
-                },
-                node: node.filter(|n| !n.is_empty()),
-            });
-        }
+        self.devices
+            .extend(slice_devices(slice.get("spec").unwrap_or(&Value::Null))?);
         Ok(())
     }
 
     fn read_claim(&mut self, claim: &Value, namespace: &str, name: &str) -> Result<(), String> {
-        let status: ClaimStatus = match claim.get("status") {
-            None | Some(Value::Null) => return Ok(()),
-            Some(status) => decode(status).map_err(|e| format!("status: {e}"))?,
-        };
-        let Some(allocation) = status.allocation else {
-            return Ok(());
-        };
-        self.claims.push(AllocatedClaim {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            results: allocation
-                .devices
-                .results
-                .into_iter()
-                .map(|r| AllocatedDevice {
-                    id: DeviceId {
-                        driver: r.driver,
-                        pool: r.pool,
-                        device: r.device,
-                    },
-                    request: r.request,
-                    tolerations: r.tolerations,
-                })
-                .collect(),
-            pods: status
-                .reserved_for
-                .into_iter()
-                .filter(|c| c.api_group.is_empty() && c.resource == "pods")
-                .map(|c| c.name)
-                .collect(),
-        });
+        if let Some(allocated) = allocated_claim(namespace, name, claim.get("status"))? {
+            self.claims.push(allocated);
+        }
         Ok(())
     }
 
@@ -180,6 +141,63 @@ impl Snapshot {
             .get(&(namespace.to_owned(), pod.to_owned()))
             .map(String::as_str)
     }
+}
+
+/// A claim's allocation, from its `status`: `None` while it has none.
+pub fn allocated_claim(namespace: &str, name: &str, status: Option<&Value>) -> Result<Option<AllocatedClaim>, String> {
+    let status: ClaimStatus = match status {
+        None | Some(Value::Null) => return Ok(None),
+        Some(status) => decode(status).map_err(|e| format!("status: {e}"))?,
+    };
+    let Some(allocation) = status.allocation else {
+        return Ok(None);
+    };
+    Ok(Some(AllocatedClaim {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        results: allocation
+            .devices
+            .results
+            .into_iter()
+            .map(|r| AllocatedDevice {
+                id: DeviceId {
+                    driver: r.driver,
+                    pool: r.pool,
+                    device: r.device,
+                },
+                request: r.request,
+                tolerations: r.tolerations,
+            })
+            .collect(),
+        pods: status
+            .reserved_for
+            .into_iter()
+            .filter(|c| c.api_group.is_empty() && c.resource == "pods")
+            .map(|c| c.name)
+            .collect(),
+    }))
+}
+
+/// The devices of a ResourceSlice `spec`, each with its node: the device's
+/// own under perDeviceNodeSelection, else the slice's.
+pub fn slice_devices(spec: &Value) -> Result<Vec<SliceDevice>, String> {
+    let spec = SliceSpec::decode(spec).map_err(|e| e.to_string())?;
+    Ok(spec
+        .devices()
+        .iter()
+        .map(|device| SliceDevice {
+            id: DeviceId {
+                driver: spec.driver.clone(),
+                pool: spec.pool.name.clone(),
+                device: device.name.clone(),
+            },
+            node: device
+                .node_name
+                .clone()
+                .or_else(|| spec.node_name.clone())
+                .filter(|n| !n.is_empty()),
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -35,8 +35,8 @@ use watch::Watched;
 #[derive(Default)]
 pub struct Objects {
     /// The objects to start with, by plural. The watched collections
-    /// (`namespaces`, `resourceclaims`, `resourcequotas`, `deviceclasses`,
-    /// `resourceslicepatches`) move out of here at start, into the watch
+    /// (`namespaces`, `resourceclaims`, `resourcequotas`, `resourceslices`,
+    /// `deviceclasses`, `resourceslicepatches`) move out of here at start, into the watch
     /// store: change them with [`FakeApiServer::apply`] and
     /// [`FakeApiServer::delete`], not here.
     pub lists: BTreeMap<String, Vec<Value>>,
@@ -119,6 +119,10 @@ impl FakeApiServer {
                 axum::routing::get(list_device_classes),
             )
             .route(
+                "/apis/resource.k8s.io/v1/resourceslices",
+                axum::routing::get(list_slices),
+            )
+            .route(
                 "/api/v1/namespaces/{ns}/resourcequotas",
                 axum::routing::get(list_quotas).post(create_quota),
             )
@@ -154,7 +158,8 @@ impl FakeApiServer {
     }
 
     /// Creates or replaces `object` in a watched collection (`"namespaces"`,
-    /// `"resourceclaims"`, `"resourcequotas"`, `"deviceclasses"`, `"resourceslicepatches"`),
+    /// `"resourceclaims"`, `"resourcequotas"`, `"resourceslices"`, `"deviceclasses"`,
+    /// `"resourceslicepatches"`),
     /// keyed by its metadata namespace and name: ADDED or MODIFIED to open
     /// watches, with the next resourceVersion. Returns the object as stored.
     pub fn apply(&self, collection: &str, object: Value) -> Value {
@@ -274,6 +279,10 @@ async fn list_namespaces(State(w): State<Arc<Watched>>, Query(q): Params) -> Res
 
 async fn list_claims(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
     w.serve("resourceclaims", None, q).await
+}
+
+async fn list_slices(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
+    w.serve("resourceslices", None, q).await
 }
 
 async fn list_device_classes(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {

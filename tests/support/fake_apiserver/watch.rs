@@ -1,5 +1,5 @@
 //! The watched collections (namespaces, resourceclaims, resourcequotas,
-//! deviceclasses, resourceslicepatches) with the apiserver's list-then-watch contract, so
+//! resourceslices, deviceclasses, resourceslicepatches) with the apiserver's list-then-watch contract, so
 //! that kube-runtime's `watcher` behaves against the fake as against a
 //! cluster:
 //!
@@ -47,7 +47,7 @@ pub struct Kind {
     pub kind: &'static str,
 }
 
-const KIND_COUNT: usize = 5;
+const KIND_COUNT: usize = 6;
 
 /// The watched collections; the plural is the key of `Objects::lists` that
 /// seeds each one.
@@ -66,6 +66,11 @@ pub const KINDS: [Kind; KIND_COUNT] = [
         plural: "resourcequotas",
         api_version: "v1",
         kind: "ResourceQuota",
+    },
+    Kind {
+        plural: "resourceslices",
+        api_version: "resource.k8s.io/v1",
+        kind: "ResourceSlice",
     },
     Kind {
         plural: "deviceclasses",

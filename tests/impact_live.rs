@@ -1,0 +1,114 @@
+//! The webhook's DeviceTaintRule impact against a (fake) cluster: the
+//! slices, claims and pods of examples/impact, served by the fake API
+//! server and watched by the live view.
+
+mod support {
+    pub mod fake_apiserver;
+}
+
+use std::time::Duration;
+
+use draguard::admission::Incoming;
+use draguard::cluster::live::LiveView;
+use draguard::kubernetes::{KubeVersion, Target};
+use draguard::policy::PolicySet;
+use draguard::review::{Context, Phase};
+use serde_json::{Value, json};
+use support::fake_apiserver::{FakeApiServer, Objects};
+
+/// examples/impact/cluster.yaml, as the fake API server's collections.
+async fn example_cluster() -> (FakeApiServer, LiveView) {
+    let text = std::fs::read_to_string("examples/impact/cluster.yaml").expect("the example cluster");
+    let list: Value = serde_saphyr::from_str(&text).expect("YAML");
+    let mut objects = Objects::default();
+    for item in list["items"].as_array().into_iter().flatten() {
+        let plural = match item["kind"].as_str() {
+            Some("ResourceSlice") => "resourceslices",
+            Some("ResourceClaim") => "resourceclaims",
+            _ => continue,
+        };
+        let mut item = item.clone();
+        item["metadata"]["resourceVersion"] = json!("1");
+        objects.lists.entry(plural.to_owned()).or_default().push(item);
+    }
+    let api = FakeApiServer::start(objects).await;
+    let view = LiveView::start(api.client());
+    let ready = tokio::time::timeout(Duration::from_secs(10), view.wait_ready()).await;
+    assert_eq!(ready, Ok(true), "the caches fill from the fake API server");
+    (api, view)
+}
+
+fn rule_review(selector: Option<Value>, effect: &str) -> Vec<u8> {
+    let mut spec =
+        json!({"taint": {"key": "example.com/maintenance", "effect": effect, "timeAdded": "2026-11-21T10:00:00Z"}});
+    if let Some(selector) = selector {
+        spec["deviceSelector"] = selector;
+    }
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "DeviceTaintRule"},
+            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "devicetaintrules"},
+            "name": "maintenance", "operation": "CREATE", "userInfo": {"username": "admin"},
+            "object": {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+                "metadata": {"name": "maintenance"}, "spec": spec},
+            "oldObject": null, "dryRun": false}
+    }))
+    .expect("json")
+}
+
+/// `/validate`'s warnings on creating the rule.
+fn warnings(view: &LiveView, review: &[u8], version: KubeVersion) -> Vec<String> {
+    let policies = PolicySet::default();
+    let ctx = Context {
+        now: "2026-11-21T10:00:00Z".parse().expect("time"),
+        cluster: view,
+        policies: &policies,
+        toleration_restriction: None,
+        phase: Phase::Validate,
+        deadline: None,
+        target: Target::new(version),
+    };
+    let (decision, response) = Incoming::parse(review).expect("review").answer(&ctx);
+    assert!(decision.allowed, "{response}");
+    serde_json::from_value(response["response"]["warnings"].clone()).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_create_is_warned_what_it_would_do() {
+    let (_api, view) = example_cluster().await;
+    let gpus = rule_review(Some(json!({"driver": "gpu.example.com"})), "NoExecute");
+    assert_eq!(
+        warnings(&view, &gpus, KubeVersion::V1_37),
+        vec!["impact: would evict 14 pods in 3 namespaces (ml: 12, batch: 1, infra: 1); matches 8 devices on 2 nodes"]
+    );
+    let one = rule_review(
+        Some(json!({"driver": "gpu.example.com", "pool": "node-2", "device": "gpu-3"})),
+        "None",
+    );
+    assert_eq!(
+        warnings(&view, &one, KubeVersion::V1_37),
+        vec![
+            "impact: effect None evicts nothing; as NoExecute it would evict 1 pod in 1 namespace (infra: 1); matches 1 device on 1 node"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_without_selector_is_warned_per_version() {
+    let (_api, view) = example_cluster().await;
+    let missing = rule_review(None, "NoSchedule");
+    let v36 = warnings(&view, &missing, KubeVersion::V1_36);
+    assert_eq!(
+        v36.last().map(String::as_str),
+        Some(
+            "impact: would keep 15 pods in 4 namespaces (ml: 12, batch: 1, infra: 1, monitoring: 1) from being scheduled again; matches 9 devices on 2 nodes"
+        ),
+        "batch tolerates NoExecute only: {v36:?}"
+    );
+    let v37 = warnings(&view, &missing, KubeVersion::V1_37);
+    assert_eq!(
+        v37.last().map(String::as_str),
+        Some("impact: would keep no pods from being scheduled again; matches 0 devices"),
+        "{v37:?}"
+    );
+}
