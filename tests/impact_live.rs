@@ -112,3 +112,105 @@ async fn a_rule_without_selector_is_warned_per_version() {
         "{v37:?}"
     );
 }
+
+fn caps(spec: &str) -> PolicySet {
+    let yaml = format!(
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: blast-radius}}\nspec:\n  taintRules: {spec}\n"
+    );
+    PolicySet {
+        policies: draguard::policy::load::parse("caps.yaml", &yaml).expect("policy"),
+    }
+}
+
+/// A create (or, with `old`, an update) of rule `maintenance` under
+/// `policies`: allowed, or the denial's message.
+fn judged(view: &LiveView, policies: &PolicySet, object: Value, old: Option<Value>) -> Result<(), String> {
+    let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
+    let review = serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "DeviceTaintRule"},
+            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "devicetaintrules"},
+            "name": "maintenance", "operation": operation, "userInfo": {"username": "admin"},
+            "object": object, "oldObject": old, "dryRun": false}
+    }))
+    .expect("json");
+    let ctx = Context {
+        now: "2026-11-21T10:00:00Z".parse().expect("time"),
+        cluster: view,
+        policies,
+        toleration_restriction: None,
+        phase: Phase::Validate,
+        deadline: None,
+        target: Target::new(KubeVersion::V1_37),
+    };
+    let (decision, response) = Incoming::parse(&review).expect("review").answer(&ctx);
+    if decision.allowed {
+        return Ok(());
+    }
+    assert_eq!(response["response"]["status"]["code"], 403, "{response}");
+    Err(response["response"]["status"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned())
+}
+
+fn rule(effect: &str, annotations: Value) -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+        "metadata": {"name": "maintenance", "annotations": annotations},
+        "spec": {"deviceSelector": {"driver": "gpu.example.com"},
+            "taint": {"key": "example.com/maintenance", "effect": effect, "timeAdded": "2026-11-21T10:00:00Z"}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eviction_caps_deny_with_the_numbers_and_an_acknowledgement_goes_past() {
+    let (_api, view) = example_cluster().await;
+    let policies = caps("{maxEvictedPods: 5, maxAffectedNamespaces: 2, protectedNamespaces: [infra]}");
+    let denied = judged(&view, &policies, rule("NoExecute", json!({})), None);
+    assert_eq!(
+        denied,
+        Err("devicetaintrules.resource.k8s.io \"maintenance\" is forbidden: toleration policy \"blast-radius\": the rule would evict 14 pods, more than taintRules.maxEvictedPods (5); the rule would evict pods in 3 namespaces (batch, infra, ml), more than taintRules.maxAffectedNamespaces (2); the rule would evict pods in protected namespaces (infra: 1); to go past these caps on purpose, annotate the rule draguard.dev/acknowledge-evictions: \"14\"".into())
+    );
+    assert_eq!(
+        judged(&view, &caps("{maxEvictedPods: 5}"), rule("NoExecute", json!({})), None),
+        Err("devicetaintrules.resource.k8s.io \"maintenance\" is forbidden: toleration policy \"blast-radius\": the rule would evict 14 pods, more than taintRules.maxEvictedPods (5); to go past this cap on purpose, annotate the rule draguard.dev/acknowledge-evictions: \"14\"".into())
+    );
+    let acknowledged = rule("NoExecute", json!({"draguard.dev/acknowledge-evictions": "14"}));
+    assert_eq!(judged(&view, &policies, acknowledged, None), Ok(()));
+    let miscounted = rule("NoExecute", json!({"draguard.dev/acknowledge-evictions": "13"}));
+    assert!(
+        judged(&view, &policies, miscounted, None).is_err(),
+        "only the exact count goes past"
+    );
+    assert_eq!(
+        judged(&view, &policies, rule("NoSchedule", json!({})), None),
+        Ok(()),
+        "NoSchedule evicts nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_execute_only_after_a_dry_run() {
+    let (_api, view) = example_cluster().await;
+    let policies = caps("{requireDryRunFirst: true}");
+    assert_eq!(
+        judged(&view, &policies, rule("NoExecute", json!({})), None),
+        Err("devicetaintrules.resource.k8s.io \"maintenance\" is forbidden: toleration policy \"blast-radius\": NoExecute needs a dry run first: create the rule with effect None, read what it would evict, then change the effect".into())
+    );
+    assert_eq!(judged(&view, &policies, rule("None", json!({})), None), Ok(()));
+    assert_eq!(
+        judged(
+            &view,
+            &policies,
+            rule("NoExecute", json!({})),
+            Some(rule("None", json!({})))
+        ),
+        Ok(()),
+        "the same rule, tried with effect None"
+    );
+    let mut wider = rule("None", json!({}));
+    wider["spec"]["deviceSelector"] = json!({});
+    assert!(
+        judged(&view, &policies, rule("NoExecute", json!({})), Some(wider)).is_err(),
+        "a dry run of another selector does not count"
+    );
+}

@@ -56,6 +56,10 @@ impl AdmittedKind for DeviceTaintRuleKind {
         RuleVerdict { errors, warnings }
     }
 
+    fn taint_rule(view: &Self::View) -> Option<&DeviceTaintRuleSpec> {
+        Some(&view.spec)
+    }
+
     fn declarative_paths(_: Routed) -> Option<fn(&Path) -> Path> {
         Some(Path::clone)
     }

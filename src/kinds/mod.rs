@@ -255,6 +255,11 @@ pub trait AdmittedKind: 'static {
         None
     }
 
+    /// The DeviceTaintRule spec of a view (for `taintRules` caps).
+    fn taint_rule(_view: &Self::View) -> Option<&crate::objects::dra::DeviceTaintRuleSpec> {
+        None
+    }
+
     /// Priority ties with the patches the cluster already has.
     fn priority_ties(_view: &Self::View, _cluster: &dyn ClusterView) -> Vec<String> {
         Vec::new()

@@ -365,6 +365,14 @@ pub fn lint(p: &TolerationPolicy) -> Vec<(String, String)> {
             }
         }
     }
+    for (i, g) in spec.taint_rules.protected_namespaces.iter().enumerate() {
+        if g.is_empty() {
+            out.push((
+                format!("spec.taintRules.protectedNamespaces[{i}]"),
+                "a namespace name or glob must not be empty".into(),
+            ));
+        }
+    }
     if let Some(s) = &sel.selector {
         for (i, e) in s.match_expressions.iter().enumerate() {
             let needs_values = matches!(e.operator, SelectorOperator::In | SelectorOperator::NotIn);

@@ -56,6 +56,8 @@ pub struct PolicySpec {
     pub quota: Quota,
     #[serde(default)]
     pub patches: PatchRules,
+    #[serde(default)]
+    pub taint_rules: TaintRuleCaps,
     /// Appended to every denial and warning of this policy.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
@@ -180,6 +182,35 @@ pub struct PatchRules {
     /// attribute or capacity, instead of warning.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deny_priority_ties: bool,
+}
+
+/// Caps on what a DeviceTaintRule may do (cluster-scoped: a policy
+/// applies to them whatever namespaces it selects). Counted as
+/// `crate::impact` counts them; the annotation
+/// `draguard.dev/acknowledge-evictions: "<count>"` with the exact count of
+/// evicted pods lets an admin go past the eviction caps on purpose.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaintRuleCaps {
+    /// At most this many pods evicted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_evicted_pods: Option<u64>,
+    /// Evictions in at most this many namespaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_affected_namespaces: Option<u64>,
+    /// No evictions in these namespaces (names or globs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected_namespaces: Vec<String>,
+    /// NoExecute only on a rule that existed with effect None and the same
+    /// selector and taint key: the dry run first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_dry_run_first: bool,
+}
+
+impl TaintRuleCaps {
+    pub fn is_empty(&self) -> bool {
+        self == &TaintRuleCaps::default()
+    }
 }
 
 /// Limits used by quota enforcement.

@@ -117,6 +117,12 @@ fn spec() -> Value {
             "patches": {"type": "object", "additionalProperties": false, "properties": {
                 "denyPriorityTies": {"type": "boolean", "description": "Deny ResourceSlicePatches whose priority ties with another's on a shared attribute or capacity (default: warn)."}
             }},
+            "taintRules": {"type": "object", "additionalProperties": false, "properties": {
+                "maxEvictedPods": {"type": "integer", "minimum": 0, "description": "A DeviceTaintRule may evict at most this many pods."},
+                "maxAffectedNamespaces": {"type": "integer", "minimum": 0, "description": "... in at most this many namespaces."},
+                "protectedNamespaces": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Namespaces (names or globs) a DeviceTaintRule may evict nothing from."},
+                "requireDryRunFirst": {"type": "boolean", "description": "NoExecute only on a rule that existed with effect None, the same selector and taint key."}
+            }, "description": "Caps on DeviceTaintRules; draguard.dev/acknowledge-evictions: \"<count>\" goes past the eviction caps."},
             "message": {"type": "string", "description": "Appended to denials and warnings."}
         }
     })
@@ -167,6 +173,7 @@ spec:
   devices: {allow: [], deny: [], defaults: []}
   quota: {claims: 3, devices: {gpu: 2}}
   patches: {denyPriorityTies: true}
+  taintRules: {maxEvictedPods: 5, maxAffectedNamespaces: 2, protectedNamespaces: [kube-*], requireDryRunFirst: true}
   message: m
 "#;
         let policy: TolerationPolicy = serde_saphyr::from_str(full).expect("every field loads");

@@ -17,6 +17,7 @@ mod policies;
 mod quota;
 mod request;
 mod subject;
+mod taint_caps;
 mod ties;
 mod validate;
 
@@ -107,9 +108,10 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
     }
     let (tie_violations, tie_warnings) = ties::priority_ties(&subject, &applicable, ctx);
     let (quota_violations, quota_warnings) = quota::quota(&subject, &applicable, ctx);
-    violations.extend(tie_violations.into_iter().chain(quota_violations));
+    let (cap_violations, cap_warnings) = taint_caps::taint_rule_caps(&subject, &applicable, ctx);
+    violations.extend(tie_violations.into_iter().chain(quota_violations).chain(cap_violations));
     let mut warnings = verdict.warnings;
-    warnings.extend(tie_warnings.into_iter().chain(quota_warnings));
+    warnings.extend(tie_warnings.into_iter().chain(quota_warnings).chain(cap_warnings));
     Decision::judged(subject.object_ref(), &env.resource, patch, warnings, violations)
 }
 

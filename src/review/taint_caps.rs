@@ -1,0 +1,166 @@
+//! The `taintRules` caps of the applying policies on a DeviceTaintRule:
+//! how many pods it may evict, in how many namespaces, none in the
+//! protected ones, and NoExecute only after a dry run with effect None.
+//! A denial names the numbers and the way past them.
+
+use super::{Context, ReviewSubject, Warning};
+use crate::field::Path;
+use crate::impact::{Impact, Outcome};
+use crate::kinds::{AdmittedKind, ObjectView};
+use crate::objects::dra::DeviceTaintRuleSpec;
+use crate::policy::applicable::Applicable;
+use crate::policy::enforce::Violation;
+use crate::policy::glob_match;
+use crate::policy::model::{TaintRuleCaps, TolerationPolicy};
+
+/// With the exact count of pods the rule evicts, goes past the eviction caps.
+pub const ACKNOWLEDGE_EVICTIONS: &str = "draguard.dev/acknowledge-evictions";
+
+pub fn taint_rule_caps<K: AdmittedKind>(
+    subject: &ReviewSubject<'_, K>,
+    applicable: &Applicable<'_>,
+    ctx: &Context<'_>,
+) -> (Vec<Violation>, Vec<Warning>) {
+    let Some(rule) = K::taint_rule(&subject.view) else {
+        return (Vec::new(), Vec::new());
+    };
+    let capping: Vec<&TolerationPolicy> = applicable
+        .selected()
+        .filter(|p| !p.spec.taint_rules.is_empty())
+        .collect();
+    if capping.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let old = subject.old.as_ref().and_then(|o| K::taint_rule(o));
+    let mut violations = Vec::new();
+    for policy in &capping {
+        if policy.spec.taint_rules.require_dry_run_first
+            && let Some(message) = dry_run_missing(rule, old)
+        {
+            violations.push(violation(
+                policy,
+                Path::new("spec").child("taint").child("effect"),
+                message,
+            ));
+        }
+    }
+    // The eviction caps need the impact; NoSchedule and None evict nothing.
+    if rule.taint.effect != "NoExecute" {
+        return (violations, Vec::new());
+    }
+    let Some(impact) = ctx.cluster.taint_rule_impact(rule, ctx.target.version) else {
+        let names: Vec<&str> = capping.iter().map(|p| p.metadata.name.as_str()).collect();
+        let warning = format!(
+            "taintRules caps of {} not checked: the devices and allocated claims are unknown here",
+            names.join(", ")
+        );
+        return (violations, vec![Warning::new(warning)]);
+    };
+    let evicted = Evictions::of(&impact);
+    let acknowledged = subject
+        .view
+        .metadata()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ACKNOWLEDGE_EVICTIONS))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        == Some(evicted.pods);
+    if acknowledged {
+        return (violations, Vec::new());
+    }
+    for policy in &capping {
+        let over = evicted.over(&policy.spec.taint_rules);
+        if !over.is_empty() {
+            let message = format!(
+                "{}; to go past {} on purpose, annotate the rule {ACKNOWLEDGE_EVICTIONS}: \"{}\"",
+                over.join("; "),
+                if over.len() == 1 { "this cap" } else { "these caps" },
+                evicted.pods
+            );
+            violations.push(violation(policy, Path::new("spec"), message));
+        }
+    }
+    (violations, Vec::new())
+}
+
+fn violation(policy: &TolerationPolicy, field: Path, message: String) -> Violation {
+    Violation {
+        policy: policy.metadata.name.clone(),
+        mode: policy.spec.mode,
+        field: Some(field),
+        message: format!("toleration policy {:?}: {message}", policy.metadata.name),
+    }
+}
+
+/// `requireDryRunFirst`: a NoExecute rule must have been this rule with
+/// effect None, the same selector and the same taint key.
+fn dry_run_missing(rule: &DeviceTaintRuleSpec, old: Option<&DeviceTaintRuleSpec>) -> Option<String> {
+    if rule.taint.effect != "NoExecute" {
+        return None;
+    }
+    let tried = old.is_some_and(|old| {
+        old.taint.effect == "None" && old.device_selector == rule.device_selector && old.taint.key == rule.taint.key
+    });
+    (!tried).then(|| {
+        "NoExecute needs a dry run first: create the rule with effect None, read what it would evict, then change the effect"
+            .to_owned()
+    })
+}
+
+/// The pods a rule evicts, per namespace.
+struct Evictions<'i> {
+    pods: usize,
+    namespaces: std::collections::BTreeMap<&'i str, usize>,
+}
+
+impl<'i> Evictions<'i> {
+    fn of(impact: &'i Impact) -> Self {
+        let mut namespaces = std::collections::BTreeMap::new();
+        let mut pods = 0;
+        for pod in impact
+            .pods
+            .iter()
+            .filter(|p| matches!(p.outcome, Outcome::Evicted { .. }))
+        {
+            pods += 1;
+            *namespaces.entry(pod.namespace.as_str()).or_default() += 1;
+        }
+        Evictions { pods, namespaces }
+    }
+
+    /// What goes past `caps`, each as a sentence with the numbers.
+    fn over(&self, caps: &TaintRuleCaps) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(max) = caps.max_evicted_pods
+            && self.pods as u64 > max
+        {
+            out.push(format!(
+                "the rule would evict {} pods, more than taintRules.maxEvictedPods ({max})",
+                self.pods
+            ));
+        }
+        if let Some(max) = caps.max_affected_namespaces
+            && self.namespaces.len() as u64 > max
+        {
+            let names: Vec<&str> = self.namespaces.keys().copied().collect();
+            out.push(format!(
+                "the rule would evict pods in {} namespaces ({}), more than taintRules.maxAffectedNamespaces ({max})",
+                self.namespaces.len(),
+                names.join(", ")
+            ));
+        }
+        let protected: Vec<String> = self
+            .namespaces
+            .iter()
+            .filter(|(ns, _)| caps.protected_namespaces.iter().any(|g| glob_match(g, ns)))
+            .map(|(ns, n)| format!("{ns}: {n}"))
+            .collect();
+        if !protected.is_empty() {
+            out.push(format!(
+                "the rule would evict pods in protected namespaces ({})",
+                protected.join(", ")
+            ));
+        }
+        out
+    }
+}
