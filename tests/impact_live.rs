@@ -3,6 +3,7 @@
 //! server and watched by the live view.
 
 mod support {
+    pub mod context;
     pub mod fake_apiserver;
 }
 
@@ -12,7 +13,6 @@ use draguard::admission::Incoming;
 use draguard::cluster::live::LiveView;
 use draguard::kubernetes::{KubeVersion, Target};
 use draguard::policy::PolicySet;
-use draguard::review::{Context, Phase};
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
 
@@ -59,15 +59,7 @@ fn rule_review(selector: Option<Value>, effect: &str) -> Vec<u8> {
 /// `/validate`'s warnings on creating the rule.
 fn warnings(view: &LiveView, review: &[u8], version: KubeVersion) -> Vec<String> {
     let policies = PolicySet::default();
-    let ctx = Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster: view,
-        policies: &policies,
-        toleration_restriction: None,
-        phase: Phase::Validate,
-        deadline: None,
-        target: Target::new(version),
-    };
+    let ctx = support::context::validate(view, &policies, Target::new(version));
     let (decision, response) = Incoming::parse(review).expect("review").answer(&ctx);
     assert!(decision.allowed, "{response}");
     serde_json::from_value(response["response"]["warnings"].clone()).unwrap_or_default()
@@ -134,15 +126,7 @@ fn judged(view: &LiveView, policies: &PolicySet, object: Value, old: Option<Valu
             "object": object, "oldObject": old, "dryRun": false}
     }))
     .expect("json");
-    let ctx = Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster: view,
-        policies,
-        toleration_restriction: None,
-        phase: Phase::Validate,
-        deadline: None,
-        target: Target::new(KubeVersion::V1_37),
-    };
+    let ctx = support::context::validate(view, policies, Target::new(KubeVersion::V1_37));
     let (decision, response) = Incoming::parse(&review).expect("review").answer(&ctx);
     if decision.allowed {
         return Ok(());

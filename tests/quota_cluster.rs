@@ -2,6 +2,7 @@
 //! limits from watched ResourceQuotas.
 
 mod support {
+    pub mod context;
     pub mod fake_apiserver;
     pub mod reviews;
 }
@@ -11,7 +12,6 @@ use std::time::Duration;
 use draguard::admission::Incoming;
 use draguard::cluster::live::LiveView;
 use draguard::policy::PolicySet;
-use draguard::review::{Context, Phase};
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
 use support::reviews;
@@ -47,15 +47,7 @@ async fn ml_with_eight_gpus(claims: Vec<Value>) -> (FakeApiServer, LiveView) {
 /// `/validate`'s verdict on creating `claim` in `ml`, with no policies.
 fn decide_with(view: &LiveView, claim: Value) -> (draguard::review::Decision, Value) {
     let policies = PolicySet::default();
-    let ctx = Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster: view,
-        policies: &policies,
-        toleration_restriction: None,
-        phase: Phase::Validate,
-        deadline: None,
-        target: Default::default(),
-    };
+    let ctx = support::context::validate(view, &policies, Default::default());
     Incoming::parse(&reviews::claim_create(claim))
         .expect("review")
         .answer(&ctx)
@@ -217,15 +209,7 @@ async fn patch_ties_with_watched_patches_warn() {
     }))
     .expect("json");
     let policies = PolicySet::default();
-    let ctx = Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster: &view,
-        policies: &policies,
-        toleration_restriction: None,
-        phase: Phase::Validate,
-        deadline: None,
-        target: Default::default(),
-    };
+    let ctx = support::context::validate(&view, &policies, Default::default());
     let (decision, response) = Incoming::parse(&body).expect("review").answer(&ctx);
     assert!(decision.allowed);
     let warning = response["response"]["warnings"][0].as_str().unwrap_or("");

@@ -4,6 +4,7 @@
 //! DeviceClass, charged with each class's devices.
 
 mod support {
+    pub mod context;
     pub mod fake_apiserver;
     pub mod reviews;
 }
@@ -16,7 +17,6 @@ use draguard::cluster::live::LiveView;
 use draguard::kubernetes::{KubeVersion, Target};
 use draguard::policy::PolicySet;
 use draguard::quota::DeviceClassFacts;
-use draguard::review::{Context, Phase};
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
 use support::reviews;
@@ -72,15 +72,7 @@ async fn cluster(quotas: Vec<Value>, claims: Vec<Value>) -> (FakeApiServer, Live
 /// allowed, or the status message.
 fn verdict(view: &LiveView, claim: Value, target: Target) -> Result<(), String> {
     let policies = PolicySet::default();
-    let ctx = Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster: view,
-        policies: &policies,
-        toleration_restriction: None,
-        phase: Phase::Validate,
-        deadline: None,
-        target,
-    };
+    let ctx = support::context::validate(view, &policies, target);
     let (decision, response) = Incoming::parse(&reviews::claim_create(claim))
         .expect("review")
         .answer(&ctx);

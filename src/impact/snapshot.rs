@@ -6,13 +6,12 @@
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::{AllocatedClaim, AllocatedDevice, DeviceId, SliceDevice};
-use crate::objects::claim::DeviceToleration;
+use crate::objects::claim_status::ClaimStatus;
+use crate::objects::decode;
 use crate::objects::dra::SliceSpec;
-use crate::objects::{decode, nullable};
 
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
@@ -22,55 +21,6 @@ pub struct Snapshot {
     pub pod_nodes: HashMap<(String, String), String>,
     /// `Kind namespace/name: why` for each object left out.
     pub skipped: Vec<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct ClaimStatus {
-    allocation: Option<Allocation>,
-    #[serde(rename = "reservedFor", deserialize_with = "nullable")]
-    reserved_for: Vec<Consumer>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Allocation {
-    #[serde(deserialize_with = "nullable")]
-    devices: DeviceAllocation,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct DeviceAllocation {
-    #[serde(deserialize_with = "nullable")]
-    results: Vec<AllocationResult>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct AllocationResult {
-    #[serde(deserialize_with = "nullable")]
-    request: String,
-    #[serde(deserialize_with = "nullable")]
-    driver: String,
-    #[serde(deserialize_with = "nullable")]
-    pool: String,
-    #[serde(deserialize_with = "nullable")]
-    device: String,
-    #[serde(deserialize_with = "nullable")]
-    tolerations: Vec<DeviceToleration>,
-}
-
-/// `ResourceClaimConsumerReference`: only pods are counted.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Consumer {
-    #[serde(rename = "apiGroup", deserialize_with = "nullable")]
-    api_group: String,
-    #[serde(deserialize_with = "nullable")]
-    resource: String,
-    #[serde(deserialize_with = "nullable")]
-    name: String,
 }
 
 fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
@@ -172,7 +122,7 @@ pub fn allocated_claim(namespace: &str, name: &str, status: Option<&Value>) -> R
         pods: status
             .reserved_for
             .into_iter()
-            .filter(|c| c.api_group.is_empty() && c.resource == "pods")
+            .filter(|c| c.is_pod())
             .map(|c| c.name)
             .collect(),
     }))

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::Routed;
 use crate::field::{FieldError, Path};
 use crate::kubernetes::KubeVersion;
-use crate::objects::claim::DeviceToleration;
+use crate::objects::claim_status::{Allocation, ClaimStatus};
 use crate::objects::{DecodeError, ObjectJson, nullable};
 use crate::review::{Context, Decision, Denial, ObjectRef, Phase, Request, ReviewError};
 use crate::rules::tolerations::validate_device_toleration;
@@ -22,7 +22,7 @@ struct ClaimWithStatus {
     #[serde(deserialize_with = "nullable")]
     metadata: Metadata,
     #[serde(deserialize_with = "nullable")]
-    status: Status,
+    status: ClaimStatus,
 }
 
 #[derive(Deserialize, Default)]
@@ -30,33 +30,6 @@ struct ClaimWithStatus {
 struct Metadata {
     #[serde(deserialize_with = "nullable")]
     name: String,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Status {
-    allocation: Option<Allocation>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Allocation {
-    #[serde(deserialize_with = "nullable")]
-    devices: DeviceAllocation,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct DeviceAllocation {
-    #[serde(deserialize_with = "nullable")]
-    results: Vec<AllocationResult>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct AllocationResult {
-    #[serde(deserialize_with = "nullable")]
-    tolerations: Vec<DeviceToleration>,
 }
 
 fn decode(object: &ObjectJson) -> Result<ClaimWithStatus, DecodeError> {

@@ -4,6 +4,7 @@
 //! ([`crate::kinds`]).
 
 pub mod claim;
+pub mod claim_status;
 pub mod dra;
 pub mod go_json;
 pub mod meta;

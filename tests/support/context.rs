@@ -1,0 +1,22 @@
+// Shared by the cluster test crates; each uses part of it.
+#![allow(dead_code)]
+
+//! The context the cluster tests judge in: `/validate` at a fixed time,
+//! without a deadline.
+
+use draguard::cluster::ClusterView;
+use draguard::kubernetes::Target;
+use draguard::policy::PolicySet;
+use draguard::review::{Context, Phase};
+
+pub fn validate<'a>(cluster: &'a dyn ClusterView, policies: &'a PolicySet, target: Target) -> Context<'a> {
+    Context {
+        now: "2026-11-21T10:00:00Z".parse().unwrap_or_default(),
+        cluster,
+        policies,
+        toleration_restriction: None,
+        phase: Phase::Validate,
+        deadline: None,
+        target,
+    }
+}
