@@ -189,7 +189,16 @@ impl Impact {
         }
         let mut counts: Vec<(&str, usize)> = counts.into_iter().collect();
         counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        let list: Vec<String> = counts.iter().map(|(ns, n)| format!("{ns}: {n}")).collect();
+        // An admission warning past 256 characters may be cut: name the
+        // namespaces that lose most, and count the rest.
+        let mut list: Vec<String> = counts
+            .iter()
+            .take(SUMMARY_NAMESPACES)
+            .map(|(ns, n)| format!("{ns}: {n}"))
+            .collect();
+        if counts.len() > SUMMARY_NAMESPACES {
+            list.push(format!("and {} more", counts.len() - SUMMARY_NAMESPACES));
+        }
         (
             total,
             format!(
@@ -237,6 +246,9 @@ impl Impact {
         format!("{what}; matches {}{on_nodes}", count(self.devices.len(), "device"))
     }
 }
+
+/// How many namespaces a summary names.
+const SUMMARY_NAMESPACES: usize = 5;
 
 fn count(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })

@@ -300,3 +300,29 @@ fn a_pod_of_two_claims_counts_once_with_the_worse_outcome() {
     );
     assert_eq!(pods(&impact), vec!["ml/p evicted"]);
 }
+
+#[test]
+fn a_summary_names_five_namespaces_and_counts_the_rest() {
+    let many: Vec<AllocatedClaim> = (0..8)
+        .map(|i| {
+            let pods: Vec<String> = (0..=i).map(|p| format!("p-{p}")).collect();
+            let pods: Vec<&str> = pods.iter().map(String::as_str).collect();
+            claim(
+                &format!("ns-{i}"),
+                "c",
+                vec![result(gpu("node-1", "gpu-0"), vec![])],
+                &pods,
+            )
+        })
+        .collect();
+    let impact = impact(
+        &rule(select(Some("gpu.example.com"), None, None), "NoExecute"),
+        &devices(),
+        &many,
+        KubeVersion::V1_37,
+    );
+    assert_eq!(
+        impact.summary(),
+        "would evict 36 pods in 8 namespaces (ns-7: 8, ns-6: 7, ns-5: 6, ns-4: 5, ns-3: 4, and 3 more); matches 3 devices on 2 nodes"
+    );
+}
