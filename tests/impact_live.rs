@@ -127,15 +127,7 @@ fn judged(view: &LiveView, policies: &PolicySet, object: Value, old: Option<Valu
     }))
     .expect("json");
     let ctx = support::context::validate(view, policies, Target::new(KubeVersion::V1_37));
-    let (decision, response) = Incoming::parse(&review).expect("review").answer(&ctx);
-    if decision.allowed {
-        return Ok(());
-    }
-    assert_eq!(response["response"]["status"]["code"], 403, "{response}");
-    Err(response["response"]["status"]["message"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned())
+    support::context::verdict(&ctx, &review)
 }
 
 fn rule(effect: &str, annotations: Value) -> Value {

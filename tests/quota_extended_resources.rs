@@ -11,7 +11,6 @@ mod support {
 
 use std::time::Duration;
 
-use draguard::admission::Incoming;
 use draguard::cluster::ClusterView;
 use draguard::cluster::live::LiveView;
 use draguard::kubernetes::{KubeVersion, Target};
@@ -73,17 +72,7 @@ async fn cluster(quotas: Vec<Value>, claims: Vec<Value>) -> (FakeApiServer, Live
 fn verdict(view: &LiveView, claim: Value, target: Target) -> Result<(), String> {
     let policies = PolicySet::default();
     let ctx = support::context::validate(view, &policies, target);
-    let (decision, response) = Incoming::parse(&reviews::claim_create(claim))
-        .expect("review")
-        .answer(&ctx);
-    if decision.allowed {
-        return Ok(());
-    }
-    assert_eq!(response["response"]["status"]["code"], 403, "{response}");
-    Err(response["response"]["status"]["message"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned())
+    support::context::verdict(&ctx, &reviews::claim_create(claim))
 }
 
 fn newest() -> Target {

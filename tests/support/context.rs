@@ -4,6 +4,7 @@
 //! The context the cluster tests judge in: `/validate` at a fixed time,
 //! without a deadline.
 
+use draguard::admission::Incoming;
 use draguard::cluster::ClusterView;
 use draguard::kubernetes::Target;
 use draguard::policy::PolicySet;
@@ -19,4 +20,18 @@ pub fn validate<'a>(cluster: &'a dyn ClusterView, policies: &'a PolicySet, targe
         deadline: None,
         target,
     }
+}
+
+/// The verdict on the AdmissionReview `review` in `ctx`: allowed, or the
+/// 403 denial's message.
+pub fn verdict(ctx: &Context<'_>, review: &[u8]) -> Result<(), String> {
+    let (decision, response) = Incoming::parse(review).expect("review").answer(ctx);
+    if decision.allowed {
+        return Ok(());
+    }
+    assert_eq!(response["response"]["status"]["code"], 403, "{response}");
+    Err(response["response"]["status"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned())
 }
