@@ -1134,3 +1134,40 @@ fn a_device_taint_rule_warns_what_it_would_do_to_the_input() {
         "without slices or claims there is nothing to reach"
     );
 }
+
+/// `check` cannot know who will apply a Namespace: a guarded key is a
+/// warning that names who may set it (so `--warnings-as-errors` can gate
+/// it), and an untouched Namespace says nothing. `policy lint` names the
+/// extra keys the shipped webhook does not send.
+#[test]
+fn guarded_namespace_keys_are_warned_about_in_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("guards.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: guards}\nspec:\n  namespaceGuards:\n    allow: {groups: [platform-admins]}\n    labels: [example.com/tier]\n",
+    )
+    .expect("write");
+    let policies = dir.path().to_str().expect("utf-8");
+    let namespaces = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ml\n  labels:\n    resource.kubernetes.io/admin-access: \"true\"\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: web, labels: {team: web}}\n";
+    let out = draguard(&["check", "-", "--policies", policies], Some(namespaces));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let report = stdout(&out);
+    assert!(
+        report.starts_with("-:6:5: warning: Namespace/ml: metadata.labels[resource.kubernetes.io/admin-access]: toleration policy \"guards\": label resource.kubernetes.io/admin-access may be added only by groups [platform-admins]; the write is denied to anyone else\n"),
+        "{report}"
+    );
+    assert!(!report.contains("Namespace/web"), "{report}");
+    let gated = draguard(
+        &["check", "-", "--policies", policies, "--warnings-as-errors"],
+        Some(namespaces),
+    );
+    assert_eq!(gated.status.code(), Some(1));
+
+    let lint = draguard(&["policy", "lint", policies], None);
+    assert_eq!(lint.status.code(), Some(0));
+    let text = stdout(&lint);
+    assert!(
+        text.contains("note: namespaceGuards also guard label example.com/tier, which the shipped webhook namespaces.validate.draguard.dev does not send; set its matchCondition changes-a-guarded-key to:\n['resource.kubernetes.io/admin-access', 'draguard.dev/ignore', 'example.com/tier'].exists(k, "),
+        "{text}"
+    );
+}

@@ -276,6 +276,10 @@ fn assert_fails_safe(docs: &[Value], expected_failure: &[(&str, &str)]) {
             "the node lifecycle controller ({controller}) taints nodes without draguard"
         );
     }
+    assert_namespace_guards_fail_closed_only_on_their_keys(
+        validating(docs, "namespaces.validate.draguard.dev"),
+        draguard_ns,
+    );
     for (entry, policy) in expected_failure {
         assert_eq!(
             validating(docs, entry)["failurePolicy"],
@@ -289,6 +293,77 @@ fn assert_fails_safe(docs: &[Value], expected_failure: &[(&str, &str)]) {
     assert_eq!(ns["metadata"]["labels"]["draguard.dev/ignore"], "true");
 }
 
+/// Whether the apiserver would call a Namespace webhook for a write of
+/// `object` over `old` (null on CREATE) by an admin.
+fn sent_for_namespace_write(webhook: &Value, object: &Value, old: &Value) -> bool {
+    let conditions = webhook["matchConditions"].as_array().into_iter().flatten();
+    conditions.into_iter().all(|c| {
+        let expression = c["expression"].as_str().expect("expression");
+        let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
+        let mut ctx = Context::default();
+        let operation = if old.is_null() { "CREATE" } else { "UPDATE" };
+        let request =
+            json!({"operation": operation, "userInfo": {"username": ADMIN, "groups": ["system:authenticated"]}});
+        for (name, value) in [("request", &request), ("object", object), ("oldObject", old)] {
+            ctx.add_variable_from_value(name, kube_cel::cel::to_value(value).expect("CEL value"));
+        }
+        match program.execute(&ctx) {
+            Ok(CelValue::Bool(b)) => b,
+            other => panic!("{expression} does not give a bool: {other:?}"),
+        }
+    })
+}
+
+/// The Namespace entry fails closed, so it must be sent nothing but the
+/// writes that touch a guarded key, and never the control plane's
+/// namespaces; its selector cannot read a label the same write could add.
+fn assert_namespace_guards_fail_closed_only_on_their_keys(w: &Value, draguard_ns: &str) {
+    assert_eq!(resources(w), ["namespaces"]);
+    assert_eq!(w["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+    let selector = &w["namespaceSelector"];
+    for exempt in ["kube-system", "kube-node-lease", draguard_ns] {
+        assert!(!selects(selector, &namespace(exempt, &[])), "{exempt} is never guarded");
+    }
+    let escaping = namespace("ml", &[("draguard.dev/ignore", "true")]);
+    assert!(
+        selects(selector, &escaping),
+        "adding draguard.dev/ignore must not take a Namespace out of its own guard"
+    );
+    let shipped: Vec<&str> = w["matchConditions"][0]["expression"]
+        .as_str()
+        .expect("expression")
+        .split_whitespace()
+        .collect();
+    let generated = draguard::policy::namespace_guards::builtin_match_condition();
+    assert_eq!(
+        shipped,
+        generated.split_whitespace().collect::<Vec<_>>(),
+        "the shipped matchCondition is the one draguard generates for its built-in keys"
+    );
+    let ns =
+        |labels: Value| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": labels}});
+    let plain = ns(json!({"team": "a"}));
+    let admin = ns(json!({"team": "a", "resource.kubernetes.io/admin-access": "true"}));
+    assert!(
+        !sent_for_namespace_write(w, &plain, &Value::Null),
+        "a plain create never waits"
+    );
+    assert!(
+        !sent_for_namespace_write(w, &ns(json!({"team": "b"})), &plain),
+        "nor a plain update"
+    );
+    assert!(
+        !sent_for_namespace_write(w, &admin, &admin),
+        "nor one that keeps the guarded keys"
+    );
+    assert!(sent_for_namespace_write(w, &admin, &Value::Null));
+    assert!(sent_for_namespace_write(w, &admin, &plain));
+    assert!(
+        sent_for_namespace_write(w, &plain, &admin),
+        "removing the label is guarded too"
+    );
+}
+
 /// The base's failure policies, entry by entry.
 const BASE_FAILURE: &[(&str, &str)] = &[
     ("validate.draguard.dev", "Fail"),
@@ -296,6 +371,7 @@ const BASE_FAILURE: &[(&str, &str)] = &[
     ("admin.validate.draguard.dev", "Fail"),
     ("resourceslices.validate.draguard.dev", "Ignore"),
     ("nodes.validate.draguard.dev", "Ignore"),
+    ("namespaces.validate.draguard.dev", "Fail"),
 ];
 
 fn ca_bundle_is_empty(w: &Value) -> bool {

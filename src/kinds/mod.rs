@@ -11,6 +11,7 @@ mod claim;
 mod claim_status;
 mod claim_template;
 mod device_taint_rule;
+mod namespace;
 mod node;
 mod pod;
 mod resource_slice;
@@ -129,6 +130,7 @@ pub static KINDS: &[KindRow] = &[
     slice_patch::ROW_KEP,
     pod::ROW,
     node::ROW,
+    namespace::ROW,
     workload::DEPLOYMENT,
     workload::REPLICA_SET,
     workload::STATEFUL_SET,
@@ -259,6 +261,10 @@ pub trait AdmittedKind: 'static {
     fn taint_rule(_view: &Self::View) -> Option<&crate::objects::dra::DeviceTaintRuleSpec> {
         None
     }
+
+    /// Whether the policies' `namespaceGuards` judge this kind's writes
+    /// (Namespaces only).
+    const NAMESPACE_GUARDS: bool = false;
 
     /// Priority ties with the patches the cluster already has.
     fn priority_ties(_view: &Self::View, _cluster: &dyn ClusterView) -> Vec<String> {

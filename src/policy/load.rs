@@ -13,6 +13,7 @@ use super::model::{API_VERSION, KIND, SelectorOperator, Toleration, TolerationPo
 use super::{Loaded, PolicySet};
 use crate::field::{FieldError, Path as FieldPath};
 use crate::objects::claim::DeviceToleration;
+use crate::rules::names;
 use crate::yaml::{Node, Position, locate};
 
 /// One problem in one policy file.
@@ -389,15 +390,52 @@ pub fn lint(p: &TolerationPolicy) -> Vec<(String, String)> {
             }
         }
     }
-    for (i, sa) in spec.exempt.service_accounts.iter().enumerate() {
+    if let Some(guards) = &spec.namespace_guards {
+        // Guards are cluster-wide: a Namespace is no namespace's object, so
+        // a policy that selects namespaces never applies to one.
+        if !sel.names.is_empty() || sel.selector.is_some() {
+            out.push((
+                "spec.namespaceGuards".to_owned(),
+                "namespaceGuards guard every Namespace, but this policy selects namespaces (spec.namespaces.names or selector), so it never applies to a Namespace; put the guards in a policy that selects none".into(),
+            ));
+        }
+        for (list, name) in [(&guards.labels, "labels"), (&guards.annotations, "annotations")] {
+            for (i, key) in list.iter().enumerate() {
+                // The apiserver checks annotation keys in lower case.
+                let checked = if name == "labels" {
+                    key.into()
+                } else {
+                    names::to_lowercase(key)
+                };
+                for problem in names::label_key(&checked) {
+                    out.push((
+                        format!("spec.namespaceGuards.{name}[{i}]"),
+                        format!("{key:?} is not a valid {} key: {problem}", &name[..name.len() - 1]),
+                    ));
+                }
+            }
+        }
+        out.extend(invalid_service_accounts(
+            &guards.allow.service_accounts,
+            "spec.namespaceGuards.allow.serviceAccounts",
+        ));
+    }
+    out.extend(invalid_service_accounts(
+        &spec.exempt.service_accounts,
+        "spec.exempt.serviceAccounts",
+    ));
+    out
+}
+
+/// Service accounts are written `namespace/name`.
+fn invalid_service_accounts(list: &[String], path: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (i, sa) in list.iter().enumerate() {
         let ok = sa
             .split_once('/')
             .is_some_and(|(ns, n)| !ns.is_empty() && !n.is_empty() && !n.contains('/'));
         if !ok {
-            out.push((
-                format!("spec.exempt.serviceAccounts[{i}]"),
-                format!("{sa:?} must be namespace/name"),
-            ));
+            out.push((format!("{path}[{i}]"), format!("{sa:?} must be namespace/name")));
         }
     }
     out

@@ -8,6 +8,7 @@ pub mod cover;
 pub mod enforce;
 pub mod load;
 pub mod model;
+pub mod namespace_guards;
 pub mod reload;
 pub mod schema;
 pub mod toleration_restriction;
@@ -69,18 +70,30 @@ impl TolerationPolicy {
 
     /// Exempt users, groups and service accounts (`namespace/name`).
     pub fn exempts(&self, user: &UserInfo) -> bool {
-        let ex = &self.spec.exempt;
+        self.spec.exempt.includes(user)
+    }
+}
+
+impl model::Subjects {
+    /// Whether the requester is one of these users, in one of these
+    /// groups, or one of these service accounts (`namespace/name`, matched
+    /// against the `system:serviceaccount:NS:NAME` username).
+    pub fn includes(&self, user: &UserInfo) -> bool {
         let name = user.username.as_deref().unwrap_or("");
-        if !name.is_empty() && ex.users.iter().any(|u| u == name) {
+        if !name.is_empty() && self.users.iter().any(|u| u == name) {
             return true;
         }
         let groups = user.groups.as_deref().unwrap_or_default();
-        if groups.iter().any(|g| ex.groups.contains(g)) {
+        if groups.iter().any(|g| self.groups.contains(g)) {
             return true;
         }
         name.strip_prefix("system:serviceaccount:")
             .and_then(|rest| rest.split_once(':'))
-            .is_some_and(|(ns, sa)| ex.service_accounts.iter().any(|s| s == &format!("{ns}/{sa}")))
+            .is_some_and(|(ns, sa)| self.service_accounts.iter().any(|s| s == &format!("{ns}/{sa}")))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.users.is_empty() && self.groups.is_empty() && self.service_accounts.is_empty()
     }
 }
 

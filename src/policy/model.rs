@@ -47,7 +47,7 @@ pub struct PolicySpec {
     #[serde(default)]
     pub namespaces: NamespaceSelection,
     #[serde(default)]
-    pub exempt: Exemptions,
+    pub exempt: Subjects,
     #[serde(default)]
     pub pods: PodRules,
     #[serde(default)]
@@ -58,6 +58,10 @@ pub struct PolicySpec {
     pub patches: PatchRules,
     #[serde(default)]
     pub taint_rules: TaintRuleCaps,
+    /// Who may change the Namespace labels and annotations that grant
+    /// privilege; absent: nothing is guarded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_guards: Option<NamespaceGuards>,
     /// Appended to every denial and warning of this policy.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
@@ -103,9 +107,11 @@ pub enum SelectorOperator {
     DoesNotExist,
 }
 
+/// Requesters, as an AdmissionReview's `userInfo` names them: who is
+/// exempt from a policy, who may change a guarded Namespace key.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Exemptions {
+pub struct Subjects {
     #[serde(default)]
     pub users: Vec<String>,
     #[serde(default)]
@@ -211,6 +217,24 @@ impl TaintRuleCaps {
     pub fn is_empty(&self) -> bool {
         self == &TaintRuleCaps::default()
     }
+}
+
+/// Guards on the Namespace labels and annotations that grant privilege
+/// (cluster-scoped: they apply to every Namespace, so only a policy that
+/// selects no namespaces may hold them). The built-in keys are
+/// `crate::policy::namespace_guards::GUARDED_LABELS` and `GUARDED_ANNOTATIONS`.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NamespaceGuards {
+    /// Who may add, change or remove a guarded key.
+    #[serde(default)]
+    pub allow: Subjects,
+    /// Label keys guarded besides the built-in ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// Annotation keys guarded besides the built-in ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<String>,
 }
 
 /// Limits used by quota enforcement.

@@ -153,6 +153,9 @@ pub async fn watch(dir: PathBuf, store: PolicyStore, every: Duration) {
             Ok(folder) => {
                 log_skipped(&folder.skipped);
                 tracing::info!(dir = %dir.display(), policies = folder.set.policies.len(), "policies reloaded");
+                if let Some(note) = crate::policy::namespace_guards::webhook_note(&folder.set) {
+                    tracing::warn!("{note}");
+                }
                 store.replace(folder.set);
                 holding = files_with_content(&dir);
             }

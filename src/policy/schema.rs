@@ -79,10 +79,11 @@ fn namespaces() -> Value {
     })
 }
 
-fn exempt() -> Value {
+fn subjects(description: &str) -> Value {
     json!({
         "type": "object",
         "additionalProperties": false,
+        "description": description,
         "properties": {
             "users": strings(),
             "groups": strings(),
@@ -110,7 +111,7 @@ fn spec() -> Value {
         "properties": {
             "mode": {"enum": ["Enforce", "Warn", "Audit"], "description": "Enforce denies (403), Warn admits with a warning, Audit admits and records."},
             "namespaces": namespaces(),
-            "exempt": exempt(),
+            "exempt": subjects("Requesters the policy does not apply to."),
             "pods": rules(platform),
             "devices": rules(json!({})),
             "quota": quota(),
@@ -123,6 +124,11 @@ fn spec() -> Value {
                 "protectedNamespaces": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Namespaces (names or globs) a DeviceTaintRule may evict nothing from."},
                 "requireDryRunFirst": {"type": "boolean", "description": "NoExecute only on a rule that existed with effect None, the same selector and taint key."}
             }, "description": "Caps on DeviceTaintRules; draguard.dev/acknowledge-evictions: \"<count>\" goes past the eviction caps."},
+            "namespaceGuards": {"type": "object", "additionalProperties": false, "properties": {
+                "allow": subjects("Who may add, change or remove a guarded key."),
+                "labels": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Label keys guarded besides resource.kubernetes.io/admin-access and draguard.dev/ignore."},
+                "annotations": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Annotation keys guarded besides the PodTolerationRestriction ones (scheduler.alpha.kubernetes.io/defaultTolerations, tolerationsWhitelist)."}
+            }, "description": "Who may change the Namespace labels and annotations that grant privilege; only in a policy that selects no namespaces."},
             "message": {"type": "string", "description": "Appended to denials and warnings."}
         }
     })
@@ -174,6 +180,7 @@ spec:
   quota: {claims: 3, devices: {gpu: 2}}
   patches: {denyPriorityTies: true}
   taintRules: {maxEvictedPods: 5, maxAffectedNamespaces: 2, protectedNamespaces: [kube-*], requireDryRunFirst: true}
+  namespaceGuards: {allow: {users: [u], groups: [g], serviceAccounts: [ns/sa]}, labels: [example.com/l], annotations: [example.com/a]}
   message: m
 "#;
         let policy: TolerationPolicy = serde_saphyr::from_str(full).expect("every field loads");

@@ -5,7 +5,8 @@
 //! deadline is compared with the monotonic clock). The HTTPS
 //! server, `draguard review` and `draguard check` are thin doors into it.
 //! Each request runs the stages of its kind's pipeline, every stage in its
-//! own file: decode → mutate → validate → policies → ties → quota.
+//! own file: decode → mutate → validate → policies → ties → quota →
+//! taint-rule caps → namespace guards.
 //! A review given a deadline checks it between stages (and validation
 //! between CEL compiles), and stops once it has passed: the server has
 //! stopped waiting for it.
@@ -13,6 +14,7 @@
 mod decision;
 mod error;
 mod mutate;
+mod namespace_guards;
 mod policies;
 mod quota;
 mod request;
@@ -109,9 +111,22 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
     let (tie_violations, tie_warnings) = ties::priority_ties(&subject, &applicable, ctx);
     let (quota_violations, quota_warnings) = quota::quota(&subject, &applicable, ctx);
     let (cap_violations, cap_warnings) = taint_caps::taint_rule_caps(&subject, &applicable, ctx);
-    violations.extend(tie_violations.into_iter().chain(quota_violations).chain(cap_violations));
+    let (guard_violations, guard_warnings) = namespace_guards::namespace_guards(&subject, &applicable, ctx);
+    violations.extend(
+        tie_violations
+            .into_iter()
+            .chain(quota_violations)
+            .chain(cap_violations)
+            .chain(guard_violations),
+    );
     let mut warnings = verdict.warnings;
-    warnings.extend(tie_warnings.into_iter().chain(quota_warnings).chain(cap_warnings));
+    warnings.extend(
+        tie_warnings
+            .into_iter()
+            .chain(quota_warnings)
+            .chain(cap_warnings)
+            .chain(guard_warnings),
+    );
     Decision::judged(subject.object_ref(), &env.resource, patch, warnings, violations)
 }
 

@@ -333,6 +333,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         }
         reload::log_skipped(&folder.skipped);
         tracing::info!(dir = %dir.display(), policies = folder.set.policies.len(), "policies loaded");
+        if let Some(note) = crate::policy::namespace_guards::webhook_note(&folder.set) {
+            tracing::warn!("{note}");
+        }
         config.policies.replace(folder.set);
         let (store, every, mut stop) = (config.policies.clone(), config.policy_reload_every, stop_rx.clone());
         tokio::spawn(async move {
