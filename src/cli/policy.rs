@@ -52,6 +52,9 @@ fn lint(dir: &std::path::Path) -> ExitCode {
                 dir.display(),
                 if n == 1 { "policy" } else { "policies" }
             );
+            if let Some(note) = crate::policy::namespace_guards::webhook_note(&folder.set) {
+                println!("note: {note}");
+            }
             ExitCode::SUCCESS
         }
         Err(load) => {
