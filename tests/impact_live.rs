@@ -3,8 +3,10 @@
 //! server and watched by the live view.
 
 mod support {
+    pub mod cli;
     pub mod context;
     pub mod fake_apiserver;
+    pub mod kubeconfig;
 }
 
 use std::time::Duration;
@@ -25,6 +27,7 @@ async fn example_cluster() -> (FakeApiServer, LiveView) {
         let plural = match item["kind"].as_str() {
             Some("ResourceSlice") => "resourceslices",
             Some("ResourceClaim") => "resourceclaims",
+            Some("Pod") => "pods",
             _ => continue,
         };
         let mut item = item.clone();
@@ -188,5 +191,75 @@ async fn no_execute_only_after_a_dry_run() {
     assert!(
         judged(&view, &policies, rule("NoExecute", json!({})), Some(wider)).is_err(),
         "a dry run of another selector does not count"
+    );
+}
+
+/// `draguard impact --cluster` reads the live cluster, page by page, and
+/// answers exactly what `--snapshot` answers for the same objects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impact_reads_the_live_cluster_as_it_reads_a_snapshot() {
+    let (api, _view) = example_cluster().await;
+    // More pods than one page holds (500), none of them reserving a claim.
+    for i in 0..600 {
+        api.apply(
+            "pods",
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": format!("filler-{i}"), "namespace": "web"},
+                   "spec": {"nodeName": "node-3", "containers": [{"name": "c", "image": "i"}]}}),
+        );
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    support::kubeconfig::write(&kubeconfig, api.addr);
+    let kubeconfig = kubeconfig.to_str().expect("utf-8").to_owned();
+    let run = |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            support::cli::draguard(&args, None)
+        })
+    };
+    let words = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    let live = run(words(&format!(
+        "impact --cluster --kubeconfig {kubeconfig} examples/impact/rule.yaml -o json"
+    )))
+    .await
+    .expect("ran");
+    let stderr = String::from_utf8_lossy(&live.stderr);
+    assert_eq!(live.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr,
+        "draguard impact: read 3 resourceslices\ndraguard impact: read 9 resourceclaims\ndraguard impact: read 615 pods\n"
+    );
+    assert_eq!(api.list_requests("pods"), 2, "the pods are read in two pages");
+    let offline = run(words(
+        "impact --snapshot examples/impact/cluster.yaml examples/impact/rule.yaml -o json",
+    ))
+    .await
+    .expect("ran");
+    assert_eq!(offline.status.code(), Some(0));
+    let live: Value = serde_json::from_slice(&live.stdout).expect("JSON");
+    let offline: Value = serde_json::from_slice(&offline.stdout).expect("JSON");
+    assert_eq!(live, offline);
+    assert_eq!(
+        live["rules"][0]["summary"],
+        "would evict 14 pods in 3 namespaces (ml: 12, batch: 1, infra: 1); matches 8 devices on 2 nodes"
+    );
+
+    // An unreachable cluster is exit 2 with the reason.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let unreachable = dir.path().join("unreachable");
+    support::kubeconfig::write(&unreachable, closed.local_addr().expect("addr"));
+    drop(closed);
+    let unreachable = unreachable.to_str().expect("utf-8");
+    let gone = run(words(&format!(
+        "impact --cluster --kubeconfig {unreachable} examples/impact/rule.yaml"
+    )))
+    .await
+    .expect("ran");
+    assert_eq!(gone.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&gone.stderr);
+    assert!(
+        stderr.starts_with("draguard impact: cannot list resourceslices: "),
+        "{stderr}"
     );
 }

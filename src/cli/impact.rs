@@ -1,5 +1,6 @@
-//! `draguard impact --snapshot PATH RULE...`: what DeviceTaintRules would
-//! do to the cluster a snapshot shows, under the chosen Kubernetes rules.
+//! `draguard impact (--snapshot PATH | --cluster) RULE...`: what
+//! DeviceTaintRules would do to the cluster a snapshot shows, or to the
+//! live cluster, under the chosen Kubernetes rules.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,8 +22,23 @@ pub struct ImpactArgs {
     /// The cluster: ResourceSlices, ResourceClaims and Pods, as
     /// `kubectl get resourceslices,resourceclaims,pods -A -o yaml` prints
     /// them (files, folders, `-`).
-    #[arg(long, required = true, value_name = "PATH")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "cluster",
+        conflicts_with = "cluster"
+    )]
     pub snapshot: Vec<PathBuf>,
+    /// Read ResourceSlices, ResourceClaims and Pods from the live cluster
+    /// (the kubeconfig, or the in-cluster service account); read-only.
+    #[arg(long)]
+    pub cluster: bool,
+    /// The kubeconfig for `--cluster` (default: $KUBECONFIG, ~/.kube/config).
+    #[arg(long, value_name = "PATH", requires = "cluster")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context for `--cluster` (default: the current one).
+    #[arg(long, value_name = "NAME", requires = "cluster")]
+    pub context: Option<String>,
     #[command(flatten)]
     pub target: super::target::TargetArgs,
     #[arg(long, short = 'o', value_enum, default_value_t = ImpactFormat::Text)]
@@ -36,12 +52,20 @@ pub fn run(args: ImpactArgs) -> ExitCode {
         if rules.is_empty() {
             return Err("no DeviceTaintRule in the given rule files".into());
         }
-        let snapshot = Snapshot::of(&super::explain::objects(&args.snapshot)?);
+        let objects = if args.cluster {
+            read_cluster(args.kubeconfig.as_deref(), args.context.as_deref())?
+        } else {
+            super::explain::objects(&args.snapshot)?
+        };
+        let snapshot = Snapshot::of(&objects);
         for skipped in &snapshot.skipped {
             eprintln!("draguard impact: left out {skipped}");
         }
         if snapshot.devices.is_empty() && snapshot.claims.is_empty() {
-            return Err("the snapshot holds no ResourceSlice devices and no allocated ResourceClaims".into());
+            let source = if args.cluster { "the cluster" } else { "the snapshot" };
+            return Err(format!(
+                "{source} holds no ResourceSlice devices and no allocated ResourceClaims"
+            ));
         }
         let impacts: Vec<RuleImpact<'_>> = rules
             .iter()
@@ -69,4 +93,46 @@ pub fn run(args: ImpactArgs) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// What a rule needs of the live cluster, read once: ResourceSlices, the
+/// ResourceClaims (their allocations and reservations) and the Pods (their
+/// nodes), in the newest version the cluster serves.
+fn read_cluster(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> Result<Vec<serde_json::Value>, String> {
+    use super::cluster_read::{Collection, client, list_all};
+    const DRA_VERSIONS: &[&str] = &["v1", "v1beta2", "v1beta1"];
+    const COLLECTIONS: [Collection; 3] = [
+        Collection {
+            group: "resource.k8s.io",
+            versions: DRA_VERSIONS,
+            plural: "resourceslices",
+            kind: "ResourceSlice",
+        },
+        Collection {
+            group: "resource.k8s.io",
+            versions: DRA_VERSIONS,
+            plural: "resourceclaims",
+            kind: "ResourceClaim",
+        },
+        Collection {
+            group: "",
+            versions: &["v1"],
+            plural: "pods",
+            kind: "Pod",
+        },
+    ];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let client = client(kubeconfig, context).await?;
+        let mut objects = Vec::new();
+        for collection in &COLLECTIONS {
+            let items = list_all(&client, collection).await?;
+            eprintln!("draguard impact: read {} {}", items.len(), collection.plural);
+            objects.extend(items);
+        }
+        Ok(objects)
+    })
 }

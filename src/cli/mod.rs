@@ -1,6 +1,7 @@
 //! Command-line interface: one module per subcommand.
 
 pub mod check;
+mod cluster_read;
 pub mod explain;
 pub mod impact;
 pub mod policy;

@@ -36,7 +36,7 @@ use watch::Watched;
 pub struct Objects {
     /// The objects to start with, by plural. The watched collections
     /// (`namespaces`, `resourceclaims`, `resourcequotas`, `resourceslices`,
-    /// `deviceclasses`, `resourceslicepatches`) move out of here at start, into the watch
+    /// `deviceclasses`, `resourceslicepatches`, `pods`) move out of here at start, into the watch
     /// store: change them with [`FakeApiServer::apply`] and
     /// [`FakeApiServer::delete`], not here.
     pub lists: BTreeMap<String, Vec<Value>>,
@@ -106,6 +106,7 @@ impl FakeApiServer {
             .route("/version", axum::routing::get(version))
             .route("/api/v1/namespaces", axum::routing::get(list_namespaces))
             .route("/api/v1/resourcequotas", axum::routing::get(list_all_quotas))
+            .route("/api/v1/pods", axum::routing::get(list_pods))
             .route(
                 "/apis/draguard.dev/v1alpha1/resourceslicepatches",
                 axum::routing::get(list_patches),
@@ -287,6 +288,10 @@ async fn list_slices(State(w): State<Arc<Watched>>, Query(q): Params) -> Respons
 
 async fn list_device_classes(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
     w.serve("deviceclasses", None, q).await
+}
+
+async fn list_pods(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
+    w.serve("pods", None, q).await
 }
 
 async fn list_patches(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {

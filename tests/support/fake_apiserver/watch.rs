@@ -47,7 +47,7 @@ pub struct Kind {
     pub kind: &'static str,
 }
 
-const KIND_COUNT: usize = 6;
+const KIND_COUNT: usize = 7;
 
 /// The watched collections; the plural is the key of `Objects::lists` that
 /// seeds each one.
@@ -81,6 +81,11 @@ pub const KINDS: [Kind; KIND_COUNT] = [
         plural: "resourceslicepatches",
         api_version: "draguard.dev/v1alpha1",
         kind: "ResourceSlicePatch",
+    },
+    Kind {
+        plural: "pods",
+        api_version: "v1",
+        kind: "Pod",
     },
 ];
 
