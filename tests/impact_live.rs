@@ -88,6 +88,25 @@ async fn a_rule_create_is_warned_what_it_would_do() {
     );
 }
 
+/// A driver that deletes its slice (a node going away, a driver
+/// uninstalled) leaves its claims allocated: the rule still reaches them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_on_devices_no_slice_publishes_still_count() {
+    let (api, view) = example_cluster().await;
+    api.delete("resourceslices", "", "node-1-gpu.example.com");
+    let gpus = rule_review(Some(json!({"driver": "gpu.example.com"})), "NoExecute");
+    let want = "impact: would evict 14 pods in 3 namespaces (ml: 12, batch: 1, infra: 1); matches 4 devices on 1 node";
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = warnings(&view, &gpus, KubeVersion::V1_37);
+        if got == [want] {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the watch delivers the delete: {got:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rule_without_selector_is_warned_per_version() {
     let (_api, view) = example_cluster().await;

@@ -58,31 +58,9 @@ impl WatchIndex for SliceDevices {
 
 impl SliceDevices {
     /// The devices a rule with `selector` reaches in `version`, by either
-    /// reader. A selector that names a driver reads that driver's devices
-    /// only; one that names none reads them all, as it may reach them all.
+    /// reader.
     pub fn reached(&self, selector: Option<&DeviceTaintSelector>, version: KubeVersion) -> Vec<SliceDevice> {
-        let reached = |id: &DeviceId| {
-            reaches(selector, id, version, Reader::Scheduler)
-                || reaches(selector, id, version, Reader::EvictionController)
-        };
-        let candidates: Box<dyn Iterator<Item = (&DeviceId, &Option<String>)>> =
-            match selector.and_then(|s| s.driver.as_deref()) {
-                Some(driver) => {
-                    let from = DeviceId {
-                        driver: driver.to_owned(),
-                        pool: String::new(),
-                        device: String::new(),
-                    };
-                    Box::new(
-                        self.devices
-                            .range(from..)
-                            .take_while(move |(id, _)| id.driver == driver),
-                    )
-                }
-                None => Box::new(self.devices.iter()),
-            };
-        candidates
-            .filter(|(id, _)| reached(id))
+        candidates(&self.devices, selector, version)
             .map(|(id, node)| SliceDevice {
                 id: id.clone(),
                 node: node.clone(),
@@ -91,11 +69,38 @@ impl SliceDevices {
     }
 }
 
+/// The entries of `by_device` whose device a rule with `selector` reaches
+/// in `version`, by either reader. A selector that names a driver reads
+/// that driver's range of the map only; one that names none reads it all,
+/// as it may reach every device.
+fn candidates<'m, V>(
+    by_device: &'m BTreeMap<DeviceId, V>,
+    selector: Option<&'m DeviceTaintSelector>,
+    version: KubeVersion,
+) -> impl Iterator<Item = (&'m DeviceId, &'m V)> {
+    let reached = move |id: &DeviceId| {
+        reaches(selector, id, version, Reader::Scheduler) || reaches(selector, id, version, Reader::EvictionController)
+    };
+    let entries: Box<dyn Iterator<Item = (&'m DeviceId, &'m V)>> = match selector.and_then(|s| s.driver.as_deref()) {
+        Some(driver) => {
+            let from = DeviceId {
+                driver: driver.to_owned(),
+                pool: String::new(),
+                device: String::new(),
+            };
+            Box::new(by_device.range(from..).take_while(move |(id, _)| id.driver == driver))
+        }
+        None => Box::new(by_device.iter()),
+    };
+    entries.filter(move |(id, _)| reached(id))
+}
+
 /// The allocated claims, by the devices their results name.
 #[derive(Default)]
 pub struct Allocations {
     claims: HashMap<(String, String), AllocatedClaim>,
-    by_device: HashMap<DeviceId, BTreeSet<(String, String)>>,
+    /// Ordered like the slice devices, so a rule reads its driver's range.
+    by_device: BTreeMap<DeviceId, BTreeSet<(String, String)>>,
 }
 
 impl Allocations {
@@ -127,12 +132,12 @@ impl Allocations {
         }
     }
 
-    /// The claims allocated on any of `devices`, each once.
-    pub fn on<'d>(&self, devices: impl IntoIterator<Item = &'d DeviceId>) -> Vec<AllocatedClaim> {
-        let keys: BTreeSet<&(String, String)> = devices
-            .into_iter()
-            .filter_map(|id| self.by_device.get(id))
-            .flatten()
+    /// The claims with a result on a device a rule with `selector` reaches
+    /// in `version`, each once: read from the allocations themselves, so a
+    /// claim on a device no slice publishes any more is found too.
+    pub fn reached(&self, selector: Option<&DeviceTaintSelector>, version: KubeVersion) -> Vec<AllocatedClaim> {
+        let keys: BTreeSet<&(String, String)> = candidates(&self.by_device, selector, version)
+            .flat_map(|(_, keys)| keys)
             .collect();
         keys.into_iter().filter_map(|k| self.claims.get(k)).cloned().collect()
     }
@@ -209,22 +214,39 @@ mod tests {
     }
 
     #[test]
-    fn allocations_by_device() {
+    fn allocations_by_device_are_found_without_a_slice() {
         let mut index = Allocations::default();
         index.apply(&claim("a", "gpu.example.com", "node-1", "gpu-0"));
         index.apply(&claim("b", "gpu.example.com", "node-1", "gpu-1"));
-        let gpu = |d: &str| DeviceId {
-            driver: "gpu.example.com".into(),
-            pool: "node-1".into(),
-            device: d.into(),
+        index.apply(&claim("n", "nic.example.com", "node-1", "nic-0"));
+        let device = |d: &str| DeviceTaintSelector {
+            driver: Some("gpu.example.com".into()),
+            pool: Some("node-1".into()),
+            device: Some(d.into()),
         };
         let names = |claims: Vec<AllocatedClaim>| claims.into_iter().map(|c| c.name).collect::<Vec<_>>();
-        assert_eq!(names(index.on(&[gpu("gpu-0"), gpu("gpu-1")])), vec!["a", "b"]);
+        let v = KubeVersion::V1_37;
+        assert_eq!(names(index.reached(Some(&by_driver("gpu.example.com")), v)), ["a", "b"]);
+        assert_eq!(names(index.reached(Some(&device("gpu-0")), v)), ["a"]);
         index.apply(&claim("a", "gpu.example.com", "node-1", "gpu-1"));
-        assert_eq!(names(index.on(&[gpu("gpu-0")])), Vec::<String>::new(), "a moved");
-        assert_eq!(names(index.on(&[gpu("gpu-1")])), vec!["a", "b"]);
+        assert_eq!(
+            names(index.reached(Some(&device("gpu-0")), v)),
+            Vec::<String>::new(),
+            "a moved"
+        );
+        assert_eq!(names(index.reached(Some(&device("gpu-1")), v)), ["a", "b"]);
         index.delete(&claim("b", "", "", ""));
-        assert_eq!(names(index.on(&[gpu("gpu-1")])), vec!["a"]);
-        assert_eq!(index.len(), 1);
+        assert_eq!(names(index.reached(Some(&device("gpu-1")), v)), ["a"]);
+        assert_eq!(
+            names(index.reached(Some(&DeviceTaintSelector::default()), v)),
+            ["a", "n"]
+        );
+        assert_eq!(
+            names(index.reached(None, KubeVersion::V1_36)),
+            ["a", "n"],
+            "1.36: the scheduler's reading"
+        );
+        assert_eq!(names(index.reached(None, v)), Vec::<String>::new());
+        assert_eq!(index.len(), 2);
     }
 }

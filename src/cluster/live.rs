@@ -224,7 +224,7 @@ impl ClusterView for LiveView {
             .read(|index| index.reached(rule.device_selector.as_ref(), version));
         let claims = self
             .claims
-            .read(|index| index.allocations.on(devices.iter().map(|d| &d.id)));
+            .read(|index| index.allocations.reached(rule.device_selector.as_ref(), version));
         Some(crate::impact::impact(rule, &devices, &claims, version))
     }
 

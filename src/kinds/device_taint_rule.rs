@@ -1,8 +1,8 @@
 //! DeviceTaintRule: an admin's taint on the devices a selector picks.
 //! A selector that picks every device, or none given, is allowed with a
-//! warning that says what it does in the Kubernetes version in force; where
-//! the cluster view knows the devices and allocated claims, a warning says
-//! what the rule would do to them (`crate::impact`).
+//! warning that says what it does in the Kubernetes version in force. What
+//! the rule would do to the devices and claims the cluster view knows is
+//! the review's `taint_rule_impact` stage, computed once with the caps.
 
 use json_patch::PatchOperation;
 use serde_json::Value;
@@ -44,15 +44,11 @@ impl AdmittedKind for DeviceTaintRuleKind {
             old.map(|o| &o.spec),
             &spec_path,
         ));
-        let mut warnings: Vec<Warning> =
+        let warnings: Vec<Warning> =
             rules::devicetaintrule::device_taint_rule_warnings(&new.spec, facts.target.version)
                 .into_iter()
                 .map(|w| Warning::at(spec_path.child("deviceSelector"), w))
                 .collect();
-        // What it would do, where the view knows the devices and claims.
-        if let Some(impact) = facts.cluster.taint_rule_impact(&new.spec, facts.target.version) {
-            warnings.push(Warning::new(format!("impact: {}", impact.summary())));
-        }
         RuleVerdict { errors, warnings }
     }
 

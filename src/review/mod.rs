@@ -6,7 +6,7 @@
 //! server, `draguard review` and `draguard check` are thin doors into it.
 //! Each request runs the stages of its kind's pipeline, every stage in its
 //! own file: decode → mutate → validate → policies → ties → quota →
-//! taint-rule caps → namespace guards.
+//! taint-rule impact and caps → namespace guards.
 //! A review given a deadline checks it between stages (and validation
 //! between CEL compiles), and stops once it has passed: the server has
 //! stopped waiting for it.
@@ -19,7 +19,7 @@ mod policies;
 mod quota;
 mod request;
 mod subject;
-mod taint_caps;
+mod taint_rule_impact;
 mod ties;
 mod validate;
 
@@ -110,7 +110,7 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
     }
     let (tie_violations, tie_warnings) = ties::priority_ties(&subject, &applicable, ctx);
     let (quota_violations, quota_warnings) = quota::quota(&subject, &applicable, ctx);
-    let (cap_violations, cap_warnings) = taint_caps::taint_rule_caps(&subject, &applicable, ctx);
+    let (cap_violations, cap_warnings) = taint_rule_impact::taint_rule_impact(&subject, &applicable, ctx);
     let (guard_violations, guard_warnings) = namespace_guards::namespace_guards(&subject, &applicable, ctx);
     violations.extend(
         tie_violations

@@ -1,7 +1,8 @@
-//! The `taintRules` caps of the applying policies on a DeviceTaintRule:
-//! how many pods it may evict, in how many namespaces, none in the
-//! protected ones, and NoExecute only after a dry run with effect None.
-//! A denial names the numbers and the way past them.
+//! What a DeviceTaintRule write would do, computed once from the cluster
+//! view: a warning that summarises it, and the `taintRules` caps of the
+//! applying policies (how many pods it may evict, in how many namespaces,
+//! none in the protected ones, and NoExecute only after a dry run with
+//! effect None). A denial names the numbers and the way past them.
 
 use super::{Context, ReviewSubject, Warning};
 use crate::field::Path;
@@ -16,7 +17,7 @@ use crate::policy::model::{TaintRuleCaps, TolerationPolicy};
 /// With the exact count of pods the rule evicts, goes past the eviction caps.
 pub const ACKNOWLEDGE_EVICTIONS: &str = "draguard.dev/acknowledge-evictions";
 
-pub fn taint_rule_caps<K: AdmittedKind>(
+pub fn taint_rule_impact<K: AdmittedKind>(
     subject: &ReviewSubject<'_, K>,
     applicable: &Applicable<'_>,
     ctx: &Context<'_>,
@@ -24,12 +25,17 @@ pub fn taint_rule_caps<K: AdmittedKind>(
     let Some(rule) = K::taint_rule(&subject.view) else {
         return (Vec::new(), Vec::new());
     };
+    let impact = ctx.cluster.taint_rule_impact(rule, ctx.target.version);
+    let mut warnings: Vec<Warning> = impact
+        .iter()
+        .map(|impact| Warning::new(format!("impact: {}", impact.summary())))
+        .collect();
     let capping: Vec<&TolerationPolicy> = applicable
         .selected()
         .filter(|p| !p.spec.taint_rules.is_empty())
         .collect();
     if capping.is_empty() {
-        return (Vec::new(), Vec::new());
+        return (Vec::new(), warnings);
     }
     let old = subject.old.as_ref().and_then(|o| K::taint_rule(o));
     let mut violations = Vec::new();
@@ -46,15 +52,15 @@ pub fn taint_rule_caps<K: AdmittedKind>(
     }
     // The eviction caps need the impact; NoSchedule and None evict nothing.
     if rule.taint.effect != "NoExecute" {
-        return (violations, Vec::new());
+        return (violations, warnings);
     }
-    let Some(impact) = ctx.cluster.taint_rule_impact(rule, ctx.target.version) else {
+    let Some(impact) = impact else {
         let names: Vec<&str> = capping.iter().map(|p| p.metadata.name.as_str()).collect();
-        let warning = format!(
+        warnings.push(Warning::new(format!(
             "taintRules caps of {} not checked: the devices and allocated claims are unknown here",
             names.join(", ")
-        );
-        return (violations, vec![Warning::new(warning)]);
+        )));
+        return (violations, warnings);
     };
     let evicted = Evictions::of(&impact);
     let acknowledged = subject
@@ -66,7 +72,7 @@ pub fn taint_rule_caps<K: AdmittedKind>(
         .and_then(|v| v.trim().parse::<usize>().ok())
         == Some(evicted.pods);
     if acknowledged {
-        return (violations, Vec::new());
+        return (violations, warnings);
     }
     for policy in &capping {
         let over = evicted.over(&policy.spec.taint_rules);
@@ -80,7 +86,7 @@ pub fn taint_rule_caps<K: AdmittedKind>(
             violations.push(violation(policy, Path::new("spec"), message));
         }
     }
-    (violations, Vec::new())
+    (violations, warnings)
 }
 
 fn violation(policy: &TolerationPolicy, field: Path, message: String) -> Violation {
