@@ -102,7 +102,10 @@ async fn claims_on_devices_no_slice_publishes_still_count() {
         if got == [want] {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the watch delivers the delete: {got:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the watch delivers the delete: {got:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -70,9 +70,11 @@ impl SliceDevices {
 }
 
 /// The entries of `by_device` whose device a rule with `selector` reaches
-/// in `version`, by either reader. A selector that names a driver reads
-/// that driver's range of the map only; one that names none reads it all,
-/// as it may reach every device.
+/// in `version`, by either reader. The map is ordered by driver, pool and
+/// device, so a selector that names a driver reads that driver's range
+/// only, one that also names a pool that pool's range, and one that names
+/// all three one entry; one that names no driver reads it all, as it may
+/// reach every device.
 fn candidates<'m, V>(
     by_device: &'m BTreeMap<DeviceId, V>,
     selector: Option<&'m DeviceTaintSelector>,
@@ -81,16 +83,24 @@ fn candidates<'m, V>(
     let reached = move |id: &DeviceId| {
         reaches(selector, id, version, Reader::Scheduler) || reaches(selector, id, version, Reader::EvictionController)
     };
-    let entries: Box<dyn Iterator<Item = (&'m DeviceId, &'m V)>> = match selector.and_then(|s| s.driver.as_deref()) {
-        Some(driver) => {
+    let entries: Box<dyn Iterator<Item = (&'m DeviceId, &'m V)>> = match selector {
+        Some(DeviceTaintSelector {
+            driver: Some(driver),
+            pool,
+            device,
+        }) => {
+            let pool = pool.as_deref();
+            let device = device.as_deref().filter(|_| pool.is_some());
             let from = DeviceId {
-                driver: driver.to_owned(),
-                pool: String::new(),
-                device: String::new(),
+                driver: driver.clone(),
+                pool: pool.unwrap_or_default().to_owned(),
+                device: device.unwrap_or_default().to_owned(),
             };
-            Box::new(by_device.range(from..).take_while(move |(id, _)| id.driver == driver))
+            Box::new(by_device.range(from..).take_while(move |(id, _)| {
+                id.driver == *driver && pool.is_none_or(|p| id.pool == p) && device.is_none_or(|d| id.device == d)
+            }))
         }
-        None => Box::new(by_device.iter()),
+        _ => Box::new(by_device.iter()),
     };
     entries.filter(move |(id, _)| reached(id))
 }
@@ -211,6 +221,53 @@ mod tests {
             2
         );
         assert_eq!(index.objects(), 2);
+    }
+
+    /// Every combination of fields reads the devices it names, and only
+    /// those, whichever range of the index it reads.
+    #[test]
+    fn each_selector_shape_reads_exactly_its_devices() {
+        let mut index = SliceDevices::default();
+        index.apply(&slice("a1", "gpu.example.com", "node-1", &["gpu-0", "gpu-1"]));
+        index.apply(&slice("a2", "gpu.example.com", "node-2", &["gpu-0", "gpu-1"]));
+        index.apply(&slice("b1", "nic.example.com", "node-1", &["gpu-0"]));
+        let select = |driver: Option<&str>, pool: Option<&str>, device: Option<&str>| {
+            let selector = DeviceTaintSelector {
+                driver: driver.map(Into::into),
+                pool: pool.map(Into::into),
+                device: device.map(Into::into),
+            };
+            let mut ids: Vec<String> = index
+                .reached(Some(&selector), KubeVersion::V1_37)
+                .into_iter()
+                .map(|d| d.id.to_string())
+                .collect();
+            ids.sort();
+            ids
+        };
+        let gpu = Some("gpu.example.com");
+        assert_eq!(
+            select(gpu, Some("node-2"), None),
+            ["gpu.example.com/node-2/gpu-0", "gpu.example.com/node-2/gpu-1"]
+        );
+        assert_eq!(
+            select(gpu, Some("node-2"), Some("gpu-1")),
+            ["gpu.example.com/node-2/gpu-1"]
+        );
+        assert_eq!(
+            select(gpu, None, Some("gpu-1")),
+            ["gpu.example.com/node-1/gpu-1", "gpu.example.com/node-2/gpu-1"]
+        );
+        assert_eq!(
+            select(None, Some("node-1"), Some("gpu-0")),
+            ["gpu.example.com/node-1/gpu-0", "nic.example.com/node-1/gpu-0"]
+        );
+        assert_eq!(select(gpu, Some("node-3"), None), Vec::<String>::new());
+        assert_eq!(
+            select(Some("gpu.example"), None, None),
+            Vec::<String>::new(),
+            "no prefix match"
+        );
     }
 
     #[test]
