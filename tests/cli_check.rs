@@ -91,7 +91,7 @@ fn stdin_multi_document_and_default_namespace() {
     assert_eq!(report["objects"][1]["findings"][0]["column"], 9);
     assert_eq!(
         report["summary"],
-        serde_json::json!({"objects": 2, "denied": 1, "warnings": 0})
+        serde_json::json!({"objects": 2, "denied": 1, "warnings": 0, "unreadable": 0})
     );
     assert_eq!(
         stderr(&json).trim(),
@@ -243,7 +243,7 @@ fn junit_is_well_formed_with_failures() {
     let xml = stdout(&out);
     assert_well_formed_xml(&xml);
     assert!(
-        xml.contains(r#"<testsuite name="draguard" tests="3" failures="3">"#),
+        xml.contains(r#"<testsuite name="draguard" tests="3" failures="3" errors="0">"#),
         "{xml}"
     );
     assert_eq!(xml.matches("<testcase ").count(), 3);
@@ -273,23 +273,161 @@ fn unusable_input_exits_2() {
     let out = draguard(&["check", "does/not/exist.yaml"], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).starts_with("draguard check: does/not/exist.yaml: cannot read"),
+        stdout(&out).starts_with("does/not/exist.yaml: error: cannot read: "),
         "{}",
-        stderr(&out)
+        stdout(&out)
     );
 
     let out = draguard(&["check", "-"], Some("kind: Pod\nspec: [1, 2\nother: 3\n"));
     assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
+    let report = stdout(&out);
     assert!(
-        err.starts_with("draguard check: -:3:"),
-        "syntax errors carry file:line:col: {err}"
+        report.starts_with("-:3:"),
+        "syntax errors carry file:line:col: {report}"
     );
-    assert!(!err.contains("panicked") && !err.contains("backtrace"));
+    assert!(
+        report.ends_with("0 objects, 0 denied, 0 warnings, 1 file not read (Kubernetes 1.37 rules); no toleration policies (none named with --policies)\n"),
+        "{report}"
+    );
+    assert!(!stderr(&out).contains("panicked") && !stderr(&out).contains("backtrace"));
 
     let out = draguard(&["check", BROKEN, "--output", "xml"], None);
     assert_eq!(out.status.code(), Some(2), "a bad flag");
     assert_eq!(draguard(&["check"], None).status.code(), Some(2), "no path");
+}
+
+/// A repository as CI finds it: one unrendered Helm template among good
+/// files is reported at its line, every other file is still checked and
+/// reported, and the run ends with exit 2.
+#[test]
+fn one_broken_file_never_hides_the_others() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("chart/templates")).expect("mkdir");
+    std::fs::write(
+        root.join("chart/templates/claim.yaml"),
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: {{ .Values.name }}\n  {{- if .Values.gpu }}\nspec: {}\n",
+    )
+    .expect("write");
+    let good =
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: ok, namespace: ml}\nspec:\n  containers: [{name: c, image: i}]\n";
+    let bad = "apiVersion: v1\nkind: Pod\nmetadata: {name: bad, namespace: ml}\nspec:\n  tolerations: [{key: k, operator: Exists, effect: Bogus}]\n  containers: [{name: c, image: i}]\n";
+    std::fs::write(root.join("a-good.yaml"), good).expect("write");
+    std::fs::write(root.join("z-bad.yaml"), bad).expect("write");
+    let folder = root.to_str().expect("utf-8");
+    let out = draguard(&["check", folder], None);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let report = stdout(&out);
+    let lines: Vec<&str> = report.lines().collect();
+    let broken = format!("{folder}/chart/templates/claim.yaml:4:");
+    assert!(
+        lines[0].starts_with(&broken),
+        "the broken file first, at its line: {report}"
+    );
+    assert!(lines[0].contains(": error: "), "{report}");
+    assert!(
+        lines[1].starts_with(&format!("{folder}/z-bad.yaml:5:"))
+            && lines[1].contains("Pod/ml/bad: spec.tolerations[0].effect"),
+        "the bad Pod in another file is still judged: {report}"
+    );
+    assert_eq!(
+        lines[2],
+        "2 objects, 1 denied, 0 warnings, 1 file not read (Kubernetes 1.37 rules); no toleration policies (none named with --policies)"
+    );
+    let json: Value = serde_json::from_slice(&draguard(&["check", folder, "-o", "json"], None).stdout).expect("JSON");
+    assert_eq!(
+        json["unreadable"][0]["file"],
+        format!("{folder}/chart/templates/claim.yaml")
+    );
+    assert_eq!(json["unreadable"][0]["line"], 4);
+    assert_eq!(json["summary"]["unreadable"], 1);
+    let junit = stdout(&draguard(&["check", folder, "-o", "junit"], None));
+    assert_well_formed_xml(&junit);
+    assert!(junit.contains(r#"tests="3" failures="1" errors="1""#), "{junit}");
+}
+
+/// Hidden folders are skipped unless named, `--exclude` and
+/// `.draguardignore` skip what they match, and a named file is read
+/// whatever they say.
+#[test]
+fn hidden_excluded_and_ignored_paths_are_skipped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let bad = "apiVersion: v1\nkind: Pod\nmetadata: {name: NAME, namespace: ml}\nspec:\n  tolerations: [{key: k, operator: Exists, effect: Bogus}]\n  containers: [{name: c, image: i}]\n";
+    for (path, name) in [
+        (".github/workflows/pod.yaml", "hidden"),
+        ("vendor/pod.yaml", "excluded"),
+        ("rendered/secret-pod.yaml", "ignored"),
+        ("rendered/pod.yaml", "checked"),
+    ] {
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&file, bad.replace("NAME", name)).expect("write");
+    }
+    std::fs::write(root.join(".draguardignore"), "# rendered secrets\nsecret-*.yaml\n").expect("write");
+    let folder = root.to_str().expect("utf-8");
+    let denied_names = |out: &Output| -> Vec<String> {
+        let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        json["objects"]
+            .as_array()
+            .expect("objects")
+            .iter()
+            .map(|o| o["name"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    // Gitignore syntax: a pattern without an inner slash matches at any depth.
+    let out = draguard(&["check", folder, "--exclude", "vendor/", "-o", "json"], None);
+    assert_eq!(denied_names(&out), ["checked"]);
+    let out = draguard(&["check", folder, "--exclude", "*.yaml", "-o", "json"], None);
+    assert_eq!(out.status.code(), Some(2), "everything excluded is no input");
+    let out = draguard(&["check", folder, "-o", "json"], None);
+    assert_eq!(denied_names(&out), ["checked", "excluded"]);
+    let hidden = root.join(".github").to_str().expect("utf-8").to_owned();
+    let named = root
+        .join("rendered/secret-pod.yaml")
+        .to_str()
+        .expect("utf-8")
+        .to_owned();
+    let out = draguard(&["check", &hidden, &named, "-o", "json"], None);
+    assert_eq!(denied_names(&out), ["hidden", "ignored"], "named paths are read");
+}
+
+/// Input that holds nothing to check, or hides objects in a shape other
+/// tools write, is never a silent pass.
+#[test]
+fn no_silent_passes() {
+    let empty = tempfile::tempdir().expect("tempdir");
+    let out = draguard(&["check", empty.path().to_str().expect("utf-8")], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).lines().last(),
+        Some("draguard check: no Kubernetes objects in the input (0 files read)")
+    );
+    let out = draguard(&["check", "-"], Some("# only a comment\n"));
+    assert_eq!(out.status.code(), Some(2));
+
+    let array = r#"[{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ok"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+ {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bad"},
+  "spec": {"tolerations": [{"key": "k", "operator": "Exists", "effect": "Bogus"}], "containers": [{"name": "c", "image": "i"}]}}]"#;
+    let out = draguard(&["check", "-"], Some(array));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out)
+            .starts_with("-:3:63: error: Pod/default/bad: spec.tolerations[0].effect: Unsupported value: \"Bogus\""),
+        "{}",
+        stdout(&out)
+    );
+
+    let unknown =
+        "apiVersion: resource.k8s.io/v1alpha9\nkind: ResourceClaim\nmetadata: {name: c, namespace: ml}\nspec: {}\n";
+    let out = draguard(&["check", "-"], Some(unknown));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some(
+            "-:1:1: error: ResourceClaim/ml/c: apiVersion: resource.k8s.io/v1alpha9 is not a version of ResourceClaim.resource.k8s.io that draguard knows (resource.k8s.io/v1, resource.k8s.io/v1beta2, resource.k8s.io/v1beta1), so it is not checked"
+        )
+    );
 }
 
 /// A version draguard has no rules for is refused with the list of the

@@ -4,7 +4,8 @@
 //! `#!old` splits the input: what follows is the old version of the
 //! objects, so UPDATEs are fuzzed too.
 //!
-//! Invariants: a syntax error points inside the text; an object is denied
+//! Invariants: a syntax error (a problem of the report, the other file
+//! still checked) points inside the text; an object is denied
 //! exactly when it has an error finding; every finding points inside the
 //! text; the JSON and SARIF reports are JSON; the text report stays within
 //! the bound of an uncapped report (64 KiB + 128 x the input).
@@ -37,16 +38,11 @@ fuzz_target!(|data: &[u8]| {
         target: draguard::kubernetes::Target::new(draguard_fuzz::version_for(text.len())),
     };
     let lines = draguard_fuzz::yaml_lines(text);
-    let report = match check(&sources, &old, &options, |_, _| {}) {
-        Ok(report) => report,
-        Err(e) => {
-            if let draguard::check::InputError::Syntax { line, .. } = e {
-                assert!(line <= lines, "a syntax error at line {line} of {lines}: {e}");
-            }
-            draguard_fuzz::assert_bounded("the syntax error", e.to_string().len(), text.len());
-            return;
-        }
-    };
+    let report = check(&sources, &old, &options, |_, _| {});
+    for problem in &report.problems {
+        assert!(problem.line <= lines, "a syntax error at line {} of {lines}: {problem}", problem.line);
+        draguard_fuzz::assert_bounded("the syntax error", problem.to_string().len(), text.len());
+    }
     for object in &report.objects {
         assert!(object.source < report.sources.len(), "{object:?}");
         let errors = object.findings.iter().filter(|f| f.severity == Severity::Error).count();

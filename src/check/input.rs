@@ -1,5 +1,12 @@
 //! Reading manifests: files, folders (recursively: `.yaml`, `.yml`,
-//! `.json`), `-` for standard input; multi-document YAML; `kind: List`.
+//! `.json`), `-` for standard input; multi-document YAML; `kind: List`;
+//! a top-level JSON array. A file that cannot be read or parsed is a
+//! problem of that file only: every other file is still checked.
+//!
+//! A folder walk skips hidden files and folders (`.github`, `.git`) unless
+//! they are named, the paths `--exclude` globs match, and what a
+//! `.draguardignore` (gitignore syntax, in the folder or any parent)
+//! lists. A file named on the command line is always read.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -16,67 +23,122 @@ pub struct Source {
     pub text: String,
 }
 
-/// Input that cannot be used at all (exit code 2).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum InputError {
-    #[error("{path}: {message}")]
-    Unreadable { path: String, message: String },
-    #[error("{path}:{line}:{column}: {message}")]
-    Syntax {
-        path: String,
-        line: u64,
-        column: u64,
-        message: String,
-    },
+/// A file that could not be read or parsed: reported where it went wrong,
+/// and the run goes on (exit 2 at its end).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileProblem {
+    pub file: String,
+    /// 0 when the problem is the whole file (unreadable).
+    pub line: u64,
+    pub column: u64,
+    pub message: String,
+}
+
+impl std::fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
+        }
+    }
+}
+
+impl std::error::Error for FileProblem {}
+
+impl FileProblem {
+    fn whole(file: impl Into<String>, message: impl Into<String>) -> Self {
+        FileProblem {
+            file: file.into(),
+            line: 0,
+            column: 0,
+            message: message.into(),
+        }
+    }
+}
+
+/// The ignore file a folder (or any parent) may hold.
+pub const IGNORE_FILE: &str = ".draguardignore";
+
+/// Which files a folder walk picks up, besides the manifest extensions.
+#[derive(Debug, Clone, Default)]
+pub struct Walk {
+    /// Gitignore-syntax globs of paths to skip (`--exclude`), relative to
+    /// the working directory.
+    pub excludes: Vec<String>,
+}
+
+/// What the command-line paths hold: the sources in a stable order, and
+/// the files that could not be read.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    pub sources: Vec<Source>,
+    pub problems: Vec<FileProblem>,
 }
 
 /// Expands the command-line paths into sources, in a stable order.
-pub fn read_sources(paths: &[PathBuf]) -> Result<Vec<Source>, InputError> {
-    let mut sources = Vec::new();
+pub fn read_sources(paths: &[PathBuf], walk: &Walk) -> Inputs {
+    let mut inputs = Inputs::default();
+    let excludes = match exclude_matcher(&walk.excludes) {
+        Ok(m) => m,
+        Err(problem) => {
+            inputs.problems.push(problem);
+            return inputs;
+        }
+    };
     for path in paths {
         if path.as_os_str() == "-" {
             let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| InputError::Unreadable {
-                    path: "-".into(),
-                    message: format!("cannot read standard input: {e}"),
-                })?;
-            sources.push(Source { name: "-".into(), text });
+            match std::io::stdin().read_to_string(&mut text) {
+                Ok(_) => inputs.sources.push(Source { name: "-".into(), text }),
+                Err(e) => inputs
+                    .problems
+                    .push(FileProblem::whole("-", format!("cannot read standard input: {e}"))),
+            }
             continue;
         }
-        let meta = std::fs::metadata(path).map_err(|e| unreadable(path, &e))?;
-        if meta.is_dir() {
-            let mut files = Vec::new();
-            collect_manifests(path, &mut files)?;
-            files.sort();
-            for file in files {
-                sources.push(read_file(&file)?);
+        match std::fs::metadata(path) {
+            Err(e) => inputs.problems.push(unreadable(path, &e)),
+            Ok(meta) if meta.is_dir() => {
+                let mut files = Vec::new();
+                walk_folder(path, &excludes, &mut files, &mut inputs.problems);
+                files.sort();
+                for file in files {
+                    read_into(&file, &mut inputs);
+                }
             }
-        } else {
-            sources.push(read_file(path)?);
+            Ok(_) => read_into(path, &mut inputs),
         }
     }
-    Ok(sources)
+    inputs
 }
 
-fn unreadable(path: &Path, e: &std::io::Error) -> InputError {
-    InputError::Unreadable {
-        path: path.display().to_string(),
-        message: format!("cannot read: {e}"),
+fn exclude_matcher(globs: &[String]) -> Result<ignore::gitignore::Gitignore, FileProblem> {
+    let root = std::env::current_dir().unwrap_or_default();
+    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+    for glob in globs {
+        builder
+            .add_line(None, glob)
+            .map_err(|e| FileProblem::whole("--exclude", format!("{glob:?} is not a valid glob: {e}")))?;
     }
+    builder
+        .build()
+        .map_err(|e| FileProblem::whole("--exclude", format!("the globs do not build: {e}")))
 }
 
-fn read_file(path: &Path) -> Result<Source, InputError> {
-    let bytes = std::fs::read(path).map_err(|e| unreadable(path, &e))?;
-    let text = String::from_utf8(bytes).map_err(|_| InputError::Unreadable {
-        path: path.display().to_string(),
-        message: "not UTF-8 text".into(),
-    })?;
-    Ok(Source {
-        name: path.display().to_string(),
-        text,
-    })
+fn unreadable(path: &Path, e: &std::io::Error) -> FileProblem {
+    FileProblem::whole(path.display().to_string(), format!("cannot read: {e}"))
+}
+
+fn read_into(path: &Path, inputs: &mut Inputs) {
+    let name = path.display().to_string();
+    match std::fs::read(path) {
+        Err(e) => inputs.problems.push(unreadable(path, &e)),
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => inputs.sources.push(Source { name, text }),
+            Err(_) => inputs.problems.push(FileProblem::whole(name, "not UTF-8 text")),
+        },
+    }
 }
 
 fn is_manifest(path: &Path) -> bool {
@@ -85,19 +147,41 @@ fn is_manifest(path: &Path) -> bool {
         .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
 }
 
-fn collect_manifests(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| unreadable(dir, &e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| unreadable(dir, &e))?;
-        let path = entry.path();
-        let kind = entry.file_type().map_err(|e| unreadable(&path, &e))?;
-        if kind.is_dir() {
-            collect_manifests(&path, out)?;
-        } else if is_manifest(&path) {
-            out.push(path);
+/// The manifests under `dir`: hidden entries, excluded paths and what
+/// `.draguardignore` files list are skipped (git's own ignore files are
+/// not read: a rendered folder git ignores may be what CI checks).
+fn walk_folder(
+    dir: &Path,
+    excludes: &ignore::gitignore::Gitignore,
+    files: &mut Vec<PathBuf>,
+    problems: &mut Vec<FileProblem>,
+) {
+    let excludes = excludes.clone();
+    let walker = ignore::WalkBuilder::new(dir)
+        .standard_filters(false)
+        .hidden(true)
+        .parents(true)
+        .add_custom_ignore_filename(IGNORE_FILE)
+        .filter_entry(move |entry| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            // The named folder itself is walked even when a glob matches it.
+            entry.depth() == 0 || !excludes.matched(entry.path(), is_dir).is_ignore()
+        })
+        .build();
+    for entry in walker {
+        match entry {
+            Ok(entry) => {
+                let path = entry.path();
+                if entry.depth() > 0 && is_manifest(path) && path.is_file() {
+                    files.push(path.to_path_buf());
+                }
+            }
+            Err(e) => problems.push(FileProblem::whole(
+                dir.display().to_string(),
+                format!("cannot read: {e}"),
+            )),
         }
     }
-    Ok(())
 }
 
 /// Parser limits for manifests. The defaults (1,024 documents, 250,000
@@ -118,18 +202,18 @@ pub fn yaml_options() -> serde_saphyr::Options {
 
 /// The documents of a source with the position of every node; empty
 /// documents are dropped. JSON is YAML.
-pub fn parse_documents(source: &Source) -> Result<Vec<Spanned<Node>>, InputError> {
+pub fn parse_documents(source: &Source) -> Result<Vec<Spanned<Node>>, FileProblem> {
     serde_saphyr::from_multiple_with_options(&source.text, yaml_options()).map_err(|e| syntax_error(source, &e))
 }
 
-fn syntax_error(source: &Source, e: &serde_saphyr::Error) -> InputError {
+fn syntax_error(source: &Source, e: &serde_saphyr::Error) -> FileProblem {
     let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
     let message = e.without_snippet().to_string();
     let first = message.lines().next().unwrap_or("invalid YAML").trim();
     // The position is already in front of the message.
     let message = first.split(" at line ").next().unwrap_or(first).to_owned();
-    InputError::Syntax {
-        path: source.name.clone(),
+    FileProblem {
+        file: source.name.clone(),
         line,
         column,
         message,
@@ -163,23 +247,19 @@ mod tests {
     #[test]
     fn syntax_errors_have_a_position() {
         let err = parse_documents(&source("a: 1\nb: [1, 2\nc: 3\n")).expect_err("broken");
-        match err {
-            InputError::Syntax {
-                line,
-                column,
-                ref message,
-                ..
-            } => {
-                assert!(line >= 2, "{err}");
-                assert!(column >= 1, "{err}");
-                assert!(!message.is_empty());
-                assert!(
-                    err.to_string().starts_with(&format!("m.yaml:{line}:{column}: ")),
-                    "{err}"
-                );
-                assert!(!message.contains(" at line "), "{err}");
-            }
-            other => panic!("want a syntax error, got {other}"),
-        }
+        let FileProblem {
+            line,
+            column,
+            ref message,
+            ..
+        } = err;
+        assert!(line >= 2, "{err}");
+        assert!(column >= 1, "{err}");
+        assert!(!message.is_empty());
+        assert!(
+            err.to_string().starts_with(&format!("m.yaml:{line}:{column}: ")),
+            "{err}"
+        );
+        assert!(!message.contains(" at line "), "{err}");
     }
 }

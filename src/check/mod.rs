@@ -24,7 +24,7 @@ use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::review::{Context, Denial, Envelope, Phase, Request, ReviewError, review};
 use crate::yaml::{Node, Position};
-pub use input::{InputError, Source};
+pub use input::{FileProblem, Inputs, Source, Walk};
 
 /// How to check.
 pub struct Options {
@@ -109,6 +109,9 @@ pub struct ObjectReport {
     pub source: usize,
     pub id: ObjectId,
     pub position: Position,
+    /// Whether draguard judges objects of this kind and version at all;
+    /// another kind is admitted unchecked (JUnit shows it skipped).
+    pub checked: bool,
     pub allowed: bool,
     pub findings: Vec<Finding>,
 }
@@ -119,6 +122,9 @@ pub struct Report {
     /// Source names, indexed by `ObjectReport::source`.
     pub sources: Vec<String>,
     pub objects: Vec<ObjectReport>,
+    /// Files that could not be read or parsed (their objects are unknown);
+    /// every other file was checked.
+    pub problems: Vec<FileProblem>,
     /// The Kubernetes release whose rules gave the verdicts: every output
     /// format says which.
     pub target: Target,
@@ -142,40 +148,35 @@ impl Report {
 struct Object {
     source: usize,
     document: usize,
-    /// Index in a `kind: List`'s `items`.
-    item: Option<usize>,
+    /// Where the object sits in its document: `items[i]` of a List, `[i]`
+    /// of a top-level JSON array, nothing for a document of its own.
+    prefix: Vec<Segment>,
     value: Value,
 }
 
-impl Object {
-    /// Where the object sits in its document: `items[i]` of a List.
-    fn prefix(&self) -> Vec<Segment> {
-        match self.item {
-            Some(i) => vec![Segment::Field("items".into()), Segment::Index(i)],
-            None => Vec::new(),
-        }
-    }
-}
-
 /// Checks already-read sources. `old` holds the previous versions for UPDATE
-/// reviews; `progress` is told after each source is parsed.
-pub fn check(
-    sources: &[Source],
-    old: &[Source],
-    options: &Options,
-    mut progress: impl FnMut(usize, usize),
-) -> Result<Report, InputError> {
+/// reviews; `progress` is told after each source is parsed. A source that
+/// does not parse is a problem of the report, and the others are checked.
+pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress: impl FnMut(usize, usize)) -> Report {
     let mut objects = Vec::new();
     let mut trees = Vec::with_capacity(sources.len());
+    let mut problems = Vec::new();
     for (i, source) in sources.iter().enumerate() {
-        let docs = input::parse_documents(source)?;
+        let docs = input::parse_documents(source).unwrap_or_else(|problem| {
+            problems.push(problem);
+            Vec::new()
+        });
         objects.extend(objects_of(i, &docs));
         trees.push(docs);
         progress(i + 1, sources.len());
     }
     let mut old_objects = HashMap::new();
     for (i, source) in old.iter().enumerate() {
-        for o in objects_of(i, &input::parse_documents(source)?) {
+        let docs = input::parse_documents(source).unwrap_or_else(|problem| {
+            problems.push(problem);
+            Vec::new()
+        });
+        for o in objects_of(i, &docs) {
             if let Some(key) = identity(&o.value, &options.namespace) {
                 old_objects.insert(key, o.value);
             }
@@ -190,6 +191,7 @@ pub fn check(
     let mut report = Report {
         sources: sources.iter().map(|s| s.name.clone()).collect(),
         objects: Vec::with_capacity(objects.len()),
+        problems,
         target: options.target,
     };
     for (n, object) in objects.into_iter().enumerate() {
@@ -220,40 +222,46 @@ pub fn check(
         }
         report.objects.push(verdict);
     }
-    Ok(report)
+    report
 }
 
 fn objects_of(source_index: usize, docs: &[Spanned<Node>]) -> Vec<Object> {
     let mut objects = Vec::new();
     for (document, node) in docs.iter().enumerate() {
         let value = node.value.to_value();
-        if value.is_null() {
-            continue;
-        }
+        let object = |prefix: Vec<Segment>, value: Value| Object {
+            source: source_index,
+            document,
+            prefix,
+            value,
+        };
         let is_list = value
             .get("kind")
             .and_then(Value::as_str)
             .is_some_and(|k| k.ends_with("List"))
             && value.get("items").is_some_and(Value::is_array);
-        if is_list {
-            let items = value
-                .get("items")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            objects.extend(items.into_iter().enumerate().map(|(i, v)| Object {
-                source: source_index,
-                document,
-                item: Some(i),
-                value: v,
-            }));
-        } else {
-            objects.push(Object {
-                source: source_index,
-                document,
-                item: None,
-                value,
-            });
+        match value {
+            Value::Null => {}
+            // `[{...}, {...}]`: a JSON array of objects, as some tools write.
+            Value::Array(items) => objects.extend(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, v)| object(vec![Segment::Index(i)], v)),
+            ),
+            Value::Object(mut map) if is_list => {
+                let items = match map.remove("items") {
+                    Some(Value::Array(items)) => items,
+                    _ => Vec::new(),
+                };
+                objects.extend(
+                    items
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, v)| object(vec![Segment::Field("items".into()), Segment::Index(i)], v)),
+                );
+            }
+            value => objects.push(object(Vec::new(), value)),
         }
     }
     objects
@@ -494,12 +502,13 @@ fn check_object(
         namespace: namespace.clone(),
         name,
     };
-    let prefix = object.prefix();
+    let prefix = object.prefix.clone();
     let position = spans.locate(object.source, object.document, &prefix, &[]);
     let mut report = ObjectReport {
         source: object.source,
         id,
         position,
+        checked: false,
         allowed: true,
         findings: Vec::new(),
     };
@@ -514,6 +523,35 @@ fn check_object(
         return report;
     }
     let (source, document) = (object.source, object.document);
+    let api_version = text(v, "/apiVersion").unwrap_or("");
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    report.checked = crate::kinds::route(group, version, &kind).is_some();
+    // A kind draguard judges, in a version it does not know: the
+    // apiserver would not take it either, and nothing here may pass
+    // unjudged.
+    if let (false, Some(row)) = (report.checked, crate::kinds::find(group, &kind)) {
+        let at = spans.locate(source, document, &prefix, &[Segment::Field("apiVersion".into())]);
+        report.allowed = false;
+        report.findings.push(error_finding(
+            "UnknownVersion",
+            Some("apiVersion".into()),
+            format!(
+                "{api_version} is not a version of {} that draguard knows ({}), so it is not checked",
+                row.qualified(),
+                row.versions
+                    .iter()
+                    .map(|v| if row.group.is_empty() {
+                        (*v).to_owned()
+                    } else {
+                        format!("{}/{v}", row.group)
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            at,
+        ));
+        return report;
+    }
     let reviewed = in_namespace(object.value, namespace.as_deref().unwrap_or(""));
     let request = admission_request(n, reviewed, old.cloned(), namespace.as_deref());
     let decision = review(&request, ctx);

@@ -1,6 +1,8 @@
 //! `draguard check PATH... [--output text|json|sarif|junit]`: the webhook's
 //! verdicts on manifests, for CI. Exit 0 when everything is admitted, 1 on
-//! any denial (or warning, with --warnings-as-errors), 2 on unusable input.
+//! any denial (or warning, with --warnings-as-errors), 2 when a file could
+//! not be read or parsed (after every other file is checked and reported),
+//! when the input holds no object, or on unusable options.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
@@ -15,6 +17,12 @@ pub struct CheckArgs {
     /// standard input (e.g. `kustomize build | draguard check -`).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// Skip paths a folder walk finds that match this glob (gitignore
+    /// syntax, relative to the working directory; repeatable). Hidden files
+    /// and folders are skipped unless named, and so is what a
+    /// `.draguardignore` in a folder (or its parents) lists.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
     /// Previous versions of the objects: matching objects (kind, namespace,
     /// name) are reviewed as UPDATEs, so ratcheting and timeAdded apply.
     #[arg(long, value_name = "PATH")]
@@ -68,12 +76,16 @@ const PROGRESS_FROM: usize = 20;
 pub fn run(args: CheckArgs) -> ExitCode {
     let stderr_tty = std::io::stderr().is_terminal();
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let read =
-        input::read_sources(&args.paths).and_then(|sources| input::read_sources(&args.old).map(|old| (sources, old)));
-    let (sources, old) = match read {
-        Ok(s) => s,
-        Err(e) => return unusable(&e.to_string()),
+    let walk = input::Walk {
+        excludes: args.exclude.clone(),
     };
+    let inputs = input::read_sources(&args.paths, &walk);
+    let old = input::read_sources(&args.old, &walk);
+    // An old version that cannot be read changes what the new one is
+    // judged against: that stops the run.
+    if let Some(problem) = old.problems.first() {
+        return unusable(&format!("--old {problem}"));
+    }
     let policies = match super::load_policies("draguard check", args.policies.as_deref()) {
         Ok(p) => p,
         Err(e) => return unusable(&e.to_string()),
@@ -107,20 +119,19 @@ pub fn run(args: CheckArgs) -> ExitCode {
         toleration_restriction,
         target,
     };
+    let sources = inputs.sources;
     let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;
     let progress = |done: usize, total: usize| {
         if show_progress {
             eprint!("\rchecking: parsed {done}/{total} files");
         }
     };
-    let result = check::check(&sources, &old, &options, progress);
+    let mut report = check::check(&sources, &old.sources, &options, progress);
     if show_progress {
         eprint!("\r\x1b[2K");
     }
-    let report = match result {
-        Ok(r) => r,
-        Err(e) => return unusable(&e.to_string()),
-    };
+    // Files that could not be read come first, as the parser's do.
+    report.problems.splice(0..0, inputs.problems);
     let rendered = report::render(&report, args.output, color);
     let summary = match no_policies {
         Some(note) => format!("{}; {note}", report::summary(&report)),
@@ -137,6 +148,16 @@ pub fn run(args: CheckArgs) -> ExitCode {
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         return unusable(&format!("cannot write the report: {e}"));
+    }
+    if !report.problems.is_empty() {
+        return ExitCode::from(2);
+    }
+    if report.objects.is_empty() {
+        return unusable(&format!(
+            "no Kubernetes objects in the input ({} {} read)",
+            sources.len(),
+            if sources.len() == 1 { "file" } else { "files" }
+        ));
     }
     let failed = report.denied() > 0 || (args.warnings_as_errors && report.warnings() > 0);
     if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }

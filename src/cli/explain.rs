@@ -44,7 +44,11 @@ pub struct ExplainArgs {
 /// Every object of the given paths (`kind: List` expanded).
 pub(super) fn objects(paths: &[PathBuf]) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
-    for source in input::read_sources(paths).map_err(|e| e.to_string())? {
+    let inputs = input::read_sources(paths, &input::Walk::default());
+    if let Some(problem) = inputs.problems.first() {
+        return Err(problem.to_string());
+    }
+    for source in inputs.sources {
         for doc in input::parse_documents(&source).map_err(|e| e.to_string())? {
             let v = doc.value.to_value();
             match v.get("items").and_then(Value::as_array) {

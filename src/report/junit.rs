@@ -7,16 +7,16 @@ use crate::check::{Report, Severity};
 
 pub fn render(report: &Report) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let tests = report.objects.len() + report.problems.len();
+    let errors = report.problems.len();
     let _ = writeln!(
         out,
-        r#"<testsuites name="draguard check" tests="{}" failures="{}">"#,
-        report.objects.len(),
+        r#"<testsuites name="draguard check" tests="{tests}" failures="{}" errors="{errors}">"#,
         report.denied()
     );
     let _ = writeln!(
         out,
-        r#"  <testsuite name="draguard" tests="{}" failures="{}">"#,
-        report.objects.len(),
+        r#"  <testsuite name="draguard" tests="{tests}" failures="{}" errors="{errors}">"#,
         report.denied()
     );
     let target = &report.target;
@@ -27,6 +27,19 @@ pub fn render(report: &Report) -> String {
         target.version,
         escape(&target.gates.changed_from_defaults(target.version))
     );
+    // A file that could not be read is an error (not a failure): nothing
+    // in it was judged.
+    for problem in &report.problems {
+        let _ = writeln!(
+            out,
+            "    <testcase classname=\"{file}\" name=\"{file}\" file=\"{file}\" line=\"{}\">\n      \
+             <error message=\"{}\" type=\"unreadable\">{}</error>\n    </testcase>",
+            problem.line,
+            escape(&problem.message),
+            escape(&problem.to_string()),
+            file = escape(&problem.file),
+        );
+    }
     for object in &report.objects {
         let file = report.sources.get(object.source).map_or("-", String::as_str);
         let _ = write!(

@@ -46,8 +46,12 @@ pub fn summary(report: &Report) -> String {
     } else {
         format!(" with {gates}")
     };
+    let unreadable = match report.problems.len() {
+        0 => String::new(),
+        n => format!(", {} not read", plural(n, "file")),
+    };
     format!(
-        "{}, {} denied, {} (Kubernetes {} rules{gates})",
+        "{}, {} denied, {}{unreadable} (Kubernetes {} rules{gates})",
         plural(n, "object"),
         report.denied(),
         plural(report.warnings(), "warning"),
@@ -65,6 +69,20 @@ fn text(report: &Report, color: bool) -> String {
         }
     };
     let mut out = String::new();
+    for problem in &report.problems {
+        let place = if problem.line == 0 {
+            problem.file.clone()
+        } else {
+            format!("{}:{}:{}", problem.file, problem.line, problem.column)
+        };
+        let _ = writeln!(
+            out,
+            "{}: {}: {}",
+            paint("1", &place),
+            paint("1;31", "error"),
+            problem.message
+        );
+    }
     for object in &report.objects {
         let file = report.sources.get(object.source).map_or("-", String::as_str);
         for f in &object.findings {
@@ -131,9 +149,15 @@ fn json_report(report: &Report) -> Value {
             })
         })
         .collect();
+    let problems: Vec<Value> = report
+        .problems
+        .iter()
+        .map(|p| json!({"file": p.file, "line": p.line, "column": p.column, "message": p.message}))
+        .collect();
     json!({
         "objects": objects,
-        "summary": {"objects": report.objects.len(), "denied": report.denied(), "warnings": report.warnings()},
+        "unreadable": problems,
+        "summary": {"objects": report.objects.len(), "denied": report.denied(), "warnings": report.warnings(), "unreadable": report.problems.len()},
         "kubernetes": kubernetes(report),
     })
 }

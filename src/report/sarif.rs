@@ -7,9 +7,28 @@ use serde_json::{Value, json};
 
 use crate::check::{Report, Severity};
 
+/// The rule of a file that could not be read or parsed.
+const UNREADABLE: &str = "file-unreadable";
+
 pub fn render(report: &Report) -> Value {
     let mut rules: BTreeMap<String, String> = BTreeMap::new();
     let mut results = Vec::new();
+    for problem in &report.problems {
+        rules
+            .entry(UNREADABLE.to_owned())
+            .or_insert_with(|| "a file could not be read or parsed, so its objects were not checked".to_owned());
+        let mut location = json!({"physicalLocation": {"artifactLocation": {"uri": problem.file}}});
+        if problem.line > 0 {
+            location["physicalLocation"]["region"] =
+                json!({"startLine": problem.line, "startColumn": problem.column.max(1)});
+        }
+        results.push(json!({
+            "ruleId": UNREADABLE,
+            "level": "error",
+            "message": {"text": problem.message},
+            "locations": [location],
+        }));
+    }
     for object in &report.objects {
         let uri = report.sources.get(object.source).map_or("-", String::as_str);
         for f in &object.findings {
