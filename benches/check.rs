@@ -44,6 +44,7 @@ fn bench_check(c: &mut Criterion) {
         namespace_labels: Default::default(),
         toleration_restriction: None,
         target: Default::default(),
+        pod_templates: draguard::check::pod_templates::builtin(),
     };
     let report = check(&sources, &[], &options, |_, _| {});
     assert!(report.problems.is_empty(), "{:?}", report.problems);

@@ -1309,3 +1309,89 @@ fn guarded_namespace_keys_are_warned_about_in_check() {
         "{text}"
     );
 }
+
+const JOBSET: &str = "apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: train
+  namespace: ml
+spec:
+  replicatedJobs:
+  - name: leader
+    replicas: 1
+    template:
+      spec:
+        template:
+          spec:
+            containers: [{name: c, image: i}]
+  - name: workers
+    replicas: 2
+    template:
+      spec:
+        parallelism: 4
+        template:
+          spec:
+            tolerations:
+            - {key: spot, operator: Exists}
+            resourceClaims:
+            - {name: gpu, resourceClaimTemplateName: gpu}
+            containers: [{name: c, image: i, resources: {claims: [{name: gpu}]}}]
+";
+
+/// A custom workload's pod templates are judged as a Deployment's: the
+/// policy denial points at the JobSet's own line, and the claims its Pods
+/// stamp count replicas x parallelism against quota.
+#[test]
+fn pod_templates_of_custom_workloads_are_judged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("p.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: no-spot}\nspec:\n  pods:\n    deny: [{key: spot, operator: Exists}]\n",
+    )
+    .expect("write");
+    let policies = dir.path().to_str().expect("utf-8");
+    let out = draguard(&["check", "-", "--policies", policies], Some(JOBSET));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some(
+            "-:23:15: error: JobSet/ml/train: spec.replicatedJobs[1].template.spec.template.spec.tolerations[0]: toleration policy \"no-spot\": spec.replicatedJobs[1].template.spec.template.spec.tolerations[0] (spot:*) is denied; namespace \"ml\" may use anything but: spot:*"
+        )
+    );
+    // Without the policy the JobSet is admitted, and checked (not skipped).
+    let out = draguard(&["check", "-", "-o", "junit"], Some(JOBSET));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    // 2 replicas x parallelism 4 = 8 Pods, each stamping one claim of 1 GPU.
+    let quota = "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: ml}\nspec:\n  hard: {requests.deviceclass.resource.kubernetes.io/gpu.example.com: \"7\"}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: gpu, namespace: ml}\nspec:\n  spec:\n    devices:\n      requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]\n---\n";
+    let out = draguard(&["check", "-"], Some(&format!("{quota}{JOBSET}")));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some(
+            "-:7:1: error: ResourceClaimTemplate/ml/gpu: exceeded quota (ResourceQuota \"q\"): requests.deviceclass.resource.kubernetes.io/gpu.example.com: limit 7, used 0, requested 8"
+        )
+    );
+
+    // A kind the table does not know is added with --pod-template.
+    let workflow = "apiVersion: example.com/v1\nkind: Trainer\nmetadata: {name: t, namespace: ml}\nspec:\n  pods:\n    main:\n      tolerations: [{key: k, operator: Exists, effect: Bogus}]\n      containers: [{name: c, image: i}]\n";
+    assert_eq!(
+        draguard(&["check", "-"], Some(workflow)).status.code(),
+        Some(0),
+        "unknown: not checked"
+    );
+    let out = draguard(
+        &["check", "-", "--pod-template", "Trainer.example.com=spec.pods.*"],
+        Some(workflow),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).starts_with(
+            "-:7:48: error: Trainer/ml/t: spec.pods.main.tolerations[0].effect: Unsupported value: \"Bogus\""
+        ),
+        "{}",
+        stdout(&out)
+    );
+    let bad = draguard(&["check", "-", "--pod-template", "Trainer=spec"], Some(workflow));
+    assert_eq!(bad.status.code(), Some(2));
+}

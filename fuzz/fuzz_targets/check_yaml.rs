@@ -36,6 +36,7 @@ fuzz_target!(|data: &[u8]| {
         namespace_labels: Default::default(),
         toleration_restriction: None,
         target: draguard::kubernetes::Target::new(draguard_fuzz::version_for(text.len())),
+        pod_templates: draguard::check::pod_templates::builtin(),
     };
     let lines = draguard_fuzz::yaml_lines(text);
     let report = check(&sources, &old, &options, |_, _| {});

@@ -6,6 +6,7 @@
 //! the file, line and column of the offending field.
 
 pub mod input;
+pub mod pod_templates;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -39,6 +40,9 @@ pub struct Options {
     pub toleration_restriction: Option<TolerationRestrictionConfig>,
     /// The Kubernetes release whose rules judge the objects.
     pub target: Target,
+    /// Custom workloads whose pod templates are judged
+    /// ([`pod_templates::builtin`] and `--pod-template`).
+    pub pod_templates: Vec<pod_templates::TemplateKind>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -186,7 +190,7 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     let found = namespaces_in(&objects);
     cluster.namespaces.extend(found.namespaces);
     cluster.annotations.extend(found.annotations);
-    input_facts(&objects, &options.namespace, &mut cluster);
+    input_facts(&objects, options, &mut cluster);
     let spans = Spans(&trees);
     let mut report = Report {
         sources: sources.iter().map(|s| s.name.clone()).collect(),
@@ -345,7 +349,8 @@ fn namespace_of<'a>(v: &'a Value, default: &'a str) -> &'a str {
 /// DeviceClasses their extended resource names, slices and allocated claims
 /// the devices DeviceTaintRules reach, and each ResourceClaimTemplate stamps one claim per pod replica of the
 /// workloads that use it.
-fn input_facts(objects: &[Object], default_namespace: &str, cluster: &mut StaticView) {
+fn input_facts(objects: &[Object], options: &Options, cluster: &mut StaticView) {
+    let default_namespace = options.namespace.as_str();
     cluster.usage.get_or_insert_with(HashMap::new);
     // Slices and allocated claims in the input show what a DeviceTaintRule
     // among it would do (its summary needs no pod's node: pods are not read).
@@ -398,17 +403,30 @@ fn input_facts(objects: &[Object], default_namespace: &str, cluster: &mut Static
             continue;
         }
         let version = text(v, "/apiVersion").map_or("", |a| a.rsplit_once('/').map_or(a, |(_, v)| v));
-        let Some(routed) = crate::kinds::route(&group, version, &kind) else {
-            continue;
+        // The pod specs of the object, and how many Pods each runs at once.
+        let pod_specs: Vec<(&Value, u64)> = match crate::kinds::route(&group, version, &kind) {
+            Some(routed) => routed
+                .row
+                .pod_spec_of(v)
+                .map(|spec| (spec, routed.row.pods_at_once(v)))
+                .into_iter()
+                .collect(),
+            None => options
+                .pod_templates
+                .iter()
+                .find(|t| t.group == group && t.kind == kind)
+                .map(|t| t.find(v).into_iter().map(|f| (f.spec, f.replicas)).collect())
+                .unwrap_or_default(),
         };
-        let (pod_spec, replicas) = (routed.row.pod_spec_of(v), routed.row.pods_at_once(v));
-        let claims = pod_spec.and_then(|s| s.get("resourceClaims")).and_then(Value::as_array);
-        for claim in claims.into_iter().flatten() {
-            if let Some(template) = claim.get("resourceClaimTemplateName").and_then(Value::as_str) {
-                // Replicas come from the manifests: the sum over workloads
-                // saturates, and the charge it multiplies saturates too.
-                let stamped = cluster.templates.entry((ns.clone(), template.to_owned())).or_default();
-                *stamped = stamped.saturating_add(replicas);
+        for (pod_spec, replicas) in pod_specs {
+            let claims = pod_spec.get("resourceClaims").and_then(Value::as_array);
+            for claim in claims.into_iter().flatten() {
+                if let Some(template) = claim.get("resourceClaimTemplateName").and_then(Value::as_str) {
+                    // Replicas come from the manifests: the sum over workloads
+                    // saturates, and the charge it multiplies saturates too.
+                    let stamped = cluster.templates.entry((ns.clone(), template.to_owned())).or_default();
+                    *stamped = stamped.saturating_add(replicas);
+                }
             }
         }
     }
@@ -552,67 +570,121 @@ fn check_object(
         ));
         return report;
     }
+    let place = Place {
+        spans,
+        source,
+        document,
+        prefix: &prefix,
+        kind: &kind,
+        position,
+    };
+    // A custom workload's pod templates (JobSet, RayCluster, ...), each
+    // judged as a Deployment's template is.
+    if !report.checked
+        && let Some(table) = options
+            .pod_templates
+            .iter()
+            .find(|t| t.group == group && t.kind == kind)
+    {
+        let templates = table.find(v);
+        report.checked = !templates.is_empty();
+        let routed = crate::kinds::Routed {
+            row: &crate::kinds::embedded_template::ROW,
+            version: "v1",
+        };
+        for template in templates {
+            let embedded = crate::kinds::embedded_template::object(v, &template.at, template.spec);
+            let embedded = in_namespace(embedded, namespace.as_deref().unwrap_or(""));
+            let request = admission_request(n, embedded, None, namespace.as_deref());
+            let decision = (routed.row.review)(routed, &request, ctx);
+            report.allowed &= decision.allowed;
+            place.record(&decision, &mut report.findings);
+        }
+        return report;
+    }
     let reviewed = in_namespace(object.value, namespace.as_deref().unwrap_or(""));
     let request = admission_request(n, reviewed, old.cloned(), namespace.as_deref());
     let decision = review(&request, ctx);
     report.allowed = decision.allowed;
-    let mut cause = |reason: &str, field: Option<&Path>, message: String| {
-        let at = field.map_or(position, |f| {
-            spans.locate(source, document, &prefix, &manifest_path(&kind, f))
-        });
-        report
-            .findings
-            .push(error_finding(reason, field.map(ToString::to_string), message, at));
-    };
-    match &decision.denial {
-        Some(Denial::Invalid { errors, .. }) => {
-            for e in errors {
-                cause(e.kind.reason(), Some(&e.field), e.body());
-            }
-        }
-        Some(Denial::Forbidden { violations, .. }) => {
-            // A violation without a field (quota) is a cause with an empty
-            // field, as in the Status: reported at the object.
-            let object = Path::new("");
-            for v in violations {
-                cause(
-                    "FieldValueForbidden",
-                    Some(v.field.as_ref().unwrap_or(&object)),
-                    v.message.clone(),
-                );
-            }
-        }
-        // A decode error is reported where the shape went wrong.
-        Some(Denial::BadRequest(ReviewError::Undecodable { source, .. })) if !source.field.is_empty() => cause(
-            "BadRequest",
-            Some(&source.field),
-            format!("could not be decoded: {}", source.message),
-        ),
-        Some(Denial::BadRequest(e)) => cause("BadRequest", None, e.to_string()),
-        None => {}
-    }
-    for entry in &decision.audit {
-        report.findings.push(Finding {
-            severity: Severity::Warning,
-            field: None,
-            reason: "PolicyAudit".into(),
-            message: format!("audit: {entry}"),
-            position,
-        });
-    }
-    for warning in &decision.warnings {
-        let at = warning.field.as_ref().map_or(position, |f| {
-            spans.locate(source, document, &prefix, &manifest_path(&kind, f))
-        });
-        report.findings.push(Finding {
-            severity: Severity::Warning,
-            field: warning.field.as_ref().map(ToString::to_string),
-            reason: "Warning".into(),
-            message: warning.message.clone(),
-            position: at,
-        });
-    }
+    place.record(&decision, &mut report.findings);
     report
+}
+
+/// Where an object's findings are located in the input.
+struct Place<'a> {
+    spans: &'a Spans<'a>,
+    source: usize,
+    document: usize,
+    prefix: &'a [Segment],
+    kind: &'a str,
+    /// The object's own position, for findings without a field.
+    position: Position,
+}
+
+impl Place<'_> {
+    fn at(&self, field: Option<&Path>) -> Position {
+        field.map_or(self.position, |f| {
+            self.spans
+                .locate(self.source, self.document, self.prefix, &manifest_path(self.kind, f))
+        })
+    }
+
+    /// The decision's causes, audit entries and warnings, as findings.
+    fn record(&self, decision: &crate::review::Decision, findings: &mut Vec<Finding>) {
+        let mut cause = |reason: &str, field: Option<&Path>, message: String| {
+            findings.push(error_finding(
+                reason,
+                field.map(ToString::to_string),
+                message,
+                self.at(field),
+            ));
+        };
+        match &decision.denial {
+            Some(Denial::Invalid { errors, .. }) => {
+                for e in errors {
+                    cause(e.kind.reason(), Some(&e.field), e.body());
+                }
+            }
+            Some(Denial::Forbidden { violations, .. }) => {
+                // A violation without a field (quota) is a cause with an empty
+                // field, as in the Status: reported at the object.
+                let object = Path::new("");
+                for v in violations {
+                    cause(
+                        "FieldValueForbidden",
+                        Some(v.field.as_ref().unwrap_or(&object)),
+                        v.message.clone(),
+                    );
+                }
+            }
+            // A decode error is reported where the shape went wrong.
+            Some(Denial::BadRequest(ReviewError::Undecodable { source, .. })) if !source.field.is_empty() => cause(
+                "BadRequest",
+                Some(&source.field),
+                format!("could not be decoded: {}", source.message),
+            ),
+            Some(Denial::BadRequest(e)) => cause("BadRequest", None, e.to_string()),
+            None => {}
+        }
+        for entry in &decision.audit {
+            findings.push(Finding {
+                severity: Severity::Warning,
+                field: None,
+                reason: "PolicyAudit".into(),
+                message: format!("audit: {entry}"),
+                position: self.position,
+            });
+        }
+        for warning in &decision.warnings {
+            findings.push(Finding {
+                severity: Severity::Warning,
+                field: warning.field.as_ref().map(ToString::to_string),
+                reason: "Warning".into(),
+                message: warning.message.clone(),
+                position: self.at(warning.field.as_ref()),
+            });
+        }
+    }
 }
 
 fn error_finding(reason: &str, field: Option<String>, message: String, position: Position) -> Finding {

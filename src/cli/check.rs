@@ -44,6 +44,13 @@ pub struct CheckArgs {
     /// (repeatable). Namespace objects in the input count too.
     #[arg(long, value_name = "NS=K=V,...", value_parser = parse_namespace_labels)]
     pub namespace_labels: Vec<(String, Vec<(String, String)>)>,
+    /// Where a custom workload keeps pod templates, besides the built-in
+    /// table (JobSet, LeaderWorkerSet, PyTorchJob, MPIJob, RayJob,
+    /// RayCluster, Argo Rollout, Knative Service): `KIND.GROUP=PATH`, the
+    /// path with `[*]` for every list item and `*` for every map value
+    /// (`Workflow.argoproj.io=spec.templates[*].podSpecPatch`; repeatable).
+    #[arg(long, value_name = "KIND.GROUP=PATH", value_parser = crate::check::pod_templates::TemplateKind::parse_flag)]
+    pub pod_template: Vec<crate::check::pod_templates::TemplateKind>,
     #[command(flatten)]
     pub toleration_restriction: super::TolerationRestrictionArgs,
     #[command(flatten)]
@@ -118,6 +125,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
         namespace_labels,
         toleration_restriction,
         target,
+        pod_templates: crate::check::pod_templates::builtin()
+            .into_iter()
+            .chain(args.pod_template.iter().cloned())
+            .collect(),
     };
     let sources = inputs.sources;
     let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;

@@ -11,6 +11,7 @@ mod claim;
 mod claim_status;
 mod claim_template;
 mod device_taint_rule;
+pub mod embedded_template;
 mod namespace;
 mod node;
 mod pod;

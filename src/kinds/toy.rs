@@ -116,6 +116,7 @@ mod tests {
             namespace_labels: Default::default(),
             toleration_restriction: None,
             target: Default::default(),
+            pod_templates: Vec::new(),
         };
         let report = check(&sources, &[], &options, |_, _| {});
         let object = &report.objects[0];

@@ -21,7 +21,7 @@ pub struct TolerationList {
     pub tolerations: Vec<Toleration>,
 }
 
-fn from_core(t: &k8s_openapi::api::core::v1::Toleration) -> Toleration {
+pub fn from_core(t: &k8s_openapi::api::core::v1::Toleration) -> Toleration {
     let s = |v: &Option<String>| v.clone().unwrap_or_default();
     Toleration {
         key: s(&t.key),
