@@ -1395,3 +1395,102 @@ fn pod_templates_of_custom_workloads_are_judged() {
     let bad = draguard(&["check", "-", "--pod-template", "Trainer=spec"], Some(workflow));
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// `draguard check` in `dir`, as a user there would run it.
+fn draguard_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_draguard"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("draguard runs")
+}
+
+/// `.draguard.yaml` is found upward from the working directory, its paths
+/// are relative to its folder, flags override its values, and a typo in it
+/// is exit 2 with its line.
+#[test]
+fn the_config_file_makes_every_run_check_the_same_way() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("policies")).expect("mkdir");
+    std::fs::create_dir_all(root.join("deploy/vendor")).expect("mkdir");
+    std::fs::write(
+        root.join("policies/no-spot.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: no-spot}\nspec:\n  pods:\n    deny: [{key: spot, operator: Exists}]\n",
+    )
+    .expect("write");
+    let pod = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  tolerations: [{{key: spot, operator: Exists}}]\n  containers: [{{name: c, image: i}}]\n"
+        )
+    };
+    std::fs::write(root.join("deploy/pod.yaml"), pod("app")).expect("write");
+    std::fs::write(root.join("deploy/vendor/pod.yaml"), pod("vendored")).expect("write");
+    std::fs::write(
+        root.join(".draguard.yaml"),
+        "policies: policies\nexclude: [deploy/vendor/]\nnamespace: team\noutput: json\nkubernetesVersion: \"1.36\"\n",
+    )
+    .expect("write");
+    // Run from a folder below the config: it is found, and its relative
+    // paths start at its own folder.
+    let out = draguard_in(&root.join("deploy"), &["check", "."]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("the config chose JSON");
+    let names: Vec<&str> = report["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .map(|o| o["name"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(names, ["app"], "deploy/vendor/ is excluded relative to the config");
+    assert_eq!(report["objects"][0]["namespace"], "team");
+    assert_eq!(report["kubernetes"]["version"], "1.36");
+    assert!(
+        report["objects"][0]["findings"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("toleration policy \"no-spot\"")),
+        "{report}"
+    );
+    let config = root.join(".draguard.yaml");
+    assert_eq!(
+        stderr(&out).lines().next(),
+        Some(format!("draguard check: using {}", config.display()).as_str())
+    );
+    // Flags win over the config.
+    let out = draguard_in(
+        &root.join("deploy"),
+        &[
+            "check",
+            ".",
+            "-o",
+            "text",
+            "--namespace",
+            "ml",
+            "--kubernetes-version",
+            "1.37",
+        ],
+    );
+    assert!(stdout(&out).contains("Pod/ml/app"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("(Kubernetes 1.37 rules)"), "{}", stdout(&out));
+    // --no-config: no policies, the summary says so.
+    let out = draguard_in(&root.join("deploy"), &["check", ".", "--no-config"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).ends_with("no toleration policies (none named with --policies)\n"),
+        "{}",
+        stdout(&out)
+    );
+    // A typo is refused where it is.
+    std::fs::write(&config, "policy: policies\n").expect("write");
+    let out = draguard_in(root, &["check", "deploy"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with(&format!(
+            "draguard check: {}:1:1: unknown field `policy`",
+            config.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+}

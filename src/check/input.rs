@@ -63,9 +63,19 @@ pub const IGNORE_FILE: &str = ".draguardignore";
 /// Which files a folder walk picks up, besides the manifest extensions.
 #[derive(Debug, Clone, Default)]
 pub struct Walk {
-    /// Gitignore-syntax globs of paths to skip (`--exclude`), relative to
-    /// the working directory.
-    pub excludes: Vec<String>,
+    /// Gitignore-syntax globs of paths to skip, each set with the folder
+    /// it is relative to (`--exclude`: the working directory; a config
+    /// file's: its folder).
+    pub excludes: Vec<Excludes>,
+}
+
+/// Globs, and the folder they are relative to.
+#[derive(Debug, Clone, Default)]
+pub struct Excludes {
+    pub root: PathBuf,
+    /// Where they were given, for an error (`--exclude`, a config file).
+    pub from: String,
+    pub globs: Vec<String>,
 }
 
 /// What the command-line paths hold: the sources in a stable order, and
@@ -113,17 +123,23 @@ pub fn read_sources(paths: &[PathBuf], walk: &Walk) -> Inputs {
     inputs
 }
 
-fn exclude_matcher(globs: &[String]) -> Result<ignore::gitignore::Gitignore, FileProblem> {
-    let root = std::env::current_dir().unwrap_or_default();
-    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
-    for glob in globs {
-        builder
-            .add_line(None, glob)
-            .map_err(|e| FileProblem::whole("--exclude", format!("{glob:?} is not a valid glob: {e}")))?;
-    }
-    builder
-        .build()
-        .map_err(|e| FileProblem::whole("--exclude", format!("the globs do not build: {e}")))
+fn exclude_matcher(excludes: &[Excludes]) -> Result<Vec<ignore::gitignore::Gitignore>, FileProblem> {
+    excludes
+        .iter()
+        .map(|set| {
+            // Matched against absolute paths: roots and walked paths agree.
+            let root = std::path::absolute(&set.root).unwrap_or_else(|_| set.root.clone());
+            let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+            for glob in &set.globs {
+                builder
+                    .add_line(None, glob)
+                    .map_err(|e| FileProblem::whole(&set.from, format!("{glob:?} is not a valid glob: {e}")))?;
+            }
+            builder
+                .build()
+                .map_err(|e| FileProblem::whole(&set.from, format!("the globs do not build: {e}")))
+        })
+        .collect()
 }
 
 fn unreadable(path: &Path, e: &std::io::Error) -> FileProblem {
@@ -152,11 +168,11 @@ fn is_manifest(path: &Path) -> bool {
 /// not read: a rendered folder git ignores may be what CI checks).
 fn walk_folder(
     dir: &Path,
-    excludes: &ignore::gitignore::Gitignore,
+    excludes: &[ignore::gitignore::Gitignore],
     files: &mut Vec<PathBuf>,
     problems: &mut Vec<FileProblem>,
 ) {
-    let excludes = excludes.clone();
+    let excludes = excludes.to_vec();
     let walker = ignore::WalkBuilder::new(dir)
         .standard_filters(false)
         .hidden(true)
@@ -165,7 +181,8 @@ fn walk_folder(
         .filter_entry(move |entry| {
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             // The named folder itself is walked even when a glob matches it.
-            entry.depth() == 0 || !excludes.matched(entry.path(), is_dir).is_ignore()
+            let path = std::path::absolute(entry.path()).unwrap_or_else(|_| entry.path().to_path_buf());
+            entry.depth() == 0 || !excludes.iter().any(|set| set.matched(&path, is_dir).is_ignore())
         })
         .build();
     for entry in walker {

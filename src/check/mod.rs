@@ -5,6 +5,7 @@
 //! are reviewed through their pod template, and every finding points at
 //! the file, line and column of the offending field.
 
+pub mod config;
 pub mod input;
 pub mod pod_templates;
 

@@ -28,15 +28,24 @@ pub struct CheckArgs {
     #[arg(long, value_name = "PATH")]
     pub old: Vec<PathBuf>,
     /// Namespace for namespaced objects that name none.
-    #[arg(long, short = 'n', default_value = "default")]
-    pub namespace: String,
+    /// [default: default]
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
     /// Folder of toleration policies to apply. Without it no policy applies
     /// (the summary says so): a `policies/` folder in the working directory
     /// is never picked up by accident.
     #[arg(long, value_name = "DIR")]
     pub policies: Option<PathBuf>,
-    #[arg(long, short = 'o', value_enum, default_value_t = Format::Text)]
-    pub output: Format,
+    /// [default: text]
+    #[arg(long, short = 'o', value_enum)]
+    pub output: Option<Format>,
+    /// The config file (default: the nearest `.draguard.yaml` in the
+    /// working directory or a folder above it).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
+    pub config: Option<PathBuf>,
+    /// Read no config file.
+    #[arg(long)]
+    pub no_config: bool,
     /// Fail (exit 1) on warnings too.
     #[arg(long)]
     pub warnings_as_errors: bool,
@@ -83,8 +92,12 @@ const PROGRESS_FROM: usize = 20;
 pub fn run(args: CheckArgs) -> ExitCode {
     let stderr_tty = std::io::stderr().is_terminal();
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let settings = match Settings::of(&args) {
+        Ok(s) => s,
+        Err(e) => return unusable(&e),
+    };
     let walk = input::Walk {
-        excludes: args.exclude.clone(),
+        excludes: settings.excludes.clone(),
     };
     let inputs = input::read_sources(&args.paths, &walk);
     let old = input::read_sources(&args.old, &walk);
@@ -93,42 +106,34 @@ pub fn run(args: CheckArgs) -> ExitCode {
     if let Some(problem) = old.problems.first() {
         return unusable(&format!("--old {problem}"));
     }
-    let policies = match super::load_policies("draguard check", args.policies.as_deref()) {
+    let policies = match super::load_policies("draguard check", settings.policies.as_deref()) {
         Ok(p) => p,
         Err(e) => return unusable(&e.to_string()),
     };
-    let mut namespace_labels = crate::cluster::StaticView::default();
-    for (ns, labels) in &args.namespace_labels {
-        namespace_labels
-            .namespaces
-            .insert(ns.clone(), labels.iter().cloned().collect());
-    }
     let toleration_restriction = match args.toleration_restriction.load() {
         Ok(p) => p,
         Err(e) => return unusable(&e.to_string()),
     };
-    let target = match args.target.target() {
+    let target = match settings.target.target() {
         Ok(target) => target,
         Err(e) => return unusable(&e.to_string()),
     };
     for note in target.gates.not_modelled() {
         eprintln!("draguard check: note: {note}");
     }
-    let no_policies = policies.is_empty().then(|| match &args.policies {
+    let no_policies = policies.is_empty().then(|| match &settings.policies {
         None => "no toleration policies (none named with --policies)".to_owned(),
         Some(dir) => format!("no toleration policies in {}", dir.display()),
     });
+    let output = settings.output;
     let options = Options {
-        namespace: args.namespace.clone(),
+        namespace: settings.namespace,
         now: jiff::Timestamp::now(),
         policies,
-        namespace_labels,
+        namespace_labels: settings.namespace_labels,
         toleration_restriction,
         target,
-        pod_templates: crate::check::pod_templates::builtin()
-            .into_iter()
-            .chain(args.pod_template.iter().cloned())
-            .collect(),
+        pod_templates: settings.pod_templates,
     };
     let sources = inputs.sources;
     let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;
@@ -143,13 +148,13 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
     // Files that could not be read come first, as the parser's do.
     report.problems.splice(0..0, inputs.problems);
-    let rendered = report::render(&report, args.output, color);
+    let rendered = report::render(&report, output, color);
     let summary = match no_policies {
         Some(note) => format!("{}; {note}", report::summary(&report)),
         None => report::summary(&report),
     };
     let mut stdout = std::io::stdout().lock();
-    let written = if args.output == Format::Text {
+    let written = if output == Format::Text {
         write!(stdout, "{rendered}").and_then(|()| writeln!(stdout, "{summary}"))
     } else {
         eprintln!("{summary}");
@@ -177,4 +182,101 @@ pub fn run(args: CheckArgs) -> ExitCode {
 fn unusable(message: &str) -> ExitCode {
     eprintln!("draguard check: {message}");
     ExitCode::from(2)
+}
+
+/// What the run uses: the flags, over the config file, over the defaults.
+struct Settings {
+    excludes: Vec<input::Excludes>,
+    policies: Option<PathBuf>,
+    target: super::target::TargetArgs,
+    output: Format,
+    namespace: String,
+    namespace_labels: crate::cluster::StaticView,
+    pod_templates: Vec<crate::check::pod_templates::TemplateKind>,
+}
+
+impl Settings {
+    fn of(args: &CheckArgs) -> Result<Settings, String> {
+        use crate::check::config;
+        let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
+        let config = match (&args.config, args.no_config) {
+            (_, true) => None,
+            (Some(file), false) => Some(config::load(file)?),
+            (None, false) => config::find(&cwd).map(|file| config::load(&file)).transpose()?,
+        };
+        let config = config.as_ref();
+        if let Some(loaded) = config {
+            eprintln!("draguard check: using {}", loaded.file.display());
+        }
+        let mut excludes = Vec::new();
+        if let Some(loaded) = config.filter(|l| !l.config.exclude.is_empty()) {
+            excludes.push(input::Excludes {
+                root: loaded.dir(),
+                from: loaded.file.display().to_string(),
+                globs: loaded.config.exclude.clone(),
+            });
+        }
+        if !args.exclude.is_empty() {
+            excludes.push(input::Excludes {
+                root: cwd,
+                from: "--exclude".into(),
+                globs: args.exclude.clone(),
+            });
+        }
+        let policies = args
+            .policies
+            .clone()
+            .or_else(|| config.and_then(|l| l.config.policies.as_deref().map(|p| l.resolve(p))));
+        let mut target = args.target.clone();
+        if let (None, Some(version)) = (
+            &target.kubernetes_version,
+            config.and_then(|l| l.config.kubernetes_version.as_deref()),
+        ) {
+            target.kubernetes_version = Some(
+                version
+                    .parse()
+                    .map_err(|e| format!("kubernetesVersion in the config: {e}"))?,
+            );
+        }
+        if let (true, Some(gates)) = (
+            target.feature_gates.is_empty(),
+            config.and_then(|l| l.config.feature_gates.as_deref()),
+        ) {
+            target.feature_gates = gates.to_owned();
+        }
+        let output = match (args.output, config.and_then(|l| l.config.output.as_deref())) {
+            (Some(format), _) => format,
+            (None, Some(name)) => <Format as clap::ValueEnum>::from_str(name, true)
+                .map_err(|_| format!("output in the config: {name:?} is not text, json, sarif or junit"))?,
+            (None, None) => Format::Text,
+        };
+        let namespace = args
+            .namespace
+            .clone()
+            .or_else(|| config.and_then(|l| l.config.namespace.clone()))
+            .unwrap_or_else(|| "default".to_owned());
+        let mut namespace_labels = crate::cluster::StaticView::default();
+        for (ns, labels) in config.map(|l| &l.config.namespace_labels).into_iter().flatten() {
+            namespace_labels.namespaces.insert(ns.clone(), labels.clone());
+        }
+        for (ns, labels) in &args.namespace_labels {
+            namespace_labels
+                .namespaces
+                .insert(ns.clone(), labels.iter().cloned().collect());
+        }
+        let mut pod_templates = crate::check::pod_templates::builtin();
+        if let Some(loaded) = config {
+            pod_templates.extend(loaded.pod_templates()?);
+        }
+        pod_templates.extend(args.pod_template.iter().cloned());
+        Ok(Settings {
+            excludes,
+            policies,
+            target,
+            output,
+            namespace,
+            namespace_labels,
+            pod_templates,
+        })
+    }
 }

@@ -1,0 +1,207 @@
+//! `.draguard.yaml`: what `draguard check` would otherwise be told with
+//! flags, kept with the repository so every run (a laptop, CI) checks the
+//! same way. Found upward from the working directory, or named with
+//! `--config`. Paths in it are relative to the folder it is in. Flags
+//! override single values (`--policies`, `--kubernetes-version`, ...) and
+//! add to lists (`--exclude`, `--pod-template`, `--namespace-labels`).
+//!
+//! ```yaml
+//! policies: policies/
+//! exclude: [vendor/, "charts/**/tests/"]
+//! kubernetesVersion: "1.36"
+//! featureGates: DRAExtendedResource=false
+//! output: sarif
+//! namespace: default
+//! namespaceLabels:
+//!   ml: {team: ml}
+//! podTemplates:
+//!   - kind: Trainer
+//!     group: example.com
+//!     paths: ["spec.pods.*"]
+//!     replicas: ["spec.replicas"]
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::pod_templates::{Replicas, TemplateKind, TemplatePath};
+
+/// The file searched for, upward from the working directory.
+pub const FILE: &str = ".draguard.yaml";
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CheckConfig {
+    /// The toleration policies folder.
+    #[serde(default)]
+    pub policies: Option<PathBuf>,
+    /// Gitignore-syntax globs, relative to the config's folder.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    #[serde(default)]
+    pub kubernetes_version: Option<String>,
+    #[serde(default)]
+    pub feature_gates: Option<String>,
+    /// `text`, `json`, `sarif` or `junit`.
+    #[serde(default)]
+    pub output: Option<String>,
+    /// The namespace of objects that name none.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Labels of namespaces, for policy selectors.
+    #[serde(default)]
+    pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(default)]
+    pub pod_templates: Vec<PodTemplateConfig>,
+    /// Where SARIF URIs are relative to, relative to the config's folder
+    /// (default: the working directory).
+    #[serde(default)]
+    pub base_dir: Option<PathBuf>,
+}
+
+/// A custom workload's pod templates.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodTemplateConfig {
+    pub kind: String,
+    pub group: String,
+    /// Where the pod specs are (`spec.pods.*`).
+    pub paths: Vec<String>,
+    /// Counts multiplied into the Pods each template runs at once, read
+    /// from the object (default: one).
+    #[serde(default)]
+    pub replicas: Vec<String>,
+}
+
+/// A config file and the folder its relative paths start from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub file: PathBuf,
+    pub config: CheckConfig,
+}
+
+impl Loaded {
+    /// A path of the config, as seen from the working directory.
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        match self.file.parent() {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path.to_path_buf(),
+        }
+    }
+
+    /// The folder the config's relative paths start from.
+    pub fn dir(&self) -> PathBuf {
+        self.file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    }
+
+    /// Its pod templates, as the table holds them.
+    pub fn pod_templates(&self) -> Result<Vec<TemplateKind>, String> {
+        self.config
+            .pod_templates
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let at = |what: &str, e: String| format!("{}: podTemplates[{i}].{what}: {e}", self.file.display());
+                let parse = |paths: &[String], what: &str| {
+                    paths
+                        .iter()
+                        .map(|p| TemplatePath::parse(p).map_err(|e| at(what, e)))
+                        .collect::<Result<Vec<_>, _>>()
+                };
+                if t.paths.is_empty() {
+                    return Err(at("paths", "name at least one path".into()));
+                }
+                let replicas = parse(&t.replicas, "replicas")?;
+                Ok(TemplateKind {
+                    group: t.group.clone(),
+                    kind: t.kind.clone(),
+                    templates: parse(&t.paths, "paths")?
+                        .into_iter()
+                        .map(|p| (p, Replicas::Product(replicas.clone())))
+                        .collect(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The nearest `.draguard.yaml` in `start` or a folder above it.
+pub fn find(start: &Path) -> Option<PathBuf> {
+    start.ancestors().map(|dir| dir.join(FILE)).find(|file| file.is_file())
+}
+
+/// Reads a config file; a problem names the file, line and column.
+pub fn load(file: &Path) -> Result<Loaded, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
+    let config = if text.trim().is_empty() {
+        CheckConfig::default()
+    } else {
+        serde_saphyr::from_str::<CheckConfig>(&text).map_err(|e| {
+            let place = e
+                .location()
+                .map_or_else(String::new, |l| format!(":{}:{}", l.line(), l.column()));
+            let message = e.without_snippet().to_string();
+            let first = message.lines().next().unwrap_or("invalid YAML");
+            format!(
+                "{}{place}: {}",
+                file.display(),
+                first.split(" at line ").next().unwrap_or(first)
+            )
+        })?
+    };
+    Ok(Loaded {
+        file: file.to_path_buf(),
+        config,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_loads_and_a_typo_is_refused_with_its_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join(FILE);
+        std::fs::write(
+            &file,
+            "policies: policies/\nexclude: [vendor/]\nkubernetesVersion: \"1.36\"\nfeatureGates: A=true\noutput: sarif\nnamespace: ci\nnamespaceLabels: {ml: {team: ml}}\npodTemplates:\n- {kind: Trainer, group: example.com, paths: [\"spec.pods.*\"], replicas: [spec.replicas]}\nbaseDir: .\n",
+        )
+        .expect("write");
+        let loaded = load(&file).expect("loads");
+        assert_eq!(loaded.config.kubernetes_version.as_deref(), Some("1.36"));
+        assert_eq!(loaded.resolve(Path::new("policies/")), dir.path().join("policies/"));
+        assert_eq!(loaded.resolve(Path::new("/abs")), PathBuf::from("/abs"));
+        let templates = loaded.pod_templates().expect("templates");
+        assert_eq!(templates[0].kind, "Trainer");
+        let object = serde_json::json!({"spec": {"replicas": 3, "pods": {"a": {"containers": []}}}});
+        assert_eq!(templates[0].find(&object)[0].replicas, 3);
+
+        std::fs::write(&file, "policies: p\npolicy: q\n").expect("write");
+        let err = load(&file).expect_err("a typo");
+        assert!(
+            err.starts_with(&format!("{}:2:1: unknown field `policy`", file.display())),
+            "{err}"
+        );
+
+        std::fs::write(&file, "podTemplates: [{kind: T, group: g, paths: [\"a[0]\"]}]\n").expect("write");
+        let err = load(&file).expect("loads").pod_templates().expect_err("a bad path");
+        assert!(err.contains("podTemplates[0].paths: "), "{err}");
+        std::fs::write(&file, "").expect("write");
+        assert_eq!(load(&file).expect("empty is fine").config, CheckConfig::default());
+    }
+
+    #[test]
+    fn the_nearest_file_upward_is_found() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let deep = dir.path().join("a/b/c");
+        std::fs::create_dir_all(&deep).expect("mkdir");
+        assert_eq!(find(&deep), None::<PathBuf>.or_else(|| find(dir.path())));
+        std::fs::write(dir.path().join("a").join(FILE), "").expect("write");
+        assert_eq!(find(&deep), Some(dir.path().join("a").join(FILE)));
+        std::fs::write(deep.join(FILE), "").expect("write");
+        assert_eq!(find(&deep), Some(deep.join(FILE)));
+    }
+}
