@@ -179,39 +179,142 @@ fn old_versions_make_updates_that_ratchet() {
     );
 }
 
+/// SARIF as GitHub code scanning wants it: valid against the 2.1.0
+/// schema, URIs relative to the base folder, rule ids from the fixed list
+/// with help, the same result at one place written once.
 #[test]
 fn sarif_has_rules_and_located_results() {
     let out = draguard(&["check", BROKEN, "--output", "sarif"], None);
     assert_eq!(out.status.code(), Some(1));
     let sarif: Value = serde_json::from_slice(&out.stdout).expect("SARIF is JSON");
+    assert_valid_sarif(&sarif);
     assert_eq!(sarif["version"], "2.1.0");
-    assert_eq!(sarif["$schema"], "https://json.schemastore.org/sarif-2.1.0.json");
     let run = &sarif["runs"][0];
     assert_eq!(run["tool"]["driver"]["name"], "draguard");
     let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
-    let results = run["results"].as_array().expect("results");
-    assert_eq!(results.len(), 5);
-    for r in results {
-        let id = r["ruleId"].as_str().expect("ruleId");
-        assert!(rules.iter().any(|rule| rule["id"] == id), "rule {id} is declared");
-        let region = &r["locations"][0]["physicalLocation"]["region"];
-        assert!(region["startLine"].as_u64().is_some_and(|l| l >= 1));
-        assert!(region["startColumn"].as_u64().is_some_and(|c| c >= 1));
+    let ids: Vec<&str> = rules.iter().filter_map(|r| r["id"].as_str()).collect();
+    let documented: Vec<&str> = draguard::report::rules::ALL.iter().map(|r| r.id).collect();
+    assert_eq!(ids, documented, "the fixed, documented list");
+    for rule in rules {
+        assert!(rule["shortDescription"]["text"].as_str().is_some_and(|t| !t.is_empty()));
+        assert!(rule["help"]["text"].as_str().is_some_and(|t| !t.is_empty()));
+        assert!(
+            rule["helpUri"]
+                .as_str()
+                .is_some_and(|u| u.ends_with(&format!("docs/check-rules.md#{}", rule["id"].as_str().unwrap_or("")))),
+            "{rule}"
+        );
     }
-    let effect = results
+    let results = run["results"].as_array().expect("results");
+    let got: Vec<(&str, &str, u64)> = results
         .iter()
-        .find(|r| r["ruleId"] == "FieldValueNotSupported:spec.taint.effect")
-        .expect("the taint effect result");
-    assert_eq!(effect["level"], "error");
+        .map(|r| {
+            let location = &r["locations"][0]["physicalLocation"];
+            assert_eq!(location["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+            assert_eq!(
+                rules[r["ruleIndex"].as_u64().expect("index") as usize]["id"],
+                r["ruleId"]
+            );
+            (
+                r["ruleId"].as_str().expect("id"),
+                location["artifactLocation"]["uri"].as_str().expect("uri"),
+                location["region"]["startLine"].as_u64().expect("line"),
+            )
+        })
+        .collect();
     assert_eq!(
-        effect["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
-        "examples/dra-workload/broken/maintenance.yaml"
+        got,
+        [
+            (
+                "device-taint-invalid",
+                "examples/dra-workload/broken/maintenance.yaml",
+                11
+            ),
+            (
+                "taint-rule-selects-every-device",
+                "examples/dra-workload/broken/maintenance.yaml",
+                7
+            ),
+            (
+                "device-toleration-effect-unsupported",
+                "examples/dra-workload/broken/training.yaml",
+                19
+            ),
+            (
+                "pod-toleration-invalid",
+                "examples/dra-workload/broken/training.yaml",
+                41
+            ),
+            ("object-invalid", "examples/dra-workload/broken/training.yaml", 52),
+        ]
     );
-    assert_eq!(
-        effect["locations"][0]["physicalLocation"]["region"],
-        serde_json::json!({"startLine": 11, "startColumn": 5})
+    let base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+        .as_str()
+        .expect("base uri");
+    assert_eq!(base, format!("file://{}/", env!("CARGO_MANIFEST_DIR")));
+}
+
+/// `helm template x | draguard check - --stdin-filename chart.yaml`: the
+/// stream is reported under the name given, relative to the base folder.
+#[test]
+fn sarif_from_standard_input_names_the_chart() {
+    let rendered = std::fs::read_to_string("examples/dra-workload/broken/training.yaml").expect("example");
+    let out = draguard(
+        &[
+            "check",
+            "-",
+            "--stdin-filename",
+            "charts/trainer/rendered.yaml",
+            "-o",
+            "sarif",
+        ],
+        Some(&rendered),
     );
-    assert!(results.iter().any(|r| r["level"] == "warning"));
+    assert_eq!(out.status.code(), Some(1));
+    let sarif: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_valid_sarif(&sarif);
+    for result in sarif["runs"][0]["results"].as_array().expect("results") {
+        let artifact = &result["locations"][0]["physicalLocation"]["artifactLocation"];
+        assert_eq!(artifact["uri"], "charts/trainer/rendered.yaml");
+        assert_eq!(artifact["uriBaseId"], "%SRCROOT%");
+    }
+    // Outside the base folder: an absolute file URI, escaped.
+    let out = draguard(
+        &[
+            "check",
+            "-",
+            "--stdin-filename",
+            "/tmp/my chart.yaml",
+            "--base-dir",
+            "examples",
+            "-o",
+            "sarif",
+        ],
+        Some(&rendered),
+    );
+    let sarif: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_valid_sarif(&sarif);
+    let artifact = &sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"];
+    assert_eq!(artifact, &serde_json::json!({"uri": "file:///tmp/my%20chart.yaml"}));
+}
+
+/// The official SARIF 2.1.0 schema (tests/fixtures/sarif-schema-2.1.0.json).
+fn assert_valid_sarif(sarif: &Value) {
+    let mut schema: Value =
+        serde_json::from_str(include_str!("fixtures/sarif-schema-2.1.0.json")).expect("the schema is JSON");
+    // The schema's `language` patterns have a stray `]` that a strict check
+    // of the schema itself refuses; SARIF 2.1.0 Errata 01 reads them as below.
+    for definition in ["run", "toolComponent"] {
+        let pattern = &mut schema["definitions"][definition]["properties"]["language"]["pattern"];
+        assert_eq!(pattern, "^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$");
+        *pattern = Value::from("^[a-zA-Z]{2}(-[a-zA-Z]{2})?$");
+    }
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(sarif)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "not valid SARIF 2.1.0: {errors:#?}");
 }
 
 /// Tags open and close in order, attributes are quoted: enough to know a
@@ -243,7 +346,7 @@ fn junit_is_well_formed_with_failures() {
     let xml = stdout(&out);
     assert_well_formed_xml(&xml);
     assert!(
-        xml.contains(r#"<testsuite name="draguard" tests="3" failures="3" errors="0">"#),
+        xml.contains(r#"<testsuite name="draguard" tests="3" failures="3" errors="0" skipped="0" time=""#),
         "{xml}"
     );
     assert_eq!(xml.matches("<testcase ").count(), 3);
@@ -1493,4 +1596,99 @@ fn the_config_file_makes_every_run_check_the_same_way() {
         "{}",
         stderr(&out)
     );
+}
+
+/// JUnit agrees with the exit code: a kind draguard does not judge is
+/// skipped, a warning fails its testcase under --warnings-as-errors, and
+/// every testcase has its time.
+#[test]
+fn junit_skips_what_is_not_judged_and_fails_what_fails_the_run() {
+    let input = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {name: all}\nspec:\n  deviceSelector: {}\n  taint: {key: k, effect: NoSchedule}\n";
+    let lenient = draguard(&["check", "-", "-o", "junit"], Some(input));
+    assert_eq!(lenient.status.code(), Some(0));
+    let xml = stdout(&lenient);
+    assert_well_formed_xml(&xml);
+    assert!(
+        xml.contains(r#"tests="2" failures="0" errors="0" skipped="1""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<skipped message="ConfigMap is not a kind draguard judges"/>"#),
+        "{xml}"
+    );
+    assert_eq!(
+        xml.matches(" time=\"").count(),
+        4,
+        "both suites and both testcases: {xml}"
+    );
+    let strict = draguard(&["check", "-", "-o", "junit", "--warnings-as-errors"], Some(input));
+    assert_eq!(strict.status.code(), Some(1));
+    let xml = stdout(&strict);
+    assert!(
+        xml.contains(r#"tests="2" failures="1" errors="0" skipped="1""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<failure message="spec.deviceSelector is empty"#),
+        "{xml}"
+    );
+    assert!(xml.contains(r#"type="warned""#), "{xml}");
+}
+
+/// --output-file writes the whole report there (the summary goes to
+/// stderr), --quiet keeps only denials, and the exit codes are those the
+/// README lists: 0 admitted, 1 denied (or warned, when asked), 2 unusable.
+#[test]
+fn output_file_quiet_and_exit_codes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("report.sarif");
+    let out = draguard(
+        &[
+            "check",
+            BROKEN,
+            "-o",
+            "sarif",
+            "--output-file",
+            file.to_str().expect("utf-8"),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+    assert!(
+        stderr(&out).starts_with("3 objects, 3 denied, 1 warning"),
+        "{}",
+        stderr(&out)
+    );
+    let sarif: Value = serde_json::from_str(&std::fs::read_to_string(&file).expect("written")).expect("JSON");
+    assert_eq!(sarif["runs"][0]["results"].as_array().map(Vec::len), Some(5));
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").collect();
+    assert_eq!(leftovers.len(), 1, "no partial file is left behind");
+    let unwritable = draguard(&["check", BROKEN, "--output-file", "/nonexistent/dir/report.txt"], None);
+    assert_eq!(unwritable.status.code(), Some(2));
+    assert!(
+        stderr(&unwritable).contains("cannot write /nonexistent/dir/report.txt"),
+        "{}",
+        stderr(&unwritable)
+    );
+
+    let quiet = draguard(&["check", BROKEN, "--quiet"], None);
+    assert_eq!(quiet.status.code(), Some(1));
+    let text = stdout(&quiet);
+    assert_eq!(text.lines().count(), 4, "the four denials only: {text}");
+    assert!(!text.contains("warning"), "{text}");
+    assert!(stderr(&quiet).is_empty(), "{}", stderr(&quiet));
+
+    let rule = "apiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {name: all}\nspec:\n  deviceSelector: {}\n  taint: {key: k, effect: NoSchedule}\n";
+    let cases: [(&[&str], Option<&str>, i32); 6] = [
+        (&["check", FIXED], None, 0),
+        (&["check", "-"], Some(rule), 0),
+        (&["check", "-", "--warnings-as-errors"], Some(rule), 1),
+        (&["check", BROKEN], None, 1),
+        (&["check", "-"], Some("a: [\n"), 2),
+        (&["check", "-", "--quiet", "--warnings-as-errors"], Some(rule), 1),
+    ];
+    for (args, input, code) in cases {
+        assert_eq!(draguard(args, input).status.code(), Some(code), "{args:?}");
+    }
 }

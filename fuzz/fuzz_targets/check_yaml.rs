@@ -64,10 +64,10 @@ fuzz_target!(|data: &[u8]| {
             );
         }
     }
-    let text_report = report::render(&report, Format::Text, false);
+    let text_report = report::render(&report, Format::Text, &report::Style::default());
     draguard_fuzz::assert_report_bounded("the text report", text_report.len(), text.len());
     for format in [Format::Json, Format::Sarif] {
-        let rendered = report::render(&report, format, false);
+        let rendered = report::render(&report, format, &report::Style::default());
         if let Err(e) = serde_json::from_str::<serde_json::Value>(&rendered) {
             panic!("the {format:?} report is not JSON: {e}");
         }

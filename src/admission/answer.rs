@@ -208,10 +208,7 @@ mod tests {
     #[test]
     fn warnings_audit_and_status_are_rendered() {
         let mut decision = Decision::bad_request(ReviewError::Envelope("no".into()));
-        decision.warnings.push(Warning {
-            field: None,
-            message: "heads up".into(),
-        });
+        decision.warnings.push(Warning::new("heads up"));
         decision.audit = vec!["one".into(), "two".into()];
         let value = AdmissionAnswer::new(
             "admission.k8s.io/v1beta1",

@@ -67,6 +67,8 @@ pub struct Walk {
     /// it is relative to (`--exclude`: the working directory; a config
     /// file's: its folder).
     pub excludes: Vec<Excludes>,
+    /// The name standard input is reported under (default `-`).
+    pub stdin_name: Option<String>,
 }
 
 /// Globs, and the folder they are relative to.
@@ -100,7 +102,10 @@ pub fn read_sources(paths: &[PathBuf], walk: &Walk) -> Inputs {
         if path.as_os_str() == "-" {
             let mut text = String::new();
             match std::io::stdin().read_to_string(&mut text) {
-                Ok(_) => inputs.sources.push(Source { name: "-".into(), text }),
+                Ok(_) => inputs.sources.push(Source {
+                    name: walk.stdin_name.clone().unwrap_or_else(|| "-".into()),
+                    text,
+                }),
                 Err(e) => inputs
                     .problems
                     .push(FileProblem::whole("-", format!("cannot read standard input: {e}"))),

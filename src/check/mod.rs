@@ -62,33 +62,8 @@ pub struct Finding {
     pub reason: String,
     pub message: String,
     pub position: Position,
-}
-
-impl Finding {
-    /// A stable rule id: the reason and the field path without indices, e.g.
-    /// `FieldValueNotSupported:spec.devices.requests.exactly.tolerations.effect`.
-    pub fn rule_id(&self) -> String {
-        let field = self.field.as_deref().map(strip_indices).unwrap_or_default();
-        if field.is_empty() {
-            self.reason.clone()
-        } else {
-            format!("{}:{}", self.reason, field)
-        }
-    }
-}
-
-fn strip_indices(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    let mut depth = 0;
-    for c in path.chars() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-    }
-    out
+    /// The rule a policy violation broke (its SARIF rule comes from it).
+    pub concept: Option<crate::review::Concept>,
 }
 
 /// `Kind/namespace/name`, or `Kind/name` for cluster-scoped objects.
@@ -118,6 +93,8 @@ pub struct ObjectReport {
     /// another kind is admitted unchecked (JUnit shows it skipped).
     pub checked: bool,
     pub allowed: bool,
+    /// How long its review took (JUnit's `time`).
+    pub seconds: f64,
     pub findings: Vec<Finding>,
 }
 
@@ -215,7 +192,9 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
             deadline: None,
             target: options.target,
         };
-        let verdict = check_object(n, object, old_value, options, &ctx, &spans);
+        let started = std::time::Instant::now();
+        let mut verdict = check_object(n, object, old_value, options, &ctx, &spans);
+        verdict.seconds = started.elapsed().as_secs_f64();
         // Claims are created in input order: an admitted one uses quota.
         if let (true, Some((ns, charge))) = (verdict.allowed, charge) {
             cluster
@@ -529,6 +508,7 @@ fn check_object(
         position,
         checked: false,
         allowed: true,
+        seconds: 0.0,
         findings: Vec::new(),
     };
     if kind.is_empty() || text(v, "/apiVersion").is_none() {
@@ -538,6 +518,7 @@ fn check_object(
             reason: "NotAnObject".into(),
             message: "skipped: not a Kubernetes object (no apiVersion or kind)".into(),
             position,
+            concept: None,
         });
         return report;
     }
@@ -632,18 +613,16 @@ impl Place<'_> {
 
     /// The decision's causes, audit entries and warnings, as findings.
     fn record(&self, decision: &crate::review::Decision, findings: &mut Vec<Finding>) {
-        let mut cause = |reason: &str, field: Option<&Path>, message: String| {
-            findings.push(error_finding(
-                reason,
-                field.map(ToString::to_string),
-                message,
-                self.at(field),
-            ));
+        let mut cause = |reason: &str, field: Option<&Path>, message: String, concept| {
+            findings.push(Finding {
+                concept,
+                ..error_finding(reason, field.map(ToString::to_string), message, self.at(field))
+            });
         };
         match &decision.denial {
             Some(Denial::Invalid { errors, .. }) => {
                 for e in errors {
-                    cause(e.kind.reason(), Some(&e.field), e.body());
+                    cause(e.kind.reason(), Some(&e.field), e.body(), None);
                 }
             }
             Some(Denial::Forbidden { violations, .. }) => {
@@ -655,6 +634,7 @@ impl Place<'_> {
                         "FieldValueForbidden",
                         Some(v.field.as_ref().unwrap_or(&object)),
                         v.message.clone(),
+                        Some(v.concept),
                     );
                 }
             }
@@ -663,8 +643,9 @@ impl Place<'_> {
                 "BadRequest",
                 Some(&source.field),
                 format!("could not be decoded: {}", source.message),
+                None,
             ),
-            Some(Denial::BadRequest(e)) => cause("BadRequest", None, e.to_string()),
+            Some(Denial::BadRequest(e)) => cause("BadRequest", None, e.to_string(), None),
             None => {}
         }
         for entry in &decision.audit {
@@ -674,6 +655,7 @@ impl Place<'_> {
                 reason: "PolicyAudit".into(),
                 message: format!("audit: {entry}"),
                 position: self.position,
+                concept: None,
             });
         }
         for warning in &decision.warnings {
@@ -683,6 +665,7 @@ impl Place<'_> {
                 reason: "Warning".into(),
                 message: warning.message.clone(),
                 position: self.at(warning.field.as_ref()),
+                concept: warning.concept,
             });
         }
     }
@@ -695,6 +678,7 @@ fn error_finding(reason: &str, field: Option<String>, message: String, position:
         reason: reason.to_owned(),
         message,
         position,
+        concept: None,
     }
 }
 

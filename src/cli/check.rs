@@ -49,6 +49,21 @@ pub struct CheckArgs {
     /// Fail (exit 1) on warnings too.
     #[arg(long)]
     pub warnings_as_errors: bool,
+    /// Write the report to this file (whole, or not at all) instead of
+    /// standard output; the summary goes to standard error.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+    /// Print only denials: no warnings, no summary (the exit code is the same).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// The name standard input is reported under (`helm template x |
+    /// draguard check - --stdin-filename chart.yaml`) [default: -]
+    #[arg(long, value_name = "NAME")]
+    pub stdin_filename: Option<String>,
+    /// What SARIF file URIs are relative to [default: the working
+    /// directory, or the config's baseDir]
+    #[arg(long, value_name = "DIR")]
+    pub base_dir: Option<PathBuf>,
     /// Labels of namespaces, for policy selectors: `ns=key=value,key=value`
     /// (repeatable). Namespace objects in the input count too.
     #[arg(long, value_name = "NS=K=V,...", value_parser = parse_namespace_labels)]
@@ -98,6 +113,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     };
     let walk = input::Walk {
         excludes: settings.excludes.clone(),
+        stdin_name: args.stdin_filename.clone(),
     };
     let inputs = input::read_sources(&args.paths, &walk);
     let old = input::read_sources(&args.old, &walk);
@@ -148,35 +164,78 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
     // Files that could not be read come first, as the parser's do.
     report.problems.splice(0..0, inputs.problems);
-    let rendered = report::render(&report, output, color);
-    let summary = match no_policies {
-        Some(note) => format!("{}; {note}", report::summary(&report)),
-        None => report::summary(&report),
-    };
-    let mut stdout = std::io::stdout().lock();
-    let written = if output == Format::Text {
-        write!(stdout, "{rendered}").and_then(|()| writeln!(stdout, "{summary}"))
-    } else {
-        eprintln!("{summary}");
-        write!(stdout, "{rendered}")
-    };
-    if let Err(e) = written.and_then(|()| stdout.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return unusable(&format!("cannot write the report: {e}"));
-    }
-    if !report.problems.is_empty() {
-        return ExitCode::from(2);
-    }
-    if report.objects.is_empty() {
+    // The exit code is decided on the whole report, before --quiet trims it.
+    let exit = if !report.problems.is_empty() {
+        ExitCode::from(2)
+    } else if report.objects.is_empty() {
         return unusable(&format!(
             "no Kubernetes objects in the input ({} {} read)",
             sources.len(),
             if sources.len() == 1 { "file" } else { "files" }
         ));
+    } else if report.denied() > 0 || (args.warnings_as_errors && report.warnings() > 0) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    };
+    let summary = match no_policies {
+        Some(note) => format!("{}; {note}", report::summary(&report)),
+        None => report::summary(&report),
+    };
+    if args.quiet {
+        for object in &mut report.objects {
+            object.findings.retain(|f| f.severity == check::Severity::Error);
+        }
     }
-    let failed = report.denied() > 0 || (args.warnings_as_errors && report.warnings() > 0);
-    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    let style = report::Style {
+        color: color && args.output_file.is_none(),
+        base_dir: settings.base_dir,
+        warnings_as_errors: args.warnings_as_errors,
+    };
+    let mut rendered = report::render(&report, output, &style);
+    // Text ends with the summary; the machine formats leave it to stderr.
+    let summary_on_stderr = output != Format::Text || args.output_file.is_some();
+    if !args.quiet {
+        if summary_on_stderr {
+            eprintln!("{summary}");
+        } else {
+            rendered.push_str(&summary);
+            rendered.push('\n');
+        }
+    }
+    let written = match &args.output_file {
+        Some(file) => write_file(file, &rendered).map_err(|e| format!("cannot write {}: {e}", file.display())),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            match write!(stdout, "{rendered}").and_then(|()| stdout.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("cannot write the report: {e}")),
+                _ => Ok(()),
+            }
+        }
+    };
+    if let Err(e) = written {
+        return unusable(&e);
+    }
+    exit
+}
+
+/// Writes `text` to `file` whole or not at all: a report cut short by a
+/// full disk or a crash must not pass for a complete one.
+fn write_file(file: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let mut partial = file.as_os_str().to_owned();
+    partial.push(format!(".{}.partial", std::process::id()));
+    let partial = PathBuf::from(partial);
+    let written = std::fs::File::create(&partial).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&partial, file)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            Err(e)
+        }
+    }
 }
 
 fn unusable(message: &str) -> ExitCode {
@@ -193,6 +252,7 @@ struct Settings {
     namespace: String,
     namespace_labels: crate::cluster::StaticView,
     pod_templates: Vec<crate::check::pod_templates::TemplateKind>,
+    base_dir: Option<PathBuf>,
 }
 
 impl Settings {
@@ -205,7 +265,7 @@ impl Settings {
             (None, false) => config::find(&cwd).map(|file| config::load(&file)).transpose()?,
         };
         let config = config.as_ref();
-        if let Some(loaded) = config {
+        if let (Some(loaded), false) = (config, args.quiet) {
             eprintln!("draguard check: using {}", loaded.file.display());
         }
         let mut excludes = Vec::new();
@@ -269,7 +329,12 @@ impl Settings {
             pod_templates.extend(loaded.pod_templates()?);
         }
         pod_templates.extend(args.pod_template.iter().cloned());
+        let base_dir = args
+            .base_dir
+            .clone()
+            .or_else(|| config.and_then(|l| l.config.base_dir.as_deref().map(|p| l.resolve(p))));
         Ok(Settings {
+            base_dir,
             excludes,
             policies,
             target,

@@ -33,6 +33,8 @@ pub struct PolicySubject<'a> {
 pub struct Violation {
     pub policy: String,
     pub mode: Mode,
+    /// The kind of rule broken, for reports that group by it.
+    pub concept: crate::review::Concept,
     pub field: Option<Path>,
     pub message: String,
 }
@@ -80,6 +82,7 @@ pub fn judge_all(
                 String::new()
             };
             outcome.violations.push(Violation {
+                concept: crate::review::Concept::TolerationPolicy,
                 policy: p.metadata.name.clone(),
                 mode: p.spec.mode,
                 field: Some(path.clone()),

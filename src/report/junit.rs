@@ -1,24 +1,29 @@
-//! JUnit XML: one testcase per object, a failure per denied object with
-//! its messages.
+//! JUnit XML for test dashboards: a testcase per object with the time its
+//! review took; an object draguard does not judge is `skipped`; a denied
+//! object (or, with `--warnings-as-errors`, a warned one) is a `failure`;
+//! a file that could not be read is an `error`. The counts agree with the
+//! exit code.
 
 use std::fmt::Write as _;
 
-use crate::check::{Report, Severity};
+use crate::check::{ObjectReport, Report, Severity};
 
-pub fn render(report: &Report) -> String {
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+/// Why an object's testcase fails, if it does.
+fn failed(object: &ObjectReport, warnings_as_errors: bool) -> bool {
+    !object.allowed || (warnings_as_errors && object.findings.iter().any(|f| f.severity == Severity::Warning))
+}
+
+pub fn render(report: &Report, warnings_as_errors: bool) -> String {
     let tests = report.objects.len() + report.problems.len();
+    let failures = report.objects.iter().filter(|o| failed(o, warnings_as_errors)).count();
     let errors = report.problems.len();
-    let _ = writeln!(
-        out,
-        r#"<testsuites name="draguard check" tests="{tests}" failures="{}" errors="{errors}">"#,
-        report.denied()
-    );
-    let _ = writeln!(
-        out,
-        r#"  <testsuite name="draguard" tests="{tests}" failures="{}" errors="{errors}">"#,
-        report.denied()
-    );
+    let skipped = report.objects.iter().filter(|o| !o.checked).count();
+    let time: f64 = report.objects.iter().map(|o| o.seconds).sum();
+    let counts =
+        format!(r#"tests="{tests}" failures="{failures}" errors="{errors}" skipped="{skipped}" time="{time:.6}""#);
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(out, r#"<testsuites name="draguard check" {counts}>"#);
+    let _ = writeln!(out, r#"  <testsuite name="draguard" {counts}>"#);
     let target = &report.target;
     let _ = writeln!(
         out,
@@ -27,12 +32,11 @@ pub fn render(report: &Report) -> String {
         target.version,
         escape(&target.gates.changed_from_defaults(target.version))
     );
-    // A file that could not be read is an error (not a failure): nothing
-    // in it was judged.
+    // Nothing in a file that could not be read was judged: an error.
     for problem in &report.problems {
         let _ = writeln!(
             out,
-            "    <testcase classname=\"{file}\" name=\"{file}\" file=\"{file}\" line=\"{}\">\n      \
+            "    <testcase classname=\"{file}\" name=\"{file}\" file=\"{file}\" line=\"{}\" time=\"0\">\n      \
              <error message=\"{}\" type=\"unreadable\">{}</error>\n    </testcase>",
             problem.line,
             escape(&problem.message),
@@ -44,11 +48,12 @@ pub fn render(report: &Report) -> String {
         let file = report.sources.get(object.source).map_or("-", String::as_str);
         let _ = write!(
             out,
-            r#"    <testcase classname="{}" name="{}" file="{}" line="{}""#,
+            r#"    <testcase classname="{}" name="{}" file="{}" line="{}" time="{:.6}""#,
             escape(file),
             escape(&object.id.to_string()),
             escape(file),
-            object.position.line
+            object.position.line,
+            object.seconds
         );
         let lines: Vec<String> = object
             .findings
@@ -58,25 +63,35 @@ pub fn render(report: &Report) -> String {
                 format!("{file}:{}:{}: {field}{}", f.position.line, f.position.column, f.message)
             })
             .collect();
-        if object.allowed && lines.is_empty() {
+        if !object.checked {
+            let _ = writeln!(
+                out,
+                ">\n      <skipped message=\"{} is not a kind draguard judges\"/>\n    </testcase>",
+                escape(&object.id.kind)
+            );
+            continue;
+        }
+        if !failed(object, warnings_as_errors) && lines.is_empty() {
             out.push_str("/>\n");
             continue;
         }
         out.push_str(">\n");
-        if object.allowed {
-            let _ = writeln!(out, "      <system-out>{}</system-out>", escape(&lines.join("\n")));
-        } else {
-            let first = object
-                .findings
-                .iter()
-                .find(|f| f.severity == Severity::Error)
-                .map_or("denied", |f| f.message.as_str());
+        if failed(object, warnings_as_errors) {
+            let (kind, first) = match object.findings.iter().find(|f| f.severity == Severity::Error) {
+                Some(f) => ("denied", f.message.as_str()),
+                None => (
+                    "warned",
+                    object.findings.first().map_or("warned", |f| f.message.as_str()),
+                ),
+            };
             let _ = writeln!(
                 out,
-                r#"      <failure message="{}" type="denied">{}</failure>"#,
+                r#"      <failure message="{}" type="{kind}">{}</failure>"#,
                 escape(first),
                 escape(&lines.join("\n"))
             );
+        } else {
+            let _ = writeln!(out, "      <system-out>{}</system-out>", escape(&lines.join("\n")));
         }
         out.push_str("    </testcase>\n");
     }

@@ -2,6 +2,7 @@
 //! for code-scanning UIs, JUnit XML for test dashboards.
 
 mod junit;
+pub mod rules;
 mod sarif;
 
 use std::fmt::Write as _;
@@ -18,12 +19,26 @@ pub enum Format {
     Junit,
 }
 
-pub fn render(report: &Report, format: Format, color: bool) -> String {
+/// How a report is written, besides its format.
+#[derive(Debug, Clone, Default)]
+pub struct Style {
+    /// ANSI colours (text on a terminal).
+    pub color: bool,
+    /// What SARIF URIs are relative to (default: the working directory).
+    pub base_dir: Option<std::path::PathBuf>,
+    /// Warnings fail the run: JUnit shows them as failures.
+    pub warnings_as_errors: bool,
+}
+
+pub fn render(report: &Report, format: Format, style: &Style) -> String {
     match format {
-        Format::Text => text(report, color),
+        Format::Text => text(report, style.color),
         Format::Json => pretty(&json_report(report)),
-        Format::Sarif => pretty(&sarif::render(report)),
-        Format::Junit => junit::render(report),
+        Format::Sarif => pretty(&sarif::render(
+            report,
+            style.base_dir.as_deref().unwrap_or(std::path::Path::new(".")),
+        )),
+        Format::Junit => junit::render(report, style.warnings_as_errors),
     }
 }
 
@@ -128,7 +143,7 @@ fn json_report(report: &Report) -> Value {
                 .map(|f| {
                     json!({
                         "severity": match f.severity { Severity::Error => "error", Severity::Warning => "warning" },
-                        "rule": f.rule_id(),
+                        "rule": rules::rule_of(&o.id.kind, f).id,
                         "reason": f.reason,
                         "field": f.field,
                         "message": f.message,

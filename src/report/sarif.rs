@@ -1,58 +1,145 @@
-//! SARIF 2.1.0: one run, one rule per distinct rule id, one result per
-//! finding with its file and region, so code-scanning UIs annotate the diff.
+//! SARIF 2.1.0 for code scanning: one run, the fixed rule list of
+//! [`super::rules`] with help, and one result per finding at its file and
+//! region. URIs are relative to a base folder (`uriBaseId` `%SRCROOT%`),
+//! as GitHub code scanning wants them; a result repeated at one location
+//! (the same rule and message) is written once.
 
-use std::collections::BTreeMap;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
+use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use serde_json::{Value, json};
 
+use super::rules::{self, Rule};
 use crate::check::{Report, Severity};
 
-/// The rule of a file that could not be read or parsed.
-const UNREADABLE: &str = "file-unreadable";
+/// The base every relative URI is resolved against.
+const SRCROOT: &str = "%SRCROOT%";
 
-pub fn render(report: &Report) -> Value {
-    let mut rules: BTreeMap<String, String> = BTreeMap::new();
+/// What a URI path may not hold unescaped (RFC 3986, keeping `/`).
+const PATH: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'[')
+    .add(b']')
+    .add(b'\\')
+    .add(b'^')
+    .add(b'`')
+    .add(b'{')
+    .add(b'|')
+    .add(b'}');
+
+/// Where a file is, as SARIF names it: relative to `base` when it is
+/// under it, else an absolute `file:` URI.
+struct Locator {
+    base: PathBuf,
+}
+
+impl Locator {
+    fn new(base: &Path) -> Self {
+        Locator {
+            base: std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf()),
+        }
+    }
+
+    fn artifact(&self, file: &str) -> Value {
+        let absolute = std::path::absolute(file).unwrap_or_else(|_| PathBuf::from(file));
+        match absolute.strip_prefix(&self.base) {
+            Ok(relative) => json!({"uri": encode(relative), "uriBaseId": SRCROOT}),
+            Err(_) => json!({"uri": format!("file://{}", encode(&absolute))}),
+        }
+    }
+
+    fn base_uri(&self) -> String {
+        let mut uri = format!("file://{}", encode(&self.base));
+        if !uri.ends_with('/') {
+            uri.push('/');
+        }
+        uri
+    }
+}
+
+fn encode(path: &Path) -> String {
+    let text: Vec<String> = path
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::RootDir => Some(String::new()),
+            std::path::Component::Normal(part) => Some(utf8_percent_encode(&part.to_string_lossy(), PATH).to_string()),
+            _ => None,
+        })
+        .collect();
+    text.join("/")
+}
+
+pub fn render(report: &Report, base: &Path) -> Value {
+    let locator = Locator::new(base);
+    let index = |rule: &Rule| rules::ALL.iter().position(|r| r.id == rule.id).unwrap_or_default();
     let mut results = Vec::new();
+    let mut seen = HashSet::new();
     for problem in &report.problems {
-        rules
-            .entry(UNREADABLE.to_owned())
-            .or_insert_with(|| "a file could not be read or parsed, so its objects were not checked".to_owned());
-        let mut location = json!({"physicalLocation": {"artifactLocation": {"uri": problem.file}}});
+        let mut location = json!({"physicalLocation": {"artifactLocation": locator.artifact(&problem.file)}});
         if problem.line > 0 {
             location["physicalLocation"]["region"] =
                 json!({"startLine": problem.line, "startColumn": problem.column.max(1)});
         }
         results.push(json!({
-            "ruleId": UNREADABLE,
+            "ruleId": rules::FILE_UNREADABLE.id,
+            "ruleIndex": index(&rules::FILE_UNREADABLE),
             "level": "error",
             "message": {"text": problem.message},
             "locations": [location],
         }));
     }
     for object in &report.objects {
-        let uri = report.sources.get(object.source).map_or("-", String::as_str);
+        let file = report.sources.get(object.source).map_or("-", String::as_str);
         for f in &object.findings {
-            let rule = f.rule_id();
-            rules
-                .entry(rule.clone())
-                .or_insert_with(|| describe(&f.reason, f.field.as_deref()));
+            let rule = rules::rule_of(&object.id.kind, f);
+            let message = format!("{}: {}", object.id, f.message);
+            let key = (
+                rule.id,
+                object.source,
+                f.position.line,
+                f.position.column,
+                message.clone(),
+            );
+            if !seen.insert(key) {
+                continue;
+            }
+            let logical = match f.field.as_deref() {
+                Some(p) => format!("{}:{p}", object.id),
+                None => object.id.to_string(),
+            };
             results.push(json!({
-                "ruleId": rule,
+                "ruleId": rule.id,
+                "ruleIndex": index(rule),
                 "level": match f.severity { Severity::Error => "error", Severity::Warning => "warning" },
-                "message": {"text": format!("{}: {}", object.id, f.message)},
+                "message": {"text": message},
                 "locations": [{
                     "physicalLocation": {
-                        "artifactLocation": {"uri": uri},
+                        "artifactLocation": locator.artifact(file),
                         "region": {"startLine": f.position.line.max(1), "startColumn": f.position.column.max(1)},
                     },
-                    "logicalLocations": [{"fullyQualifiedName": format!("{}{}", object.id, f.field.as_deref().map(|p| format!(":{p}")).unwrap_or_default())}],
+                    "logicalLocations": [{"fullyQualifiedName": logical}],
                 }],
             }));
         }
     }
-    let rules: Vec<Value> = rules
-        .into_iter()
-        .map(|(id, text)| json!({"id": id, "shortDescription": {"text": text}}))
+    let rules: Vec<Value> = rules::ALL
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "shortDescription": {"text": r.short},
+                "fullDescription": {"text": r.short},
+                "help": {"text": r.help},
+                "helpUri": r.help_uri(),
+            })
+        })
         .collect();
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -64,27 +151,9 @@ pub fn render(report: &Report) -> Value {
                 "informationUri": "https://github.com/draguard/draguard",
                 "rules": rules,
             }},
+            "originalUriBaseIds": {SRCROOT: {"uri": locator.base_uri()}},
             "results": results,
             "properties": {"kubernetes": super::kubernetes(report)},
         }],
     })
-}
-
-fn describe(reason: &str, field: Option<&str>) -> String {
-    let what = match reason {
-        "FieldValueRequired" => "a required value is missing",
-        "FieldValueInvalid" => "a value is invalid",
-        "FieldValueNotSupported" => "a value is not supported",
-        "FieldValueTooMany" => "a list has too many items",
-        "FieldValueTooLong" => "a value is too long",
-        "FieldValueDuplicate" => "a value is duplicated",
-        "FieldValueForbidden" => "a value is forbidden",
-        "FieldValueNotFound" => "a reference does not resolve",
-        "Warning" => "admitted with a warning",
-        _ => "the object is not admitted",
-    };
-    match field {
-        Some(f) => format!("{f}: {what}"),
-        None => what.to_owned(),
-    }
 }

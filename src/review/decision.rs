@@ -44,6 +44,8 @@ pub enum Denial {
 pub struct Warning {
     pub field: Option<Path>,
     pub message: String,
+    /// The rule a Warn-mode violation broke; `None` for other warnings.
+    pub concept: Option<super::Concept>,
 }
 
 impl Warning {
@@ -51,6 +53,7 @@ impl Warning {
         Warning {
             field: None,
             message: message.into(),
+            concept: None,
         }
     }
 
@@ -58,6 +61,7 @@ impl Warning {
         Warning {
             field: Some(field),
             message: message.into(),
+            concept: None,
         }
     }
 }
@@ -158,6 +162,7 @@ impl Decision {
                 Mode::Warn => warnings.push(Warning {
                     field: v.field,
                     message: v.message,
+                    concept: Some(v.concept),
                 }),
                 Mode::Audit => audit.push(v.message),
                 Mode::Enforce => denials.push(v),

@@ -11,6 +11,7 @@
 //! between CEL compiles), and stops once it has passed: the server has
 //! stopped waiting for it.
 
+mod concept;
 mod decision;
 mod error;
 mod mutate;
@@ -23,6 +24,7 @@ mod taint_rule_impact;
 mod ties;
 mod validate;
 
+pub use concept::Concept;
 pub use decision::{Decision, Denial, ObjectRef, Warning};
 pub use error::ReviewError;
 pub use request::{Context, Envelope, Phase, Request, operation_name};

@@ -40,12 +40,16 @@ pub fn namespace_guards<K: AdmittedKind>(
                 describe_subjects(&guards.allow)
             );
             if !requester_known {
-                warnings.push(Warning::at(
-                    change.field(),
-                    format!("toleration policy {name:?}: {rule}; the write is denied to anyone else"),
-                ));
+                warnings.push(Warning {
+                    concept: Some(crate::review::Concept::NamespaceGuard),
+                    ..Warning::at(
+                        change.field(),
+                        format!("toleration policy {name:?}: {rule}; the write is denied to anyone else"),
+                    )
+                });
             } else if !guards.allow.includes(user) {
                 violations.push(Violation {
+                    concept: crate::review::Concept::NamespaceGuard,
                     policy: name.clone(),
                     mode: policy.spec.mode,
                     field: Some(change.field()),

@@ -41,6 +41,7 @@ fn toleration_restriction_whitelist<K: AdmittedKind>(
     toleration_restriction::verify(&tolerations, annotations.as_ref(), config)
         .err()
         .map(|message| Violation {
+            concept: crate::review::Concept::TolerationWhitelist,
             policy: "PodTolerationRestriction".into(),
             mode: Mode::Enforce,
             field: None,

@@ -44,6 +44,7 @@ pub fn quota<K: AdmittedKind>(
         // The apiserver enforces the ResourceQuotas this replica cannot see
         // yet; admitting here would only defer the denial, or miss it.
         violations.push(Violation {
+            concept: crate::review::Concept::Quota,
             policy: "ResourceQuota".to_owned(),
             mode: Mode::Enforce,
             field: None,
@@ -67,6 +68,7 @@ pub fn quota<K: AdmittedKind>(
             // a correct Service sends it nothing anyway.
             for source in &sources {
                 violations.push(Violation {
+                    concept: crate::review::Concept::Quota,
                     policy: source.limits.source.clone(),
                     mode: source.mode,
                     field: None,
@@ -89,6 +91,7 @@ pub fn quota<K: AdmittedKind>(
             };
             let text = format!("{excess}{caveat}");
             violations.push(Violation {
+                concept: crate::review::Concept::Quota,
                 policy: source.limits.source.clone(),
                 mode: source.mode,
                 field: None,

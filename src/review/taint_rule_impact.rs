@@ -91,6 +91,7 @@ pub fn taint_rule_impact<K: AdmittedKind>(
 
 fn violation(policy: &TolerationPolicy, field: Path, message: String) -> Violation {
     Violation {
+        concept: crate::review::Concept::TaintRuleCap,
         policy: policy.metadata.name.clone(),
         mode: policy.spec.mode,
         field: Some(field),

@@ -24,6 +24,7 @@ pub fn priority_ties<K: AdmittedKind>(
             let violations = ties
                 .into_iter()
                 .map(|message| Violation {
+                    concept: crate::review::Concept::PriorityTie,
                     policy: p.metadata.name.clone(),
                     mode: p.spec.mode,
                     field: Some(field.clone()),
