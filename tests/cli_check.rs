@@ -393,6 +393,17 @@ fn unusable_input_exits_2() {
         "{report}"
     );
     assert!(!stderr(&out).contains("panicked") && !stderr(&out).contains("backtrace"));
+    // In the user's words, not the parser's.
+    let out = draguard(
+        &["check", "-"],
+        Some("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nmetadata: {name: b}\n"),
+    );
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some(
+            "-:4:1: error: metadata is given twice in the same mapping: keep one (which one the apiserver keeps is not what you wrote)"
+        )
+    );
 
     let out = draguard(&["check", BROKEN, "--output", "xml"], None);
     assert_eq!(out.status.code(), Some(2), "a bad flag");
@@ -746,7 +757,7 @@ fn quota_counts_every_subrequest_for_every_replica() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:8:1: error: ResourceClaimTemplate/ml/trainer-gpu: exceeded quota (ResourceQuota \"gpus\"): gpu-small.deviceclass.resource.k8s.io/devices: limit 10, used 0, requested 12"
+            "-:8:1: error: ResourceClaimTemplate/ml/trainer-gpu: exceeded quota (ResourceQuota \"gpus\"): gpu-small.deviceclass.resource.k8s.io/devices: limit 10, used 0, requested 12 (4 per Pod × 3 Pods)"
         )
     );
     let fits = draguard(&["check", "-", "--policies", no_policies], Some(&quota_workload(2)));
@@ -1472,7 +1483,7 @@ fn pod_templates_of_custom_workloads_are_judged() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:7:1: error: ResourceClaimTemplate/ml/gpu: exceeded quota (ResourceQuota \"q\"): requests.deviceclass.resource.kubernetes.io/gpu.example.com: limit 7, used 0, requested 8"
+            "-:7:1: error: ResourceClaimTemplate/ml/gpu: exceeded quota (ResourceQuota \"q\"): requests.deviceclass.resource.kubernetes.io/gpu.example.com: limit 7, used 0, requested 8 (1 per Pod × 8 Pods)"
         )
     );
 

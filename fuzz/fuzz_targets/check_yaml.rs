@@ -41,7 +41,11 @@ fuzz_target!(|data: &[u8]| {
     let lines = draguard_fuzz::yaml_lines(text);
     let report = check(&sources, &old, &options, |_, _| {});
     for problem in &report.problems {
-        assert!(problem.line <= lines, "a syntax error at line {} of {lines}: {problem}", problem.line);
+        assert!(
+            problem.line <= lines,
+            "a syntax error at line {} of {lines}: {problem}",
+            problem.line
+        );
         draguard_fuzz::assert_bounded("the syntax error", problem.to_string().len(), text.len());
     }
     for object in &report.objects {

@@ -142,12 +142,10 @@ pub fn load(file: &Path) -> Result<Loaded, String> {
             let place = e
                 .location()
                 .map_or_else(String::new, |l| format!(":{}:{}", l.line(), l.column()));
-            let message = e.without_snippet().to_string();
-            let first = message.lines().next().unwrap_or("invalid YAML");
             format!(
                 "{}{place}: {}",
                 file.display(),
-                first.split(" at line ").next().unwrap_or(first)
+                crate::yaml::messages::message(&e, &text)
             )
         })?
     };

@@ -230,10 +230,7 @@ pub fn parse_documents(source: &Source) -> Result<Vec<Spanned<Node>>, FileProble
 
 fn syntax_error(source: &Source, e: &serde_saphyr::Error) -> FileProblem {
     let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-    let message = e.without_snippet().to_string();
-    let first = message.lines().next().unwrap_or("invalid YAML").trim();
-    // The position is already in front of the message.
-    let message = first.split(" at line ").next().unwrap_or(first).to_owned();
+    let message = crate::yaml::messages::message(e, &source.text);
     FileProblem {
         file: source.name.clone(),
         line,

@@ -292,6 +292,7 @@ mod tests {
                 claims: 2,
                 devices: [("gpu".to_owned(), 5)].into(),
                 paid_by_pods: [("gpu".to_owned(), 2)].into(),
+                stamped: None,
             }
         );
         usage.delete(&made);

@@ -195,12 +195,7 @@ pub fn parse_file(file: &str, text: &str) -> Result<Parsed, Vec<PolicyError>> {
     };
     let docs: Vec<Spanned<Node>> = serde_saphyr::from_multiple(text).map_err(|e| {
         let position = e.location().map_or_else(Position::default, |l| Position::from(&l));
-        let message = e.without_snippet().to_string();
-        let first = message.lines().next().unwrap_or("invalid YAML");
-        vec![error(
-            position,
-            first.split(" at line ").next().unwrap_or(first).to_owned(),
-        )]
+        vec![error(position, crate::yaml::messages::message(&e, text))]
     })?;
     let mut parsed = Parsed::default();
     let mut errors = Vec::new();

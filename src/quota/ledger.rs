@@ -81,6 +81,7 @@ impl UsageLedger {
             claims: narrow(total.claims),
             devices: read(&total.devices),
             paid_by_pods: read(&total.paid_by_pods),
+            stamped: None,
         }
     }
 

@@ -31,6 +31,9 @@ pub struct Charge {
     /// extended resources: the pod pays for them on the extended-resource
     /// keys, so these are charged to `devices` only ([`extended`]).
     pub paid_by_pods: BTreeMap<String, u64>,
+    /// For a ResourceClaimTemplate's charge in `check`: how many claims
+    /// (one per Pod) it stamps, so a denial can show "1 per Pod × 8 Pods".
+    pub stamped: Option<u64>,
 }
 
 impl Charge {
@@ -55,6 +58,7 @@ impl Charge {
             claims: self.claims.saturating_mul(n),
             devices: times(&self.devices),
             paid_by_pods: times(&self.paid_by_pods),
+            stamped: Some(self.stamped.unwrap_or(1).saturating_mul(n)),
         }
     }
 
@@ -527,6 +531,8 @@ pub struct Excess {
     pub limit: u64,
     pub used: u64,
     pub requested: u64,
+    /// How many claims (one per Pod) the request stamps, for a template.
+    pub stamped: Option<u64>,
 }
 
 impl fmt::Display for Excess {
@@ -535,7 +541,14 @@ impl fmt::Display for Excess {
             f,
             "exceeded quota ({}): {}: limit {}, used {}, requested {}",
             self.source, self.resource, self.limit, self.used, self.requested
-        )
+        )?;
+        // A template's Pods each stamp a claim: show the product.
+        match self.stamped {
+            Some(pods) if pods > 1 && self.requested != u64::MAX && self.requested.is_multiple_of(pods) => {
+                write!(f, " ({} per Pod × {pods} Pods)", self.requested / pods)
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -544,6 +557,7 @@ impl fmt::Display for Excess {
 /// saturates, so it means "at least this many": over any limit, even a
 /// limit of `u64::MAX`.
 pub fn excesses(limits: &Limits, used: &Charge, requested: &Charge, keys: &QuotaKeys) -> Vec<Excess> {
+    let requested_stamped = requested.stamped;
     let (used, requested) = (used.resources(keys), requested.resources(keys));
     limits
         .hard
@@ -559,6 +573,7 @@ pub fn excesses(limits: &Limits, used: &Charge, requested: &Charge, keys: &Quota
                 limit,
                 used: have,
                 requested: asked,
+                stamped: requested_stamped,
             })
         })
         .collect()

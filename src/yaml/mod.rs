@@ -4,6 +4,7 @@
 //! Shared by `check` (findings) and the policy loader (errors).
 
 pub mod locate;
+pub mod messages;
 pub mod node;
 
 pub use locate::locate;
