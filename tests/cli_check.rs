@@ -1703,3 +1703,34 @@ fn output_file_quiet_and_exit_codes() {
         assert_eq!(draguard(args, input).status.code(), Some(code), "{args:?}");
     }
 }
+
+/// `policy lint` names every error of every document in one run, and
+/// takes files as well as folders.
+#[test]
+fn policy_lint_reports_every_error_and_takes_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("team.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: a}\nspec:\n  mode: Enforce\n  pods:\n    allow:\n    - key: dedicated\n      operater: Equal\n    - key: gpu\n      efect: NoSchedule\n  namespace: {names: [ml]}\n---\napiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: b}\nspec:\n  pods:\n    allow: [{key: x, operator: Sometimes}]\n",
+    )
+    .expect("write");
+    let path = file.to_str().expect("utf-8");
+    let out = draguard(&["policy", "lint", path], None);
+    assert_eq!(out.status.code(), Some(1));
+    let lines: Vec<String> = stdout(&out).lines().map(|l| l.replace(path, "F")).collect();
+    assert_eq!(lines.len(), 4, "{lines:#?}");
+    assert!(lines[0].starts_with("F:9:7: unknown field `operater`"), "{lines:#?}");
+    assert!(lines[1].starts_with("F:11:7: unknown field `efect`"), "{lines:#?}");
+    assert!(lines[2].starts_with("F:12:3: unknown field `namespace`"), "{lines:#?}");
+    assert!(lines[3].starts_with("F:19:"), "the second document's error too: {lines:#?}");
+    assert!(lines[3].contains("Sometimes"), "{lines:#?}");
+    assert_eq!(stderr(&out).trim(), "4 errors");
+
+    let ok = draguard(&["policy", "lint", "policies/gpu-devices.yaml", "policies/maintenance.yaml"], None);
+    assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
+    assert_eq!(
+        stdout(&ok),
+        "policies/gpu-devices.yaml, policies/maintenance.yaml: 3 policies OK\n"
+    );
+}

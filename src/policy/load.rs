@@ -163,7 +163,7 @@ pub fn policy_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn duplicate_names(set: &PolicySet) -> Vec<PolicyError> {
+pub fn duplicate_names(set: &PolicySet) -> Vec<PolicyError> {
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
     let mut errors = Vec::new();
     for l in &set.policies {
@@ -212,24 +212,23 @@ pub fn parse_file(file: &str, text: &str) -> Result<Parsed, Vec<PolicyError>> {
             });
             continue;
         }
-        match crate::objects::decode::<TolerationPolicy>(&value) {
-            Ok(policy) => {
-                let problems = lint(&policy);
-                if problems.is_empty() {
-                    parsed.policies.push(Loaded {
-                        policy,
-                        file: file.to_owned(),
-                    });
-                }
-                for (path, message) in problems {
-                    errors.push(error(locate(doc, FieldPath::parse(&path).segments()), message));
-                }
-            }
-            Err(e) => {
-                let (path, message) = split_decode_error(&e.to_string());
-                errors.push(error(locate(doc, FieldPath::parse(&path).segments()), message));
+        let (policy, mut problems) = decode_reporting_all(&value);
+        if let Some(policy) = policy {
+            problems.extend(lint(&policy));
+            if problems.is_empty() {
+                parsed.policies.push(Loaded {
+                    policy,
+                    file: file.to_owned(),
+                });
             }
         }
+        // In the order a reader meets them in the file.
+        let mut found: Vec<PolicyError> = problems
+            .into_iter()
+            .map(|(path, message)| error(locate(doc, FieldPath::parse(&path).segments()), message))
+            .collect();
+        found.sort_by_key(|e| (e.position.line, e.position.column));
+        errors.extend(found);
     }
     if errors.is_empty() { Ok(parsed) } else { Err(errors) }
 }
@@ -253,6 +252,71 @@ fn foreign(doc: &serde_json::Value) -> Option<String> {
 
 /// `spec.pods.allow[0]: unknown field `operatr`, expected ...` into the path
 /// of the offending key and the message.
+/// Decodes a policy, reporting every field it cannot read rather than the
+/// first: each such field is set aside and the rest decoded again, so one
+/// run of `policy lint` names every typo. The policy comes back (to lint
+/// further) when only set-aside fields were wrong; a missing required
+/// field stops the search, as everything after it would be noise.
+fn decode_reporting_all(value: &serde_json::Value) -> (Option<TolerationPolicy>, Vec<(String, String)>) {
+    /// Enough for any hand-written file; a runaway document stops here.
+    const MAX_ERRORS: usize = 100;
+    let mut value = value.clone();
+    let mut problems: Vec<(String, String)> = Vec::new();
+    while problems.len() < MAX_ERRORS {
+        match crate::objects::decode::<TolerationPolicy>(&value) {
+            Ok(policy) => return (Some(policy), problems),
+            Err(e) => {
+                // The error's path names the offending field itself.
+                let (path, message) = if e.field.is_empty() {
+                    split_decode_error(&e.to_string())
+                } else {
+                    (e.field.to_string(), e.message.clone())
+                };
+                let again = problems.iter().any(|(p, _)| *p == path);
+                let missing = message.starts_with("missing field");
+                let removed = !again && !missing && remove_at(&mut value, &path);
+                problems.push((path, message));
+                if !removed {
+                    break;
+                }
+            }
+        }
+    }
+    (None, problems)
+}
+
+/// Removes the value at `path` (`spec.pods.allow[0].operater`); false when
+/// there is nothing to remove there.
+fn remove_at(value: &mut serde_json::Value, path: &str) -> bool {
+    use crate::field::Segment;
+    let parsed = FieldPath::parse(path);
+    let Some((last, parents)) = parsed.segments().split_last() else {
+        return false;
+    };
+    let mut at = value;
+    for segment in parents {
+        let next = match segment {
+            Segment::Field(f) => at.get_mut(&**f),
+            Segment::Key(k) => at.get_mut(k.as_str()),
+            Segment::Index(i) => at.get_mut(*i),
+        };
+        match next {
+            Some(next) => at = next,
+            None => return false,
+        }
+    }
+    match (last, at) {
+        (Segment::Field(f), serde_json::Value::Object(map)) => map.remove(&**f).is_some(),
+        (Segment::Key(k), serde_json::Value::Object(map)) => map.remove(k.as_str()).is_some(),
+        // An item is emptied, not removed: the indices of the others stay.
+        (Segment::Index(i), serde_json::Value::Array(items)) => items.get_mut(*i).is_some_and(|item| {
+            *item = serde_json::Value::Object(serde_json::Map::new());
+            true
+        }),
+        _ => false,
+    }
+}
+
 fn split_decode_error(message: &str) -> (String, String) {
     let (path, rest) = match message.split_once(": ") {
         Some((p, r)) if !p.contains(' ') => (p.to_owned(), r.to_owned()),
