@@ -1723,11 +1723,22 @@ fn policy_lint_reports_every_error_and_takes_files() {
     assert!(lines[0].starts_with("F:9:7: unknown field `operater`"), "{lines:#?}");
     assert!(lines[1].starts_with("F:11:7: unknown field `efect`"), "{lines:#?}");
     assert!(lines[2].starts_with("F:12:3: unknown field `namespace`"), "{lines:#?}");
-    assert!(lines[3].starts_with("F:19:"), "the second document's error too: {lines:#?}");
+    assert!(
+        lines[3].starts_with("F:19:"),
+        "the second document's error too: {lines:#?}"
+    );
     assert!(lines[3].contains("Sometimes"), "{lines:#?}");
     assert_eq!(stderr(&out).trim(), "4 errors");
 
-    let ok = draguard(&["policy", "lint", "policies/gpu-devices.yaml", "policies/maintenance.yaml"], None);
+    let ok = draguard(
+        &[
+            "policy",
+            "lint",
+            "policies/gpu-devices.yaml",
+            "policies/maintenance.yaml",
+        ],
+        None,
+    );
     assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
     assert_eq!(
         stdout(&ok),

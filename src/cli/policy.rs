@@ -18,13 +18,30 @@ pub enum PolicyCommand {
         #[arg(default_value = "policies", value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
+    /// Run suites of expected verdicts (PolicyTest files under PATH): each
+    /// case's resource, requester and expected verdict, policy and patch.
+    /// Exit 1 when a case fails, 2 when a suite cannot be run.
+    Test {
+        #[arg(value_name = "PATH")]
+        path: PathBuf,
+        /// `text` (a line per case, a diff per failure) or `junit`.
+        #[arg(long, short = 'o', value_enum, default_value_t = TestFormat::Text)]
+        output: TestFormat,
+    },
     /// Print the JSON Schema of policy files (for yaml-language-server).
     Schema,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TestFormat {
+    Text,
+    Junit,
 }
 
 pub fn run(args: PolicyArgs) -> ExitCode {
     match args.command {
         PolicyCommand::Lint { paths } => lint(&paths),
+        PolicyCommand::Test { path, output } => test(&path, output),
         PolicyCommand::Schema => match serde_json::to_string_pretty(&crate::policy::schema::schema()) {
             Ok(s) => {
                 println!("{s}");
@@ -91,4 +108,88 @@ fn lint(paths: &[PathBuf]) -> ExitCode {
         println!("note: {note}");
     }
     ExitCode::SUCCESS
+}
+
+fn test(path: &std::path::Path, output: TestFormat) -> ExitCode {
+    use crate::policy::suite;
+    let suites = match suite::load(path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("draguard policy test: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut results = Vec::new();
+    for s in &suites {
+        match suite::run(s) {
+            Ok(mut r) => results.append(&mut r),
+            Err(e) => {
+                eprintln!("draguard policy test: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let failed = results.iter().filter(|r| !r.passed()).count();
+    match output {
+        TestFormat::Text => {
+            for r in &results {
+                println!("{} {} / {}", if r.passed() { "PASS" } else { "FAIL" }, r.suite, r.case);
+                for line in &r.differences {
+                    println!("    {line}");
+                }
+            }
+            println!(
+                "{} {}, {failed} failed",
+                results.len(),
+                if results.len() == 1 { "case" } else { "cases" }
+            );
+        }
+        TestFormat::Junit => print!("{}", junit(&results)),
+    }
+    if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// A testcase per case, a failure with the differences.
+fn junit(results: &[crate::policy::suite::CaseResult]) -> String {
+    let failed = results.iter().filter(|r| !r.passed()).count();
+    let time: f64 = results.iter().map(|r| r.seconds).sum();
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"draguard policy test\" tests=\"{}\" failures=\"{failed}\" time=\"{time:.6}\">\n",
+        results.len()
+    );
+    let mut suites: Vec<&str> = results.iter().map(|r| r.suite.as_str()).collect();
+    suites.dedup();
+    for name in suites {
+        let cases: Vec<_> = results.iter().filter(|r| r.suite == name).collect();
+        let failed = cases.iter().filter(|r| !r.passed()).count();
+        out.push_str(&format!(
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failed}\">\n",
+            crate::report::xml_escape(name),
+            cases.len()
+        ));
+        for r in cases {
+            out.push_str(&format!(
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.6}\"",
+                crate::report::xml_escape(&r.suite),
+                crate::report::xml_escape(&r.case),
+                r.seconds
+            ));
+            if r.passed() {
+                out.push_str("/>\n");
+            } else {
+                out.push_str(&format!(
+                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                    crate::report::xml_escape(r.differences.first().map_or("", String::as_str)),
+                    crate::report::xml_escape(&r.differences.join("\n"))
+                ));
+            }
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
 }

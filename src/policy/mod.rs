@@ -11,6 +11,7 @@ pub mod model;
 pub mod namespace_guards;
 pub mod reload;
 pub mod schema;
+pub mod suite;
 pub mod toleration_restriction;
 
 use std::collections::BTreeMap;

@@ -100,7 +100,7 @@ pub fn render(report: &Report, warnings_as_errors: bool) -> String {
 }
 
 /// XML text and attribute escaping; control characters XML 1.0 forbids are dropped.
-fn escape(s: &str) -> String {
+pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

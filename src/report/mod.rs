@@ -3,6 +3,8 @@
 
 mod junit;
 pub mod rules;
+
+pub use junit::escape as xml_escape;
 mod sarif;
 
 use std::fmt::Write as _;
