@@ -225,17 +225,119 @@ pub fn yaml_options() -> serde_saphyr::Options {
 /// The documents of a source with the position of every node; empty
 /// documents are dropped. JSON is YAML.
 pub fn parse_documents(source: &Source) -> Result<Vec<Spanned<Node>>, FileProblem> {
-    serde_saphyr::from_multiple_with_options(&source.text, yaml_options()).map_err(|e| syntax_error(source, &e))
+    serde_saphyr::from_multiple_with_options(&source.text, yaml_options())
+        .map_err(|e| syntax_error(&source.name, &source.text, &e))
 }
 
-fn syntax_error(source: &Source, e: &serde_saphyr::Error) -> FileProblem {
+fn syntax_error(name: &str, text: &str, e: &serde_saphyr::Error) -> FileProblem {
     let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-    let message = crate::yaml::messages::message(e, &source.text);
+    let message = crate::yaml::messages::message(e, text);
     FileProblem {
-        file: source.name.clone(),
+        file: name.to_owned(),
         line,
         column,
         message,
+    }
+}
+
+/// One YAML document of a source: its text, and the line it starts on.
+/// Documents are parsed on their own (on every core), and only the value
+/// is kept; positions are found again in the document's text when a
+/// finding needs one.
+#[derive(Debug, Clone, Copy)]
+pub struct Document<'s> {
+    pub source: usize,
+    pub text: &'s str,
+    /// The 1-based line of `text`'s first line in the source.
+    pub first_line: u64,
+}
+
+impl<'s> Document<'s> {
+    /// The documents of `text`: split before every `---` and after every
+    /// `...` at the start of a line. YAML forbids those lines inside a
+    /// document's scalars (quoted or block), so the split is the parser's.
+    pub fn split(source: usize, text: &'s str) -> Vec<Document<'s>> {
+        let mut out = Vec::new();
+        let (mut start, mut first_line, mut line, mut at) = (0usize, 1u64, 1u64, 0usize);
+        for piece in text.split_inclusive('\n') {
+            let marker = |m: &str| {
+                piece
+                    .strip_prefix(m)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\n', '\r']))
+            };
+            if marker("---") && at > start {
+                out.push(Document {
+                    source,
+                    text: &text[start..at],
+                    first_line,
+                });
+                (start, first_line) = (at, line);
+            }
+            at += piece.len();
+            line += 1;
+            if marker("...") {
+                out.push(Document {
+                    source,
+                    text: &text[start..at],
+                    first_line,
+                });
+                (start, first_line) = (at, line);
+            }
+        }
+        if at > start {
+            out.push(Document {
+                source,
+                text: &text[start..at],
+                first_line,
+            });
+        }
+        out
+    }
+
+    /// The document's value (`None` for an empty one); a problem names the
+    /// source's line.
+    pub fn value(&self, name: &str) -> Result<Option<serde_json::Value>, FileProblem> {
+        let docs: Vec<crate::yaml::node::PlainValue> =
+            serde_saphyr::from_multiple_with_options(self.text, yaml_options()).map_err(|e| {
+                let mut problem = syntax_error(name, self.text, &e);
+                if problem.line > 0 {
+                    problem.line += self.first_line - 1;
+                }
+                problem
+            })?;
+        Ok(docs.into_iter().next().map(|d| d.0).filter(|v| !v.is_null()))
+    }
+
+    /// Where the document's block content starts: its first line that is
+    /// not blank, a comment, a directive or a bare `---`. `None` when
+    /// content shares the `---` line (a flow mapping): the tree knows.
+    pub fn start(&self) -> Option<crate::yaml::Position> {
+        for (i, line) in self.text.lines().enumerate() {
+            let content = line.trim_start();
+            if content.is_empty() || content.starts_with('#') || line.starts_with('%') {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("---") {
+                let rest = rest.trim_start();
+                if rest.is_empty() || rest.starts_with('#') {
+                    continue;
+                }
+                return None;
+            }
+            let indent = (line.len() - content.len()) as u64;
+            return Some(crate::yaml::Position {
+                line: self.first_line + i as u64,
+                column: indent + 1,
+            });
+        }
+        None
+    }
+
+    /// The document's tree with positions (for locating findings).
+    pub fn tree(&self) -> Option<Spanned<Node>> {
+        serde_saphyr::from_multiple_with_options::<Spanned<Node>>(self.text, yaml_options())
+            .ok()
+            .and_then(|docs| docs.into_iter().next())
     }
 }
 
@@ -261,6 +363,44 @@ mod tests {
         );
         let json = parse_documents(&source(r#"{"kind": "Pod", "spec": {"x": [1, 2]}}"#)).expect("JSON is YAML");
         assert_eq!(json[0].value.to_value()["spec"]["x"][1], 2);
+    }
+
+    #[test]
+    fn documents_split_where_yaml_does() {
+        let text = "a: 1\n---\nb: |\n  ---not a marker\n  x\n--- # c\nc: 3\n...\nd: 4\n";
+        let docs = Document::split(0, text);
+        let got: Vec<(u64, &str)> = docs.iter().map(|d| (d.first_line, d.text)).collect();
+        assert_eq!(
+            got,
+            [
+                (1, "a: 1\n"),
+                (2, "---\nb: |\n  ---not a marker\n  x\n"),
+                (6, "--- # c\nc: 3\n...\n"),
+                (9, "d: 4\n"),
+            ]
+        );
+        let values: Vec<_> = docs.iter().map(|d| d.value("m.yaml").expect("parses")).collect();
+        assert_eq!(values[1], Some(serde_json::json!({"b": "---not a marker\nx\n"})));
+        let broken = Document::split(0, "a: 1\n---\nb: [1,\n");
+        let problem = broken[1].value("m.yaml").expect_err("broken");
+        assert!(problem.line >= 3, "{problem}: the source's line, not the document's");
+        assert_eq!(Document::split(0, "").len(), 0);
+        assert_eq!(Document::split(0, "---\n").len(), 1);
+    }
+
+    /// Where a document starts, read from its text, is where its parse
+    /// puts it.
+    #[test]
+    fn a_documents_start_is_its_roots_position() {
+        let text = "# head\napiVersion: v1\n---\n\n# note\n  kind: Pod\n  a: 1\n--- # c\nb: 2\n";
+        for document in Document::split(0, text) {
+            let tree = document.tree().expect("parses");
+            let mut want = crate::yaml::Position::from(&tree.referenced);
+            want.line += document.first_line - 1;
+            assert_eq!(document.start(), Some(want), "{:?}", document.text);
+        }
+        let flow = Document::split(0, "--- {a: 1}\n");
+        assert_eq!(flow[0].start(), None, "the tree knows");
     }
 
     #[test]

@@ -126,41 +126,116 @@ impl Report {
     }
 }
 
-/// An object found in the input, and where.
+/// An object found in the input, and where. Held as compact JSON text:
+/// 100,000 objects as JSON trees would take gigabytes; each is read again
+/// (quickly) when its turn comes. The objects that tell facts about the
+/// others (namespaces, quotas, device classes, claims, slices, patches,
+/// pod specs that stamp claims) keep their tree for the facts pass.
 struct Object {
     source: usize,
+    /// Its document, as an index into the documents of every source.
     document: usize,
     /// Where the object sits in its document: `items[i]` of a List, `[i]`
     /// of a top-level JSON array, nothing for a document of its own.
     prefix: Vec<Segment>,
-    value: Value,
+    raw: Box<serde_json::value::RawValue>,
+    /// The tree, for objects the facts pass reads.
+    value: Option<Value>,
+    /// group/kind/namespace/name, to find its old version.
+    identity: Option<(String, String, String, String)>,
+}
+
+/// Kinds whose objects tell facts about the others (`input_facts`).
+const FACT_KINDS: &[&str] = &[
+    "Namespace",
+    "ResourceQuota",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlicePatch",
+];
+
+impl Object {
+    fn new(source: usize, document: usize, prefix: Vec<Segment>, value: Value, namespace: &str) -> Self {
+        let raw = serde_json::value::to_raw_value(&value).unwrap_or_else(|_| {
+            // A tree serde_json built always serializes; null is the object
+            // that is no object.
+            serde_json::value::to_raw_value(&Value::Null).unwrap_or_default()
+        });
+        let fact = text(&value, "/kind").is_some_and(|k| FACT_KINDS.contains(&k))
+            || raw.get().contains("resourceClaimTemplateName");
+        Object {
+            source,
+            document,
+            prefix,
+            identity: identity(&value, namespace),
+            raw,
+            value: fact.then_some(value),
+        }
+    }
+
+    /// The object's tree, read again from its text when it was not kept.
+    fn tree(&mut self) -> Value {
+        match self.value.take() {
+            Some(v) => v,
+            None => serde_json::from_str(self.raw.get()).unwrap_or(Value::Null),
+        }
+    }
 }
 
 /// Checks already-read sources. `old` holds the previous versions for UPDATE
-/// reviews; `progress` is told after each source is parsed. A source that
-/// does not parse is a problem of the report, and the others are checked.
+/// reviews; `progress` is told how many documents are parsed. A document
+/// that does not parse is a problem of the report, and the others are
+/// checked.
+///
+/// Documents are parsed on every core, and objects reviewed on every core
+/// too, except those quota charges: claims are created in input order, so
+/// those are reviewed one after the other, each against the usage of the
+/// ones before it.
 pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress: impl FnMut(usize, usize)) -> Report {
-    let mut objects = Vec::new();
-    let mut trees = Vec::with_capacity(sources.len());
+    use rayon::prelude::*;
+    let documents: Vec<input::Document<'_>> = sources
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| input::Document::split(i, &s.text))
+        .collect();
+    progress(0, documents.len());
+    let parsed: Vec<Result<Vec<Object>, FileProblem>> = documents
+        .par_iter()
+        .enumerate()
+        .map(|(index, d)| {
+            let value = d.value(&sources[d.source].name)?;
+            Ok(value.map_or_else(Vec::new, |v| {
+                objects_of(v)
+                    .into_iter()
+                    .map(|(prefix, v)| Object::new(d.source, index, prefix, v, &options.namespace))
+                    .collect()
+            }))
+        })
+        .collect();
+    progress(documents.len(), documents.len());
     let mut problems = Vec::new();
-    for (i, source) in sources.iter().enumerate() {
-        let docs = input::parse_documents(source).unwrap_or_else(|problem| {
-            problems.push(problem);
-            Vec::new()
-        });
-        objects.extend(objects_of(i, &docs));
-        trees.push(docs);
-        progress(i + 1, sources.len());
+    let mut objects = Vec::new();
+    for result in parsed {
+        match result {
+            Ok(mut found) => objects.append(&mut found),
+            Err(problem) => problems.push(problem),
+        }
     }
     let mut old_objects = HashMap::new();
     for (i, source) in old.iter().enumerate() {
-        let docs = input::parse_documents(source).unwrap_or_else(|problem| {
-            problems.push(problem);
-            Vec::new()
-        });
-        for o in objects_of(i, &docs) {
-            if let Some(key) = identity(&o.value, &options.namespace) {
-                old_objects.insert(key, o.value);
+        for document in input::Document::split(i, &source.text) {
+            match document.value(&source.name) {
+                Ok(Some(value)) => {
+                    for (_, o) in objects_of(value) {
+                        if let Some(key) = identity(&o, &options.namespace) {
+                            old_objects.insert(key, o);
+                        }
+                    }
+                }
+                Ok(None) => {}
+                Err(problem) => problems.push(problem),
             }
         }
     }
@@ -169,33 +244,53 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     cluster.namespaces.extend(found.namespaces);
     cluster.annotations.extend(found.annotations);
     input_facts(&objects, options, &mut cluster);
-    let spans = Spans(&trees);
     let mut report = Report {
         sources: sources.iter().map(|s| s.name.clone()).collect(),
         objects: Vec::with_capacity(objects.len()),
         problems,
         target: options.target,
     };
-    for (n, object) in objects.into_iter().enumerate() {
-        let old_value = identity(&object.value, &options.namespace).and_then(|k| old_objects.get(&k));
-        let charge = if old_value.is_none() {
-            charge_of(&object.value, &options.namespace, &cluster)
-        } else {
-            None
-        };
+    let old_of = |object: &Object| object.identity.as_ref().and_then(|k| old_objects.get(k));
+    // What each CREATE costs in quota, read before any object is judged.
+    let charges: Vec<Option<(String, crate::quota::Charge)>> = objects
+        .par_iter()
+        .map(|o| match old_of(o) {
+            None => o
+                .value
+                .as_ref()
+                .and_then(|v| charge_of(v, &options.namespace, &cluster)),
+            Some(_) => None,
+        })
+        .collect();
+    let review_one = |n: usize, object: Object, cluster: &StaticView| {
         let ctx = Context {
             now: options.now,
-            cluster: &cluster,
+            cluster,
             policies: &options.policies,
             toleration_restriction: options.toleration_restriction.as_ref(),
             phase: Phase::Both,
             deadline: None,
             target: options.target,
         };
+        let old = old_of(&object);
         let started = std::time::Instant::now();
-        let mut verdict = check_object(n, object, old_value, options, &ctx, &spans);
+        let mut verdict = check_object(n, object, old, options, &ctx, &documents);
         verdict.seconds = started.elapsed().as_secs_f64();
-        // Claims are created in input order: an admitted one uses quota.
+        verdict
+    };
+    let (charged, free): (Vec<_>, Vec<_>) = objects
+        .into_iter()
+        .zip(charges)
+        .enumerate()
+        .partition(|(_, (_, charge))| charge.is_some());
+    // Objects quota does not charge read no usage: judged in parallel.
+    let mut verdicts: Vec<(usize, ObjectReport)> = free
+        .into_par_iter()
+        .map(|(n, (object, _))| (n, review_one(n, object, &cluster)))
+        .collect();
+    // Claims are created in input order: an admitted one uses quota.
+    for (n, (object, charge)) in charged {
+        let verdict = review_one(n, object, &cluster);
         if let (true, Some((ns, charge))) = (verdict.allowed, charge) {
             cluster
                 .usage
@@ -204,51 +299,42 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
                 .or_default()
                 .add(&charge);
         }
-        report.objects.push(verdict);
+        verdicts.push((n, verdict));
     }
+    verdicts.sort_by_key(|(n, _)| *n);
+    report.objects = verdicts.into_iter().map(|(_, v)| v).collect();
     report
 }
 
-fn objects_of(source_index: usize, docs: &[Spanned<Node>]) -> Vec<Object> {
-    let mut objects = Vec::new();
-    for (document, node) in docs.iter().enumerate() {
-        let value = node.value.to_value();
-        let object = |prefix: Vec<Segment>, value: Value| Object {
-            source: source_index,
-            document,
-            prefix,
-            value,
-        };
-        let is_list = value
-            .get("kind")
-            .and_then(Value::as_str)
-            .is_some_and(|k| k.ends_with("List"))
-            && value.get("items").is_some_and(Value::is_array);
-        match value {
-            Value::Null => {}
-            // `[{...}, {...}]`: a JSON array of objects, as some tools write.
-            Value::Array(items) => objects.extend(
-                items
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, v)| object(vec![Segment::Index(i)], v)),
-            ),
-            Value::Object(mut map) if is_list => {
-                let items = match map.remove("items") {
-                    Some(Value::Array(items)) => items,
-                    _ => Vec::new(),
-                };
-                objects.extend(
-                    items
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, v)| object(vec![Segment::Field("items".into()), Segment::Index(i)], v)),
-                );
-            }
-            value => objects.push(object(Vec::new(), value)),
+/// The objects of one document: itself, the items of a `kind: List`, or
+/// the items of a top-level JSON array; each with where it sits.
+fn objects_of(value: Value) -> Vec<(Vec<Segment>, Value)> {
+    let is_list = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| k.ends_with("List"))
+        && value.get("items").is_some_and(Value::is_array);
+    match value {
+        Value::Null => Vec::new(),
+        // `[{...}, {...}]`: a JSON array of objects, as some tools write.
+        Value::Array(items) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (vec![Segment::Index(i)], v))
+            .collect(),
+        Value::Object(mut map) if is_list => {
+            let items = match map.remove("items") {
+                Some(Value::Array(items)) => items,
+                _ => Vec::new(),
+            };
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (vec![Segment::Field("items".into()), Segment::Index(i)], v))
+                .collect()
         }
+        value => vec![(Vec::new(), value)],
     }
-    objects
 }
 
 fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -307,12 +393,12 @@ fn namespaces_in(objects: &[Object]) -> StaticView {
             .unwrap_or_default()
     };
     let mut view = StaticView::default();
-    for o in objects.iter().filter(|o| text(&o.value, "/kind") == Some("Namespace")) {
-        if let Some(name) = text(&o.value, "/metadata/name") {
-            view.namespaces
-                .insert(name.to_owned(), strings(&o.value, "/metadata/labels"));
+    let values = objects.iter().filter_map(|o| o.value.as_ref());
+    for v in values.filter(|v| text(v, "/kind") == Some("Namespace")) {
+        if let Some(name) = text(v, "/metadata/name") {
+            view.namespaces.insert(name.to_owned(), strings(v, "/metadata/labels"));
             view.annotations
-                .insert(name.to_owned(), strings(&o.value, "/metadata/annotations"));
+                .insert(name.to_owned(), strings(v, "/metadata/annotations"));
         }
     }
     view
@@ -337,12 +423,11 @@ fn input_facts(objects: &[Object], options: &Options, cluster: &mut StaticView) 
     let snapshot = crate::impact::snapshot::Snapshot::of(
         objects
             .iter()
-            .map(|o| &o.value)
+            .filter_map(|o| o.value.as_ref())
             .filter(|v| matches!(text(v, "/kind"), Some("ResourceSlice" | "ResourceClaim"))),
     );
     cluster.snapshot = (!snapshot.is_empty()).then_some(snapshot);
-    for o in objects {
-        let v = &o.value;
+    for v in objects.iter().filter_map(|o| o.value.as_ref()) {
         if text(v, "/kind") == Some("ResourceSlicePatch") {
             // Every patch in the input is known to every other (priority ties).
             let name = text(v, "/metadata/name").unwrap_or("").to_owned();
@@ -477,13 +562,14 @@ fn admission_request(uid: usize, object: Value, old: Option<Value>, namespace: O
 
 fn check_object(
     n: usize,
-    object: Object,
+    mut object: Object,
     old: Option<&Value>,
     options: &Options,
     ctx: &Context<'_>,
-    spans: &Spans<'_>,
+    documents: &[input::Document<'_>],
 ) -> ObjectReport {
-    let v = &object.value;
+    let value = object.tree();
+    let v = &value;
     let kind = text(v, "/kind").unwrap_or("").to_owned();
     let scoped = !cluster_scoped(&kind);
     let namespace = scoped.then(|| text(v, "/metadata/namespace").unwrap_or(&options.namespace).to_owned());
@@ -501,7 +587,8 @@ fn check_object(
         name,
     };
     let prefix = object.prefix.clone();
-    let position = spans.locate(object.source, object.document, &prefix, &[]);
+    let located = Located::new(documents.get(object.document).copied());
+    let position = located.locate(&prefix, &[]);
     let mut report = ObjectReport {
         source: object.source,
         id,
@@ -522,7 +609,6 @@ fn check_object(
         });
         return report;
     }
-    let (source, document) = (object.source, object.document);
     let api_version = text(v, "/apiVersion").unwrap_or("");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     report.checked = crate::kinds::route(group, version, &kind).is_some();
@@ -530,7 +616,7 @@ fn check_object(
     // apiserver would not take it either, and nothing here may pass
     // unjudged.
     if let (false, Some(row)) = (report.checked, crate::kinds::find(group, &kind)) {
-        let at = spans.locate(source, document, &prefix, &[Segment::Field("apiVersion".into())]);
+        let at = located.locate(&prefix, &[Segment::Field("apiVersion".into())]);
         report.allowed = false;
         report.findings.push(error_finding(
             "UnknownVersion",
@@ -553,9 +639,7 @@ fn check_object(
         return report;
     }
     let place = Place {
-        spans,
-        source,
-        document,
+        located: &located,
         prefix: &prefix,
         kind: &kind,
         position,
@@ -584,7 +668,7 @@ fn check_object(
         }
         return report;
     }
-    let reviewed = in_namespace(object.value, namespace.as_deref().unwrap_or(""));
+    let reviewed = in_namespace(value, namespace.as_deref().unwrap_or(""));
     let request = admission_request(n, reviewed, old.cloned(), namespace.as_deref());
     let decision = review(&request, ctx);
     report.allowed = decision.allowed;
@@ -594,9 +678,7 @@ fn check_object(
 
 /// Where an object's findings are located in the input.
 struct Place<'a> {
-    spans: &'a Spans<'a>,
-    source: usize,
-    document: usize,
+    located: &'a Located<'a>,
     prefix: &'a [Segment],
     kind: &'a str,
     /// The object's own position, for findings without a field.
@@ -606,8 +688,7 @@ struct Place<'a> {
 impl Place<'_> {
     fn at(&self, field: Option<&Path>) -> Position {
         field.map_or(self.position, |f| {
-            self.spans
-                .locate(self.source, self.document, self.prefix, &manifest_path(self.kind, f))
+            self.located.locate(self.prefix, &manifest_path(self.kind, f))
         })
     }
 
@@ -693,15 +774,41 @@ fn manifest_path(kind: &str, field: &Path) -> Vec<Segment> {
     segments
 }
 
-/// The parsed documents of every source, for positions.
-struct Spans<'a>(&'a [Vec<Spanned<Node>>]);
+/// Positions in one document, parsed again (once) only when a finding
+/// needs one: most objects have none, and keeping every document's tree
+/// would cost more memory than the objects themselves.
+struct Located<'a> {
+    document: Option<input::Document<'a>>,
+    tree: std::cell::OnceCell<Option<Spanned<Node>>>,
+}
 
-impl Spans<'_> {
-    fn locate(&self, source: usize, document: usize, prefix: &[Segment], field: &[Segment]) -> Position {
-        let Some(doc) = self.0.get(source).and_then(|docs| docs.get(document)) else {
+impl<'a> Located<'a> {
+    fn new(document: Option<input::Document<'a>>) -> Self {
+        Located {
+            document,
+            tree: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn locate(&self, prefix: &[Segment], field: &[Segment]) -> Position {
+        let Some(document) = self.document else {
+            return Position::default();
+        };
+        // The document's own start needs no parse: its first line of content.
+        if prefix.is_empty()
+            && field.is_empty()
+            && let Some(at) = document.start()
+        {
+            return at;
+        }
+        let Some(tree) = self.tree.get_or_init(|| document.tree()) else {
             return Position::default();
         };
         let path: Vec<Segment> = prefix.iter().chain(field).cloned().collect();
-        crate::yaml::locate(doc, &path)
+        let mut at = crate::yaml::locate(tree, &path);
+        if at.line > 0 {
+            at.line += document.first_line - 1;
+        }
+        at
     }
 }

@@ -155,7 +155,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;
     let progress = |done: usize, total: usize| {
         if show_progress {
-            eprint!("\rchecking: parsed {done}/{total} files");
+            eprint!("\rchecking: parsed {done}/{total} documents");
         }
     };
     let mut report = check::check(&sources, &old.sources, &options, progress);

@@ -84,6 +84,49 @@ impl<'de> Deserialize<'de> for Node {
     }
 }
 
+/// The scalar visits shared by [`Node`] and [`PlainValue`]: YAML scalars
+/// as JSON values, `wrap`ped into the visitor's type.
+macro_rules! scalar_visits {
+    ($wrap:expr) => {
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            Ok($wrap(Value::Bool(v)))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok($wrap(Value::from(v)))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok($wrap(Value::from(v)))
+        }
+        fn visit_i128<E: de::Error>(self, v: i128) -> Result<Self::Value, E> {
+            Ok($wrap(
+                i64::try_from(v).map_or_else(|_| Value::from(v as f64), Value::from),
+            ))
+        }
+        fn visit_u128<E: de::Error>(self, v: u128) -> Result<Self::Value, E> {
+            Ok($wrap(
+                u64::try_from(v).map_or_else(|_| Value::from(v as f64), Value::from),
+            ))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok($wrap(
+                serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+            ))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok($wrap(Value::from(v)))
+        }
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+            Ok($wrap(Value::String(v)))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($wrap(Value::Null))
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($wrap(Value::Null))
+        }
+    };
+}
+
 struct NodeVisitor;
 
 impl<'de> Visitor<'de> for NodeVisitor {
@@ -93,42 +136,8 @@ impl<'de> Visitor<'de> for NodeVisitor {
         f.write_str("any YAML node")
     }
 
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
-        Ok(Node::Scalar(Value::Bool(v)))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
-        Ok(Node::Scalar(Value::from(v)))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
-        Ok(Node::Scalar(Value::from(v)))
-    }
-    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Node, E> {
-        Ok(Node::Scalar(
-            i64::try_from(v).map_or_else(|_| Value::from(v as f64), Value::from),
-        ))
-    }
-    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Node, E> {
-        Ok(Node::Scalar(
-            u64::try_from(v).map_or_else(|_| Value::from(v as f64), Value::from),
-        ))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
-        Ok(Node::Scalar(
-            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
-        ))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
-        Ok(Node::Scalar(Value::from(v)))
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
-        Ok(Node::Scalar(Value::String(v)))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
-        Ok(Node::Scalar(Value::Null))
-    }
-    fn visit_none<E: de::Error>(self) -> Result<Node, E> {
-        Ok(Node::Scalar(Value::Null))
-    }
+    scalar_visits!(Node::Scalar);
+
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
         Node::deserialize(d)
     }
@@ -145,6 +154,48 @@ impl<'de> Visitor<'de> for NodeVisitor {
             entries.push((k, v));
         }
         Ok(Node::Map(entries))
+    }
+}
+
+/// A YAML document read straight into JSON, with [`Node::to_value`]'s
+/// meaning but no positions: `check` reads every document this way, and
+/// parses one again with positions only when a finding needs them.
+pub struct PlainValue(pub Value);
+
+impl<'de> Deserialize<'de> for PlainValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(PlainVisitor)
+    }
+}
+
+struct PlainVisitor;
+
+impl<'de> Visitor<'de> for PlainVisitor {
+    type Value = PlainValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML node")
+    }
+
+    scalar_visits!(PlainValue);
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<PlainValue, D::Error> {
+        PlainValue::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PlainValue, A::Error> {
+        let mut items = Vec::new();
+        while let Some(PlainValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(PlainValue(Value::Array(items)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PlainValue, A::Error> {
+        let mut entries = serde_json::Map::new();
+        // Later duplicate keys win, as in `Node::to_value`.
+        while let Some((KeyText(k), PlainValue(v))) = map.next_entry()? {
+            entries.insert(k, v);
+        }
+        Ok(PlainValue(Value::Object(entries)))
     }
 }
 
@@ -195,6 +246,15 @@ mod tests {
             docs[0].value.to_value(),
             serde_json::json!({"a": 1, "spec": {"list": [{"x": 1, "effect": "Bogus"}]}})
         );
+    }
+
+    /// Read without positions, a document means the same JSON.
+    #[test]
+    fn plain_values_equal_the_positioned_ones() {
+        let text = "i: 3\nf: 1.5\nb: true\nn: null\ns: '3'\nq: \"yes\"\n80: port\nnull: {}\nl: [1, {a: [x]}]\n";
+        let doc: Spanned<Node> = serde_saphyr::from_str(text).expect("parses");
+        let PlainValue(plain) = serde_saphyr::from_str(text).expect("parses");
+        assert_eq!(plain, doc.value.to_value());
     }
 
     #[test]
