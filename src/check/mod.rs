@@ -190,9 +190,9 @@ impl Object {
 /// checked.
 ///
 /// Documents are parsed on every core, and objects reviewed on every core
-/// too, except those quota charges: claims are created in input order, so
-/// those are reviewed one after the other, each against the usage of the
-/// ones before it.
+/// too, except those quota charges where a limit may apply: claims are
+/// created in input order, so those are reviewed one after the other, each
+/// against the usage of the ones before it.
 pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress: impl FnMut(usize, usize)) -> Report {
     use rayon::prelude::*;
     let documents: Vec<input::Document<'_>> = sources
@@ -278,11 +278,19 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         verdict.seconds = started.elapsed().as_secs_f64();
         verdict
     };
+    // Usage matters only where a limit may apply: a policy with a quota,
+    // or a ResourceQuota of the namespace among the input.
+    let policy_quota = options
+        .policies
+        .policies
+        .iter()
+        .any(|l| l.policy.spec.quota != crate::policy::model::Quota::default());
+    let limited = |ns: &str| policy_quota || cluster.quotas.contains_key(ns);
     let (charged, free): (Vec<_>, Vec<_>) = objects
         .into_iter()
         .zip(charges)
         .enumerate()
-        .partition(|(_, (_, charge))| charge.is_some());
+        .partition(|(_, (_, charge))| charge.as_ref().is_some_and(|(ns, _)| limited(ns)));
     // Objects quota does not charge read no usage: judged in parallel.
     let mut verdicts: Vec<(usize, ObjectReport)> = free
         .into_par_iter()
