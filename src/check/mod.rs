@@ -201,6 +201,10 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         .flat_map(|(i, s)| input::Document::split(i, &s.text))
         .collect();
     progress(0, documents.len());
+    // Each document's tree with positions, parsed once, when a finding (or
+    // an item of a List) first needs it, and shared by all its objects.
+    let trees: Vec<std::sync::OnceLock<Option<Spanned<Node>>>> =
+        documents.iter().map(|_| std::sync::OnceLock::new()).collect();
     let parsed: Vec<Result<Vec<Object>, FileProblem>> = documents
         .par_iter()
         .enumerate()
@@ -274,7 +278,7 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         };
         let old = old_of(&object);
         let started = std::time::Instant::now();
-        let mut verdict = check_object(n, object, old, options, &ctx, &documents);
+        let mut verdict = check_object(n, object, old, options, &ctx, &documents, &trees);
         verdict.seconds = started.elapsed().as_secs_f64();
         verdict
     };
@@ -575,6 +579,7 @@ fn check_object(
     options: &Options,
     ctx: &Context<'_>,
     documents: &[input::Document<'_>],
+    trees: &[std::sync::OnceLock<Option<Spanned<Node>>>],
 ) -> ObjectReport {
     let value = object.tree();
     let v = &value;
@@ -595,7 +600,10 @@ fn check_object(
         name,
     };
     let prefix = object.prefix.clone();
-    let located = Located::new(documents.get(object.document).copied());
+    let located = Located {
+        document: documents.get(object.document).copied(),
+        tree: trees.get(object.document),
+    };
     let position = located.locate(&prefix, &[]);
     let mut report = ObjectReport {
         source: object.source,
@@ -782,22 +790,15 @@ fn manifest_path(kind: &str, field: &Path) -> Vec<Segment> {
     segments
 }
 
-/// Positions in one document, parsed again (once) only when a finding
-/// needs one: most objects have none, and keeping every document's tree
-/// would cost more memory than the objects themselves.
+/// Positions in one document, parsed again (once per document, shared by
+/// its objects) only when a finding needs one: most objects have none, and
+/// keeping every document's tree would cost more memory than the objects.
 struct Located<'a> {
     document: Option<input::Document<'a>>,
-    tree: std::cell::OnceCell<Option<Spanned<Node>>>,
+    tree: Option<&'a std::sync::OnceLock<Option<Spanned<Node>>>>,
 }
 
-impl<'a> Located<'a> {
-    fn new(document: Option<input::Document<'a>>) -> Self {
-        Located {
-            document,
-            tree: std::cell::OnceCell::new(),
-        }
-    }
-
+impl Located<'_> {
     fn locate(&self, prefix: &[Segment], field: &[Segment]) -> Position {
         let Some(document) = self.document else {
             return Position::default();
@@ -809,7 +810,7 @@ impl<'a> Located<'a> {
         {
             return at;
         }
-        let Some(tree) = self.tree.get_or_init(|| document.tree()) else {
+        let Some(tree) = self.tree.and_then(|t| t.get_or_init(|| document.tree()).as_ref()) else {
             return Position::default();
         };
         let path: Vec<Segment> = prefix.iter().chain(field).cloned().collect();
