@@ -32,7 +32,8 @@ pub enum Command {
     Review(review::ReviewArgs),
     /// Check manifests as the webhook would judge them (for CI).
     Check(check::CheckArgs),
-    /// Lint policy files, or print their JSON Schema.
+    /// Lint policy files, test them against suites of expected verdicts, or
+    /// print their JSON Schema.
     Policy(policy::PolicyArgs),
     /// Show each device as the scheduler would see it after all
     /// ResourceSlicePatches.
