@@ -85,10 +85,7 @@ pub struct Loaded {
 impl Loaded {
     /// A path of the config, as seen from the working directory.
     pub fn resolve(&self, path: &Path) -> PathBuf {
-        match self.file.parent() {
-            Some(dir) if path.is_relative() => dir.join(path),
-            _ => path.to_path_buf(),
-        }
+        relative_to(&self.file, path)
     }
 
     /// The folder the config's relative paths start from.
@@ -124,6 +121,14 @@ impl Loaded {
                 })
             })
             .collect()
+    }
+}
+
+/// `path` as written in `file`: relative to `file`'s folder.
+pub fn relative_to(file: &Path, path: &Path) -> PathBuf {
+    match file.parent() {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_path_buf(),
     }
 }
 

@@ -168,7 +168,7 @@ impl Replicas {
         let product = |root: &Value, paths: &[TemplatePath]| {
             paths
                 .iter()
-                .map(|p| p.find(root).first().map_or(1, |(_, v)| count_of(v)))
+                .map(|p| p.find(root).first().map_or(1, |(_, v)| crate::objects::pod_count(v)))
                 .fold(1u64, u64::saturating_mul)
         };
         match self {
@@ -187,7 +187,7 @@ impl Replicas {
                 let read = |path: &str| {
                     TemplatePath::parse(path)
                         .ok()
-                        .and_then(|p| p.find(object).first().map(|(_, v)| count_of(v)))
+                        .and_then(|p| p.find(object).first().map(|(_, v)| crate::objects::pod_count(v)))
                 };
                 let groups = read("spec.replicas").unwrap_or(1);
                 let size = read("spec.leaderWorkerTemplate.size").unwrap_or(1);
@@ -198,18 +198,6 @@ impl Replicas {
                 groups.saturating_mul(workers)
             }
         }
-    }
-}
-
-/// A count field: a non-negative integer; a fraction rounds up, a count
-/// past `u64` saturates, anything else counts as one (as unset).
-fn count_of(v: &Value) -> u64 {
-    match v {
-        Value::Number(n) => n
-            .as_u64()
-            .or_else(|| n.as_f64().filter(|f| *f > 0.0).map(|f| f.ceil() as u64))
-            .unwrap_or(1),
-        _ => 1,
     }
 }
 

@@ -94,14 +94,7 @@ impl KindRow {
         let Some(tokens) = self.pod_count else {
             return 1;
         };
-        match crate::objects::value_at(object, tokens) {
-            Some(Value::Number(n)) => n
-                .as_u64()
-                // `as` from a float saturates at u64::MAX.
-                .or_else(|| n.as_f64().filter(|f| *f > 0.0).map(|f| f.ceil() as u64))
-                .unwrap_or(1),
-            _ => 1,
-        }
+        crate::objects::value_at(object, tokens).map_or(1, crate::objects::pod_count)
     }
 
     /// `schema.GroupKind.String()`: `ResourceClaim.resource.k8s.io`, `Pod`.

@@ -77,6 +77,21 @@ pub fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, DecodeError> {
     serde_path_to_error::deserialize(Strict(value)).map_err(located)
 }
 
+/// A count of Pods as a manifest writes it (`replicas`, `parallelism`): a
+/// non-negative integer; a fraction rounds up; a count too large for a
+/// `u64` (YAML reads it as a float) saturates at `u64::MAX`, so it can
+/// never slip under a quota; anything else counts as one, as unset.
+pub fn pod_count(v: &Value) -> u64 {
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            // `as` from a float saturates at u64::MAX.
+            .or_else(|| n.as_f64().filter(|f| *f > 0.0).map(|f| f.ceil() as u64))
+            .unwrap_or(1),
+        _ => 1,
+    }
+}
+
 /// The part of `root` at the object keys `tokens`, if every one is there.
 pub fn value_at<'v>(root: &'v Value, tokens: &[&str]) -> Option<&'v Value> {
     tokens.iter().try_fold(root, |v, t| v.get(t))

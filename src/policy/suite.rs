@@ -125,10 +125,7 @@ pub struct Suite {
 
 impl Suite {
     fn resolve(&self, path: &Path) -> PathBuf {
-        match self.file.parent() {
-            Some(dir) if path.is_relative() => dir.join(path),
-            _ => path.to_path_buf(),
-        }
+        crate::check::config::relative_to(&self.file, path)
     }
 }
 
