@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod input;
+pub mod json;
 pub mod pod_templates;
 
 use std::collections::HashMap;
@@ -135,14 +136,25 @@ struct Object {
     source: usize,
     /// Its document, as an index into the documents of every source.
     document: usize,
-    /// Where the object sits in its document: `items[i]` of a List, `[i]`
-    /// of a top-level JSON array, nothing for a document of its own.
-    prefix: Vec<Segment>,
+    origin: Origin,
     raw: Box<serde_json::value::RawValue>,
     /// The tree, for objects the facts pass reads.
     value: Option<Value>,
     /// group/kind/namespace/name, to find its old version.
     identity: Option<(String, String, String, String)>,
+}
+
+/// Where an object's text is in its document, to find a finding's line.
+enum Origin {
+    /// At this path of the document's YAML tree: `items[i]` of a List,
+    /// `[i]` of a top-level array, nothing for a document of its own.
+    Path(Vec<Segment>),
+    /// Its own JSON text: this byte range of the document, which starts at
+    /// this position in the source (`json::Item`).
+    Json {
+        range: std::ops::Range<usize>,
+        start: Position,
+    },
 }
 
 /// Kinds whose objects tell facts about the others (`input_facts`).
@@ -157,7 +169,7 @@ const FACT_KINDS: &[&str] = &[
 ];
 
 impl Object {
-    fn new(source: usize, document: usize, prefix: Vec<Segment>, value: Value, namespace: &str) -> Self {
+    fn new(source: usize, document: usize, origin: Origin, value: Value, namespace: &str) -> Self {
         let raw = serde_json::value::to_raw_value(&value).unwrap_or_else(|_| {
             // A tree serde_json built always serializes; null is the object
             // that is no object.
@@ -168,7 +180,7 @@ impl Object {
         Object {
             source,
             document,
-            prefix,
+            origin,
             identity: identity(&value, namespace),
             raw,
             value: fact.then_some(value),
@@ -205,41 +217,36 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     // an item of a List) first needs it, and shared by all its objects.
     let trees: Vec<std::sync::OnceLock<Option<Spanned<Node>>>> =
         documents.iter().map(|_| std::sync::OnceLock::new()).collect();
-    let parsed: Vec<Result<Vec<Object>, FileProblem>> = documents
+    let parsed: Vec<Vec<Result<Object, FileProblem>>> = documents
         .par_iter()
         .enumerate()
         .map(|(index, d)| {
-            let value = d.value(&sources[d.source].name)?;
-            Ok(value.map_or_else(Vec::new, |v| {
-                objects_of(v)
-                    .into_iter()
-                    .map(|(prefix, v)| Object::new(d.source, index, prefix, v, &options.namespace))
-                    .collect()
-            }))
+            read_document(d, &sources[d.source].name, |origin, value| {
+                Object::new(d.source, index, origin, value, &options.namespace)
+            })
         })
         .collect();
     progress(documents.len(), documents.len());
     let mut problems = Vec::new();
     let mut objects = Vec::new();
-    for result in parsed {
+    for result in parsed.into_iter().flatten() {
         match result {
-            Ok(mut found) => objects.append(&mut found),
+            Ok(object) => objects.push(object),
             Err(problem) => problems.push(problem),
         }
     }
     let mut old_objects = HashMap::new();
     for (i, source) in old.iter().enumerate() {
         for document in input::Document::split(i, &source.text) {
-            match document.value(&source.name) {
-                Ok(Some(value)) => {
-                    for (_, o) in objects_of(value) {
+            for result in read_document(&document, &source.name, |_, value| value) {
+                match result {
+                    Ok(o) => {
                         if let Some(key) = identity(&o, &options.namespace) {
                             old_objects.insert(key, o);
                         }
                     }
+                    Err(problem) => problems.push(problem),
                 }
-                Ok(None) => {}
-                Err(problem) => problems.push(problem),
             }
         }
     }
@@ -316,6 +323,41 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     verdicts.sort_by_key(|(n, _)| *n);
     report.objects = verdicts.into_iter().map(|(_, v)| v).collect();
     report
+}
+
+/// The objects of one document, each `made` from where it is and its
+/// value. JSON is split apart on one core and its items read on every
+/// core, and an item that does not read is a problem of that item only;
+/// YAML is read whole, and a document that does not parse has no objects.
+fn read_document<T: Send>(
+    document: &input::Document<'_>,
+    name: &str,
+    made: impl Fn(Origin, Value) -> T + Sync,
+) -> Vec<Result<T, FileProblem>> {
+    use rayon::prelude::*;
+    match json::items(document, name) {
+        Some(Ok(items)) => items
+            .into_par_iter()
+            .map(|item| {
+                let value = item.value(name)?;
+                let origin = Origin::Json {
+                    range: item.range,
+                    start: item.start,
+                };
+                Ok(made(origin, value))
+            })
+            .collect(),
+        Some(Err(problem)) => vec![Err(problem)],
+        None => match document.value(name) {
+            Ok(value) => value
+                .map(objects_of)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(prefix, v)| Ok(made(Origin::Path(prefix), v)))
+                .collect(),
+            Err(problem) => vec![Err(problem)],
+        },
+    }
 }
 
 /// The objects of one document: itself, the items of a `kind: List`, or
@@ -599,10 +641,33 @@ fn check_object(
         namespace: namespace.clone(),
         name,
     };
-    let prefix = object.prefix.clone();
-    let located = Located {
-        document: documents.get(object.document).copied(),
-        tree: trees.get(object.document),
+    // A JSON item is parsed alone for positions; a YAML document once for
+    // all its objects.
+    let own_tree = std::sync::OnceLock::new();
+    let document = documents.get(object.document).copied();
+    let (located, prefix) = match &object.origin {
+        Origin::Path(prefix) => (
+            Located {
+                document,
+                first_column: 1,
+                tree: trees.get(object.document),
+            },
+            prefix.clone(),
+        ),
+        Origin::Json { range, start } => (
+            Located {
+                document: document.and_then(|d| {
+                    Some(input::Document {
+                        source: d.source,
+                        text: d.text.get(range.clone())?,
+                        first_line: start.line,
+                    })
+                }),
+                first_column: start.column,
+                tree: Some(&own_tree),
+            },
+            Vec::new(),
+        ),
     };
     let position = located.locate(&prefix, &[]);
     let mut report = ObjectReport {
@@ -795,6 +860,9 @@ fn manifest_path(kind: &str, field: &Path) -> Vec<Segment> {
 /// keeping every document's tree would cost more memory than the objects.
 struct Located<'a> {
     document: Option<input::Document<'a>>,
+    /// The column the document's first line starts at (a JSON item's
+    /// text may start mid-line).
+    first_column: u64,
     tree: Option<&'a std::sync::OnceLock<Option<Spanned<Node>>>>,
 }
 
@@ -804,11 +872,17 @@ impl Located<'_> {
             return Position::default();
         };
         // The document's own start needs no parse: its first line of content.
+        let on_first_line = |mut at: Position| {
+            if at.line == document.first_line {
+                at.column += self.first_column.saturating_sub(1);
+            }
+            at
+        };
         if prefix.is_empty()
             && field.is_empty()
             && let Some(at) = document.start()
         {
-            return at;
+            return on_first_line(at);
         }
         let Some(tree) = self.tree.and_then(|t| t.get_or_init(|| document.tree()).as_ref()) else {
             return Position::default();
@@ -817,6 +891,7 @@ impl Located<'_> {
         let mut at = crate::yaml::locate(tree, &path);
         if at.line > 0 {
             at.line += document.first_line - 1;
+            at = on_first_line(at);
         }
         at
     }

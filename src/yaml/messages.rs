@@ -37,9 +37,7 @@ struct Words;
 impl MessageFormatter for Words {
     fn format_message<'a>(&self, err: &'a Error) -> Cow<'a, str> {
         match err {
-            Error::DuplicateMappingKey { key: Some(key), .. } => Cow::Owned(format!(
-                "{key} is given twice in the same mapping: keep one (which one the apiserver keeps is not what you wrote)"
-            )),
+            Error::DuplicateMappingKey { key: Some(key), .. } => Cow::Owned(duplicate_key(key)),
             Error::DuplicateMappingKey { key: None, .. } => {
                 Cow::Borrowed("a key is given twice in the same mapping: keep one")
             }
@@ -51,6 +49,11 @@ impl MessageFormatter for Words {
             other => UserMessageFormatter.format_message(other),
         }
     }
+}
+
+/// A key given twice in one mapping (YAML) or object (JSON).
+pub fn duplicate_key(key: &str) -> String {
+    format!("{key} is given twice in the same mapping: keep one (which one the apiserver keeps is not what you wrote)")
 }
 
 const ALIAS_BOMB: &str = "aliases (*name) expand this document past what any manifest needs (a YAML alias bomb?): write the repeated parts out";

@@ -1,0 +1,246 @@
+//! `check`'s JSON path: `kubectl get -o json` Lists, `jq -c` arrays and
+//! single JSON objects are read by serde_json, item by item, and must give
+//! exactly what the YAML parser gives for the same text: the same objects,
+//! verdicts, findings and positions.
+
+use draguard::check::{FileProblem, Options, Report, Source, check};
+use serde_json::{Value, json};
+
+fn options() -> Options {
+    Options {
+        namespace: "default".into(),
+        now: "2026-11-24T10:00:00Z".parse().expect("a time"),
+        policies: Default::default(),
+        namespace_labels: Default::default(),
+        toleration_restriction: None,
+        target: Default::default(),
+        pod_templates: draguard::check::pod_templates::builtin(),
+    }
+}
+
+fn run(name: &str, text: &str) -> Report {
+    let sources = [Source {
+        name: name.into(),
+        text: text.into(),
+    }];
+    check(&sources, &[], &options(), |_, _| {})
+}
+
+fn claim(name: &str, effect: &str) -> Value {
+    json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com",
+            "tolerations": [{"key": "example.com/maintenance", "operator": "Exists", "effect": effect}]
+        }}]}}
+    })
+}
+
+fn pod(name: &str, effect: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "containers": [{"name": "c", "image": "registry.example.com/app:1"}],
+            "tolerations": [{"key": "example.com/dedicated", "operator": "Exists", "effect": effect}]
+        }
+    })
+}
+
+fn items() -> Vec<Value> {
+    vec![
+        claim("fine", "NoSchedule"),
+        claim("bad", "Bogus"),
+        pod("p", "Bogus"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+    ]
+}
+
+/// The line and column (1-based) where the `n`th occurrence of `needle`
+/// starts in `text`.
+fn position_of(text: &str, needle: &str, n: usize) -> (u64, u64) {
+    let offset = text
+        .match_indices(needle)
+        .nth(n)
+        .map(|(i, _)| i)
+        .unwrap_or_else(|| panic!("{needle:?} #{n} is in the text"));
+    let before = &text[..offset];
+    let line = before.matches('\n').count() as u64 + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u64 + 1;
+    (line, column)
+}
+
+/// Each object's id and verdict, and each finding with its place; `shift`
+/// lines are taken off (the YAML copy has a comment line on top).
+fn summary(report: &Report, shift: u64) -> Vec<String> {
+    report
+        .objects
+        .iter()
+        .flat_map(|o| {
+            let head = format!("{} allowed={} checked={} at {:?}", o.id, o.allowed, o.checked, {
+                (o.position.line - shift, o.position.column)
+            });
+            std::iter::once(head).chain(o.findings.iter().map(move |f| {
+                format!(
+                    "  {:?} {:?} {} {}:{} {}",
+                    f.severity,
+                    f.field,
+                    f.reason,
+                    f.position.line - shift,
+                    f.position.column,
+                    f.message
+                )
+            }))
+        })
+        .collect()
+}
+
+/// The same text, read through the JSON path (a `.json` file) and through
+/// the YAML parser (a comment line on top makes it YAML), reads the same.
+fn assert_read_alike(text: &str) -> Report {
+    let json = run("input.json", text);
+    let yaml = run("input.yaml", &format!("# read by the YAML parser\n{text}"));
+    assert!(json.problems.is_empty(), "{:?}", json.problems);
+    assert!(yaml.problems.is_empty(), "{:?}", yaml.problems);
+    assert_eq!(summary(&json, 0), summary(&yaml, 1), "{text}");
+    json
+}
+
+#[test]
+fn a_kubectl_list_reads_as_its_yaml_does_at_the_same_lines() {
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items(), "metadata": {"resourceVersion": ""}});
+    let text = serde_json::to_string_pretty(&list).expect("serializes") + "\n";
+    let report = assert_read_alike(&text);
+    assert_eq!(report.objects.len(), 4);
+    assert_eq!(report.denied(), 2);
+    let bad_claim = &report.objects[1];
+    assert_eq!(bad_claim.id.to_string(), "ResourceClaim/ml/bad");
+    assert_eq!(
+        (bad_claim.position.line, bad_claim.position.column),
+        position_of(&text, "{\n      \"apiVersion\": \"resource.k8s.io/v1\"", 1),
+        "an item is where its brace is"
+    );
+    let finding = &bad_claim.findings[0];
+    assert_eq!(
+        finding.field.as_deref(),
+        Some("spec.devices.requests[0].exactly.tolerations[0].effect")
+    );
+    assert_eq!(
+        (finding.position.line, finding.position.column),
+        position_of(&text, "\"effect\": \"Bogus\"", 0)
+    );
+    let pod_finding = &report.objects[2].findings[0];
+    assert_eq!(pod_finding.field.as_deref(), Some("spec.tolerations[0].effect"));
+    assert_eq!(
+        (pod_finding.position.line, pod_finding.position.column),
+        position_of(&text, "\"effect\": \"Bogus\"", 1)
+    );
+    assert!(!report.objects[3].checked, "a ConfigMap is not judged");
+}
+
+#[test]
+fn a_one_line_array_has_the_columns_of_its_fields() {
+    let text = serde_json::to_string(&items()).expect("serializes") + "\n";
+    let report = assert_read_alike(&text);
+    let finding = &report.objects[1].findings[0];
+    assert_eq!(
+        (finding.position.line, finding.position.column),
+        position_of(&text, "\"effect\":\"Bogus\"", 0),
+        "mid-line items keep their columns"
+    );
+    assert_eq!(
+        (report.objects[2].position.line, report.objects[2].position.column),
+        position_of(&text, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\"", 0)
+    );
+}
+
+#[test]
+fn a_single_object_and_items_on_shared_lines_read_alike() {
+    let text = serde_json::to_string_pretty(&claim("solo", "Bogus")).expect("serializes");
+    let report = assert_read_alike(&format!("\n\n{text}\n"));
+    assert_eq!(report.denied(), 1);
+    let one_per_line = format!(
+        "{{\"apiVersion\": \"v1\", \"kind\": \"PodList\", \"items\": [\n  {},\n  {}\n]}}\n",
+        serde_json::to_string(&pod("a", "NoSchedule")).expect("serializes"),
+        serde_json::to_string(&pod("b", "Bogus")).expect("serializes")
+    );
+    let report = assert_read_alike(&one_per_line);
+    assert_eq!(
+        (
+            report.objects[1].findings[0].position.line,
+            report.objects[1].findings[0].position.column
+        ),
+        position_of(&one_per_line, "\"effect\":\"Bogus\"", 0)
+    );
+}
+
+#[test]
+fn an_item_that_does_not_read_is_a_problem_of_its_own() {
+    let mut list = serde_json::to_string_pretty(&json!({"kind": "List", "apiVersion": "v1", "items": items()}))
+        .expect("serializes");
+    // The second item names itself twice.
+    list = list.replacen("\"name\": \"bad\"", "\"name\": \"bad\", \"name\": \"worse\"", 1);
+    let report = run("cluster.json", &list);
+    let (line, column) = position_of(&list, "\"name\": \"worse\"", 0);
+    let problem = FileProblem {
+        file: "cluster.json".into(),
+        line,
+        column,
+        message:
+            "name is given twice in the same mapping: keep one (which one the apiserver keeps is not what you wrote)"
+                .into(),
+    };
+    assert_eq!(report.problems, std::slice::from_ref(&problem), "at the second key");
+    // The YAML parser reports the same problem, but then reads no item.
+    let yaml = run("cluster.json", &format!("# YAML\n{list}"));
+    assert_eq!(
+        yaml.problems,
+        [FileProblem {
+            line: line + 1,
+            ..problem
+        }]
+    );
+    assert!(yaml.objects.is_empty());
+    let ids: Vec<String> = report.objects.iter().map(|o| o.id.to_string()).collect();
+    assert_eq!(ids, ["ResourceClaim/ml/fine", "Pod/default/p", "ConfigMap/default/c"]);
+}
+
+#[test]
+fn a_json_file_with_a_syntax_error_is_reported_where_json_says() {
+    let text = "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"Pod\"\n  \"metadata\": {}\n}\n";
+    let report = run("pod.json", text);
+    assert_eq!(
+        report.problems,
+        [FileProblem {
+            file: "pod.json".into(),
+            line: 4,
+            column: 3,
+            message: "expected `,` or `}`".into(),
+        }]
+    );
+    assert!(report.objects.is_empty());
+}
+
+/// What serde_json refuses but YAML reads, or words better, goes to the
+/// YAML parser: flow style from standard input, a top-level key twice.
+#[test]
+fn what_only_yaml_reads_goes_to_the_yaml_parser() {
+    let flow = "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: x}], tolerations: [{key: k, operator: Exists, effect: Bogus}]}}\n";
+    let report = run("-", flow);
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.denied(), 1);
+    assert_eq!(
+        report.objects[0].findings[0].position.column,
+        flow.find("effect").expect("there") as u64 + 1
+    );
+    let twice = "{\"kind\": \"Pod\", \"apiVersion\": \"v1\", \"kind\": \"List\"}\n";
+    let report = run("twice.json", twice);
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert_eq!(
+        report.problems[0].message,
+        "kind is given twice in the same mapping: keep one (which one the apiserver keeps is not what you wrote)"
+    );
+}
