@@ -294,10 +294,10 @@ impl<'s> Document<'s> {
         out
     }
 
-    /// The document's value (`None` for an empty one); a problem names the
-    /// source's line.
-    pub fn value(&self, name: &str) -> Result<Option<serde_json::Value>, FileProblem> {
-        let docs: Vec<crate::yaml::node::PlainValue> =
+    /// The document as compact JSON text (`None` for an empty one, or
+    /// `null`); a problem names the source's line.
+    pub fn json(&self, name: &str) -> Result<Option<String>, FileProblem> {
+        let docs: Vec<crate::yaml::json_text::JsonText<false>> =
             serde_saphyr::from_multiple_with_options(self.text, yaml_options()).map_err(|e| {
                 let mut problem = syntax_error(name, self.text, &e);
                 if problem.line > 0 {
@@ -305,7 +305,7 @@ impl<'s> Document<'s> {
                 }
                 problem
             })?;
-        Ok(docs.into_iter().next().map(|d| d.0).filter(|v| !v.is_null()))
+        Ok(docs.into_iter().next().map(|d| d.0).filter(|json| json != "null"))
     }
 
     /// Where the document's block content starts: its first line that is
@@ -379,10 +379,10 @@ mod tests {
                 (9, "d: 4\n"),
             ]
         );
-        let values: Vec<_> = docs.iter().map(|d| d.value("m.yaml").expect("parses")).collect();
-        assert_eq!(values[1], Some(serde_json::json!({"b": "---not a marker\nx\n"})));
+        let values: Vec<_> = docs.iter().map(|d| d.json("m.yaml").expect("parses")).collect();
+        assert_eq!(values[1].as_deref(), Some(r#"{"b":"---not a marker\nx\n"}"#));
         let broken = Document::split(0, "a: 1\n---\nb: [1,\n");
-        let problem = broken[1].value("m.yaml").expect_err("broken");
+        let problem = broken[1].json("m.yaml").expect_err("broken");
         assert!(problem.line >= 3, "{problem}: the source's line, not the document's");
         assert_eq!(Document::split(0, "").len(), 0);
         assert_eq!(Document::split(0, "---\n").len(), 1);

@@ -48,27 +48,13 @@ struct Top<'a> {
 pub fn items<'s>(document: &Document<'s>, name: &str) -> Option<Result<Vec<Item<'s>>, FileProblem>> {
     let text = document.text;
     let body = text.trim_start();
-    let items: Vec<(Vec<Segment>, &'s str)> = match body.as_bytes().first() {
-        Some(b'[') => match serde_json::from_str::<Vec<&'s RawValue>>(body) {
-            Ok(items) => items
-                .into_iter()
-                .enumerate()
-                .map(|(i, item)| (vec![Segment::Index(i)], item.get()))
-                .collect(),
-            Err(e) => return rejected(document, name, &e),
-        },
-        Some(b'{') => match serde_json::from_str::<Top<'s>>(body) {
-            Ok(top) => match list_items(&top) {
-                Some(items) => items
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, item)| (vec![Segment::Field("items".into()), Segment::Index(i)], item.get()))
-                    .collect(),
-                None => vec![(Vec::new(), body.trim_end())],
-            },
-            Err(e) => return rejected(document, name, &e),
-        },
-        _ => return None,
+    if !body.starts_with(['{', '[']) {
+        return None;
+    }
+    let items = match split(body) {
+        Ok(Some(items)) => items,
+        Ok(None) => vec![(Vec::new(), body.trim_end())],
+        Err(e) => return rejected(document, name, &e),
     };
     let mut lines = Lines::new(document);
     Some(Ok(items
@@ -85,8 +71,35 @@ pub fn items<'s>(document: &Document<'s>, name: &str) -> Option<Result<Vec<Item<
         .collect()))
 }
 
-/// A List's items: `kind` ends in `List` and `items` is an array, as
-/// `check` reads Lists from YAML.
+/// The objects of a JSON text, each with where it sits: the items of a
+/// top-level array or of a List; `None` when the text is one object (or
+/// no object at all). An error when the text is not JSON.
+pub fn split(text: &str) -> Result<Option<Vec<(Vec<Segment>, &str)>>, serde_json::Error> {
+    let body = text.trim_start();
+    if body.starts_with('[') {
+        let items: Vec<&RawValue> = serde_json::from_str(body)?;
+        return Ok(Some(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| (vec![Segment::Index(i)], item.get()))
+                .collect(),
+        ));
+    }
+    if body.starts_with('{') {
+        let top: Top<'_> = serde_json::from_str(body)?;
+        return Ok(list_items(&top).map(|items| {
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| (vec![Segment::Field("items".into()), Segment::Index(i)], item.get()))
+                .collect()
+        }));
+    }
+    Ok(None)
+}
+
+/// A List's items: `kind` ends in `List` and `items` is an array.
 fn list_items<'a>(top: &Top<'a>) -> Option<Vec<&'a RawValue>> {
     let kind: Cow<'_, str> = serde_json::from_str(top.kind?.get()).ok()?;
     if !kind.ends_with("List") {
@@ -135,19 +148,19 @@ fn problem(name: &str, start: Position, e: &serde_json::Error) -> FileProblem {
 }
 
 impl Item<'_> {
-    /// The item's value. One that serde_json refuses (a key given twice)
-    /// is read again by the YAML parser, alone, so that its problem is the
-    /// one the YAML path reports, at the same place.
-    pub fn value(&self, name: &str) -> Result<serde_json::Value, FileProblem> {
-        serde_json::from_str::<crate::yaml::node::UniqueKeysValue>(self.text)
-            .map(|v| v.0)
+    /// The item as compact JSON text. One that serde_json refuses (a key
+    /// given twice) is read again by the YAML parser, alone, so that its
+    /// problem is the one the YAML path reports, at the same place.
+    pub fn json(&self, name: &str) -> Result<String, FileProblem> {
+        serde_json::from_str::<crate::yaml::json_text::JsonText<true>>(self.text)
+            .map(|json| json.0)
             .map_err(|e| {
                 let alone = Document {
                     source: 0,
                     text: self.text,
                     first_line: self.start.line,
                 };
-                match alone.value(name) {
+                match alone.json(name) {
                     Err(mut problem) => {
                         if problem.line == self.start.line {
                             problem.column += self.start.column.saturating_sub(1);

@@ -137,7 +137,8 @@ struct Object {
     /// Its document, as an index into the documents of every source.
     document: usize,
     origin: Origin,
-    raw: Box<serde_json::value::RawValue>,
+    /// Its compact JSON text.
+    raw: Box<str>,
     /// The tree, for objects the facts pass reads.
     value: Option<Value>,
     /// group/kind/namespace/name, to find its old version.
@@ -168,22 +169,58 @@ const FACT_KINDS: &[&str] = &[
     "ResourceSlicePatch",
 ];
 
+/// What an object's identity is read from, without reading the rest.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, default, rename = "apiVersion")]
+    api_version: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    metadata: Option<MetadataHead<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct MetadataHead<'a> {
+    #[serde(borrow, default)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "generateName")]
+    generate_name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    namespace: Option<std::borrow::Cow<'a, str>>,
+}
+
 impl Object {
-    fn new(source: usize, document: usize, origin: Origin, value: Value, namespace: &str) -> Self {
-        let raw = serde_json::value::to_raw_value(&value).unwrap_or_else(|_| {
-            // A tree serde_json built always serializes; null is the object
-            // that is no object.
-            serde_json::value::to_raw_value(&Value::Null).unwrap_or_default()
-        });
-        let fact = text(&value, "/kind").is_some_and(|k| FACT_KINDS.contains(&k))
-            || raw.get().contains("resourceClaimTemplateName");
+    /// An object from its compact JSON text. Only its head is read here;
+    /// the whole tree only for the objects the facts pass reads.
+    fn new(source: usize, document: usize, origin: Origin, raw: String, namespace: &str) -> Self {
+        let (kind, identity) = match serde_json::from_str::<Head<'_>>(&raw) {
+            Ok(head) => {
+                let meta = head.metadata.as_ref();
+                let identity = identity_of(
+                    head.kind.as_deref(),
+                    head.api_version.as_deref(),
+                    meta.and_then(|m| m.name.as_deref().or(m.generate_name.as_deref())),
+                    meta.and_then(|m| m.namespace.as_deref()),
+                    namespace,
+                );
+                (head.kind.map(std::borrow::Cow::into_owned), identity)
+            }
+            // A field of another type than a string (`kind: 3`): read the
+            // way the review will read it.
+            Err(_) => {
+                let value: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
+                (text(&value, "/kind").map(str::to_owned), identity(&value, namespace))
+            }
+        };
+        let fact = kind.is_some_and(|k| FACT_KINDS.contains(&k.as_str())) || raw.contains("resourceClaimTemplateName");
         Object {
             source,
             document,
             origin,
-            identity: identity(&value, namespace),
-            raw,
-            value: fact.then_some(value),
+            identity,
+            value: fact.then(|| serde_json::from_str(&raw).unwrap_or(Value::Null)),
+            raw: raw.into_boxed_str(),
         }
     }
 
@@ -191,7 +228,7 @@ impl Object {
     fn tree(&mut self) -> Value {
         match self.value.take() {
             Some(v) => v,
-            None => serde_json::from_str(self.raw.get()).unwrap_or(Value::Null),
+            None => serde_json::from_str(&self.raw).unwrap_or(Value::Null),
         }
     }
 }
@@ -238,7 +275,8 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     let mut old_objects = HashMap::new();
     for (i, source) in old.iter().enumerate() {
         for document in input::Document::split(i, &source.text) {
-            for result in read_document(&document, &source.name, |_, value| value) {
+            let tree = |_, raw: String| serde_json::from_str::<Value>(&raw).unwrap_or(Value::Null);
+            for result in read_document(&document, &source.name, tree) {
                 match result {
                     Ok(o) => {
                         if let Some(key) = identity(&o, &options.namespace) {
@@ -326,68 +364,41 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
 }
 
 /// The objects of one document, each `made` from where it is and its
-/// value. JSON is split apart on one core and its items read on every
-/// core, and an item that does not read is a problem of that item only;
-/// YAML is read whole, and a document that does not parse has no objects.
+/// compact JSON text. JSON is split apart on one core and its items read
+/// on every core, and an item that does not read is a problem of that
+/// item only; YAML is read whole, and a document that does not parse has
+/// no objects.
 fn read_document<T: Send>(
     document: &input::Document<'_>,
     name: &str,
-    made: impl Fn(Origin, Value) -> T + Sync,
+    made: impl Fn(Origin, String) -> T + Sync,
 ) -> Vec<Result<T, FileProblem>> {
     use rayon::prelude::*;
     match json::items(document, name) {
         Some(Ok(items)) => items
             .into_par_iter()
             .map(|item| {
-                let value = item.value(name)?;
+                let raw = item.json(name)?;
                 let origin = Origin::Json {
                     range: item.range,
                     start: item.start,
                 };
-                Ok(made(origin, value))
+                Ok(made(origin, raw))
             })
             .collect(),
         Some(Err(problem)) => vec![Err(problem)],
-        None => match document.value(name) {
-            Ok(value) => value
-                .map(objects_of)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(prefix, v)| Ok(made(Origin::Path(prefix), v)))
-                .collect(),
+        None => match document.json(name) {
+            Ok(None) => Vec::new(),
+            // The text was written here: it splits as JSON.
+            Ok(Some(raw)) => match json::split(&raw) {
+                Ok(Some(parts)) => parts
+                    .into_iter()
+                    .map(|(prefix, part)| Ok(made(Origin::Path(prefix), part.to_owned())))
+                    .collect(),
+                Ok(None) | Err(_) => vec![Ok(made(Origin::Path(Vec::new()), raw))],
+            },
             Err(problem) => vec![Err(problem)],
         },
-    }
-}
-
-/// The objects of one document: itself, the items of a `kind: List`, or
-/// the items of a top-level JSON array; each with where it sits.
-fn objects_of(value: Value) -> Vec<(Vec<Segment>, Value)> {
-    let is_list = value
-        .get("kind")
-        .and_then(Value::as_str)
-        .is_some_and(|k| k.ends_with("List"))
-        && value.get("items").is_some_and(Value::is_array);
-    match value {
-        Value::Null => Vec::new(),
-        // `[{...}, {...}]`: a JSON array of objects, as some tools write.
-        Value::Array(items) => items
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| (vec![Segment::Index(i)], v))
-            .collect(),
-        Value::Object(mut map) if is_list => {
-            let items = match map.remove("items") {
-                Some(Value::Array(items)) => items,
-                _ => Vec::new(),
-            };
-            items
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| (vec![Segment::Field("items".into()), Segment::Index(i)], v))
-                .collect()
-        }
-        value => vec![(Vec::new(), value)],
     }
 }
 
@@ -422,15 +433,35 @@ fn cluster_scoped(kind: &str) -> bool {
 
 /// group/kind/namespace/name: how an object is matched with its old version.
 fn identity(v: &Value, default_namespace: &str) -> Option<(String, String, String, String)> {
-    let kind = text(v, "/kind")?;
-    let group = text(v, "/apiVersion").map(|a| a.rsplit_once('/').map_or("", |(g, _)| g))?;
-    let name = text(v, "/metadata/name").or_else(|| text(v, "/metadata/generateName"))?;
+    identity_of(
+        text(v, "/kind"),
+        text(v, "/apiVersion"),
+        text(v, "/metadata/name").or_else(|| text(v, "/metadata/generateName")),
+        text(v, "/metadata/namespace"),
+        default_namespace,
+    )
+}
+
+fn identity_of(
+    kind: Option<&str>,
+    api_version: Option<&str>,
+    name: Option<&str>,
+    namespace: Option<&str>,
+    default_namespace: &str,
+) -> Option<(String, String, String, String)> {
+    let kind = kind?;
+    let group = api_version?.rsplit_once('/').map_or("", |(g, _)| g);
     let namespace = if cluster_scoped(kind) {
         ""
     } else {
-        text(v, "/metadata/namespace").unwrap_or(default_namespace)
+        namespace.unwrap_or(default_namespace)
     };
-    Some((group.to_owned(), kind.to_owned(), namespace.to_owned(), name.to_owned()))
+    Some((
+        group.to_owned(),
+        kind.to_owned(),
+        namespace.to_owned(),
+        name?.to_owned(),
+    ))
 }
 
 /// Namespace objects in the input tell the labels and annotations of their

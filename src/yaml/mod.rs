@@ -3,6 +3,7 @@
 //! positions.
 //! Shared by `check` (findings) and the policy loader (errors).
 
+pub mod json_text;
 pub mod locate;
 pub mod messages;
 pub mod node;

@@ -84,8 +84,8 @@ impl<'de> Deserialize<'de> for Node {
     }
 }
 
-/// The scalar visits shared by [`Node`] and [`PlainValue`]: YAML scalars
-/// as JSON values, `wrap`ped into the visitor's type.
+/// The scalar visits of [`Node`]: YAML scalars as JSON values, `wrap`ped
+/// into the visitor's type.
 macro_rules! scalar_visits {
     ($wrap:expr) => {
         fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
@@ -157,67 +157,6 @@ impl<'de> Visitor<'de> for NodeVisitor {
     }
 }
 
-/// A YAML document read straight into JSON, with [`Node::to_value`]'s
-/// meaning but no positions: `check` reads every document this way, and
-/// parses one again with positions only when a finding needs them.
-pub type PlainValue = Plain<false>;
-
-/// A JSON document read into JSON by `serde_json`, refusing a key given
-/// twice in one object as the YAML parser does (`serde_json::Value` keeps
-/// the last silently): `check`'s JSON path means what its YAML path does.
-pub type UniqueKeysValue = Plain<true>;
-
-/// A document as JSON; `UNIQUE_KEYS` refuses duplicate keys itself (the
-/// YAML parser already does, and merges `<<` before the visitor sees them).
-pub struct Plain<const UNIQUE_KEYS: bool>(pub Value);
-
-impl<'de, const UNIQUE_KEYS: bool> Deserialize<'de> for Plain<UNIQUE_KEYS> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(PlainVisitor::<UNIQUE_KEYS>)
-    }
-}
-
-struct PlainVisitor<const UNIQUE_KEYS: bool>;
-
-impl<'de, const UNIQUE_KEYS: bool> Visitor<'de> for PlainVisitor<UNIQUE_KEYS> {
-    type Value = Plain<UNIQUE_KEYS>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any YAML node")
-    }
-
-    scalar_visits!(Plain);
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        Plain::deserialize(d)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(Plain::<UNIQUE_KEYS>(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Plain(Value::Array(items)))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut entries = serde_json::Map::new();
-        while let Some((KeyText(k), Plain::<UNIQUE_KEYS>(v))) = map.next_entry()? {
-            match entries.entry(k) {
-                serde_json::map::Entry::Vacant(slot) => {
-                    slot.insert(v);
-                }
-                serde_json::map::Entry::Occupied(slot) if UNIQUE_KEYS => {
-                    return Err(de::Error::custom(super::messages::duplicate_key(slot.key())));
-                }
-                // Later duplicate keys win, as in `Node::to_value`.
-                serde_json::map::Entry::Occupied(mut slot) => {
-                    slot.insert(v);
-                }
-            }
-        }
-        Ok(Plain(Value::Object(entries)))
-    }
-}
-
 /// Where a field is: 1-based line and column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Position {
@@ -264,41 +203,6 @@ mod tests {
         assert_eq!(
             docs[0].value.to_value(),
             serde_json::json!({"a": 1, "spec": {"list": [{"x": 1, "effect": "Bogus"}]}})
-        );
-    }
-
-    /// Read without positions, a document means the same JSON.
-    #[test]
-    fn plain_values_equal_the_positioned_ones() {
-        let text = "i: 3\nf: 1.5\nb: true\nn: null\ns: '3'\nq: \"yes\"\n80: port\nnull: {}\nl: [1, {a: [x]}]\n";
-        let doc: Spanned<Node> = serde_saphyr::from_str(text).expect("parses");
-        let plain: PlainValue = serde_saphyr::from_str(text).expect("parses");
-        assert_eq!(plain.0, doc.value.to_value());
-    }
-
-    /// A merge (`<<`) that a key then overrides is no duplicate: the parser
-    /// merges before the visitor sees the keys.
-    #[test]
-    fn merge_overrides_are_no_duplicates() {
-        let text = "base: &b {a: 1, c: 2}\nx:\n  <<: *b\n  a: 3\n";
-        let plain: PlainValue = serde_saphyr::from_str(text).expect("parses");
-        assert_eq!(plain.0["x"], serde_json::json!({"a": 3, "c": 2}));
-    }
-
-    /// JSON through serde_json means what it means through YAML, and a key
-    /// given twice is refused in the words the YAML path uses.
-    #[test]
-    fn json_values_refuse_duplicate_keys() {
-        let text = r#"{"i": 3, "f": 1.5, "b": true, "n": null, "l": [1, {"a": ["x"]}], "big": 18446744073709551615, "neg": -7}"#;
-        let json: UniqueKeysValue = serde_json::from_str(text).expect("parses");
-        let yaml: PlainValue = serde_saphyr::from_str(text).expect("parses");
-        assert_eq!(json.0, yaml.0);
-        let err = serde_json::from_str::<UniqueKeysValue>(r#"{"spec": {"a": 1, "a": 2}}"#)
-            .err()
-            .expect("a duplicate key");
-        assert_eq!(
-            err.to_string(),
-            "a is given twice in the same mapping: keep one (which one the apiserver keeps is not what you wrote) at line 1 column 25"
         );
     }
 
