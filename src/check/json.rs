@@ -71,10 +71,13 @@ pub fn items<'s>(document: &Document<'s>, name: &str) -> Option<Result<Vec<Item<
         .collect()))
 }
 
+/// An object of a JSON text: where it sits, and its text.
+pub type Part<'t> = (Vec<Segment>, &'t str);
+
 /// The objects of a JSON text, each with where it sits: the items of a
 /// top-level array or of a List; `None` when the text is one object (or
 /// no object at all). An error when the text is not JSON.
-pub fn split(text: &str) -> Result<Option<Vec<(Vec<Segment>, &str)>>, serde_json::Error> {
+pub fn split(text: &str) -> Result<Option<Vec<Part<'_>>>, serde_json::Error> {
     let body = text.trim_start();
     if body.starts_with('[') {
         let items: Vec<&RawValue> = serde_json::from_str(body)?;
