@@ -6,6 +6,7 @@
 //! the file, line and column of the offending field.
 
 pub mod config;
+mod facts;
 pub mod input;
 pub mod json;
 pub mod pod_templates;
@@ -139,8 +140,8 @@ struct Object {
     origin: Origin,
     /// Its compact JSON text.
     raw: Box<str>,
-    /// The tree, for objects the facts pass reads.
-    value: Option<Value>,
+    /// Whether the facts pass reads it (`facts::may_tell`).
+    fact: bool,
     /// group/kind/namespace/name, to find its old version.
     identity: Option<(String, String, String, String)>,
 }
@@ -157,17 +158,6 @@ enum Origin {
         start: Position,
     },
 }
-
-/// Kinds whose objects tell facts about the others (`input_facts`).
-const FACT_KINDS: &[&str] = &[
-    "Namespace",
-    "ResourceQuota",
-    "DeviceClass",
-    "ResourceSlice",
-    "ResourceClaim",
-    "ResourceClaimTemplate",
-    "ResourceSlicePatch",
-];
 
 /// What an object's identity is read from, without reading the rest.
 #[derive(serde::Deserialize)]
@@ -191,8 +181,7 @@ struct MetadataHead<'a> {
 }
 
 impl Object {
-    /// An object from its compact JSON text. Only its head is read here;
-    /// the whole tree only for the objects the facts pass reads.
+    /// An object from its compact JSON text: only its head is read here.
     fn new(source: usize, document: usize, origin: Origin, raw: String, namespace: &str) -> Self {
         let (kind, identity) = match serde_json::from_str::<Head<'_>>(&raw) {
             Ok(head) => {
@@ -213,23 +202,20 @@ impl Object {
                 (text(&value, "/kind").map(str::to_owned), identity(&value, namespace))
             }
         };
-        let fact = kind.is_some_and(|k| FACT_KINDS.contains(&k.as_str())) || raw.contains("resourceClaimTemplateName");
         Object {
             source,
             document,
             origin,
             identity,
-            value: fact.then(|| serde_json::from_str(&raw).unwrap_or(Value::Null)),
+            fact: facts::may_tell(kind.as_deref(), &raw),
             raw: raw.into_boxed_str(),
         }
     }
 
-    /// The object's tree, read again from its text when it was not kept.
-    fn tree(&mut self) -> Value {
-        match self.value.take() {
-            Some(v) => v,
-            None => serde_json::from_str(&self.raw).unwrap_or(Value::Null),
-        }
+    /// The object's tree, read from its text each time it is needed (JSON
+    /// reads many times faster than the YAML it came from).
+    fn tree(&self) -> Value {
+        serde_json::from_str(&self.raw).unwrap_or(Value::Null)
     }
 }
 
@@ -289,10 +275,12 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         }
     }
     let mut cluster = options.namespace_labels.clone();
-    let found = namespaces_in(&objects);
-    cluster.namespaces.extend(found.namespaces);
-    cluster.annotations.extend(found.annotations);
-    input_facts(&objects, options, &mut cluster);
+    let told: Vec<Vec<facts::Fact>> = objects
+        .par_iter()
+        .filter(|o| o.fact)
+        .map(|o| facts::of(&o.tree(), options))
+        .collect();
+    facts::apply(told.into_iter().flatten(), &mut cluster);
     let mut report = Report {
         sources: sources.iter().map(|s| s.name.clone()).collect(),
         objects: Vec::with_capacity(objects.len()),
@@ -304,11 +292,8 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     let charges: Vec<Option<(String, crate::quota::Charge)>> = objects
         .par_iter()
         .map(|o| match old_of(o) {
-            None => o
-                .value
-                .as_ref()
-                .and_then(|v| charge_of(v, &options.namespace, &cluster)),
-            Some(_) => None,
+            None if o.fact => facts::charge_of(o.tree(), &options.namespace, &cluster),
+            _ => None,
         })
         .collect();
     let review_one = |n: usize, object: Object, cluster: &StaticView| {
@@ -464,136 +449,9 @@ fn identity_of(
     ))
 }
 
-/// Namespace objects in the input tell the labels and annotations of their
-/// namespaces.
-fn namespaces_in(objects: &[Object]) -> StaticView {
-    let strings = |v: &Value, pointer: &str| -> std::collections::BTreeMap<String, String> {
-        v.pointer(pointer)
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut view = StaticView::default();
-    let values = objects.iter().filter_map(|o| o.value.as_ref());
-    for v in values.filter(|v| text(v, "/kind") == Some("Namespace")) {
-        if let Some(name) = text(v, "/metadata/name") {
-            view.namespaces.insert(name.to_owned(), strings(v, "/metadata/labels"));
-            view.annotations
-                .insert(name.to_owned(), strings(v, "/metadata/annotations"));
-        }
-    }
-    view
-}
-
 /// The namespace of an object as `check` reviews it.
 fn namespace_of<'a>(v: &'a Value, default: &'a str) -> &'a str {
     text(v, "/metadata/namespace").unwrap_or(default)
-}
-
-/// What the whole input tells before any object is judged (quota, known
-/// patches):
-/// usage starts known (and empty), ResourceQuota objects give limits,
-/// DeviceClasses their extended resource names, slices and allocated claims
-/// the devices DeviceTaintRules reach, and each ResourceClaimTemplate stamps one claim per pod replica of the
-/// workloads that use it.
-fn input_facts(objects: &[Object], options: &Options, cluster: &mut StaticView) {
-    let default_namespace = options.namespace.as_str();
-    cluster.usage.get_or_insert_with(HashMap::new);
-    // Slices and allocated claims in the input show what a DeviceTaintRule
-    // among it would do (its summary needs no pod's node: pods are not read).
-    let snapshot = crate::impact::snapshot::Snapshot::of(
-        objects
-            .iter()
-            .filter_map(|o| o.value.as_ref())
-            .filter(|v| matches!(text(v, "/kind"), Some("ResourceSlice" | "ResourceClaim"))),
-    );
-    cluster.snapshot = (!snapshot.is_empty()).then_some(snapshot);
-    for v in objects.iter().filter_map(|o| o.value.as_ref()) {
-        if text(v, "/kind") == Some("ResourceSlicePatch") {
-            // Every patch in the input is known to every other (priority ties).
-            let name = text(v, "/metadata/name").unwrap_or("").to_owned();
-            if let Ok(spec) = crate::objects::patch::PatchSpec::decode(v.get("spec").unwrap_or(&Value::Null)) {
-                cluster.patches.push((name, spec));
-            }
-            continue;
-        }
-        let ns = namespace_of(v, default_namespace).to_owned();
-        let (group, kind) = group_kind(v);
-        if group.is_empty() && kind == "ResourceQuota" {
-            let hard: std::collections::BTreeMap<String, String> = v
-                .pointer("/spec/hard")
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, q)| (k.clone(), q.as_str().map_or_else(|| q.to_string(), str::to_owned)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let name = text(v, "/metadata/name").unwrap_or("");
-            if let Some(limits) = crate::quota::Limits::from_resource_quota(name, &hard) {
-                cluster.quotas.entry(ns).or_default().push(limits);
-            }
-            continue;
-        }
-        if group == "resource.k8s.io" && kind == "DeviceClass" {
-            // Once the input holds a DeviceClass, a class it does not hold
-            // is absent (its extended-resource quota keys are not charged).
-            let name = text(v, "/metadata/name").unwrap_or("").to_owned();
-            let extended_resource_name = text(v, "/spec/extendedResourceName")
-                .filter(|n| !n.is_empty())
-                .map(str::to_owned);
-            cluster
-                .device_classes
-                .get_or_insert_with(HashMap::new)
-                .insert(name, extended_resource_name);
-            continue;
-        }
-        let version = text(v, "/apiVersion").map_or("", |a| a.rsplit_once('/').map_or(a, |(_, v)| v));
-        // The pod specs of the object, and how many Pods each runs at once.
-        let pod_specs: Vec<(&Value, u64)> = match crate::kinds::route(&group, version, &kind) {
-            Some(routed) => routed
-                .row
-                .pod_spec_of(v)
-                .map(|spec| (spec, routed.row.pods_at_once(v)))
-                .into_iter()
-                .collect(),
-            None => options
-                .pod_templates
-                .iter()
-                .find(|t| t.group == group && t.kind == kind)
-                .map(|t| t.find(v).into_iter().map(|f| (f.spec, f.replicas)).collect())
-                .unwrap_or_default(),
-        };
-        for (pod_spec, replicas) in pod_specs {
-            let claims = pod_spec.get("resourceClaims").and_then(Value::as_array);
-            for claim in claims.into_iter().flatten() {
-                if let Some(template) = claim.get("resourceClaimTemplateName").and_then(Value::as_str) {
-                    // Replicas come from the manifests: the sum over workloads
-                    // saturates, and the charge it multiplies saturates too.
-                    let stamped = cluster.templates.entry((ns.clone(), template.to_owned())).or_default();
-                    *stamped = stamped.saturating_add(replicas);
-                }
-            }
-        }
-    }
-}
-
-/// The charge of a claim (or template) about to be created, with its namespace.
-fn charge_of(v: &Value, default_namespace: &str, cluster: &StaticView) -> Option<(String, crate::quota::Charge)> {
-    let api_version = text(v, "/apiVersion")?;
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let routed = crate::kinds::route(group, version, text(v, "/kind")?)?;
-    let ns = namespace_of(v, default_namespace);
-    // Only kinds quota counts are copied and decoded.
-    let charge = routed.row.charge?;
-    charge(&ObjectJson::Tree(v.clone()), routed, ns, cluster)
-        .ok()
-        .flatten()
-        .map(|c| (ns.to_owned(), c))
 }
 
 /// The object as reviewed: in its namespace (`--namespace` for objects
@@ -647,7 +505,7 @@ fn admission_request(uid: usize, object: Value, old: Option<Value>, namespace: O
 
 fn check_object(
     n: usize,
-    mut object: Object,
+    object: Object,
     old: Option<&Value>,
     options: &Options,
     ctx: &Context<'_>,
