@@ -288,14 +288,6 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         target: options.target,
     };
     let old_of = |object: &Object| object.identity.as_ref().and_then(|k| old_objects.get(k));
-    // What each CREATE costs in quota, read before any object is judged.
-    let charges: Vec<Option<(String, crate::quota::Charge)>> = objects
-        .par_iter()
-        .map(|o| match old_of(o) {
-            None if o.fact => facts::charge_of(o.tree(), &options.namespace, &cluster),
-            _ => None,
-        })
-        .collect();
     let review_one = |n: usize, object: Object, cluster: &StaticView| {
         let ctx = Context {
             now: options.now,
@@ -320,6 +312,19 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         .iter()
         .any(|l| l.policy.spec.quota != crate::policy::model::Quota::default());
     let limited = |ns: &str| policy_quota || cluster.quotas.contains_key(ns);
+    let may_be_limited = |o: &Object| match &o.identity {
+        Some((_, _, ns, _)) => limited(ns),
+        None => policy_quota || !cluster.quotas.is_empty(),
+    };
+    // What each CREATE costs in quota, read before any object is judged;
+    // only where a limit may apply (nowhere, in most repositories).
+    let charges: Vec<Option<(String, crate::quota::Charge)>> = objects
+        .par_iter()
+        .map(|o| match old_of(o) {
+            None if o.fact && may_be_limited(o) => facts::charge_of(o.tree(), &options.namespace, &cluster),
+            _ => None,
+        })
+        .collect();
     let (charged, free): (Vec<_>, Vec<_>) = objects
         .into_iter()
         .zip(charges)
