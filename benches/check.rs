@@ -38,6 +38,12 @@ pub fn manifests(n: usize) -> String {
 }
 
 fn bench_check(c: &mut Criterion) {
+    // scripts/check-scale.sh runs the command on this mix, for its memory:
+    // DRAGUARD_CHECK_MIX=FILE writes the 100,000 objects there, and stops.
+    if let Some(path) = std::env::var_os("DRAGUARD_CHECK_MIX") {
+        std::fs::write(&path, manifests(100_000)).expect("the mix is written");
+        std::process::exit(0);
+    }
     let options = Options {
         namespace: "default".into(),
         now: "2026-11-21T10:00:00Z".parse().expect("time"),

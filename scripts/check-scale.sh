@@ -2,7 +2,10 @@
 # How `draguard check` scales with its input: wall time, CPU and peak
 # memory (GNU time's maximum RSS) for N generated Pods in one file, every
 # thousandth with an invalid toleration effect: once as YAML documents, and
-# once as the one JSON List `kubectl get pods -A -o json` writes.
+# once as the one JSON List `kubectl get pods -A -o json` writes. Then the
+# 100,000 objects of `cargo bench --bench check` (claims, claim templates,
+# Deployments, DeviceTaintRules), whose time the bench measures: here, the
+# command's peak memory on them.
 #
 #   scripts/check-scale.sh [N ...]        # default: 10000 100000
 #
@@ -40,3 +43,5 @@ for n in "${counts[@]}"; do
   measure "$n" yaml "$yaml"
   measure "$n" json "$json"
 done
+DRAGUARD_CHECK_MIX="$work/mix.yaml" cargo bench --locked --quiet --bench check >/dev/null
+measure 100000 mix "$work/mix.yaml"
