@@ -535,8 +535,8 @@ fn check_object(
         namespace: namespace.clone(),
         name,
     };
-    // A JSON item is parsed alone for positions; a YAML document once for
-    // all its objects.
+    // Positions: a JSON item, or a YAML document of one object, is parsed
+    // alone; a YAML List once for all its items.
     let own_tree = std::sync::OnceLock::new();
     let document = documents.get(object.document).copied();
     let (located, prefix) = match &object.origin {
@@ -544,7 +544,14 @@ fn check_object(
             Located {
                 document,
                 first_column: 1,
-                tree: trees.get(object.document),
+                // A document's only object parses it alone, and its tree
+                // goes when the object is judged; the items of a List
+                // share one.
+                tree: if prefix.is_empty() {
+                    Some(&own_tree)
+                } else {
+                    trees.get(object.document)
+                },
             },
             prefix.clone(),
         ),
