@@ -4,7 +4,7 @@
 //! not be read or parsed (after every other file is checked and reported),
 //! when the input holds no object, or on unusable options.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::{IsTerminal as _, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -192,22 +192,23 @@ pub fn run(args: CheckArgs) -> ExitCode {
         base_dir: settings.base_dir,
         warnings_as_errors: args.warnings_as_errors,
     };
-    let mut rendered = report::render(&report, output, &style);
     // Text ends with the summary; the machine formats leave it to stderr.
     let summary_on_stderr = output != Format::Text || args.output_file.is_some();
-    if !args.quiet {
-        if summary_on_stderr {
-            eprintln!("{summary}");
-        } else {
-            rendered.push_str(&summary);
-            rendered.push('\n');
-        }
+    if !args.quiet && summary_on_stderr {
+        eprintln!("{summary}");
     }
+    let write = |out: &mut dyn Write| -> std::io::Result<()> {
+        report::render_to(&report, output, &style, out)?;
+        if !args.quiet && !summary_on_stderr {
+            writeln!(out, "{summary}")?;
+        }
+        out.flush()
+    };
     let written = match &args.output_file {
-        Some(file) => write_file(file, &rendered).map_err(|e| format!("cannot write {}: {e}", file.display())),
+        Some(file) => write_file(file, write).map_err(|e| format!("cannot write {}: {e}", file.display())),
         None => {
-            let mut stdout = std::io::stdout().lock();
-            match write!(stdout, "{rendered}").and_then(|()| stdout.flush()) {
+            let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+            match write(&mut stdout) {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("cannot write the report: {e}")),
                 _ => Ok(()),
             }
@@ -219,15 +220,21 @@ pub fn run(args: CheckArgs) -> ExitCode {
     exit
 }
 
-/// Writes `text` to `file` whole or not at all: a report cut short by a
-/// full disk or a crash must not pass for a complete one.
-fn write_file(file: &std::path::Path, text: &str) -> std::io::Result<()> {
+/// Writes to `file` whole or not at all: a report cut short by a full
+/// disk or a crash must not pass for a complete one.
+fn write_file(
+    file: &std::path::Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let mut partial = file.as_os_str().to_owned();
     partial.push(format!(".{}.partial", std::process::id()));
     let partial = PathBuf::from(partial);
-    let written = std::fs::File::create(&partial).and_then(|mut f| {
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
+    let written = std::fs::File::create(&partial).and_then(|f| {
+        let mut out = std::io::BufWriter::new(f);
+        write(&mut out)?;
+        out.into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?
+            .sync_all()
     });
     match written.and_then(|()| std::fs::rename(&partial, file)) {
         Ok(()) => Ok(()),

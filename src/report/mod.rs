@@ -6,6 +6,7 @@ pub mod rules;
 
 pub use junit::escape as xml_escape;
 mod sarif;
+mod streamed;
 
 use std::fmt::Write as _;
 
@@ -32,22 +33,33 @@ pub struct Style {
     pub warnings_as_errors: bool,
 }
 
+/// The report, as text.
 pub fn render(report: &Report, format: Format, style: &Style) -> String {
+    let mut out = Vec::new();
+    // Writing to memory fails only on a serializer error, which leaves
+    // what was written.
+    let _ = render_to(report, format, style, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Writes the report to `out` as it is rendered: JSON and SARIF are
+/// streamed one object or result at a time, so a report of 100,000
+/// findings is never held as one tree.
+pub fn render_to(report: &Report, format: Format, style: &Style, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     match format {
-        Format::Text => text(report, style.color),
-        Format::Json => pretty(&json_report(report)),
-        Format::Sarif => pretty(&sarif::render(
-            report,
-            style.base_dir.as_deref().unwrap_or(std::path::Path::new(".")),
-        )),
-        Format::Junit => junit::render(report, style.warnings_as_errors),
+        Format::Text => out.write_all(text(report, style.color).as_bytes()),
+        Format::Json => pretty(out, &json_report(report)),
+        Format::Sarif => pretty(
+            out,
+            &sarif::render(report, style.base_dir.as_deref().unwrap_or(std::path::Path::new("."))),
+        ),
+        Format::Junit => out.write_all(junit::render(report, style.warnings_as_errors).as_bytes()),
     }
 }
 
-fn pretty(v: &Value) -> String {
-    let mut s = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
-    s.push('\n');
-    s
+fn pretty(out: &mut dyn std::io::Write, v: &impl serde::Serialize) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, v)?;
+    out.write_all(b"\n")
 }
 
 /// `N objects, N denied, N warnings (Kubernetes 1.37 rules)`, and the
@@ -134,47 +146,52 @@ fn kubernetes(report: &Report) -> Value {
     })
 }
 
-fn json_report(report: &Report) -> Value {
-    let objects: Vec<Value> = report
-        .objects
-        .iter()
-        .map(|o| {
-            let findings: Vec<Value> = o
-                .findings
-                .iter()
-                .map(|f| {
-                    json!({
-                        "severity": match f.severity { Severity::Error => "error", Severity::Warning => "warning" },
-                        "rule": rules::rule_of(&o.id.kind, f).id,
-                        "reason": f.reason,
-                        "field": f.field,
-                        "message": f.message,
-                        "line": f.position.line,
-                        "column": f.position.column,
-                    })
+/// The JSON report. Fields in alphabetical order, as a JSON object of
+/// serde_json's writes them.
+#[derive(serde::Serialize)]
+struct JsonReport<O, P> {
+    kubernetes: Value,
+    objects: O,
+    summary: Value,
+    unreadable: P,
+}
+
+fn json_report(report: &Report) -> impl serde::Serialize + '_ {
+    let objects = report.objects.iter().map(|o| {
+        let findings: Vec<Value> = o
+            .findings
+            .iter()
+            .map(|f| {
+                json!({
+                    "severity": match f.severity { Severity::Error => "error", Severity::Warning => "warning" },
+                    "rule": rules::rule_of(&o.id.kind, f).id,
+                    "reason": f.reason,
+                    "field": f.field,
+                    "message": f.message,
+                    "line": f.position.line,
+                    "column": f.position.column,
                 })
-                .collect();
-            json!({
-                "file": report.sources.get(o.source),
-                "line": o.position.line,
-                "column": o.position.column,
-                "kind": o.id.kind,
-                "namespace": o.id.namespace,
-                "name": o.id.name,
-                "allowed": o.allowed,
-                "findings": findings,
             })
+            .collect();
+        json!({
+            "file": report.sources.get(o.source),
+            "line": o.position.line,
+            "column": o.position.column,
+            "kind": o.id.kind,
+            "namespace": o.id.namespace,
+            "name": o.id.name,
+            "allowed": o.allowed,
+            "findings": findings,
         })
-        .collect();
-    let problems: Vec<Value> = report
+    });
+    let problems = report
         .problems
         .iter()
-        .map(|p| json!({"file": p.file, "line": p.line, "column": p.column, "message": p.message}))
-        .collect();
-    json!({
-        "objects": objects,
-        "unreadable": problems,
-        "summary": {"objects": report.objects.len(), "denied": report.denied(), "warnings": report.warnings(), "unreadable": report.problems.len()},
-        "kubernetes": kubernetes(report),
-    })
+        .map(|p| json!({"file": p.file, "line": p.line, "column": p.column, "message": p.message}));
+    JsonReport {
+        kubernetes: kubernetes(report),
+        objects: streamed::Streamed::new(objects),
+        summary: json!({"objects": report.objects.len(), "denied": report.denied(), "warnings": report.warnings(), "unreadable": report.problems.len()}),
+        unreadable: streamed::Streamed::new(problems),
+    }
 }

@@ -76,18 +76,37 @@ fn encode(path: &Path) -> String {
     text.join("/")
 }
 
-pub fn render(report: &Report, base: &Path) -> Value {
+/// A SARIF log: fields in alphabetical order, as a JSON object of
+/// serde_json's writes them.
+#[derive(serde::Serialize)]
+struct Log<R> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    runs: [Run<R>; 1],
+    version: &'static str,
+}
+
+#[derive(serde::Serialize)]
+struct Run<R> {
+    #[serde(rename = "originalUriBaseIds")]
+    original_uri_base_ids: Value,
+    properties: Value,
+    results: R,
+    tool: Value,
+}
+
+/// The SARIF log of `report`; its results are made as they are written.
+pub fn render<'r>(report: &'r Report, base: &Path) -> impl serde::Serialize + 'r {
     let locator = Locator::new(base);
     let index = |rule: &Rule| rules::ALL.iter().position(|r| r.id == rule.id).unwrap_or_default();
-    let mut results = Vec::new();
-    let mut seen = HashSet::new();
+    let mut unreadable = Vec::new();
     for problem in &report.problems {
         let mut location = json!({"physicalLocation": {"artifactLocation": locator.artifact(&problem.file)}});
         if problem.line > 0 {
             location["physicalLocation"]["region"] =
                 json!({"startLine": problem.line, "startColumn": problem.column.max(1)});
         }
-        results.push(json!({
+        unreadable.push(json!({
             "ruleId": rules::FILE_UNREADABLE.id,
             "ruleIndex": index(&rules::FILE_UNREADABLE),
             "level": "error",
@@ -95,8 +114,12 @@ pub fn render(report: &Report, base: &Path) -> Value {
             "locations": [location],
         }));
     }
-    for object in &report.objects {
+    let base_uri = locator.base_uri();
+    // Results are deduplicated per rule, place and message.
+    let mut seen = HashSet::new();
+    let findings = report.objects.iter().flat_map(move |object| {
         let file = report.sources.get(object.source).map_or("-", String::as_str);
+        let mut results = Vec::new();
         for f in &object.findings {
             let rule = rules::rule_of(&object.id.kind, f);
             let message = format!("{}: {}", object.id, f.message);
@@ -128,7 +151,8 @@ pub fn render(report: &Report, base: &Path) -> Value {
                 }],
             }));
         }
-    }
+        results
+    });
     let rules: Vec<Value> = rules::ALL
         .iter()
         .map(|r| {
@@ -141,19 +165,19 @@ pub fn render(report: &Report, base: &Path) -> Value {
             })
         })
         .collect();
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
+    Log {
+        schema: "https://json.schemastore.org/sarif-2.1.0.json",
+        runs: [Run {
+            original_uri_base_ids: json!({SRCROOT: {"uri": base_uri}}),
+            properties: json!({"kubernetes": super::kubernetes(report)}),
+            results: super::streamed::Streamed::new(unreadable.into_iter().chain(findings)),
+            tool: json!({"driver": {
                 "name": "draguard",
                 "version": env!("CARGO_PKG_VERSION"),
                 "informationUri": "https://github.com/draguard/draguard",
                 "rules": rules,
-            }},
-            "originalUriBaseIds": {SRCROOT: {"uri": locator.base_uri()}},
-            "results": results,
-            "properties": {"kubernetes": super::kubernetes(report)},
+            }}),
         }],
-    })
+        version: "2.1.0",
+    }
 }
