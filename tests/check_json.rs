@@ -143,16 +143,23 @@ fn a_kubectl_list_reads_as_its_yaml_does_at_the_same_lines() {
 
 #[test]
 fn a_one_line_array_has_the_columns_of_its_fields() {
-    let text = serde_json::to_string(&items()).expect("serializes") + "\n";
+    // Columns count characters: a name with é before the finding.
+    let mut items = items();
+    items.insert(
+        0,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "café-crème"}}),
+    );
+    items.remove(4);
+    let text = serde_json::to_string(&items).expect("serializes") + "\n";
     let report = assert_read_alike(&text);
-    let finding = &report.objects[1].findings[0];
+    let finding = &report.objects[2].findings[0];
     assert_eq!(
         (finding.position.line, finding.position.column),
         position_of(&text, "\"effect\":\"Bogus\"", 0),
         "mid-line items keep their columns"
     );
     assert_eq!(
-        (report.objects[2].position.line, report.objects[2].position.column),
+        (report.objects[3].position.line, report.objects[3].position.column),
         position_of(&text, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\"", 0)
     );
 }
