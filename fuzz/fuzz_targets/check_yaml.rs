@@ -24,7 +24,11 @@ fuzz_target!(|data: &[u8]| {
     let (new, old) = text.split_once("#!old\n").unwrap_or((text, ""));
     // A `.json` name makes a JSON syntax error the JSON reader's to report
     // (any other name leaves it to the YAML parser): both are fuzzed.
-    let name = if data.len() % 2 == 0 { "fuzz.json" } else { "fuzz.yaml" };
+    let name = if data.len().is_multiple_of(2) {
+        "fuzz.json"
+    } else {
+        "fuzz.yaml"
+    };
     let sources = [Source {
         name: name.into(),
         text: new.to_owned(),
