@@ -229,6 +229,19 @@ fn a_json_file_with_a_syntax_error_is_reported_where_json_says() {
         }]
     );
     assert!(report.objects.is_empty());
+    // Cut short at a line's end: serde_json says column 0; a column is
+    // never shown as 0.
+    let cut = run("cut.json", "{\n  \"apiVersion\": \"v1\",\n");
+    assert_eq!(
+        cut.problems,
+        [FileProblem {
+            file: "cut.json".into(),
+            line: 3,
+            column: 1,
+            message: "the JSON ends before it is complete: a closing `}`, `]` or `\"` is missing (a file cut short?)"
+                .into(),
+        }]
+    );
 }
 
 /// What serde_json refuses but YAML reads, or words better, goes to the

@@ -66,17 +66,18 @@ pub(super) enum Fact {
     },
 }
 
-/// What the object `v` tells.
-pub(super) fn of(v: &Value, options: &Options) -> Vec<Fact> {
-    let (group, kind) = group_kind(v);
-    let name = || text(v, "/metadata/name").unwrap_or("").to_owned();
-    let namespace = namespace_of(v, &options.namespace).to_owned();
+/// What the object `v` tells; a slice or claim the snapshot reads is
+/// kept whole, any other tree is dropped.
+pub(super) fn of(v: Value, options: &Options) -> Vec<Fact> {
+    let (group, kind) = group_kind(&v);
+    let name = || text(&v, "/metadata/name").unwrap_or("").to_owned();
+    let namespace = namespace_of(&v, &options.namespace).to_owned();
     match kind.as_str() {
-        "Namespace" => match text(v, "/metadata/name") {
+        "Namespace" => match text(&v, "/metadata/name") {
             Some(name) => vec![Fact::Namespace {
                 name: name.to_owned(),
-                labels: strings(v, "/metadata/labels"),
-                annotations: strings(v, "/metadata/annotations"),
+                labels: strings(&v, "/metadata/labels"),
+                annotations: strings(&v, "/metadata/annotations"),
             }],
             None => Vec::new(),
         },
@@ -99,14 +100,14 @@ pub(super) fn of(v: &Value, options: &Options) -> Vec<Fact> {
         }
         "DeviceClass" if group == "resource.k8s.io" => vec![Fact::DeviceClass {
             name: name(),
-            extended_resource_name: text(v, "/spec/extendedResourceName")
+            extended_resource_name: text(&v, "/spec/extendedResourceName")
                 .filter(|n| !n.is_empty())
                 .map(str::to_owned),
         }],
         // The snapshot reads a claim's allocation only.
-        "ResourceSlice" => vec![Fact::Reach(v.clone())],
-        "ResourceClaim" if v.get("status").is_some_and(|s| !s.is_null()) => vec![Fact::Reach(v.clone())],
-        _ => stamps(v, &group, &kind, namespace, options),
+        "ResourceSlice" => vec![Fact::Reach(v)],
+        "ResourceClaim" if v.get("status").is_some_and(|s| !s.is_null()) => vec![Fact::Reach(v)],
+        _ => stamps(&v, &group, &kind, namespace, options),
     }
 }
 

@@ -133,6 +133,8 @@ fn rejected<'s>(
     Some(Err(problem(name, body_start, e)))
 }
 
+const EOF: &str = "the JSON ends before it is complete: a closing `}`, `]` or `\"` is missing (a file cut short?)";
+
 /// A `serde_json` error of a text that starts at `start` in the source,
 /// at the source's line and column.
 fn problem(name: &str, start: Position, e: &serde_json::Error) -> FileProblem {
@@ -146,7 +148,12 @@ fn problem(name: &str, start: Position, e: &serde_json::Error) -> FileProblem {
         } else {
             column.max(1)
         },
-        message: message.split(" at line ").next().unwrap_or(&message).to_owned(),
+        // serde_json's "EOF while parsing a value" says where, not what.
+        message: if e.is_eof() {
+            EOF.to_owned()
+        } else {
+            message.split(" at line ").next().unwrap_or(&message).to_owned()
+        },
     }
 }
 

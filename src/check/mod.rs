@@ -278,7 +278,7 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     let told: Vec<Vec<facts::Fact>> = objects
         .par_iter()
         .filter(|o| o.fact)
-        .map(|o| facts::of(&o.tree(), options))
+        .map(|o| facts::of(o.tree(), options))
         .collect();
     facts::apply(told.into_iter().flatten(), &mut cluster);
     let mut report = Report {
@@ -379,7 +379,11 @@ fn read_document<T: Send>(
         Some(Err(problem)) => vec![Err(problem)],
         None => match document.json(name) {
             Ok(None) => Vec::new(),
-            // The text was written here: it splits as JSON.
+            // The text was written here, so it is JSON: only an array, or
+            // an object with items, may hold several objects.
+            Ok(Some(raw)) if !raw.starts_with('[') && !raw.contains("\"items\":") => {
+                vec![Ok(made(Origin::Path(Vec::new()), raw))]
+            }
             Ok(Some(raw)) => match json::split(&raw) {
                 Ok(Some(parts)) => parts
                     .into_iter()
