@@ -75,7 +75,7 @@ impl AdmittedKind for EmbeddedTemplateKind {
     fn decode(object: &ObjectJson, _: Routed) -> Result<EmbeddedTemplateView, DecodeError> {
         let tree = object.tree()?;
         let metadata: ObjectMeta = crate::objects::decode_at::<Option<_>>(&tree, &["metadata"])?.unwrap_or_default();
-        let pod_spec = crate::objects::decode_at(&tree, &["podSpec"])?;
+        let pod_spec = crate::objects::decode_at::<Option<PodSpecView>>(&tree, &["podSpec"])?.unwrap_or_default();
         let mut path = Path::new("");
         let mut tokens = Vec::new();
         for step in tree.get("at").and_then(Value::as_array).into_iter().flatten() {

@@ -75,7 +75,11 @@ impl AdmittedKind for WorkloadKind {
         let tree = object.tree()?;
         let metadata: ObjectMeta = crate::objects::decode_at::<Option<_>>(&tree, &["metadata"])?.unwrap_or_default();
         let tokens = routed.row.pod_spec.unwrap_or(TEMPLATE);
-        let pod_spec = crate::objects::decode_at(&tree, tokens)?;
+        // An absent or null template is an empty one, as Go's decoder reads
+        // it (the apiserver then requires containers; its own validation
+        // runs before a validating webhook). `check` meets partial objects
+        // (a kustomize patch that sets only labels) and judges what is there.
+        let pod_spec = crate::objects::decode_at::<Option<PodSpecView>>(&tree, tokens)?.unwrap_or_default();
         let template = crate::objects::value_at(&tree, tokens).cloned().unwrap_or(Value::Null);
         let controlled = metadata
             .owner_references
