@@ -233,21 +233,20 @@ pub fn parse_file(file: &str, text: &str) -> Result<Parsed, Vec<PolicyError>> {
     if errors.is_empty() { Ok(parsed) } else { Err(errors) }
 }
 
-/// `apiVersion kind` of a document from another API group; `None` for
-/// draguard's group and for documents that name no apiVersion (a policy
-/// with a typo must fail, not vanish).
+/// `apiVersion kind` of a document that is not a policy: one of another
+/// API group, or a suite of `draguard policy test` (kept beside the
+/// policies it tests, as its docs suggest). `None` for draguard's group
+/// otherwise, and for documents that name no apiVersion: a policy with a
+/// typo must fail, not vanish.
 fn foreign(doc: &serde_json::Value) -> Option<String> {
     let api_version = doc.get("apiVersion")?.as_str()?;
     let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
     let ours = API_VERSION.rsplit_once('/').map_or("", |(group, _)| group);
-    if group == ours {
+    let kind = doc.get("kind").and_then(serde_json::Value::as_str);
+    if group == ours && kind != Some(crate::policy::suite::KIND) {
         return None;
     }
-    let kind = doc
-        .get("kind")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("(no kind)");
-    Some(format!("{api_version} {kind}"))
+    Some(format!("{api_version} {}", kind.unwrap_or("(no kind)")))
 }
 
 /// `spec.pods.allow[0]: unknown field `operatr`, expected ...` into the path
@@ -769,6 +768,26 @@ spec:
                     at("mixed.yaml", 1)
                 ),
             ]
+        );
+    }
+
+    /// `draguard policy test` suites live beside the policies they test:
+    /// `check --policies`, `review` and `serve` load the folder all the same.
+    #[test]
+    fn a_policy_test_suite_in_the_folder_is_skipped_with_a_note() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("policy.yaml"), GOOD).expect("write");
+        let suite = "apiVersion: policy.draguard.dev/v1alpha1\nkind: PolicyTest\nmetadata: {name: t}\ncases: []\n";
+        std::fs::write(dir.path().join("policy_test.yaml"), suite).expect("write");
+        let folder = load_dir(dir.path()).expect("a suite is not an error");
+        assert_eq!(folder.set.policies.len(), 2, "both policies of GOOD load");
+        let notes: Vec<String> = folder.skipped.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            notes,
+            [format!(
+                "{}:1:1: skipped policy.draguard.dev/v1alpha1 PolicyTest: not a draguard policy (policy.draguard.dev/v1alpha1 TolerationPolicy)",
+                dir.path().join("policy_test.yaml").display()
+            )]
         );
     }
 
