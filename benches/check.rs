@@ -52,6 +52,9 @@ fn bench_check(c: &mut Criterion) {
         toleration_restriction: None,
         target: Default::default(),
         pod_templates: draguard::check::pod_templates::builtin(),
+        strict_inputs: false,
+        skip_kinds: Vec::new(),
+        strict: false,
     };
     let mut group = c.benchmark_group("check");
     group.sample_size(10);

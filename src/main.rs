@@ -18,9 +18,10 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => draguard::cli::serve::run(*args),
         Command::Review(args) => draguard::cli::review::run(args),
-        Command::Check(args) => draguard::cli::check::run(args),
+        Command::Check(args) => draguard::cli::check::run(*args),
         Command::Policy(args) => draguard::cli::policy::run(args),
         Command::Crd => draguard::cli::print_crd(),
+        Command::Rules => draguard::cli::print_rules(),
         Command::Explain(args) => draguard::cli::explain::run(args),
         Command::Impact(args) => draguard::cli::impact::run(args),
     }

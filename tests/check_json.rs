@@ -15,6 +15,9 @@ fn options() -> Options {
         toleration_restriction: None,
         target: Default::default(),
         pod_templates: draguard::check::pod_templates::builtin(),
+        strict_inputs: false,
+        skip_kinds: Vec::new(),
+        strict: false,
     }
 }
 
@@ -80,7 +83,7 @@ fn summary(report: &Report, shift: u64) -> Vec<String> {
         .objects
         .iter()
         .flat_map(|o| {
-            let head = format!("{} allowed={} checked={} at {:?}", o.id, o.allowed, o.checked, {
+            let head = format!("{} allowed={} judgement={:?} at {:?}", o.id, o.allowed, o.judgement, {
                 (o.position.line - shift, o.position.column)
             });
             std::iter::once(head).chain(o.findings.iter().map(move |f| {
@@ -138,7 +141,11 @@ fn a_kubectl_list_reads_as_its_yaml_does_at_the_same_lines() {
         (pod_finding.position.line, pod_finding.position.column),
         position_of(&text, "\"effect\": \"Bogus\"", 1)
     );
-    assert!(!report.objects[3].checked, "a ConfigMap is not judged");
+    assert_eq!(
+        report.objects[3].judgement,
+        draguard::check::Judgement::NothingToJudge,
+        "a ConfigMap holds nothing to judge"
+    );
 }
 
 #[test]

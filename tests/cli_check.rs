@@ -91,7 +91,12 @@ fn stdin_multi_document_and_default_namespace() {
     assert_eq!(report["objects"][1]["findings"][0]["column"], 9);
     assert_eq!(
         report["summary"],
-        serde_json::json!({"objects": 2, "denied": 1, "warnings": 0, "unreadable": 0})
+        serde_json::json!({
+            "objects": 2, "denied": 1, "warnings": 0, "unreadable": 0,
+            "files": 1, "documents": 2, "unusable": 0, "notJudged": {},
+            "notKubernetes": {"files": 0, "documents": 0}, "suppressed": 0,
+            "exitCode": 1, "passed": false, "failure": "failed: 1 object denied",
+        })
     );
     assert_eq!(
         stderr(&json).trim(),
@@ -535,7 +540,11 @@ fn no_silent_passes() {
     let unknown =
         "apiVersion: resource.k8s.io/v1alpha9\nkind: ResourceClaim\nmetadata: {name: c, namespace: ml}\nspec: {}\n";
     let out = draguard(&["check", "-"], Some(unknown));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an object that cannot be judged is unusable input"
+    );
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
@@ -617,13 +626,21 @@ fn every_format_names_the_kubernetes_version() {
     );
 }
 
+/// A values file, a dashboard: counted, not reported; `--strict-inputs`
+/// warns once per file. Only such documents is no Kubernetes input at all.
 #[test]
-fn documents_that_are_not_objects_are_skipped_with_a_warning() {
+fn documents_that_are_not_objects_are_counted_or_warned_with_strict_inputs() {
     let out = draguard(&["check", "-"], Some("replicas: 3\n"));
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "draguard check: no Kubernetes objects in the input (1 file read; 1 of them hold only documents that are not Kubernetes objects)\n"
+    );
+    let out = draguard(&["check", "-", "--strict-inputs"], Some("replicas: 3\n"));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         stdout(&out),
-        "-:1:1: warning: (no kind)/default/: skipped: not a Kubernetes object (no apiVersion or kind)\n1 object, 0 denied, 1 warning (Kubernetes 1.37 rules); no toleration policies (none named with --policies)\n"
+        "-:1:1: warning: (no kind): skipped: not a Kubernetes object (no apiVersion or kind)\n1 object, 0 denied, 1 warning (Kubernetes 1.37 rules); 1 file not Kubernetes (skipped); no toleration policies (none named with --policies)\n"
     );
 }
 
@@ -1609,34 +1626,35 @@ fn the_config_file_makes_every_run_check_the_same_way() {
     );
 }
 
-/// JUnit agrees with the exit code: a kind draguard does not judge is
-/// skipped, a warning fails its testcase under --warnings-as-errors, and
-/// every testcase has its time.
+/// JUnit agrees with the exit code: a custom kind draguard does not judge
+/// is skipped (a ConfigMap, with nothing to judge, passes), a warning fails
+/// its testcase under --warnings-as-errors, and every testcase has its
+/// time.
 #[test]
 fn junit_skips_what_is_not_judged_and_fails_what_fails_the_run() {
-    let input = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {name: all}\nspec:\n  deviceSelector: {}\n  taint: {key: k, effect: NoSchedule}\n";
+    let input = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {name: all}\nspec:\n  deviceSelector: {}\n  taint: {key: k, effect: NoSchedule}\n---\napiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: sm}\n";
     let lenient = draguard(&["check", "-", "-o", "junit"], Some(input));
     assert_eq!(lenient.status.code(), Some(0));
     let xml = stdout(&lenient);
     assert_well_formed_xml(&xml);
     assert!(
-        xml.contains(r#"tests="2" failures="0" errors="0" skipped="1""#),
+        xml.contains(r#"tests="3" failures="0" errors="0" skipped="1""#),
         "{xml}"
     );
     assert!(
-        xml.contains(r#"<skipped message="ConfigMap is not a kind draguard judges"/>"#),
+        xml.contains(r#"<skipped message="not judged: ServiceMonitor (monitoring.coreos.com/v1) is not a kind draguard judges, and no pod spec or toleration list was found in it"/>"#),
         "{xml}"
     );
     assert_eq!(
         xml.matches(" time=\"").count(),
-        4,
-        "both suites and both testcases: {xml}"
+        5,
+        "both suites and the three testcases: {xml}"
     );
     let strict = draguard(&["check", "-", "-o", "junit", "--warnings-as-errors"], Some(input));
     assert_eq!(strict.status.code(), Some(1));
     let xml = stdout(&strict);
     assert!(
-        xml.contains(r#"tests="2" failures="1" errors="0" skipped="1""#),
+        xml.contains(r#"tests="3" failures="1" errors="0" skipped="1""#),
         "{xml}"
     );
     assert!(
@@ -1688,7 +1706,11 @@ fn output_file_quiet_and_exit_codes() {
     let text = stdout(&quiet);
     assert_eq!(text.lines().count(), 4, "the four denials only: {text}");
     assert!(!text.contains("warning"), "{text}");
-    assert!(stderr(&quiet).is_empty(), "{}", stderr(&quiet));
+    assert_eq!(
+        stderr(&quiet),
+        "draguard check: failed: 3 objects denied\n",
+        "a failing run says why, even quiet"
+    );
 
     let rule = "apiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {name: all}\nspec:\n  deviceSelector: {}\n  taint: {key: k, effect: NoSchedule}\n";
     let cases: [(&[&str], Option<&str>, i32); 6] = [

@@ -45,6 +45,9 @@ fuzz_target!(|data: &[u8]| {
         toleration_restriction: None,
         target: draguard::kubernetes::Target::new(draguard_fuzz::version_for(text.len())),
         pod_templates: draguard::check::pod_templates::builtin(),
+        strict_inputs: false,
+        skip_kinds: Vec::new(),
+        strict: false,
     };
     let lines = draguard_fuzz::yaml_lines(text);
     let report = check(&sources, &old, &options, |_, _| {});

@@ -19,6 +19,10 @@
 //!     group: example.com
 //!     paths: ["spec.pods.*"]
 //!     replicas: ["spec.replicas"]
+//! skipKinds: [RayService]
+//! skipRules: [quota-exceeded]
+//! strict: false
+//! strictInputs: false
 //! ```
 
 use std::collections::BTreeMap;
@@ -56,9 +60,21 @@ pub struct CheckConfig {
     #[serde(default)]
     pub pod_templates: Vec<PodTemplateConfig>,
     /// Where SARIF URIs are relative to, relative to the config's folder
-    /// (default: the working directory).
-    #[serde(default)]
+    /// (default: the repository root, else the working directory).
+    #[serde(default, alias = "sarifBase")]
     pub base_dir: Option<PathBuf>,
+    /// Kinds not judged (`Kind` or `Kind.group`), as `--skip-kind`.
+    #[serde(default)]
+    pub skip_kinds: Vec<String>,
+    /// Rules whose findings are left out, as `--skip-rule`.
+    #[serde(default)]
+    pub skip_rules: Vec<String>,
+    /// As `--strict`.
+    #[serde(default)]
+    pub strict: bool,
+    /// As `--strict-inputs`.
+    #[serde(default)]
+    pub strict_inputs: bool,
 }
 
 /// A custom workload's pod templates.

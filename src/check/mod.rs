@@ -10,6 +10,7 @@ mod facts;
 pub mod input;
 pub mod json;
 pub mod pod_templates;
+pub mod skip;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -46,6 +47,14 @@ pub struct Options {
     /// Custom workloads whose pod templates are judged
     /// ([`pod_templates::builtin`] and `--pod-template`).
     pub pod_templates: Vec<pod_templates::TemplateKind>,
+    /// Report documents that are not Kubernetes objects (a values file, a
+    /// dashboard) as warnings, one per file; by default they are counted.
+    pub strict_inputs: bool,
+    /// Kinds not judged at all (`--skip-kind`, the config's `skipKinds`).
+    pub skip_kinds: Vec<skip::KindPattern>,
+    /// `--strict`: an object not judged that holds tolerations is a
+    /// warning.
+    pub strict: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -80,9 +89,40 @@ impl fmt::Display for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.namespace {
             Some(ns) => write!(f, "{}/{}/{}", self.kind, ns, self.name),
+            // A document that is no object has neither.
+            None if self.name.is_empty() => f.write_str(&self.kind),
             None => write!(f, "{}/{}", self.kind, self.name),
         }
     }
+}
+
+/// Whether draguard judged an object, and if not, why: nothing may pass
+/// unjudged in silence, so every format says which objects were not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judgement {
+    /// Reviewed by the core: a kind draguard judges, or pod specs or
+    /// toleration lists found in it.
+    Judged,
+    /// A Kubernetes kind that holds nothing draguard judges (a Service, a
+    /// ConfigMap, a Role): admitted, and not worth a line.
+    NothingToJudge,
+    /// Not judged, and why: a kind draguard does not know, in which it
+    /// found nothing it judges, or one skipped by `--skip-kind`.
+    Skipped {
+        reason: String,
+        /// It holds a `tolerations` field somewhere: what it would do to
+        /// Pods is unknown, so the text and SARIF reports name it (and
+        /// `--strict` warns), where other skipped objects are only counted.
+        holds_tolerations: bool,
+    },
+    /// A kind draguard judges, in an API version it does not know: it
+    /// cannot be judged, and is unusable input (exit 2) as an unreadable
+    /// file is. Its finding names the versions draguard knows.
+    Unusable,
+    /// A document that is no Kubernetes object (no apiVersion or kind): a
+    /// values file, a dashboard. Counted per file; reported only under
+    /// `--strict-inputs`.
+    NotKubernetes,
 }
 
 /// The verdict on one object.
@@ -91,9 +131,12 @@ pub struct ObjectReport {
     pub source: usize,
     pub id: ObjectId,
     pub position: Position,
-    /// Whether draguard judges objects of this kind and version at all;
-    /// another kind is admitted unchecked (JUnit shows it skipped).
-    pub checked: bool,
+    /// Whether draguard judged it.
+    pub judgement: Judgement,
+    /// The rules its `draguard.dev/ignore-check` annotation suppresses
+    /// (`all` for every one), applied to its findings by
+    /// [`skip::suppress`].
+    pub ignore: Vec<String>,
     pub allowed: bool,
     /// How long its review took (JUnit's `time`).
     pub seconds: f64,
@@ -112,11 +155,31 @@ pub struct Report {
     /// The Kubernetes release whose rules gave the verdicts: every output
     /// format says which.
     pub target: Target,
+    /// Documents read from every source.
+    pub documents: usize,
+    /// Files that hold documents which are no Kubernetes objects (values
+    /// files, dashboards, schemas), and how many such documents.
+    pub not_kubernetes: NotKubernetes,
+    /// Findings left out by `draguard.dev/ignore-check` annotations and
+    /// `--skip-rule`.
+    pub suppressed: usize,
+}
+
+/// What was read that is not Kubernetes: counted, not reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NotKubernetes {
+    pub files: usize,
+    pub documents: usize,
 }
 
 impl Report {
+    /// Objects denied; not those that could not be judged at all
+    /// ([`Report::unusable`]).
     pub fn denied(&self) -> usize {
-        self.objects.iter().filter(|o| !o.allowed).count()
+        self.objects
+            .iter()
+            .filter(|o| !o.allowed && o.judgement != Judgement::Unusable)
+            .count()
     }
 
     pub fn warnings(&self) -> usize {
@@ -125,6 +188,35 @@ impl Report {
             .flat_map(|o| &o.findings)
             .filter(|f| f.severity == Severity::Warning)
             .count()
+    }
+
+    /// Objects that could not be judged (a known kind in an unknown
+    /// version): unusable input.
+    pub fn unusable(&self) -> usize {
+        self.objects
+            .iter()
+            .filter(|o| o.judgement == Judgement::Unusable)
+            .count()
+    }
+
+    /// Files that could not be read or parsed (one may have several
+    /// problems, one per document).
+    pub fn unreadable_files(&self) -> usize {
+        let files: std::collections::HashSet<&str> = self.problems.iter().map(|p| p.file.as_str()).collect();
+        files.len()
+    }
+
+    /// The objects not judged, counted by kind, most first (then by name).
+    pub fn skipped_by_kind(&self) -> Vec<(String, usize)> {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for o in &self.objects {
+            if let Judgement::Skipped { .. } = o.judgement {
+                *counts.entry(o.id.kind.as_str()).or_default() += 1;
+            }
+        }
+        let mut counts: Vec<(String, usize)> = counts.into_iter().map(|(k, n)| (k.to_owned(), n)).collect();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        counts
     }
 }
 
@@ -286,6 +378,9 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         objects: Vec::with_capacity(objects.len()),
         problems,
         target: options.target,
+        documents: documents.len(),
+        not_kubernetes: NotKubernetes::default(),
+        suppressed: 0,
     };
     let old_of = |object: &Object| object.identity.as_ref().and_then(|k| old_objects.get(k));
     let review_one = |n: usize, object: Object, cluster: &StaticView| {
@@ -350,7 +445,49 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     }
     verdicts.sort_by_key(|(n, _)| *n);
     report.objects = verdicts.into_iter().map(|(_, v)| v).collect();
+    not_kubernetes(&mut report, options.strict_inputs);
     report
+}
+
+/// Documents that are no Kubernetes objects (values files, dashboards,
+/// schemas, an i18n file that is one top-level list) are counted per
+/// file, and left out of the report; under `--strict-inputs` each file
+/// gets one warning, at its first such document.
+fn not_kubernetes(report: &mut Report, strict: bool) {
+    let mut per_source: HashMap<usize, usize> = HashMap::new();
+    for o in report
+        .objects
+        .iter()
+        .filter(|o| o.judgement == Judgement::NotKubernetes)
+    {
+        *per_source.entry(o.source).or_default() += 1;
+    }
+    if per_source.is_empty() {
+        return;
+    }
+    report.not_kubernetes = NotKubernetes {
+        files: per_source.len(),
+        documents: per_source.values().sum(),
+    };
+    report.objects.retain_mut(|o| {
+        if o.judgement != Judgement::NotKubernetes {
+            return true;
+        }
+        // The first of its file keeps the file's warning.
+        match per_source.remove(&o.source) {
+            Some(n) if strict => {
+                if let Some(f) = o.findings.first_mut() {
+                    f.message = if n == 1 {
+                        "skipped: not a Kubernetes object (no apiVersion or kind)".into()
+                    } else {
+                        format!("skipped: {n} documents or items of this file are not Kubernetes objects (no apiVersion or kind)")
+                    };
+                }
+                true
+            }
+            _ => false,
+        }
+    });
 }
 
 /// The objects of one document, each `made` from where it is and its
@@ -523,6 +660,8 @@ fn check_object(
 ) -> ObjectReport {
     let value = object.tree();
     let v = &value;
+    // The text is compact JSON: a field is always written `"name":`.
+    let holds_tolerations = object.raw.contains("\"tolerations\":");
     let kind = text(v, "/kind").unwrap_or("").to_owned();
     let scoped = !cluster_scoped(&kind);
     let namespace = scoped.then(|| text(v, "/metadata/namespace").unwrap_or(&options.namespace).to_owned());
@@ -579,12 +718,15 @@ fn check_object(
         source: object.source,
         id,
         position,
-        checked: false,
+        judgement: Judgement::Judged,
+        ignore: skip::ignored_rules(v),
         allowed: true,
         seconds: 0.0,
         findings: Vec::new(),
     };
     if kind.is_empty() || text(v, "/apiVersion").is_none() {
+        report.judgement = Judgement::NotKubernetes;
+        report.id.namespace = None;
         report.findings.push(Finding {
             severity: Severity::Warning,
             field: None,
@@ -597,12 +739,20 @@ fn check_object(
     }
     let api_version = text(v, "/apiVersion").unwrap_or("");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    report.checked = crate::kinds::route(group, version, &kind).is_some();
+    if let Some(pattern) = options.skip_kinds.iter().find(|p| p.matches(group, &kind)) {
+        report.judgement = Judgement::Skipped {
+            reason: format!("{pattern} is skipped (--skip-kind)"),
+            holds_tolerations,
+        };
+        return report;
+    }
+    let routed = crate::kinds::route(group, version, &kind).is_some();
     // A kind draguard judges, in a version it does not know: the
     // apiserver would not take it either, and nothing here may pass
     // unjudged.
-    if let (false, Some(row)) = (report.checked, crate::kinds::find(group, &kind)) {
+    if let (false, Some(row)) = (routed, crate::kinds::find(group, &kind)) {
         let at = located.locate(&prefix, &[Segment::Field("apiVersion".into())]);
+        report.judgement = Judgement::Unusable;
         report.allowed = false;
         report.findings.push(error_finding(
             "UnknownVersion",
@@ -632,14 +782,19 @@ fn check_object(
     };
     // A custom workload's pod templates (JobSet, RayCluster, ...), each
     // judged as a Deployment's template is.
-    if !report.checked
+    if !routed
         && let Some(table) = options
             .pod_templates
             .iter()
             .find(|t| t.group == group && t.kind == kind)
     {
         let templates = table.find(v);
-        report.checked = !templates.is_empty();
+        if templates.is_empty() {
+            report.judgement = Judgement::Skipped {
+                reason: format!("no pod template was found in this {}", table.kind),
+                holds_tolerations,
+            };
+        }
         let routed = crate::kinds::Routed {
             row: &crate::kinds::embedded_template::ROW,
             version: "v1",
@@ -651,6 +806,20 @@ fn check_object(
             let decision = (routed.row.review)(routed, &request, ctx);
             report.allowed &= decision.allowed;
             place.record(&decision, &mut report.findings);
+        }
+        return report;
+    }
+    if !routed {
+        report.judgement = skip::unrouted(group, api_version, &kind, holds_tolerations);
+        if let (true, Judgement::Skipped { reason, .. }) = (options.strict && holds_tolerations, &report.judgement) {
+            report.findings.push(Finding {
+                severity: Severity::Warning,
+                field: None,
+                reason: "NotJudged".into(),
+                message: format!("not judged, though it holds tolerations: {reason}"),
+                position,
+                concept: None,
+            });
         }
         return report;
     }

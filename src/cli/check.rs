@@ -36,9 +36,11 @@ pub struct CheckArgs {
     /// is never picked up by accident.
     #[arg(long, value_name = "DIR")]
     pub policies: Option<PathBuf>,
-    /// [default: text]
-    #[arg(long, short = 'o', value_enum)]
-    pub output: Option<Format>,
+    /// The report's format: text, json, sarif, junit or github (workflow
+    /// annotations), and where it goes: `FORMAT=FILE` writes it to FILE
+    /// (repeatable: `-o sarif=draguard.sarif -o text`) [default: text]
+    #[arg(long, short = 'o', alias = "format", value_name = "FORMAT[=FILE]", value_parser = OutputSpec::parse)]
+    pub output: Vec<OutputSpec>,
     /// The config file (default: the nearest `.draguard.yaml` in the
     /// working directory or a folder above it).
     #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
@@ -53,17 +55,37 @@ pub struct CheckArgs {
     /// standard output; the summary goes to standard error.
     #[arg(long, value_name = "FILE")]
     pub output_file: Option<PathBuf>,
-    /// Print only denials: no warnings, no summary (the exit code is the same).
+    /// Print only what fails the run: denials (and warnings, with
+    /// --warnings-as-errors), no summary; a failing run still says why on
+    /// standard error.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Report documents that are not Kubernetes objects (values files,
+    /// dashboards, schemas) as warnings, one per file, instead of counting
+    /// them.
+    #[arg(long)]
+    pub strict_inputs: bool,
+    /// Warn about objects draguard does not judge that hold tolerations.
+    #[arg(long)]
+    pub strict: bool,
+    /// Kinds not to judge at all: `Kind` or `Kind.group` (comma-separated
+    /// or repeated; adds to the config's `skipKinds`).
+    #[arg(long, value_name = "KIND", value_delimiter = ',')]
+    pub skip_kind: Vec<String>,
+    /// Rules whose findings are left out (comma-separated or repeated;
+    /// `draguard rules` lists them). One object's rules are suppressed with
+    /// its annotation `draguard.dev/ignore-check: "RULE,RULE"` (or `all`).
+    #[arg(long, value_name = "RULE", value_delimiter = ',')]
+    pub skip_rule: Vec<String>,
     /// The name standard input is reported under (`helm template x |
     /// draguard check - --stdin-filename chart.yaml`) [default: -]
     #[arg(long, value_name = "NAME")]
     pub stdin_filename: Option<String>,
-    /// What SARIF file URIs are relative to [default: the working
-    /// directory, or the config's baseDir]
-    #[arg(long, value_name = "DIR")]
-    pub base_dir: Option<PathBuf>,
+    /// What SARIF file URIs are relative to [default: the config's
+    /// baseDir, else the repository root (the nearest folder above the
+    /// working directory that holds `.git`), else the working directory]
+    #[arg(long, alias = "base-dir", value_name = "DIR")]
+    pub sarif_base: Option<PathBuf>,
     /// Labels of namespaces, for policy selectors: `ns=key=value,key=value`
     /// (repeatable). Namespace objects in the input count too.
     #[arg(long, value_name = "NS=K=V,...", value_parser = parse_namespace_labels)]
@@ -99,6 +121,28 @@ pub fn parse_namespace_labels(s: &str) -> Result<(String, Vec<(String, String)>)
         return Err(format!("{s:?} names no namespace"));
     }
     Ok((ns.to_owned(), labels))
+}
+
+/// One report: its format, and the file it goes to (standard output when
+/// none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputSpec {
+    pub format: Format,
+    pub file: Option<PathBuf>,
+}
+
+impl OutputSpec {
+    /// `sarif` or `sarif=draguard.sarif`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (name, file) = match text.split_once('=') {
+            Some((name, file)) if !file.is_empty() => (name, Some(PathBuf::from(file))),
+            Some((name, _)) => return Err(format!("{name}= names no file")),
+            None => (text, None),
+        };
+        let format = <Format as clap::ValueEnum>::from_str(name, true)
+            .map_err(|_| format!("{name:?} is not {}", Format::NAMES))?;
+        Ok(OutputSpec { format, file })
+    }
 }
 
 /// Progress is shown for inputs of at least this many files, on a terminal.
@@ -141,7 +185,6 @@ pub fn run(args: CheckArgs) -> ExitCode {
         None => "no toleration policies (none named with --policies)".to_owned(),
         Some(dir) => format!("no toleration policies in {}", dir.display()),
     });
-    let output = settings.output;
     let options = Options {
         namespace: settings.namespace,
         now: jiff::Timestamp::now(),
@@ -150,6 +193,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
         toleration_restriction,
         target,
         pod_templates: settings.pod_templates,
+        strict_inputs: settings.strict_inputs,
+        skip_kinds: settings.skip_kinds,
+        strict: settings.strict,
     };
     let sources = inputs.sources;
     let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;
@@ -164,60 +210,90 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
     // Files that could not be read come first, as the parser's do.
     report.problems.splice(0..0, inputs.problems);
+    crate::check::skip::suppress(
+        &mut report,
+        &settings.skip_rules,
+        |kind, finding| report::rules::rule_of(kind, finding).id,
+        |id| report::rules::ALL.iter().any(|r| r.id == id),
+    );
     // The exit code is decided on the whole report, before --quiet trims it.
-    let exit = if !report.problems.is_empty() {
-        ExitCode::from(2)
+    let exit: u8 = if !report.problems.is_empty() || report.unusable() > 0 {
+        2
     } else if report.objects.is_empty() {
+        let not_kubernetes = match report.not_kubernetes.files {
+            0 => String::new(),
+            n => format!("; {n} of them hold only documents that are not Kubernetes objects"),
+        };
         return unusable(&format!(
-            "no Kubernetes objects in the input ({} {} read)",
+            "no Kubernetes objects in the input ({} {} read{not_kubernetes})",
             sources.len(),
             if sources.len() == 1 { "file" } else { "files" }
         ));
     } else if report.denied() > 0 || (args.warnings_as_errors && report.warnings() > 0) {
-        ExitCode::from(1)
+        1
     } else {
-        ExitCode::SUCCESS
+        0
     };
     let summary = match no_policies {
         Some(note) => format!("{}; {note}", report::summary(&report)),
         None => report::summary(&report),
     };
     if args.quiet {
+        // What fails the run stays: warnings too under --warnings-as-errors.
         for object in &mut report.objects {
-            object.findings.retain(|f| f.severity == check::Severity::Error);
+            object
+                .findings
+                .retain(|f| f.severity == check::Severity::Error || args.warnings_as_errors);
+        }
+        if let Some(why) = report::failure(&report, exit, args.warnings_as_errors) {
+            eprintln!("draguard check: {why}");
         }
     }
     let style = report::Style {
-        color: color && args.output_file.is_none(),
+        color: false,
         base_dir: settings.base_dir,
         warnings_as_errors: args.warnings_as_errors,
+        exit_code: exit,
     };
-    // Text ends with the summary; the machine formats leave it to stderr.
-    let summary_on_stderr = output != Format::Text || args.output_file.is_some();
-    if !args.quiet && summary_on_stderr {
+    // Text on standard output ends with the summary; otherwise it goes to
+    // standard error.
+    let text_on_stdout = settings
+        .outputs
+        .iter()
+        .any(|o| o.format == Format::Text && o.file.is_none());
+    if !args.quiet && !text_on_stdout {
         eprintln!("{summary}");
     }
-    let write = |out: &mut dyn Write| -> std::io::Result<()> {
-        report::render_to(&report, output, &style, out)?;
-        if !args.quiet && !summary_on_stderr {
-            writeln!(out, "{summary}")?;
-        }
-        out.flush()
-    };
-    let written = match &args.output_file {
-        Some(file) => write_file(file, write).map_err(|e| format!("cannot write {}: {e}", file.display())),
-        None => {
-            let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-            match write(&mut stdout) {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("cannot write the report: {e}")),
-                _ => Ok(()),
+    for output in &settings.outputs {
+        let style = report::Style {
+            color: color && output.file.is_none() && output.format == Format::Text,
+            ..style.clone()
+        };
+        let with_summary = !args.quiet && output.format == Format::Text && output.file.is_none();
+        let write = |out: &mut dyn Write| -> std::io::Result<()> {
+            report::render_to(&report, output.format, &style, out)?;
+            if with_summary {
+                writeln!(out, "{summary}")?;
             }
+            out.flush()
+        };
+        let written = match &output.file {
+            Some(file) => write_file(file, write).map_err(|e| format!("cannot write {}: {e}", file.display())),
+            None => {
+                let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+                match write(&mut stdout) {
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                        Err(format!("cannot write the report: {e}"))
+                    }
+                    _ => Ok(()),
+                }
+            }
+        };
+        if let Err(e) = written {
+            return unusable(&e);
         }
-    };
-    if let Err(e) = written {
-        return unusable(&e);
     }
-    exit
+    ExitCode::from(exit)
 }
 
 /// Writes to `file` whole or not at all: a report cut short by a full
@@ -255,7 +331,12 @@ struct Settings {
     excludes: Vec<input::Excludes>,
     policies: Option<PathBuf>,
     target: super::target::TargetArgs,
-    output: Format,
+    /// At most one goes to standard output.
+    outputs: Vec<OutputSpec>,
+    strict: bool,
+    strict_inputs: bool,
+    skip_kinds: Vec<crate::check::skip::KindPattern>,
+    skip_rules: Vec<String>,
     namespace: String,
     namespace_labels: crate::cluster::StaticView,
     pod_templates: Vec<crate::check::pod_templates::TemplateKind>,
@@ -285,7 +366,7 @@ impl Settings {
         }
         if !args.exclude.is_empty() {
             excludes.push(input::Excludes {
-                root: cwd,
+                root: cwd.clone(),
                 from: "--exclude".into(),
                 globs: args.exclude.clone(),
             });
@@ -311,12 +392,57 @@ impl Settings {
         ) {
             target.feature_gates = gates.to_owned();
         }
-        let output = match (args.output, config.and_then(|l| l.config.output.as_deref())) {
-            (Some(format), _) => format,
-            (None, Some(name)) => <Format as clap::ValueEnum>::from_str(name, true)
-                .map_err(|_| format!("output in the config: {name:?} is not text, json, sarif or junit"))?,
-            (None, None) => Format::Text,
-        };
+        let mut outputs = args.output.clone();
+        if outputs.is_empty() {
+            let format = match config.and_then(|l| l.config.output.as_deref()) {
+                Some(name) => <Format as clap::ValueEnum>::from_str(name, true)
+                    .map_err(|_| format!("output in the config: {name:?} is not {}", Format::NAMES))?,
+                None => Format::Text,
+            };
+            outputs.push(OutputSpec { format, file: None });
+        }
+        if let Some(file) = &args.output_file {
+            match outputs
+                .iter_mut()
+                .filter(|o| o.file.is_none())
+                .collect::<Vec<_>>()
+                .as_mut_slice()
+            {
+                [one] => one.file = Some(file.clone()),
+                _ => {
+                    return Err(
+                        "--output-file names the file of one output; with several, write each as FORMAT=FILE".into(),
+                    );
+                }
+            }
+        }
+        if outputs.iter().filter(|o| o.file.is_none()).count() > 1 {
+            return Err("only one output can go to standard output; write the others as FORMAT=FILE".into());
+        }
+        let strict = args.strict || config.is_some_and(|l| l.config.strict);
+        let strict_inputs = args.strict_inputs || config.is_some_and(|l| l.config.strict_inputs);
+        let skip_kinds = config
+            .map(|l| l.config.skip_kinds.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .chain(&args.skip_kind)
+            .map(|k| crate::check::skip::KindPattern::parse(k).map_err(|e| format!("--skip-kind: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let skip_rules: Vec<String> = config
+            .map(|l| l.config.skip_rules.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .chain(&args.skip_rule)
+            .map(|r| r.trim().to_owned())
+            .collect();
+        if let Some(unknown) = skip_rules
+            .iter()
+            .find(|r| *r != crate::check::skip::ALL_RULES && !report::rules::ALL.iter().any(|k| k.id == *r))
+        {
+            return Err(format!(
+                "--skip-rule: {unknown:?} is not a rule (draguard rules lists them)"
+            ));
+        }
         let namespace = args
             .namespace
             .clone()
@@ -337,18 +463,31 @@ impl Settings {
         }
         pod_templates.extend(args.pod_template.iter().cloned());
         let base_dir = args
-            .base_dir
+            .sarif_base
             .clone()
-            .or_else(|| config.and_then(|l| l.config.base_dir.as_deref().map(|p| l.resolve(p))));
+            .or_else(|| config.and_then(|l| l.config.base_dir.as_deref().map(|p| l.resolve(p))))
+            .or_else(|| repository_root(&cwd));
         Ok(Settings {
             base_dir,
             excludes,
             policies,
             target,
-            output,
+            outputs,
+            strict,
+            strict_inputs,
+            skip_kinds,
+            skip_rules,
             namespace,
             namespace_labels,
             pod_templates,
         })
     }
+}
+
+/// The nearest folder at or above `dir` that holds `.git` (a folder, or a
+/// file in a worktree): where a code-scanning UI resolves SARIF URIs.
+fn repository_root(dir: &std::path::Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(std::path::Path::to_path_buf)
 }

@@ -31,7 +31,8 @@ pub enum Command {
     /// Print the AdmissionReview response the server would send for one request.
     Review(review::ReviewArgs),
     /// Check manifests as the webhook would judge them (for CI).
-    Check(check::CheckArgs),
+    // Boxed: its flags make it much larger than the other variants.
+    Check(Box<check::CheckArgs>),
     /// Lint policy files, test them against suites of expected verdicts, or
     /// print their JSON Schema.
     Policy(policy::PolicyArgs),
@@ -45,6 +46,19 @@ pub enum Command {
     /// Print the CustomResourceDefinition that serves ResourceSlicePatch
     /// (draguard.dev/v1alpha1), as in deploy/base/crd-resourceslicepatch.yaml.
     Crd,
+    /// List the rule ids `check` reports under, one a line, for
+    /// `--skip-rule` and the `draguard.dev/ignore-check` annotation.
+    Rules,
+}
+
+/// `draguard rules`: every rule id and what it means.
+pub fn print_rules() -> std::process::ExitCode {
+    let rules = crate::report::rules::ALL;
+    let width = rules.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    for rule in rules {
+        println!("{:width$}  {}", rule.id, rule.short);
+    }
+    std::process::ExitCode::SUCCESS
 }
 
 /// `draguard crd`: the ResourceSlicePatch CRD as YAML.

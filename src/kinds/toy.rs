@@ -117,6 +117,9 @@ mod tests {
             toleration_restriction: None,
             target: Default::default(),
             pod_templates: Vec::new(),
+            strict_inputs: false,
+            skip_kinds: Vec::new(),
+            strict: false,
         };
         let report = check(&sources, &[], &options, |_, _| {});
         let object = &report.objects[0];

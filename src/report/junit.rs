@@ -1,23 +1,46 @@
 //! JUnit XML for test dashboards: a testcase per object with the time its
-//! review took; an object draguard does not judge is `skipped`; a denied
-//! object (or, with `--warnings-as-errors`, a warned one) is a `failure`;
-//! a file that could not be read is an `error`. The counts agree with the
-//! exit code.
+//! review took; an object draguard did not judge is `skipped`, with why; a
+//! denied object (or, with `--warnings-as-errors`, a warned one) is a
+//! `failure`; a file that could not be read, or an object in an API
+//! version draguard does not know, is an `error`. Each testcase has at
+//! most one of these, so the suite's counts equal its elements, and they
+//! agree with the exit code.
 
 use std::fmt::Write as _;
 
-use crate::check::{ObjectReport, Report, Severity};
+use crate::check::{Judgement, ObjectReport, Report, Severity};
 
-/// Why an object's testcase fails, if it does.
-fn failed(object: &ObjectReport, warnings_as_errors: bool) -> bool {
-    !object.allowed || (warnings_as_errors && object.findings.iter().any(|f| f.severity == Severity::Warning))
+/// What an object's testcase holds besides its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Passed,
+    Failed,
+    Skipped,
+    Error,
+}
+
+fn outcome(object: &ObjectReport, warnings_as_errors: bool) -> Outcome {
+    let warned = warnings_as_errors && object.findings.iter().any(|f| f.severity == Severity::Warning);
+    match &object.judgement {
+        Judgement::Unusable => Outcome::Error,
+        _ if !object.allowed || warned => Outcome::Failed,
+        Judgement::Skipped { .. } => Outcome::Skipped,
+        _ => Outcome::Passed,
+    }
 }
 
 pub fn render(report: &Report, warnings_as_errors: bool) -> String {
     let tests = report.objects.len() + report.problems.len();
-    let failures = report.objects.iter().filter(|o| failed(o, warnings_as_errors)).count();
-    let errors = report.problems.len();
-    let skipped = report.objects.iter().filter(|o| !o.checked).count();
+    let count = |wanted: Outcome| {
+        report
+            .objects
+            .iter()
+            .filter(|o| outcome(o, warnings_as_errors) == wanted)
+            .count()
+    };
+    let failures = count(Outcome::Failed);
+    let errors = report.problems.len() + count(Outcome::Error);
+    let skipped = count(Outcome::Skipped);
     let time: f64 = report.objects.iter().map(|o| o.seconds).sum();
     let counts =
         format!(r#"tests="{tests}" failures="{failures}" errors="{errors}" skipped="{skipped}" time="{time:.6}""#);
@@ -63,20 +86,29 @@ pub fn render(report: &Report, warnings_as_errors: bool) -> String {
                 format!("{file}:{}:{}: {field}{}", f.position.line, f.position.column, f.message)
             })
             .collect();
-        if !object.checked {
+        let outcome = outcome(object, warnings_as_errors);
+        if let (Outcome::Skipped, Judgement::Skipped { reason, .. }) = (outcome, &object.judgement) {
             let _ = writeln!(
                 out,
-                ">\n      <skipped message=\"{} is not a kind draguard judges\"/>\n    </testcase>",
-                escape(&object.id.kind)
+                ">\n      <skipped message=\"not judged: {}\"/>\n    </testcase>",
+                escape(reason)
             );
             continue;
         }
-        if !failed(object, warnings_as_errors) && lines.is_empty() {
+        if outcome == Outcome::Passed && lines.is_empty() {
             out.push_str("/>\n");
             continue;
         }
         out.push_str(">\n");
-        if failed(object, warnings_as_errors) {
+        if outcome == Outcome::Error {
+            let first = object.findings.first().map_or("", |f| f.message.as_str());
+            let _ = writeln!(
+                out,
+                r#"      <error message="{}" type="unknown-version">{}</error>"#,
+                escape(first),
+                escape(&lines.join("\n"))
+            );
+        } else if outcome == Outcome::Failed {
             let (kind, first) = match object.findings.iter().find(|f| f.severity == Severity::Error) {
                 Some(f) => ("denied", f.message.as_str()),
                 None => (

@@ -1,6 +1,8 @@
 //! Output formats for `draguard check`: text (default), JSON, SARIF 2.1.0
-//! for code-scanning UIs, JUnit XML for test dashboards.
+//! for code-scanning UIs, JUnit XML for test dashboards, GitHub Actions
+//! workflow commands (annotations without code scanning).
 
+mod github;
 mod junit;
 pub mod rules;
 
@@ -12,7 +14,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::check::{Report, Severity};
+use crate::check::{Judgement, Report, Severity};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -20,6 +22,14 @@ pub enum Format {
     Json,
     Sarif,
     Junit,
+    /// `::error file=...,line=...::message` lines, which GitHub Actions
+    /// shows on the pull request's diff.
+    Github,
+}
+
+impl Format {
+    /// The names, for messages.
+    pub const NAMES: &str = "text, json, sarif, junit or github";
 }
 
 /// How a report is written, besides its format.
@@ -31,6 +41,8 @@ pub struct Style {
     pub base_dir: Option<std::path::PathBuf>,
     /// Warnings fail the run: JUnit shows them as failures.
     pub warnings_as_errors: bool,
+    /// The run's exit code, which the JSON report states with why.
+    pub exit_code: u8,
 }
 
 /// The report, as text.
@@ -48,12 +60,13 @@ pub fn render(report: &Report, format: Format, style: &Style) -> String {
 pub fn render_to(report: &Report, format: Format, style: &Style, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     match format {
         Format::Text => out.write_all(text(report, style.color).as_bytes()),
-        Format::Json => pretty(out, &json_report(report)),
+        Format::Json => pretty(out, &json_report(report, style)),
         Format::Sarif => pretty(
             out,
             &sarif::render(report, style.base_dir.as_deref().unwrap_or(std::path::Path::new("."))),
         ),
         Format::Junit => out.write_all(junit::render(report, style.warnings_as_errors).as_bytes()),
+        Format::Github => out.write_all(github::render(report).as_bytes()),
     }
 }
 
@@ -62,12 +75,13 @@ fn pretty(out: &mut dyn std::io::Write, v: &impl serde::Serialize) -> std::io::R
     out.write_all(b"\n")
 }
 
-/// `N objects, N denied, N warnings (Kubernetes 1.37 rules)`, and the
-/// feature gates set differently from the version's defaults (`rules with
-/// DRADerivedAttributes=true`).
+/// `N objects, N denied, N warnings (Kubernetes 1.37 rules)`, the feature
+/// gates set differently from the version's defaults (`rules with
+/// DRADerivedAttributes=true`), then what was not judged: files not read
+/// (and their documents, when more), objects of unknown versions, kinds
+/// not judged, files that are not Kubernetes, and suppressed findings.
 pub fn summary(report: &Report) -> String {
     let n = report.objects.len();
-    let plural = |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
     let target = &report.target;
     let gates = target.gates.changed_from_defaults(target.version);
     let gates = if gates.is_empty() {
@@ -75,17 +89,77 @@ pub fn summary(report: &Report) -> String {
     } else {
         format!(" with {gates}")
     };
-    let unreadable = match report.problems.len() {
-        0 => String::new(),
-        n => format!(", {} not read", plural(n, "file")),
+    let unreadable = match (report.unreadable_files(), report.problems.len()) {
+        (0, _) => String::new(),
+        (files, documents) if files == documents => format!(", {} not read", plural(files, "file")),
+        (files, documents) => format!(", {} not read ({documents} documents)", plural(files, "file")),
     };
-    format!(
-        "{}, {} denied, {}{unreadable} (Kubernetes {} rules{gates})",
+    let unusable = match report.unusable() {
+        0 => String::new(),
+        n => format!(", {n} in an unknown version"),
+    };
+    let mut out = format!(
+        "{}, {} denied, {}{unreadable}{unusable} (Kubernetes {} rules{gates})",
         plural(n, "object"),
         report.denied(),
         plural(report.warnings(), "warning"),
         target.version
-    )
+    );
+    let skipped = report.skipped_by_kind();
+    if !skipped.is_empty() {
+        const SHOWN: usize = 5;
+        let mut kinds: Vec<String> = skipped.iter().take(SHOWN).map(|(k, n)| format!("{n} {k}")).collect();
+        if skipped.len() > SHOWN {
+            let rest: usize = skipped[SHOWN..].iter().map(|(_, n)| n).sum();
+            kinds.push(format!("{rest} of {} more kinds", skipped.len() - SHOWN));
+        }
+        let _ = write!(out, "; not judged: {}", kinds.join(", "));
+    }
+    let not_kubernetes = report.not_kubernetes;
+    if not_kubernetes.files > 0 {
+        let _ = write!(
+            out,
+            "; {} not Kubernetes (skipped)",
+            plural(not_kubernetes.files, "file")
+        );
+    }
+    if report.suppressed > 0 {
+        let _ = write!(out, "; {} suppressed", plural(report.suppressed, "finding"));
+    }
+    out
+}
+
+fn plural(count: usize, word: &str) -> String {
+    format!("{count} {word}{}", if count == 1 { "" } else { "s" })
+}
+
+/// Why the run fails, when it does, in a line: `-q` and the machine
+/// formats must never fail without saying why.
+pub fn failure(report: &Report, exit_code: u8, warnings_as_errors: bool) -> Option<String> {
+    let mut why = Vec::new();
+    if report.unreadable_files() > 0 {
+        why.push(format!(
+            "{} could not be read",
+            plural(report.unreadable_files(), "file")
+        ));
+    }
+    if report.unusable() > 0 {
+        why.push(format!(
+            "{} in an API version draguard does not know",
+            plural(report.unusable(), "object")
+        ));
+    }
+    let denied = report.denied();
+    if denied > 0 {
+        why.push(format!("{} denied", plural(denied, "object")));
+    }
+    if warnings_as_errors && report.warnings() > 0 {
+        why.push(format!(
+            "{} (--warnings-as-errors)",
+            plural(report.warnings(), "warning")
+        ));
+    }
+    (exit_code != 0 && !why.is_empty()).then(|| format!("failed: {}", why.join(", ")))
 }
 
 /// `file:line:col: Kind/namespace/name: field: message`, one line a finding.
@@ -114,6 +188,21 @@ fn text(report: &Report, color: bool) -> String {
     }
     for object in &report.objects {
         let file = report.sources.get(object.source).map_or("-", String::as_str);
+        if let Judgement::Skipped {
+            reason,
+            holds_tolerations: true,
+        } = &object.judgement
+            && object.findings.is_empty()
+        {
+            let place = format!("{file}:{}:{}", object.position.line, object.position.column);
+            let _ = writeln!(
+                out,
+                "{}: {}: {}: not judged, though it holds tolerations: {reason}",
+                paint("1", &place),
+                paint("1;36", "note"),
+                object.id
+            );
+        }
         for f in &object.findings {
             let place = format!("{file}:{}:{}", f.position.line, f.position.column);
             let label = match f.severity {
@@ -156,7 +245,7 @@ struct JsonReport<O, P> {
     unreadable: P,
 }
 
-fn json_report(report: &Report) -> impl serde::Serialize + '_ {
+fn json_report<'r>(report: &'r Report, style: &Style) -> impl serde::Serialize + 'r {
     let objects = report.objects.iter().map(|o| {
         let findings: Vec<Value> = o
             .findings
@@ -173,6 +262,13 @@ fn json_report(report: &Report) -> impl serde::Serialize + '_ {
                 })
             })
             .collect();
+        let (judged, reason) = match &o.judgement {
+            Judgement::Judged => ("judged", None),
+            Judgement::NothingToJudge => ("nothing-to-judge", None),
+            Judgement::Skipped { reason, .. } => ("skipped", Some(reason.as_str())),
+            Judgement::Unusable => ("unusable", None),
+            Judgement::NotKubernetes => ("not-kubernetes", None),
+        };
         json!({
             "file": report.sources.get(o.source),
             "line": o.position.line,
@@ -181,6 +277,8 @@ fn json_report(report: &Report) -> impl serde::Serialize + '_ {
             "namespace": o.id.namespace,
             "name": o.id.name,
             "allowed": o.allowed,
+            "judged": judged,
+            "notJudgedBecause": reason,
             "findings": findings,
         })
     });
@@ -191,7 +289,21 @@ fn json_report(report: &Report) -> impl serde::Serialize + '_ {
     JsonReport {
         kubernetes: kubernetes(report),
         objects: streamed::Streamed::new(objects),
-        summary: json!({"objects": report.objects.len(), "denied": report.denied(), "warnings": report.warnings(), "unreadable": report.problems.len()}),
+        summary: json!({
+            "objects": report.objects.len(),
+            "denied": report.denied(),
+            "warnings": report.warnings(),
+            "unreadable": report.unreadable_files(),
+            "files": report.sources.len(),
+            "documents": report.documents,
+            "unusable": report.unusable(),
+            "notJudged": report.skipped_by_kind().into_iter().map(|(k, n)| (k, json!(n))).collect::<serde_json::Map<String, Value>>(),
+            "notKubernetes": {"files": report.not_kubernetes.files, "documents": report.not_kubernetes.documents},
+            "suppressed": report.suppressed,
+            "exitCode": style.exit_code,
+            "passed": style.exit_code == 0,
+            "failure": failure(report, style.exit_code, style.warnings_as_errors),
+        }),
         unreadable: streamed::Streamed::new(problems),
     }
 }

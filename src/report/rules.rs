@@ -108,6 +108,9 @@ rules! {
     NOT_AN_OBJECT = "not-an-object",
         "A document is not a Kubernetes object (it has no apiVersion or kind), so it is skipped.",
         "Remove the document, or exclude the file if it is not a manifest.";
+    NOT_JUDGED = "not-judged",
+        "An object of a kind draguard does not know holds tolerations it could not judge.",
+        "Name where its pod specs are (podTemplates in .draguard.yaml, or --pod-template) or its toleration lists (tolerationLists), or skip the kind with --skip-kind.";
     POLICY_AUDIT = "policy-audit",
         "An Audit-mode policy recorded a violation.",
         "Nothing is denied; the same violation would be under mode Enforce.";
@@ -134,6 +137,7 @@ pub fn rule_of(kind: &str, finding: &Finding) -> &'static Rule {
         "BadRequest" => return &OBJECT_UNDECODABLE,
         "PolicyAudit" => return &POLICY_AUDIT,
         "NotAnObject" => return &NOT_AN_OBJECT,
+        "NotJudged" => return &NOT_JUDGED,
         _ => {}
     }
     if finding.severity == Severity::Warning {

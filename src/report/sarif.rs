@@ -42,13 +42,11 @@ struct Locator {
 
 impl Locator {
     fn new(base: &Path) -> Self {
-        Locator {
-            base: std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf()),
-        }
+        Locator { base: normalized(base) }
     }
 
     fn artifact(&self, file: &str) -> Value {
-        let absolute = std::path::absolute(file).unwrap_or_else(|_| PathBuf::from(file));
+        let absolute = normalized(Path::new(file));
         match absolute.strip_prefix(&self.base) {
             Ok(relative) => json!({"uri": encode(relative), "uriBaseId": SRCROOT}),
             Err(_) => json!({"uri": format!("file://{}", encode(&absolute))}),
@@ -62,6 +60,25 @@ impl Locator {
         }
         uri
     }
+}
+
+/// The absolute path, with `.` and `..` resolved as written (the way a
+/// shell resolves `cd ../deployments`): `std::path::absolute` keeps `..`,
+/// and a URI such as `demo/../deployments/x.yaml` names no file in a
+/// code-scanning UI.
+pub fn normalized(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for component in absolute.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn encode(path: &Path) -> String {
@@ -120,6 +137,28 @@ pub fn render<'r>(report: &'r Report, base: &Path) -> impl serde::Serialize + 'r
     let findings = report.objects.iter().flat_map(move |object| {
         let file = report.sources.get(object.source).map_or("-", String::as_str);
         let mut results = Vec::new();
+        // A custom kind that holds tolerations draguard could not judge: a
+        // note, so that it does not pass in silence.
+        if let crate::check::Judgement::Skipped {
+            reason,
+            holds_tolerations: true,
+        } = &object.judgement
+            && object.findings.is_empty()
+        {
+            results.push(json!({
+                "ruleId": rules::NOT_JUDGED.id,
+                "ruleIndex": index(&rules::NOT_JUDGED),
+                "level": "note",
+                "message": {"text": format!("{}: not judged, though it holds tolerations: {reason}", object.id)},
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": locator.artifact(file),
+                        "region": {"startLine": object.position.line.max(1), "startColumn": object.position.column.max(1)},
+                    },
+                    "logicalLocations": [{"fullyQualifiedName": object.id.to_string()}],
+                }],
+            }));
+        }
         for f in &object.findings {
             let rule = rules::rule_of(&object.id.kind, f);
             let message = format!("{}: {}", object.id, f.message);

@@ -1,0 +1,237 @@
+//! What `check` leaves out, and says so: kinds skipped run-wide
+//! (`--skip-kind`), rules skipped run-wide (`--skip-rule`) or on one object
+//! (the `draguard.dev/ignore-check` annotation, as kube-linter's
+//! `ignore-check.kube-linter.io/<check>`), and kinds with nothing to judge.
+//! Every suppressed finding is counted in the summary.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use super::{Judgement, Report, Severity};
+
+/// The annotation that suppresses rules on one object: a comma-separated
+/// list of rule ids (`draguard rules`), or `all`.
+pub const IGNORE_ANNOTATION: &str = "draguard.dev/ignore-check";
+
+/// Every rule, in the annotation and in `--skip-rule`.
+pub const ALL_RULES: &str = "all";
+
+/// A kind to skip: `Kind`, or `Kind.group` to name one group's
+/// (`Workflow.argoproj.io`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindPattern {
+    pub kind: String,
+    pub group: Option<String>,
+}
+
+impl KindPattern {
+    /// `RayService` or `RayService.ray.io`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let (kind, group) = match text.split_once('.') {
+            Some((kind, group)) => (kind, Some(group.to_owned())),
+            None => (text, None),
+        };
+        if kind.is_empty() || group.as_deref() == Some("") || text.contains(char::is_whitespace) {
+            return Err(format!(
+                "{text:?} is not KIND or KIND.GROUP (RayService, RayService.ray.io)"
+            ));
+        }
+        Ok(KindPattern {
+            kind: kind.to_owned(),
+            group,
+        })
+    }
+
+    pub fn matches(&self, group: &str, kind: &str) -> bool {
+        self.kind == kind && self.group.as_deref().is_none_or(|g| g == group)
+    }
+}
+
+impl fmt::Display for KindPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.group {
+            Some(group) => write!(f, "{}.{group}", self.kind),
+            None => f.write_str(&self.kind),
+        }
+    }
+}
+
+/// The rules an object's annotation suppresses, as written.
+pub fn ignored_rules(object: &Value) -> Vec<String> {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(IGNORE_ANNOTATION))
+        .and_then(Value::as_str)
+        .map(|list| {
+            list.split(',')
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// API groups the kube-apiserver itself serves (and draguard's own): a
+/// kind of these that draguard does not judge holds no pod spec or
+/// toleration (those that do are judged: Pods, workloads, PodTemplates),
+/// so it has nothing to judge. Any other group's kind is a custom
+/// resource draguard does not know, and is reported as not judged.
+const BUILT_IN_GROUPS: &[&str] = &[
+    "",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "apiregistration.k8s.io",
+    "apps",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "internal.apiserver.k8s.io",
+    "networking.k8s.io",
+    "node.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "resource.k8s.io",
+    "scheduling.k8s.io",
+    "storage.k8s.io",
+    "storagemigration.k8s.io",
+    // Kustomize's and Helm's own files, and draguard's policies.
+    "kustomize.config.k8s.io",
+    "policy.draguard.dev",
+];
+
+/// How an object of a kind the core does not judge is reported.
+pub fn unrouted(group: &str, api_version: &str, kind: &str, holds_tolerations: bool) -> Judgement {
+    if BUILT_IN_GROUPS.contains(&group) {
+        Judgement::NothingToJudge
+    } else {
+        Judgement::Skipped {
+            reason: format!(
+                "{kind} ({api_version}) is not a kind draguard judges, and no pod spec or toleration list was found in it"
+            ),
+            holds_tolerations,
+        }
+    }
+}
+
+/// Leaves out the findings of suppressed rules: those of `skip_rules`
+/// (`all` for every one) and those of each object's annotation. An object
+/// whose every error was suppressed is admitted. A rule the annotation
+/// names that does not exist is a warning, so a typo does not suppress
+/// nothing in silence. `rule_of` names a finding's rule, `known` says
+/// whether a rule id exists.
+pub fn suppress(
+    report: &mut Report,
+    skip_rules: &[String],
+    rule_of: impl Fn(&str, &super::Finding) -> &'static str,
+    known: impl Fn(&str) -> bool,
+) {
+    let mut suppressed = 0;
+    for object in &mut report.objects {
+        if skip_rules.is_empty() && object.ignore.is_empty() {
+            continue;
+        }
+        let skipped = |rule: &str| {
+            let listed = |list: &[String]| list.iter().any(|r| r == ALL_RULES || r == rule);
+            listed(skip_rules) || listed(&object.ignore)
+        };
+        let kind = object.id.kind.clone();
+        let before = object.findings.len();
+        object.findings.retain(|f| !skipped(rule_of(&kind, f)));
+        suppressed += before - object.findings.len();
+        let errors_left = object.findings.iter().any(|f| f.severity == Severity::Error);
+        if !object.allowed && !errors_left && before > object.findings.len() {
+            object.allowed = true;
+            if object.judgement == Judgement::Unusable {
+                object.judgement = Judgement::Skipped {
+                    reason: "its unknown API version is suppressed".into(),
+                    holds_tolerations: false,
+                };
+            }
+        }
+        let unknown: Vec<&String> = object
+            .ignore
+            .iter()
+            .filter(|r| r.as_str() != ALL_RULES && !known(r))
+            .collect();
+        if !unknown.is_empty() {
+            let names: Vec<String> = unknown.iter().map(|r| format!("{r:?}")).collect();
+            object.findings.push(super::Finding {
+                severity: Severity::Warning,
+                field: Some(format!("metadata.annotations[{IGNORE_ANNOTATION}]")),
+                reason: "Warning".into(),
+                message: format!(
+                    "{IGNORE_ANNOTATION} names {} that draguard does not have (draguard rules lists them)",
+                    if names.len() == 1 {
+                        format!("a rule, {},", names[0])
+                    } else {
+                        format!("rules {}", names.join(", "))
+                    }
+                ),
+                position: object.position,
+                concept: None,
+            });
+        }
+    }
+    report.suppressed += suppressed;
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn kind_patterns_name_a_kind_or_a_kind_of_one_group() {
+        let any = KindPattern::parse("RayService").expect("a kind");
+        assert!(any.matches("ray.io", "RayService") && any.matches("other.io", "RayService"));
+        assert!(!any.matches("ray.io", "RayCluster"));
+        let one = KindPattern::parse("Workflow.argoproj.io").expect("a kind and group");
+        assert!(one.matches("argoproj.io", "Workflow") && !one.matches("example.com", "Workflow"));
+        assert_eq!(one.to_string(), "Workflow.argoproj.io");
+        for bad in ["", ".ray.io", "RayService.", "Ray Service"] {
+            assert!(KindPattern::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_annotation_is_a_comma_separated_list() {
+        let object = json!({"metadata": {"annotations": {IGNORE_ANNOTATION: " quota-exceeded, ,pod-toleration-effect-unsupported "}}});
+        assert_eq!(
+            ignored_rules(&object),
+            ["quota-exceeded", "pod-toleration-effect-unsupported"]
+        );
+        assert!(ignored_rules(&json!({"metadata": {"annotations": {IGNORE_ANNOTATION: 3}}})).is_empty());
+        assert!(ignored_rules(&json!({"metadata": null})).is_empty());
+    }
+
+    #[test]
+    fn built_in_kinds_have_nothing_to_judge_and_custom_ones_are_skipped() {
+        assert_eq!(unrouted("", "v1", "Service", false), Judgement::NothingToJudge);
+        assert_eq!(
+            unrouted(
+                "rbac.authorization.k8s.io",
+                "rbac.authorization.k8s.io/v1",
+                "Role",
+                false
+            ),
+            Judgement::NothingToJudge
+        );
+        assert_eq!(
+            unrouted("monitoring.coreos.com", "monitoring.coreos.com/v1", "Prometheus", true),
+            Judgement::Skipped {
+                reason: "Prometheus (monitoring.coreos.com/v1) is not a kind draguard judges, and no pod spec or toleration list was found in it".into(),
+                holds_tolerations: true,
+            }
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! GitHub Actions workflow commands: one `::error` / `::warning` /
+//! `::notice` line a finding, which the runner turns into annotations on
+//! the pull request's diff, without code scanning (conftest's `--output
+//! github`). Escaping as the runner reads it (actions/toolkit,
+//! packages/core/src/command.ts): `%`, CR and LF in the message; also `:`
+//! and `,` in properties.
+
+use std::fmt::Write as _;
+
+use super::rules;
+use crate::check::{Judgement, Report, Severity};
+
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for problem in &report.problems {
+        let mut properties = format!("file={}", property(&problem.file));
+        if problem.line > 0 {
+            let _ = write!(properties, ",line={},col={}", problem.line, problem.column.max(1));
+        }
+        let _ = writeln!(
+            out,
+            "::error {properties},title={}::{}",
+            property(&format!("draguard {}", rules::FILE_UNREADABLE.id)),
+            message(&problem.message)
+        );
+    }
+    for object in &report.objects {
+        let file = report.sources.get(object.source).map_or("-", String::as_str);
+        let at = |line: u64, column: u64| format!("file={},line={},col={}", property(file), line.max(1), column.max(1));
+        if let Judgement::Skipped {
+            reason,
+            holds_tolerations: true,
+        } = &object.judgement
+            && object.findings.is_empty()
+        {
+            let _ = writeln!(
+                out,
+                "::notice {},title={}::{}",
+                at(object.position.line, object.position.column),
+                property(&format!("draguard {}", rules::NOT_JUDGED.id)),
+                message(&format!(
+                    "{}: not judged, though it holds tolerations: {reason}",
+                    object.id
+                ))
+            );
+        }
+        for f in &object.findings {
+            let level = match f.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            };
+            let rule = rules::rule_of(&object.id.kind, f);
+            let field = match f.field.as_deref() {
+                Some(p) if !f.message.starts_with(p) => format!("{p}: "),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "::{level} {},title={}::{}",
+                at(f.position.line, f.position.column),
+                property(&format!("draguard {}", rule.id)),
+                message(&format!("{}: {field}{}", object.id, f.message))
+            );
+        }
+    }
+    out
+}
+
+/// A message (after `::`).
+fn message(text: &str) -> String {
+    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// A property value (`file=...`).
+fn property(text: &str) -> String {
+    message(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_follows_the_runner() {
+        assert_eq!(message("50% of a\nb"), "50%25 of a%0Ab");
+        assert_eq!(property("a:b,c%"), "a%3Ab%2Cc%25");
+    }
+}
