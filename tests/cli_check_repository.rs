@@ -1,0 +1,402 @@
+//! `draguard check .` on a normal repository (issue 25): partial objects,
+//! files that are not Kubernetes, suppression, outputs users can trust,
+//! and policy folders that hold tests. Each test is a reproduction from
+//! real repositories, through the real binary.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// `draguard ARGS` in `dir`, colours off, `stdin` piped in.
+fn draguard_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_draguard"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("draguard runs");
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(input.as_bytes()).expect("write stdin");
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().expect("draguard exits")
+}
+
+fn draguard(args: &[&str], stdin: Option<&str>) -> Output {
+    draguard_in(Path::new(env!("CARGO_MANIFEST_DIR")), args, stdin)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    let file = dir.join(name);
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).expect("mkdir");
+    }
+    std::fs::write(file, text).expect("write");
+}
+
+const NO_POLICIES: &str = "; no toleration policies (none named with --policies)";
+
+/// Problem 1: a kustomize strategic-merge patch (a Deployment with only
+/// template labels, or `$patch: delete`) was denied with "could not be
+/// decoded: invalid type: null" for a field it does not have.
+#[test]
+fn partial_workloads_are_judged_on_what_they_hold() {
+    let patch = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    metadata: {labels: {a: b}}\n";
+    let out = draguard(&["check", "-"], Some(patch));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        format!("1 object, 0 denied, 0 warnings (Kubernetes 1.37 rules){NO_POLICIES}\n")
+    );
+    let delete = "$patch: delete\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\n---\napiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {schedule: '* * * * *'}\n";
+    let out = draguard(&["check", "-"], Some(delete));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    // What is there is still judged.
+    let bad = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      tolerations: [{key: k, operator: Exists, effect: Bogus}]\n";
+    let out = draguard(&["check", "-"], Some(bad));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).starts_with(
+            "-:7:48: error: Deployment/default/d: spec.template.spec.tolerations[0].effect: Unsupported value: \"Bogus\""
+        ),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// Problem 2 (the part that is not rendering): values files, `Chart.yaml`,
+/// dashboards, JSON schemas and a YAML file that is one top-level list
+/// produce nothing but a count; `--strict-inputs` warns once per file.
+#[test]
+fn files_that_are_not_kubernetes_are_counted_not_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(root, "values.yaml", "replicaCount: 1\nimage: {repository: nginx}\n");
+    write(
+        root,
+        "dashboard.json",
+        r#"{"title": "GPUs", "panels": [{"type": "graph"}]}"#,
+    );
+    write(
+        root,
+        "schema.json",
+        r#"{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}"#,
+    );
+    write(
+        root,
+        "i18n.yaml",
+        "- id: hello\n  translation: Hallo\n- id: bye\n  translation: Tschüss\n- id: yes\n  translation: Ja\n",
+    );
+    write(root, "mkdocs.yml", "site_name: docs\nnav: [{Home: index.md}]\n");
+    write(
+        root,
+        "app.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i}]\n",
+    );
+    let out = draguard_in(root, &["check", ".", "--warnings-as-errors"], None);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "1 object, 0 denied, 0 warnings (Kubernetes 1.37 rules); 5 files not Kubernetes (skipped){NO_POLICIES}\n"
+        )
+    );
+    let out = draguard_in(root, &["check", ".", "--strict-inputs"], None);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    let warnings: Vec<&str> = text.lines().filter(|l| l.contains(": warning: ")).collect();
+    assert_eq!(warnings.len(), 5, "one a file, not one an item: {text}");
+    assert!(
+        warnings.contains(&"./i18n.yaml:1:3: warning: (no kind): skipped: 3 documents or items of this file are not Kubernetes objects (no apiVersion or kind)"),
+        "{text}"
+    );
+    // JSON counts them.
+    let out = draguard_in(root, &["check", ".", "-o", "json"], None);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        report["summary"]["notKubernetes"],
+        serde_json::json!({"files": 5, "documents": 7})
+    );
+    assert_eq!(report["summary"]["files"], 6);
+}
+
+/// draguard's own deploy/ (a Grafana dashboard beside the manifests)
+/// passes under --warnings-as-errors.
+#[test]
+fn draguards_own_deploy_folder_passes_with_warnings_as_errors() {
+    let out = draguard(&["check", "deploy", "--warnings-as-errors"], None);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+}
+
+/// Problem 3: a claim in an unknown API version was `failures="2"
+/// skipped="2"` with no `<failure>` element. It is unusable input now: an
+/// `<error>`, and every count equals its elements.
+#[test]
+fn junit_counts_equal_its_elements() {
+    let input = "apiVersion: resource.k8s.io/v1alpha9\nkind: ResourceClaim\nmetadata: {name: a}\nspec: {}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: b}\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly: {deviceClassName: gpu, allocationMode: Some}\n---\napiVersion: ray.io/v1\nkind: RayThing\nmetadata: {name: r}\nspec:\n  tolerations: [{key: k}]\n---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n";
+    let out = draguard(&["check", "-", "-o", "junit"], Some(input));
+    assert_eq!(out.status.code(), Some(2), "an unknown version is unusable input");
+    let xml = stdout(&out);
+    let attribute = |name: &str| -> usize {
+        let at = xml.find(&format!(" {name}=\"")).expect("the attribute") + name.len() + 3;
+        xml[at..]
+            .split('"')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("a count")
+    };
+    assert_eq!(attribute("tests"), xml.matches("<testcase ").count());
+    assert_eq!(attribute("failures"), xml.matches("<failure ").count());
+    assert_eq!(attribute("errors"), xml.matches("<error ").count());
+    assert_eq!(attribute("skipped"), xml.matches("<skipped ").count());
+    assert_eq!(
+        (
+            attribute("tests"),
+            attribute("failures"),
+            attribute("errors"),
+            attribute("skipped")
+        ),
+        (4, 1, 1, 1),
+        "{xml}"
+    );
+    assert!(xml.contains(r#"type="unknown-version""#), "{xml}");
+}
+
+/// Problem 4: `cd demo && draguard check ../deployments -o sarif` gave URIs
+/// with `..` that name no file. They are normalised, and relative to the
+/// repository root by default (or `--sarif-base`).
+#[test]
+fn sarif_uris_are_normalised_and_relative_to_the_repository_root() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git")).expect("a repository");
+    std::fs::create_dir_all(root.join("demo")).expect("mkdir");
+    write(
+        root,
+        "deployments/pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  tolerations: [{key: k, operator: Exists, effect: Bogus}]\n  containers: [{name: c, image: i}]\n",
+    );
+    let uris = |out: &Output| -> Vec<String> {
+        let sarif: Value = serde_json::from_slice(&out.stdout).expect("SARIF");
+        sarif["runs"][0]["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| {
+                r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let out = draguard_in(&root.join("demo"), &["check", "../deployments", "-o", "sarif"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(uris(&out), ["deployments/pod.yaml"]);
+    let out = draguard_in(
+        &root.join("demo"),
+        &["check", "./../deployments/./pod.yaml", "-o", "sarif"],
+        None,
+    );
+    assert_eq!(uris(&out), ["deployments/pod.yaml"]);
+    let out = draguard_in(
+        &root.join("demo"),
+        &[
+            "check",
+            "../deployments",
+            "-o",
+            "sarif",
+            "--sarif-base",
+            "../deployments",
+        ],
+        None,
+    );
+    assert_eq!(uris(&out), ["pod.yaml"]);
+}
+
+/// Problem 5: "N files not read" counted documents; it counts files, and
+/// says how many documents when they differ. An object of a known kind
+/// but no apiVersion is shown by its kind, not `(no kind)/default/`.
+#[test]
+fn the_summary_counts_files_and_documents() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(root, "a.yaml", "a: [\n---\nb: {\n");
+    write(root, "b.yaml", "c: [\n");
+    write(
+        root,
+        "ok.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i}]\n",
+    );
+    let out = draguard_in(root, &["check", "."], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stdout(&out).ends_with(&format!(
+            "1 object, 0 denied, 0 warnings, 2 files not read (3 documents) (Kubernetes 1.37 rules){NO_POLICIES}\n"
+        )),
+        "{}",
+        stdout(&out)
+    );
+    let out = draguard(
+        &["check", "-", "--strict-inputs"],
+        Some("kind: Deployment\nmetadata: {name: d}\n"),
+    );
+    assert!(
+        stdout(&out)
+            .starts_with("-:1:1: warning: Deployment/d: skipped: not a Kubernetes object (no apiVersion or kind)"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+const BOGUS_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: FILLED\nspec:\n  tolerations: [{key: k, operator: Exists, effect: Bogus}]\n  containers: [{name: c, image: i}]\n";
+
+/// Problem 6: findings are suppressed one object at a time (the
+/// `draguard.dev/ignore-check` annotation), or run-wide by rule or kind;
+/// the summary counts what was suppressed, and a rule that does not exist
+/// is refused (flag) or warned about (annotation).
+#[test]
+fn findings_are_suppressed_by_annotation_rule_or_kind() {
+    let annotated = BOGUS_POD.replace(
+        "  namespace: FILLED\n",
+        "  namespace: FILLED\n  annotations: {draguard.dev/ignore-check: \"pod-toleration-effect-unsupported, metadata-invalid\"}\n",
+    );
+    let out = draguard(&["check", "-"], Some(&annotated));
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(
+        text,
+        format!("1 object, 0 denied, 0 warnings (Kubernetes 1.37 rules); 2 findings suppressed{NO_POLICIES}\n")
+    );
+    // One rule of the two: the other still denies.
+    let one = annotated.replace("pod-toleration-effect-unsupported, ", "");
+    let out = draguard(&["check", "-"], Some(&one));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).starts_with("-:8:44: error: Pod/FILLED/p: spec.tolerations[0].effect: Unsupported value"),
+        "{}",
+        stdout(&out)
+    );
+    let out = draguard(&["check", "-", "--skip-rule", "all"], Some(BOGUS_POD));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = draguard(&["check", "-", "--skip-kind", "Pod"], Some(BOGUS_POD));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("not judged: 1 Pod"), "{}", stdout(&out));
+    let out = draguard(&["check", "-", "--skip-rule", "no-such-rule"], Some(BOGUS_POD));
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "draguard check: --skip-rule: \"no-such-rule\" is not a rule (draguard rules lists them)\n"
+    );
+    let typo = BOGUS_POD.replace(
+        "  namespace: FILLED\n",
+        "  annotations: {draguard.dev/ignore-check: \"all,pod-tolerations\"}\n",
+    );
+    let out = draguard(&["check", "-"], Some(&typo));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).starts_with("-:1:1: warning: Pod/default/p: metadata.annotations[draguard.dev/ignore-check]: draguard.dev/ignore-check names a rule, \"pod-tolerations\", that draguard does not have (draguard rules lists them)"),
+        "{}",
+        stdout(&out)
+    );
+    // `draguard rules` lists every id once, with its meaning.
+    let rules = draguard(&["rules"], None);
+    assert_eq!(rules.status.code(), Some(0));
+    let listed = stdout(&rules);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("pod-toleration-effect-unsupported ")
+                && l.ends_with("A pod toleration names an effect Kubernetes does not support.")),
+        "{listed}"
+    );
+}
+
+/// Problem 5 (outputs): `--format` is `--output`; several outputs in one
+/// run; `--output github` writes workflow annotations; `-q
+/// --warnings-as-errors` keeps the warnings that fail the run.
+#[test]
+fn outputs_github_several_at_once_and_quiet_failures_say_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sarif = dir.path().join("report.sarif");
+    let sarif_arg = format!("sarif={}", sarif.display());
+    let out = draguard(&["check", "-", "--format", "github", "-o", &sarif_arg], Some(BOGUS_POD));
+    assert_eq!(out.status.code(), Some(1));
+    let annotations = stdout(&out);
+    let lines: Vec<&str> = annotations.lines().collect();
+    assert_eq!(lines.len(), 2, "{annotations}");
+    assert!(
+        lines[0].starts_with("::error file=-,line=5,col=3,title=draguard metadata-invalid::Pod/FILLED/p: metadata.namespace: Invalid value: \"FILLED\""),
+        "{annotations}"
+    );
+    assert_eq!(
+        lines[1],
+        "::error file=-,line=7,col=44,title=draguard pod-toleration-effect-unsupported::Pod/FILLED/p: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""
+    );
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&sarif).expect("written")).expect("SARIF");
+    assert_eq!(written["version"], "2.1.0");
+    let two = draguard(&["check", "-", "-o", "json", "-o", "text"], Some(BOGUS_POD));
+    assert_eq!(two.status.code(), Some(2));
+    assert_eq!(
+        stderr(&two),
+        "draguard check: only one output can go to standard output; write the others as FORMAT=FILE\n"
+    );
+    let rule = "apiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {name: all}\nspec:\n  deviceSelector: {}\n  taint: {key: k, effect: NoSchedule}\n";
+    let quiet = draguard(&["check", "-", "-q", "--warnings-as-errors"], Some(rule));
+    assert_eq!(quiet.status.code(), Some(1));
+    assert!(
+        stdout(&quiet).contains(": warning: DeviceTaintRule/all: spec.deviceSelector is empty"),
+        "{}",
+        stdout(&quiet)
+    );
+    assert_eq!(
+        stderr(&quiet),
+        "draguard check: failed: 1 warning (--warnings-as-errors)\n"
+    );
+    let json = draguard(&["check", "-", "-o", "json", "--warnings-as-errors"], Some(rule));
+    let report: Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(report["summary"]["passed"], false);
+    assert_eq!(report["summary"]["exitCode"], 1);
+    assert_eq!(report["summary"]["failure"], "failed: 1 warning (--warnings-as-errors)");
+}
+
+/// Problem 7: a `draguard policy test` suite kept in the policies folder
+/// no longer breaks `check --policies` (nor `serve` and `review`, which
+/// load the folder the same way).
+#[test]
+fn a_policy_test_in_the_policies_folder_is_skipped_with_a_note() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")).expect("policies") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            std::fs::copy(&path, dir.path().join(path.file_name().expect("a name"))).expect("copy");
+        }
+    }
+    write(
+        dir.path(),
+        "policies_test.yaml",
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: PolicyTest\nmetadata: {name: t}\ncases: []\n",
+    );
+    let policies = dir.path().to_str().expect("utf-8");
+    let out = draguard(&["check", "examples/dra-workload/fixed", "--policies", policies], None);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("policies_test.yaml:1:1: skipped policy.draguard.dev/v1alpha1 PolicyTest: not a draguard policy"),
+        "{}",
+        stderr(&out)
+    );
+}
