@@ -11,6 +11,8 @@ pub mod input;
 pub mod json;
 pub mod pod_templates;
 pub mod skip;
+mod unread;
+use unread::Unread;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -160,9 +162,15 @@ pub struct Report {
     /// Files that hold documents which are no Kubernetes objects (values
     /// files, dashboards, schemas), and how many such documents.
     pub not_kubernetes: NotKubernetes,
+    /// Files that hold unrendered templates (Go templates outside a Helm
+    /// chart: an operator's own manifests), which do not parse: not
+    /// checked, counted (`--strict-inputs` makes them errors).
+    pub templates: usize,
     /// Findings left out by `draguard.dev/ignore-check` annotations and
     /// `--skip-rule`.
     pub suppressed: usize,
+    /// Findings about unrendered placeholders (`${NAMESPACE?}`), left out.
+    pub placeholders: usize,
 }
 
 /// What was read that is not Kubernetes: counted, not reported.
@@ -344,10 +352,18 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     progress(documents.len(), documents.len());
     let mut problems = Vec::new();
     let mut objects = Vec::new();
-    for result in parsed.into_iter().flatten() {
-        match result {
-            Ok(object) => objects.push(object),
-            Err(problem) => problems.push(problem),
+    let mut unread = Unread::default();
+    for (index, results) in parsed.into_iter().enumerate() {
+        for result in results {
+            match result {
+                Ok(object) => objects.push(object),
+                // A document that does not parse, and is no manifest or is
+                // a template: counted, not a problem (unless asked).
+                Err(problem) => match documents.get(index).map(|d| unread::classify(d.text)) {
+                    Some(Some(class)) if !options.strict_inputs => unread.add(class, &sources[documents[index].source].name),
+                    _ => problems.push(problem),
+                },
+            }
         }
     }
     let mut old_objects = HashMap::new();
@@ -380,7 +396,9 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         target: options.target,
         documents: documents.len(),
         not_kubernetes: NotKubernetes::default(),
+        templates: unread.templates.len(),
         suppressed: 0,
+        placeholders: 0,
     };
     let old_of = |object: &Object| object.identity.as_ref().and_then(|k| old_objects.get(k));
     let review_one = |n: usize, object: Object, cluster: &StaticView| {
@@ -446,6 +464,9 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     verdicts.sort_by_key(|(n, _)| *n);
     report.objects = verdicts.into_iter().map(|(_, v)| v).collect();
     not_kubernetes(&mut report, options.strict_inputs);
+    skip::leave_out_placeholders(&mut report);
+    report.not_kubernetes.files += unread.not_kubernetes.len();
+    report.not_kubernetes.documents += unread.not_kubernetes_documents;
     report
 }
 

@@ -147,15 +147,8 @@ pub fn suppress(
         let before = object.findings.len();
         object.findings.retain(|f| !skipped(rule_of(&kind, f)));
         suppressed += before - object.findings.len();
-        let errors_left = object.findings.iter().any(|f| f.severity == Severity::Error);
-        if !object.allowed && !errors_left && before > object.findings.len() {
-            object.allowed = true;
-            if object.judgement == Judgement::Unusable {
-                object.judgement = Judgement::Skipped {
-                    reason: "its unknown API version is suppressed".into(),
-                    holds_tolerations: false,
-                };
-            }
+        if before > object.findings.len() {
+            readmit(object);
         }
         let unknown: Vec<&String> = object
             .ignore
@@ -184,6 +177,59 @@ pub fn suppress(
     report.suppressed += suppressed;
 }
 
+/// An object whose every error was left out is admitted.
+fn readmit(object: &mut super::ObjectReport) {
+    let errors_left = object.findings.iter().any(|f| f.severity == Severity::Error);
+    if !object.allowed && !errors_left {
+        object.allowed = true;
+        if object.judgement == Judgement::Unusable {
+            object.judgement = Judgement::Skipped {
+                reason: "its unknown API version is suppressed".into(),
+                holds_tolerations: false,
+            };
+        }
+    }
+}
+
+/// Leaves out the findings about a value that is an unrendered
+/// placeholder (`${NAMESPACE?}` for envsubst, `{{uid}}`, `__INDEX__`): the
+/// value is filled in before the object reaches a cluster, so judging it
+/// as written only reports the placeholder. Counted in the summary.
+pub fn leave_out_placeholders(report: &mut Report) {
+    let mut left_out = 0;
+    for object in &mut report.objects {
+        let before = object.findings.len();
+        object.findings.retain(|f| !about_a_placeholder(&f.message));
+        if before > object.findings.len() {
+            left_out += before - object.findings.len();
+            readmit(object);
+        }
+    }
+    report.placeholders += left_out;
+}
+
+/// `Invalid value: "cnrm-${NAMESPACE?}": ...`: the value a message quotes
+/// holds a placeholder.
+fn about_a_placeholder(message: &str) -> bool {
+    let Some(value) = message
+        .split_once("Invalid value: \"")
+        .and_then(|(_, rest)| rest.split_once("\": ").map(|(value, _)| value))
+    else {
+        return false;
+    };
+    value.contains("${") || value.contains("{{") || double_underscored(value)
+}
+
+/// `__INDEX__`: upper-case letters, digits and `_` between double
+/// underscores.
+fn double_underscored(value: &str) -> bool {
+    value.split("__").skip(1).step_by(2).any(|inner| {
+        !inner.is_empty()
+            && inner.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            && inner.starts_with(|c: char| c.is_ascii_uppercase())
+    }) && value.matches("__").count() >= 2
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -201,6 +247,18 @@ mod tests {
         for bad in ["", ".ray.io", "RayService.", "Ray Service"] {
             assert!(KindPattern::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn placeholders_are_envsubst_go_templates_and_double_underscores() {
+        let invalid = |value: &str| format!("Invalid value: \"{value}\": a lowercase RFC 1123 label must consist of ...");
+        for value in ["cnrm-${NAMESPACE?}", "{{uid}}", "worker-__INDEX__", "x-${A}"] {
+            assert!(about_a_placeholder(&invalid(value)), "{value}");
+        }
+        for value in ["FILLED BY THE OPERATOR", "a__b", "__init__x", "My_Name"] {
+            assert!(!about_a_placeholder(&invalid(value)), "{value}");
+        }
+        assert!(!about_a_placeholder("Unsupported value: \"${X}\""));
     }
 
     #[test]

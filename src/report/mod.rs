@@ -123,8 +123,22 @@ pub fn summary(report: &Report) -> String {
             plural(not_kubernetes.files, "file")
         );
     }
+    if report.templates > 0 {
+        let _ = write!(
+            out,
+            "; {} of unrendered templates not checked (render them first, or --strict-inputs)",
+            plural(report.templates, "file")
+        );
+    }
     if report.suppressed > 0 {
         let _ = write!(out, "; {} suppressed", plural(report.suppressed, "finding"));
+    }
+    if report.placeholders > 0 {
+        let _ = write!(
+            out,
+            "; {} on unrendered placeholders (${{VAR}}, {{{{x}}}}, __X__) left out",
+            plural(report.placeholders, "finding")
+        );
     }
     out
 }
@@ -299,7 +313,9 @@ fn json_report<'r>(report: &'r Report, style: &Style) -> impl serde::Serialize +
             "unusable": report.unusable(),
             "notJudged": report.skipped_by_kind().into_iter().map(|(k, n)| (k, json!(n))).collect::<serde_json::Map<String, Value>>(),
             "notKubernetes": {"files": report.not_kubernetes.files, "documents": report.not_kubernetes.documents},
+            "templates": report.templates,
             "suppressed": report.suppressed,
+            "placeholders": report.placeholders,
             "exitCode": style.exit_code,
             "passed": style.exit_code == 0,
             "failure": failure(report, style.exit_code, style.warnings_as_errors),
