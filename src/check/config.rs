@@ -12,6 +12,8 @@
 //! featureGates: DRAExtendedResource=false
 //! output: sarif
 //! namespace: default
+//! render: auto
+//! renderTimeout: 60
 //! namespaceLabels:
 //!   ml: {team: ml}
 //! podTemplates:
@@ -59,6 +61,12 @@ pub struct CheckConfig {
     /// (default: the working directory).
     #[serde(default)]
     pub base_dir: Option<PathBuf>,
+    /// Whether charts and kustomizations are rendered (`auto`, `never`).
+    #[serde(default)]
+    pub render: Option<super::render::Mode>,
+    /// The longest one render may take, in seconds.
+    #[serde(default)]
+    pub render_timeout: Option<u64>,
 }
 
 /// A custom workload's pod templates.
@@ -170,11 +178,13 @@ mod tests {
         let file = dir.path().join(FILE);
         std::fs::write(
             &file,
-            "policies: policies/\nexclude: [vendor/]\nkubernetesVersion: \"1.36\"\nfeatureGates: A=true\noutput: sarif\nnamespace: ci\nnamespaceLabels: {ml: {team: ml}}\npodTemplates:\n- {kind: Trainer, group: example.com, paths: [\"spec.pods.*\"], replicas: [spec.replicas]}\nbaseDir: .\n",
+            "policies: policies/\nexclude: [vendor/]\nkubernetesVersion: \"1.36\"\nfeatureGates: A=true\noutput: sarif\nnamespace: ci\nnamespaceLabels: {ml: {team: ml}}\npodTemplates:\n- {kind: Trainer, group: example.com, paths: [\"spec.pods.*\"], replicas: [spec.replicas]}\nbaseDir: .\nrender: never\nrenderTimeout: 5\n",
         )
         .expect("write");
         let loaded = load(&file).expect("loads");
         assert_eq!(loaded.config.kubernetes_version.as_deref(), Some("1.36"));
+        assert_eq!(loaded.config.render, Some(crate::check::render::Mode::Never));
+        assert_eq!(loaded.config.render_timeout, Some(5));
         assert_eq!(loaded.resolve(Path::new("policies/")), dir.path().join("policies/"));
         assert_eq!(loaded.resolve(Path::new("/abs")), PathBuf::from("/abs"));
         let templates = loaded.pod_templates().expect("templates");

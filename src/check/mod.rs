@@ -10,6 +10,7 @@ mod facts;
 pub mod input;
 pub mod json;
 pub mod pod_templates;
+pub mod render;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -109,6 +110,8 @@ pub struct Report {
     /// Files that could not be read or parsed (their objects are unknown);
     /// every other file was checked.
     pub problems: Vec<FileProblem>,
+    /// Charts and kustomizations not rendered (not errors).
+    pub notes: Vec<render::Note>,
     /// The Kubernetes release whose rules gave the verdicts: every output
     /// format says which.
     pub target: Target,
@@ -285,6 +288,7 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         sources: sources.iter().map(|s| s.name.clone()).collect(),
         objects: Vec::with_capacity(objects.len()),
         problems,
+        notes: Vec::new(),
         target: options.target,
     };
     let old_of = |object: &Object| object.identity.as_ref().and_then(|k| old_objects.get(k));

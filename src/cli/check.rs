@@ -75,6 +75,17 @@ pub struct CheckArgs {
     /// (`Workflow.argoproj.io=spec.templates[*].podSpecPatch`; repeatable).
     #[arg(long, value_name = "KIND.GROUP=PATH", value_parser = crate::check::pod_templates::TemplateKind::parse_flag)]
     pub pod_template: Vec<crate::check::pod_templates::TemplateKind>,
+    /// Helm charts (folders with Chart.yaml) and kustomizations found in
+    /// folders: `auto` renders them with helm and kustomize (or `kubectl
+    /// kustomize`) when on PATH and judges what they render to; `never`
+    /// skips their templates and patches with one note each.
+    /// [default: auto]
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub render: Option<crate::check::render::Mode>,
+    /// The longest one chart or kustomization may take to render, in
+    /// seconds. [default: 60]
+    #[arg(long, value_name = "SECONDS")]
+    pub render_timeout: Option<u64>,
     #[command(flatten)]
     pub toleration_restriction: super::TolerationRestrictionArgs,
     #[command(flatten)]
@@ -114,6 +125,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let walk = input::Walk {
         excludes: settings.excludes.clone(),
         stdin_name: args.stdin_filename.clone(),
+        render: settings.render.clone(),
     };
     let inputs = input::read_sources(&args.paths, &walk);
     let old = input::read_sources(&args.old, &walk);
@@ -164,10 +176,13 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
     // Files that could not be read come first, as the parser's do.
     report.problems.splice(0..0, inputs.problems);
+    report.notes = inputs.notes;
     // The exit code is decided on the whole report, before --quiet trims it.
     let exit = if !report.problems.is_empty() {
         ExitCode::from(2)
-    } else if report.objects.is_empty() {
+    } else if report.objects.is_empty() && report.notes.is_empty() {
+        // (Charts and kustomizations skipped with a note are not an
+        // empty input: the notes say what was not judged.)
         return unusable(&format!(
             "no Kubernetes objects in the input ({} {} read)",
             sources.len(),
@@ -260,6 +275,7 @@ struct Settings {
     namespace_labels: crate::cluster::StaticView,
     pod_templates: Vec<crate::check::pod_templates::TemplateKind>,
     base_dir: Option<PathBuf>,
+    render: crate::check::render::Settings,
 }
 
 impl Settings {
@@ -340,7 +356,20 @@ impl Settings {
             .base_dir
             .clone()
             .or_else(|| config.and_then(|l| l.config.base_dir.as_deref().map(|p| l.resolve(p))));
+        let render = crate::check::render::Settings {
+            mode: args
+                .render
+                .or_else(|| config.and_then(|l| l.config.render))
+                .unwrap_or_default(),
+            timeout: std::time::Duration::from_secs(
+                args.render_timeout
+                    .or_else(|| config.and_then(|l| l.config.render_timeout))
+                    .unwrap_or(crate::check::render::DEFAULT_TIMEOUT_SECS),
+            ),
+            namespace: namespace.clone(),
+        };
         Ok(Settings {
+            render,
             base_dir,
             excludes,
             policies,

@@ -79,8 +79,15 @@ pub fn summary(report: &Report) -> String {
         0 => String::new(),
         n => format!(", {} not read", plural(n, "file")),
     };
+    let not_rendered = match report.notes.len() {
+        0 => String::new(),
+        n => format!(
+            ", {n} {} not rendered",
+            if n == 1 { "chart/overlay" } else { "charts/overlays" }
+        ),
+    };
     format!(
-        "{}, {} denied, {}{unreadable} (Kubernetes {} rules{gates})",
+        "{}, {} denied, {}{unreadable}{not_rendered} (Kubernetes {} rules{gates})",
         plural(n, "object"),
         report.denied(),
         plural(report.warnings(), "warning"),
@@ -110,6 +117,15 @@ fn text(report: &Report, color: bool) -> String {
             paint("1", &place),
             paint("1;31", "error"),
             problem.message
+        );
+    }
+    for note in &report.notes {
+        let _ = writeln!(
+            out,
+            "{}: {}: {}",
+            paint("1", &note.path),
+            paint("1;36", "note"),
+            note.message
         );
     }
     for object in &report.objects {
@@ -151,6 +167,8 @@ fn kubernetes(report: &Report) -> Value {
 #[derive(serde::Serialize)]
 struct JsonReport<O, P> {
     kubernetes: Value,
+    /// Charts and kustomizations not rendered.
+    notes: Value,
     objects: O,
     summary: Value,
     unreadable: P,
@@ -190,6 +208,11 @@ fn json_report(report: &Report) -> impl serde::Serialize + '_ {
         .map(|p| json!({"file": p.file, "line": p.line, "column": p.column, "message": p.message}));
     JsonReport {
         kubernetes: kubernetes(report),
+        notes: report
+            .notes
+            .iter()
+            .map(|n| json!({"path": n.path, "message": n.message}))
+            .collect(),
         objects: streamed::Streamed::new(objects),
         summary: json!({"objects": report.objects.len(), "denied": report.denied(), "warnings": report.warnings(), "unreadable": report.problems.len()}),
         unreadable: streamed::Streamed::new(problems),
