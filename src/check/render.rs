@@ -277,18 +277,18 @@ enum Kind {
 impl Kind {
     fn not_rendered(self, dir: &Path, mode: Mode) -> String {
         let dir = dir.display();
-        let why = |tool: &str| match mode {
-            Mode::Never => "--render never".to_owned(),
-            Mode::Auto => format!("{tool} is not on PATH"),
+        let why = |absent: &'static str| match mode {
+            Mode::Never => "--render never",
+            Mode::Auto => absent,
         };
         match self {
             Kind::Chart => format!(
                 "Helm chart not rendered ({}): its templates are not checked; render it with `helm template NAME {dir} | draguard check -`",
-                why("helm")
+                why("helm is not on PATH")
             ),
             Kind::Kustomization => format!(
                 "kustomization not rendered ({}): its patches are not checked and its resources are judged as written; render it with `kubectl kustomize {dir} | draguard check -`",
-                why("neither kustomize nor kubectl")
+                why("neither kustomize nor kubectl is on PATH")
             ),
         }
     }
