@@ -244,6 +244,31 @@ fn missing_chart_dependencies_are_a_note() {
     );
 }
 
+/// A chart that needs values is rendered with its chart-testing values
+/// (`ci/*-values.yaml`) when its defaults fail.
+#[test]
+fn a_chart_that_needs_values_is_rendered_with_its_ci_values() {
+    let (_bin, path) = fake_helm(
+        "case \"$*\" in
+         *'--values chart/ci/a-values.yaml'*) printf -- '---\\n# Source: trainer/templates/x.yaml\\napiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: x}\\n' ;;
+         *) echo 'Error: execution error at (trainer/templates/x.yaml:1:6): x is required' >&2; exit 1 ;;
+         esac",
+    );
+    let dir = workspace();
+    let out = check(dir.path(), path.as_os_str(), &["chart"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(lines(&out)[0].ends_with("failed: execution error at (trainer/templates/x.yaml:1:6): x is required"));
+    std::fs::create_dir_all(dir.path().join("chart/ci")).expect("mkdir");
+    for name in ["b-values.yaml", "a-values.yaml", "values.txt"] {
+        std::fs::write(dir.path().join("chart/ci").join(name), "x: 1\n").expect("write");
+    }
+    let out = check(dir.path(), path.as_os_str(), &["chart", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json["objects"][0]["file"], "chart/templates/x.yaml");
+    assert_eq!(json["objects"][0]["name"], "x");
+}
+
 /// A renderer that hangs is ended at --render-timeout: one error.
 #[test]
 fn a_hanging_renderer_is_ended_at_the_timeout() {

@@ -37,6 +37,14 @@
 //! build is one source named after the overlay's folder, line:column
 //! counting lines of `kustomize build DIR`.
 //!
+//! A render that fails is one error naming the chart or overlay, with the
+//! renderer's message, except where the checkout (not the chart) is
+//! short: a chart whose dependencies are not in `charts/` (CI runs `helm
+//! dependency build`, which needs the chart repositories) and a
+//! kustomization whose remote resources cannot be fetched are notes. A
+//! chart that needs values to render (`required`) is rendered again with
+//! its `ci/*-values.yaml`, chart-testing's convention, when it has one.
+//!
 //! Renders are bounded: a timeout each (`--render-timeout`), an output cap,
 //! and at most [`MAX_PARALLEL`] at once.
 
@@ -228,7 +236,20 @@ impl Plan {
                 }
             }
         }
-        let results = parallel(&jobs, |&(renderer, dir, kind)| renderer.run(kind, dir, settings));
+        let results = parallel(&jobs, |&(renderer, dir, kind)| {
+            let first = renderer.run(kind, dir, None, settings);
+            match (&first, kind) {
+                (Err(Failure::Message(message)), Kind::Chart) if !needs_dependencies(message) => {
+                    match ci_values(dir) {
+                        // Rendered with the values its CI uses, or the
+                        // first failure stands.
+                        Some(values) => renderer.run(kind, dir, Some(&values), settings).or(first),
+                        None => first,
+                    }
+                }
+                _ => first,
+            }
+        });
         for ((renderer, dir, kind), result) in jobs.iter().zip(results) {
             match result {
                 Ok(text) => match kind {
@@ -244,6 +265,14 @@ impl Plan {
                         message: format!(
                             "Helm chart not rendered: its dependencies are not in charts/ (run `helm dependency build {}` first); its templates are not checked",
                             dir.display()
+                        ),
+                    });
+                }
+                Err(Failure::Message(message)) if *kind == Kind::Kustomization && unreachable(&message) => {
+                    out.notes.push(Note {
+                        path: dir.display().to_string(),
+                        message: format!(
+                            "kustomization not rendered: a remote resource it uses could not be fetched ({message}); its files are not checked"
                         ),
                     });
                 }
@@ -322,8 +351,11 @@ impl Renderer {
             })
     }
 
-    fn args(&self, kind: Kind, dir: &Path, settings: &Settings) -> Vec<std::ffi::OsString> {
+    fn args(&self, kind: Kind, dir: &Path, values: Option<&Path>, settings: &Settings) -> Vec<std::ffi::OsString> {
         let mut args = vec![self.verb.into(), dir.as_os_str().to_owned()];
+        if let Some(values) = values {
+            args.extend(["--values".into(), values.as_os_str().to_owned()]);
+        }
         if kind == Kind::Chart {
             // helm's default release name; CRDs are judged too.
             args.extend(["--namespace".into(), settings.namespace.clone().into()]);
@@ -339,16 +371,16 @@ impl Renderer {
             |n| n.to_string_lossy().into_owned(),
         );
         let args: Vec<String> = self
-            .args(kind, dir, settings)
+            .args(kind, dir, None, settings)
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         format!("{name} {}", args.join(" "))
     }
 
-    fn run(&self, kind: Kind, dir: &Path, settings: &Settings) -> Result<String, Failure> {
+    fn run(&self, kind: Kind, dir: &Path, values: Option<&Path>, settings: &Settings) -> Result<String, Failure> {
         let mut command = Command::new(&self.program);
-        command.args(self.args(kind, dir, settings));
+        command.args(self.args(kind, dir, values, settings));
         run_bounded(command, settings.timeout, MAX_OUTPUT)
     }
 }
@@ -384,6 +416,44 @@ impl Failure {
 /// which needs the chart repositories, so it is a note and not an error.
 fn needs_dependencies(message: &str) -> bool {
     message.contains("helm dependency build") || message.contains("missing in charts/ directory")
+}
+
+/// The values file a chart's CI renders it with, for a chart that needs
+/// values to render (`required`): the first, by name, of
+/// `ci/*-values.yaml`, chart-testing's convention (helm/chart-testing
+/// doc/ct_install.md: "custom values files matching the glob pattern
+/// '*-values.yaml' in a directory named 'ci' in the root of the chart's
+/// directory").
+fn ci_values(chart: &Path) -> Option<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(chart.join("ci"))
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with("-values.yaml"))
+        })
+        .collect();
+    files.sort();
+    files.into_iter().next()
+}
+
+/// Whether kustomize failed fetching a remote resource (a git repository
+/// or URL): the network, not the kustomization, so a note, as for helm's
+/// dependencies. The words are git's, Go's resolver's and dialer's.
+fn unreachable(message: &str) -> bool {
+    [
+        "Could not resolve host",
+        "no such host",
+        "dial tcp",
+        "unable to access",
+        "i/o timeout",
+        "connection refused",
+        "Network is unreachable",
+    ]
+    .iter()
+    .any(|words| message.contains(words))
 }
 
 /// Runs `command` with nothing on its standard input, for at most
@@ -468,20 +538,42 @@ fn read_capped(pipe: impl std::io::Read, cap: usize) -> (Vec<u8>, bool) {
 /// run.go:72] "command failed" err="..."`, klog's format). A long one keeps
 /// its start and its end, where kustomize puts the cause.
 fn trimmed(stderr: &str, status: std::process::ExitStatus) -> String {
-    let line = stderr
-        .lines()
-        .map(|l| unwrapped(l.trim()))
+    let line = logical_lines(stderr)
+        .into_iter()
+        .map(|l| unwrapped(l.trim()).to_owned())
         .find(|l| !l.is_empty() && !l.starts_with("Use --debug") && !l.starts_with("# Warning:"));
     let Some(line) = line else {
         return format!("it exited with {status} and said nothing");
     };
     let chars = line.chars().count();
     if chars <= MAX_MESSAGE {
-        return line.to_owned();
+        return line;
     }
     let head: String = line.chars().take(MAX_MESSAGE / 3).collect();
     let tail: String = line.chars().skip(chars - (MAX_MESSAGE - MAX_MESSAGE / 3)).collect();
     format!("{head}…{tail}")
+}
+
+/// The lines of a renderer's error output, klog's multi-line values
+/// (`err=<`, tab-indented lines, ` >`) joined into one.
+fn logical_lines(stderr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = stderr.lines();
+    while let Some(line) = lines.next() {
+        if line.trim_end().ends_with("err=<") {
+            let mut value = Vec::new();
+            for part in lines.by_ref() {
+                if part.trim() == ">" {
+                    break;
+                }
+                value.push(part.trim());
+            }
+            out.push(value.join(" "));
+        } else {
+            out.push(line.to_owned());
+        }
+    }
+    out
 }
 
 /// One line of a renderer's error output, without its wrapping.
@@ -742,34 +834,27 @@ fn is_executable(path: &Path) -> bool {
     path.is_file()
 }
 
-/// How to render the file `name` is in, when it is inside a chart or a
-/// kustomization's folder (`None` elsewhere: an operator's own templates
-/// are not for helm or kustomize). Read only for a file that did not parse.
+/// How to render the file `name` is in, when it is inside a chart's folder
+/// (`None` elsewhere: an operator's own Go templates are rendered by the
+/// operator, and kustomize never expands `{{ }}`, so a kustomization's
+/// folder gets no hint either). Read only for a file that did not parse.
 pub fn hint(name: &str) -> Option<String> {
     if name == "-" {
         return None;
     }
-    let file = Path::new(name);
-    for dir in file.ancestors().skip(1) {
+    Path::new(name).ancestors().skip(1).find_map(|dir| {
         let shown = if dir.as_os_str().is_empty() {
             Path::new(".")
         } else {
             dir
         };
-        if shown.join("Chart.yaml").is_file() {
-            return Some(format!(
+        shown.join("Chart.yaml").is_file().then(|| {
+            format!(
                 "render the chart first: helm template NAME {} | draguard check -",
                 shown.display()
-            ));
-        }
-        if KUSTOMIZATION_FILES.iter().any(|k| shown.join(k).is_file()) {
-            return Some(format!(
-                "render it first: kubectl kustomize {} | draguard check -",
-                shown.display()
-            ));
-        }
-    }
-    None
+            )
+        })
+    })
 }
 
 #[cfg(test)]
@@ -830,6 +915,15 @@ mod tests {
         assert_eq!(worded.chars().count(), MAX_MESSAGE + 1);
         assert!(worded.starts_with("start") && worded.ends_with("the cause"), "{worded}");
         assert!(trimmed("\n\n", status).contains("said nothing"));
+        let multi = "# Warning: 'vars' is deprecated.\nE1126 12:30:59.217194   29913 run.go:72] \"command failed\" err=<\n\taccumulating resources: fetch failed\n\t: exit status 128\n >\n";
+        assert_eq!(
+            trimmed(multi, status),
+            "accumulating resources: fetch failed : exit status 128"
+        );
+        assert!(unreachable(
+            "failed to run 'git fetch': Could not resolve host: github.com"
+        ));
+        assert!(!unreachable("'/x/patch.yaml': no such file or directory"));
     }
 
     #[test]
