@@ -251,6 +251,7 @@ impl Plan {
             }
         });
         for ((renderer, dir, kind), result) in jobs.iter().zip(results) {
+            let result = result.unwrap_or_else(|| Err(Failure::Other("the render did not complete".into())));
             match result {
                 Ok(text) => match kind {
                     Kind::Chart => out.sources.extend(helm_sources(dir, &text)),
@@ -594,8 +595,9 @@ fn unwrapped(line: &str) -> &str {
 }
 
 /// Runs `work` on each job, at most [`MAX_PARALLEL`] (and the machine's
-/// cores) at once; the results in the jobs' order.
-fn parallel<J: Sync, R: Send>(jobs: &[J], work: impl Fn(&J) -> R + Sync) -> Vec<R> {
+/// cores) at once; the results in the jobs' order (`None` only for a job
+/// whose worker panicked).
+fn parallel<J: Sync, R: Send>(jobs: &[J], work: impl Fn(&J) -> R + Sync) -> Vec<Option<R>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
         .clamp(1, MAX_PARALLEL)
@@ -618,7 +620,7 @@ fn parallel<J: Sync, R: Send>(jobs: &[J], work: impl Fn(&J) -> R + Sync) -> Vec<
     });
     results
         .into_iter()
-        .filter_map(|slot| slot.into_inner().ok().flatten())
+        .map(|slot| slot.into_inner().ok().flatten())
         .collect()
 }
 
