@@ -94,7 +94,7 @@ fn stdin_multi_document_and_default_namespace() {
         serde_json::json!({
             "objects": 2, "denied": 1, "warnings": 0, "unreadable": 0,
             "files": 1, "documents": 2, "unusable": 0, "notJudged": {},
-            "notKubernetes": {"files": 0, "documents": 0}, "suppressed": 0,
+            "notKubernetes": {"files": 0, "documents": 0}, "templates": 0, "suppressed": 0, "placeholders": 0,
             "exitCode": 1, "passed": false, "failure": "failed: 1 object denied",
         })
     );
@@ -415,9 +415,10 @@ fn unusable_input_exits_2() {
     assert_eq!(draguard(&["check"], None).status.code(), Some(2), "no path");
 }
 
-/// A repository as CI finds it: one unrendered Helm template among good
-/// files is reported at its line, every other file is still checked and
-/// reported, and the run ends with exit 2.
+/// A repository as CI finds it: one unrendered template among good files
+/// (not in a chart: no Chart.yaml) is counted, not failed on; under
+/// --strict-inputs it is reported at its line, every other file is still
+/// checked and reported, and the run ends with exit 2.
 #[test]
 fn one_broken_file_never_hides_the_others() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -434,7 +435,14 @@ fn one_broken_file_never_hides_the_others() {
     std::fs::write(root.join("a-good.yaml"), good).expect("write");
     std::fs::write(root.join("z-bad.yaml"), bad).expect("write");
     let folder = root.to_str().expect("utf-8");
-    let out = draguard(&["check", folder], None);
+    let lenient = draguard(&["check", folder], None);
+    assert_eq!(lenient.status.code(), Some(1), "{}", stdout(&lenient));
+    assert!(
+        stdout(&lenient).ends_with("2 objects, 1 denied, 0 warnings (Kubernetes 1.37 rules); 1 file of unrendered templates not checked (render them first, or --strict-inputs); no toleration policies (none named with --policies)\n"),
+        "{}",
+        stdout(&lenient)
+    );
+    let out = draguard(&["check", folder, "--strict-inputs"], None);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     let report = stdout(&out);
     let lines: Vec<&str> = report.lines().collect();
@@ -453,14 +461,16 @@ fn one_broken_file_never_hides_the_others() {
         lines[2],
         "2 objects, 1 denied, 0 warnings, 1 file not read (Kubernetes 1.37 rules); no toleration policies (none named with --policies)"
     );
-    let json: Value = serde_json::from_slice(&draguard(&["check", folder, "-o", "json"], None).stdout).expect("JSON");
+    let json: Value =
+        serde_json::from_slice(&draguard(&["check", folder, "-o", "json", "--strict-inputs"], None).stdout)
+            .expect("JSON");
     assert_eq!(
         json["unreadable"][0]["file"],
         format!("{folder}/chart/templates/claim.yaml")
     );
     assert_eq!(json["unreadable"][0]["line"], 4);
     assert_eq!(json["summary"]["unreadable"], 1);
-    let junit = stdout(&draguard(&["check", folder, "-o", "junit"], None));
+    let junit = stdout(&draguard(&["check", folder, "-o", "junit", "--strict-inputs"], None));
     assert_well_formed_xml(&junit);
     assert!(junit.contains(r#"tests="3" failures="1" errors="1""#), "{junit}");
 }

@@ -234,8 +234,10 @@ fn sarif_uris_are_normalised_and_relative_to_the_repository_root() {
 fn the_summary_counts_files_and_documents() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    write(root, "a.yaml", "a: [\n---\nb: {\n");
-    write(root, "b.yaml", "c: [\n");
+    write(root, "a.yaml", "kind: Pod\na: [\n---\nkind: Pod\nb: {\n");
+    write(root, "b.yaml", "kind: Pod\nc: [\n");
+    // Text that is clearly no manifest is counted, not a problem.
+    write(root, "fixture.json", "{\"a\": [1, 2,]}");
     write(
         root,
         "ok.yaml",
@@ -245,7 +247,7 @@ fn the_summary_counts_files_and_documents() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stdout(&out).ends_with(&format!(
-            "1 object, 0 denied, 0 warnings, 2 files not read (3 documents) (Kubernetes 1.37 rules){NO_POLICIES}\n"
+            "1 object, 0 denied, 0 warnings, 2 files not read (3 documents) (Kubernetes 1.37 rules); 1 file not Kubernetes (skipped){NO_POLICIES}\n"
         )),
         "{}",
         stdout(&out)

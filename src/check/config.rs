@@ -12,6 +12,8 @@
 //! featureGates: DRAExtendedResource=false
 //! output: sarif
 //! namespace: default
+//! render: auto
+//! renderTimeout: 60
 //! namespaceLabels:
 //!   ml: {team: ml}
 //! podTemplates:
@@ -75,6 +77,12 @@ pub struct CheckConfig {
     /// As `--strict-inputs`.
     #[serde(default)]
     pub strict_inputs: bool,
+    /// Whether charts and kustomizations are rendered (`auto`, `never`).
+    #[serde(default)]
+    pub render: Option<super::render::Mode>,
+    /// The longest one render may take, in seconds.
+    #[serde(default)]
+    pub render_timeout: Option<u64>,
 }
 
 /// A custom workload's pod templates.
@@ -186,11 +194,13 @@ mod tests {
         let file = dir.path().join(FILE);
         std::fs::write(
             &file,
-            "policies: policies/\nexclude: [vendor/]\nkubernetesVersion: \"1.36\"\nfeatureGates: A=true\noutput: sarif\nnamespace: ci\nnamespaceLabels: {ml: {team: ml}}\npodTemplates:\n- {kind: Trainer, group: example.com, paths: [\"spec.pods.*\"], replicas: [spec.replicas]}\nbaseDir: .\n",
+            "policies: policies/\nexclude: [vendor/]\nkubernetesVersion: \"1.36\"\nfeatureGates: A=true\noutput: sarif\nnamespace: ci\nnamespaceLabels: {ml: {team: ml}}\npodTemplates:\n- {kind: Trainer, group: example.com, paths: [\"spec.pods.*\"], replicas: [spec.replicas]}\nbaseDir: .\nrender: never\nrenderTimeout: 5\n",
         )
         .expect("write");
         let loaded = load(&file).expect("loads");
         assert_eq!(loaded.config.kubernetes_version.as_deref(), Some("1.36"));
+        assert_eq!(loaded.config.render, Some(crate::check::render::Mode::Never));
+        assert_eq!(loaded.config.render_timeout, Some(5));
         assert_eq!(loaded.resolve(Path::new("policies/")), dir.path().join("policies/"));
         assert_eq!(loaded.resolve(Path::new("/abs")), PathBuf::from("/abs"));
         let templates = loaded.pod_templates().expect("templates");

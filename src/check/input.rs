@@ -7,6 +7,9 @@
 //! they are named, the paths `--exclude` globs match, and what a
 //! `.draguardignore` (gitignore syntax, in the folder or any parent)
 //! lists. A file named on the command line is always read.
+//!
+//! Helm charts and kustomizations a walk finds are rendered, or skipped
+//! with a note (`render`).
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -69,6 +72,8 @@ pub struct Walk {
     pub excludes: Vec<Excludes>,
     /// The name standard input is reported under (default `-`).
     pub stdin_name: Option<String>,
+    /// How charts and kustomizations found in folders are rendered.
+    pub render: super::render::Settings,
 }
 
 /// Globs, and the folder they are relative to.
@@ -86,6 +91,8 @@ pub struct Excludes {
 pub struct Inputs {
     pub sources: Vec<Source>,
     pub problems: Vec<FileProblem>,
+    /// Charts and kustomizations not rendered: one note each.
+    pub notes: Vec<super::render::Note>,
 }
 
 /// Expands the command-line paths into sources, in a stable order.
@@ -118,9 +125,17 @@ pub fn read_sources(paths: &[PathBuf], walk: &Walk) -> Inputs {
                 let mut files = Vec::new();
                 walk_folder(path, &excludes, &mut files, &mut inputs.problems);
                 files.sort();
-                for file in files {
-                    read_into(&file, &mut inputs);
+                let plan = super::render::Plan::of(&files, &walk.render);
+                let first = inputs.sources.len();
+                for file in files.iter().filter(|f| plan.reads(f)) {
+                    read_into(file, &mut inputs);
                 }
+                let rendered = plan.render(&walk.render);
+                inputs.sources.extend(rendered.sources);
+                inputs.problems.extend(rendered.problems);
+                inputs.notes.extend(rendered.notes);
+                // Rendered templates among the files, in one order by name.
+                inputs.sources[first..].sort_by(|a, b| a.name.cmp(&b.name));
             }
             Ok(_) => read_into(path, &mut inputs),
         }
@@ -194,7 +209,8 @@ fn walk_folder(
         match entry {
             Ok(entry) => {
                 let path = entry.path();
-                if entry.depth() > 0 && is_manifest(path) && path.is_file() {
+                // Markers too: `Kustomization` has no manifest extension.
+                if entry.depth() > 0 && (is_manifest(path) || super::render::is_marker(path)) && path.is_file() {
                     files.push(path.to_path_buf());
                 }
             }
@@ -231,7 +247,13 @@ pub fn parse_documents(source: &Source) -> Result<Vec<Spanned<Node>>, FileProble
 
 fn syntax_error(name: &str, text: &str, e: &serde_saphyr::Error) -> FileProblem {
     let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-    let message = crate::yaml::messages::message(e, text);
+    let mut message = crate::yaml::messages::message(e, text);
+    // Where helm or kustomize applies, say how to render.
+    if let Some(bare) = message.strip_suffix(crate::yaml::messages::UNRENDERED)
+        && let Some(hint) = super::render::hint(name)
+    {
+        message = format!("{bare} (an unrendered template? {hint})");
+    }
     FileProblem {
         file: name.to_owned(),
         line,

@@ -10,6 +10,7 @@ mod facts;
 pub mod input;
 pub mod json;
 pub mod pod_templates;
+pub mod render;
 pub mod skip;
 mod unread;
 use unread::Unread;
@@ -154,6 +155,8 @@ pub struct Report {
     /// Files that could not be read or parsed (their objects are unknown);
     /// every other file was checked.
     pub problems: Vec<FileProblem>,
+    /// Charts and kustomizations not rendered (not errors).
+    pub notes: Vec<render::Note>,
     /// The Kubernetes release whose rules gave the verdicts: every output
     /// format says which.
     pub target: Target,
@@ -360,7 +363,9 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
                 // A document that does not parse, and is no manifest or is
                 // a template: counted, not a problem (unless asked).
                 Err(problem) => match documents.get(index).map(|d| unread::classify(d.text)) {
-                    Some(Some(class)) if !options.strict_inputs => unread.add(class, &sources[documents[index].source].name),
+                    Some(Some(class)) if !options.strict_inputs => {
+                        unread.add(class, &sources[documents[index].source].name)
+                    }
                     _ => problems.push(problem),
                 },
             }
@@ -393,6 +398,7 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         sources: sources.iter().map(|s| s.name.clone()).collect(),
         objects: Vec::with_capacity(objects.len()),
         problems,
+        notes: Vec::new(),
         target: options.target,
         documents: documents.len(),
         not_kubernetes: NotKubernetes::default(),

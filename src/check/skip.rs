@@ -225,7 +225,9 @@ fn about_a_placeholder(message: &str) -> bool {
 fn double_underscored(value: &str) -> bool {
     value.split("__").skip(1).step_by(2).any(|inner| {
         !inner.is_empty()
-            && inner.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            && inner
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
             && inner.starts_with(|c: char| c.is_ascii_uppercase())
     }) && value.matches("__").count() >= 2
 }
@@ -251,7 +253,8 @@ mod tests {
 
     #[test]
     fn placeholders_are_envsubst_go_templates_and_double_underscores() {
-        let invalid = |value: &str| format!("Invalid value: \"{value}\": a lowercase RFC 1123 label must consist of ...");
+        let invalid =
+            |value: &str| format!("Invalid value: \"{value}\": a lowercase RFC 1123 label must consist of ...");
         for value in ["cnrm-${NAMESPACE?}", "{{uid}}", "worker-__INDEX__", "x-${A}"] {
             assert!(about_a_placeholder(&invalid(value)), "{value}");
         }

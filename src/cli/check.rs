@@ -97,6 +97,17 @@ pub struct CheckArgs {
     /// (`Workflow.argoproj.io=spec.templates[*].podSpecPatch`; repeatable).
     #[arg(long, value_name = "KIND.GROUP=PATH", value_parser = crate::check::pod_templates::TemplateKind::parse_flag)]
     pub pod_template: Vec<crate::check::pod_templates::TemplateKind>,
+    /// Helm charts (folders with Chart.yaml) and kustomizations found in
+    /// folders: `auto` renders them with helm and kustomize (or `kubectl
+    /// kustomize`) when on PATH and judges what they render to; `never`
+    /// skips their templates and patches with one note each.
+    /// [default: auto]
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub render: Option<crate::check::render::Mode>,
+    /// The longest one chart or kustomization may take to render, in
+    /// seconds. [default: 60]
+    #[arg(long, value_name = "SECONDS")]
+    pub render_timeout: Option<u64>,
     #[command(flatten)]
     pub toleration_restriction: super::TolerationRestrictionArgs,
     #[command(flatten)]
@@ -158,6 +169,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let walk = input::Walk {
         excludes: settings.excludes.clone(),
         stdin_name: args.stdin_filename.clone(),
+        render: settings.render.clone(),
     };
     let inputs = input::read_sources(&args.paths, &walk);
     let old = input::read_sources(&args.old, &walk);
@@ -210,6 +222,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
     // Files that could not be read come first, as the parser's do.
     report.problems.splice(0..0, inputs.problems);
+    report.notes = inputs.notes;
     crate::check::skip::suppress(
         &mut report,
         &settings.skip_rules,
@@ -219,11 +232,22 @@ pub fn run(args: CheckArgs) -> ExitCode {
     // The exit code is decided on the whole report, before --quiet trims it.
     let exit: u8 = if !report.problems.is_empty() || report.unusable() > 0 {
         2
-    } else if report.objects.is_empty() {
-        let not_kubernetes = match report.not_kubernetes.files {
-            0 => String::new(),
-            n => format!("; {n} of them hold only documents that are not Kubernetes objects"),
-        };
+    } else if report.objects.is_empty() && report.notes.is_empty() {
+        // (Charts and kustomizations skipped with a note are not an
+        // empty input: the notes say what was not judged.)
+        let mut not_kubernetes = String::new();
+        if report.not_kubernetes.files > 0 {
+            not_kubernetes += &format!(
+                "; {} of them hold only documents that are not Kubernetes objects",
+                report.not_kubernetes.files
+            );
+        }
+        if report.templates > 0 {
+            not_kubernetes += &format!(
+                "; {} of them unrendered templates (--strict-inputs reports where they do not parse)",
+                report.templates
+            );
+        }
         return unusable(&format!(
             "no Kubernetes objects in the input ({} {} read{not_kubernetes})",
             sources.len(),
@@ -341,6 +365,7 @@ struct Settings {
     namespace_labels: crate::cluster::StaticView,
     pod_templates: Vec<crate::check::pod_templates::TemplateKind>,
     base_dir: Option<PathBuf>,
+    render: crate::check::render::Settings,
 }
 
 impl Settings {
@@ -467,7 +492,20 @@ impl Settings {
             .clone()
             .or_else(|| config.and_then(|l| l.config.base_dir.as_deref().map(|p| l.resolve(p))))
             .or_else(|| repository_root(&cwd));
+        let render = crate::check::render::Settings {
+            mode: args
+                .render
+                .or_else(|| config.and_then(|l| l.config.render))
+                .unwrap_or_default(),
+            timeout: std::time::Duration::from_secs(
+                args.render_timeout
+                    .or_else(|| config.and_then(|l| l.config.render_timeout))
+                    .unwrap_or(crate::check::render::DEFAULT_TIMEOUT_SECS),
+            ),
+            namespace: namespace.clone(),
+        };
         Ok(Settings {
+            render,
             base_dir,
             excludes,
             policies,

@@ -98,8 +98,15 @@ pub fn summary(report: &Report) -> String {
         0 => String::new(),
         n => format!(", {n} in an unknown version"),
     };
+    let not_rendered = match report.notes.len() {
+        0 => String::new(),
+        n => format!(
+            ", {n} {} not rendered",
+            if n == 1 { "chart/overlay" } else { "charts/overlays" }
+        ),
+    };
     let mut out = format!(
-        "{}, {} denied, {}{unreadable}{unusable} (Kubernetes {} rules{gates})",
+        "{}, {} denied, {}{unreadable}{unusable}{not_rendered} (Kubernetes {} rules{gates})",
         plural(n, "object"),
         report.denied(),
         plural(report.warnings(), "warning"),
@@ -200,6 +207,15 @@ fn text(report: &Report, color: bool) -> String {
             problem.message
         );
     }
+    for note in &report.notes {
+        let _ = writeln!(
+            out,
+            "{}: {}: {}",
+            paint("1", &note.path),
+            paint("1;36", "note"),
+            note.message
+        );
+    }
     for object in &report.objects {
         let file = report.sources.get(object.source).map_or("-", String::as_str);
         if let Judgement::Skipped {
@@ -254,6 +270,8 @@ fn kubernetes(report: &Report) -> Value {
 #[derive(serde::Serialize)]
 struct JsonReport<O, P> {
     kubernetes: Value,
+    /// Charts and kustomizations not rendered.
+    notes: Value,
     objects: O,
     summary: Value,
     unreadable: P,
@@ -302,6 +320,11 @@ fn json_report<'r>(report: &'r Report, style: &Style) -> impl serde::Serialize +
         .map(|p| json!({"file": p.file, "line": p.line, "column": p.column, "message": p.message}));
     JsonReport {
         kubernetes: kubernetes(report),
+        notes: report
+            .notes
+            .iter()
+            .map(|n| json!({"path": n.path, "message": n.message}))
+            .collect(),
         objects: streamed::Streamed::new(objects),
         summary: json!({
             "objects": report.objects.len(),

@@ -15,7 +15,7 @@ pub fn message(error: &Error, text: &str) -> String {
     while let Error::AliasError { error: inner, .. } | Error::WithSnippet { error: inner, .. } = error {
         error = inner;
     }
-    let mut message = Words.format_message(error).into_owned();
+    let message = Words.format_message(error).into_owned();
     // A template the renderer never saw: say so where the parser cannot.
     let line = error.location().map(|l| l.line()).unwrap_or_default();
     let unrendered = usize::try_from(line)
@@ -23,12 +23,19 @@ pub fn message(error: &Error, text: &str) -> String {
         .and_then(|l| l.checked_sub(1))
         .and_then(|i| text.lines().nth(i))
         .is_some_and(|l| l.contains("{{") || l.contains("{%"));
-    if unrendered {
-        message.push_str(" (an unrendered template? render it first: helm template, kustomize build)");
-    }
     let first = message.lines().next().unwrap_or("invalid YAML");
-    first.split(" at line ").next().unwrap_or(first).to_owned()
+    let mut first = first.split(" at line ").next().unwrap_or(first).to_owned();
+    if unrendered {
+        first.push_str(UNRENDERED);
+    }
+    first
 }
+
+/// Ends the message of a parse error on a line with `{{` or `{%`. Only
+/// the caller knows whether helm or kustomize applies (`check` names them
+/// for a file inside a chart or kustomization folder): an operator's own
+/// Go-template manifests are rendered by the operator.
+pub const UNRENDERED: &str = " (an unrendered template?)";
 
 /// draguard's wording for the errors it words itself; the parser's
 /// user-facing wording for the rest.
@@ -113,7 +120,7 @@ mod tests {
         let helm = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Values.name }}\n";
         let worded = error_of(helm);
         assert!(
-            worded.ends_with("(an unrendered template? render it first: helm template, kustomize build)"),
+            worded.ends_with(" (an unrendered template?)") && !worded.contains("helm"),
             "{worded}"
         );
         for text in [bomb.as_str(), "a: [1,\n", helm] {

@@ -1,0 +1,957 @@
+//! Helm charts and kustomizations found by a folder walk: rendered with
+//! the real tools, and judged as what they render to.
+//!
+//! A folder holding `Chart.yaml` is a chart; one holding
+//! `kustomization.yaml`, `kustomization.yml` or `Kustomization` is a
+//! kustomization. What a raw read of their files would give is wrong both
+//! ways: a template is not YAML until rendered, and a patch is a partial
+//! object that a plain read would misjudge.
+//!
+//! Which raw files are not read (the same with or without a renderer, so
+//! that installing helm never makes a file judged twice):
+//! - everything under a chart's folder: its templates, values files,
+//!   `Chart.yaml`, `crds/`, and the subcharts in `charts/`, which helm
+//!   renders with their parent (a chart inside another's folder is the
+//!   outer one's);
+//! - every kustomization file, and the files a kustomization names other
+//!   than its resources: patches, generator inputs, replacements,
+//!   configurations, transformers and the like;
+//! - with kustomize (or `kubectl kustomize`), a kustomization's resources
+//!   too: they are judged as the build emits them (namespace, name prefix
+//!   and patches applied). Without one, they are read raw as plain
+//!   manifests.
+//!
+//! Files in a kustomization's folder that it does not name are read raw, as
+//! kustomize never reads them either.
+//!
+//! Only top-level kustomizations are built: those no other kustomization
+//! in the walk names (a base is judged through each overlay that uses it).
+//! A `kind: Component` is never built alone: it is judged through the
+//! overlays that use it.
+//!
+//! Where findings point: helm marks each rendered document with `# Source:
+//! CHART/templates/x.yaml`; it becomes a source named after that template's
+//! path as the user sees it (`charts/foo/templates/x.yaml`), holding exactly
+//! what `helm template charts/foo --show-only templates/x.yaml` prints, so
+//! line:column count lines of that output. kustomize marks nothing: a
+//! build is one source named after the overlay's folder, line:column
+//! counting lines of `kustomize build DIR`.
+//!
+//! A render that fails is one error naming the chart or overlay, with the
+//! renderer's message, except where the checkout (not the chart) is
+//! short: a chart whose dependencies are not in `charts/` (CI runs `helm
+//! dependency build`, which needs the chart repositories) and a
+//! kustomization whose remote resources cannot be fetched are notes. A
+//! chart that needs values to render (`required`) is rendered again with
+//! its `ci/*-values.yaml`, chart-testing's convention, when it has one.
+//!
+//! Renders are bounded: a timeout each (`--render-timeout`), an output cap,
+//! and at most [`MAX_PARALLEL`] at once.
+
+use std::collections::HashSet;
+use std::io::Read as _;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::input::{FileProblem, Source};
+
+/// `--render`: whether charts and kustomizations are rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Render with helm and kustomize (or `kubectl kustomize`) when on PATH.
+    #[default]
+    Auto,
+    /// Never run a renderer: skip templates and patches, with one note each.
+    Never,
+}
+
+/// How charts and kustomizations are rendered.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub mode: Mode,
+    /// The longest one render may take.
+    pub timeout: Duration,
+    /// `.Release.Namespace` for helm: the namespace `check` puts objects in.
+    pub namespace: String,
+}
+
+/// The default `--render-timeout`, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            mode: Mode::Auto,
+            timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+            namespace: "default".into(),
+        }
+    }
+}
+
+/// The most a render may print: a whole platform's chart renders to a few
+/// MB; more is a runaway template.
+pub const MAX_OUTPUT: usize = 128 << 20;
+/// The most of a renderer's error output kept (its message is trimmed
+/// further for the report).
+const MAX_STDERR: usize = 64 << 10;
+/// Renders run at once (each is its own process; the machine's cores, at
+/// most this many).
+pub const MAX_PARALLEL: usize = 4;
+/// The longest renderer message shown.
+const MAX_MESSAGE: usize = 600;
+
+/// A chart or kustomization that was not rendered (no renderer, `--render
+/// never`, missing chart dependencies): not an error, the run can pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    /// The chart's or kustomization's folder, as walked.
+    pub path: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// The names kustomize reads a kustomization from, in its order of
+/// preference (kustomize api/konfig/general.go, RecognizedKustomizationFileNames).
+pub const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// Whether a walked file marks a chart or a kustomization (the walk keeps
+/// `Kustomization`, which has no manifest extension, for this).
+pub fn is_marker(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == "Chart.yaml" || KUSTOMIZATION_FILES.contains(&n))
+}
+
+/// What a walked folder holds to render, and the raw files not to read.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// Top-level charts: their folders, as walked.
+    charts: Vec<PathBuf>,
+    /// Top-level kustomizations: their folders, as walked.
+    kustomizations: Vec<PathBuf>,
+    /// Chart folders (normalised): everything under one is the chart's.
+    chart_dirs: Vec<PathBuf>,
+    /// Files never read raw (normalised).
+    always_skipped: HashSet<PathBuf>,
+    /// Kustomization resources (normalised): not read raw when built.
+    resources: HashSet<PathBuf>,
+    /// Whether a kustomize is there to build with.
+    kustomize: Option<Renderer>,
+    helm: Option<Renderer>,
+    mode: Mode,
+}
+
+impl Plan {
+    /// The charts and kustomizations among `files` (a folder walk's, with
+    /// the markers), and which renderers the run has.
+    pub fn of(files: &[PathBuf], settings: &Settings) -> Plan {
+        let mut plan = Plan {
+            mode: settings.mode,
+            ..Plan::default()
+        };
+        if settings.mode == Mode::Auto {
+            plan.helm = Renderer::helm();
+            plan.kustomize = Renderer::kustomize();
+        }
+        let mut chart_dirs: Vec<(PathBuf, PathBuf)> = files
+            .iter()
+            .filter(|f| f.file_name().is_some_and(|n| n == "Chart.yaml"))
+            .filter_map(|f| f.parent().map(|d| (normal(d), d.to_path_buf())))
+            .collect();
+        // Outer charts first: a chart inside another's folder is the outer one's.
+        chart_dirs.sort_by_key(|(n, _)| n.components().count());
+        for (normalised, dir) in chart_dirs {
+            if !plan.chart_dirs.iter().any(|c| normalised.starts_with(c)) {
+                plan.chart_dirs.push(normalised);
+                plan.charts.push(dir);
+            }
+        }
+        plan.charts.sort();
+        let mut kustomizations = Vec::new();
+        for file in files.iter().filter(|f| is_kustomization_file(f)) {
+            let normalised = normal(file);
+            plan.always_skipped.insert(normalised.clone());
+            if plan.in_chart(&normalised) {
+                continue;
+            }
+            let Some(dir) = file.parent() else { continue };
+            // One folder, one kustomization (kustomize refuses two files).
+            if kustomizations.iter().any(|k: &Kustomization| k.dir == dir) {
+                continue;
+            }
+            kustomizations.push(Kustomization::read(file, dir));
+        }
+        let named: HashSet<PathBuf> = kustomizations
+            .iter()
+            .flat_map(|k| k.folders.iter().map(|f| normal(f)))
+            .collect();
+        for k in &kustomizations {
+            plan.always_skipped.extend(k.other_files.iter().map(|f| normal(f)));
+            plan.resources.extend(k.resources.iter().map(|f| normal(f)));
+            if !k.component && !named.contains(&normal(&k.dir)) {
+                plan.kustomizations.push(k.dir.clone());
+            }
+        }
+        plan.kustomizations.sort();
+        plan
+    }
+
+    fn in_chart(&self, normalised: &Path) -> bool {
+        self.chart_dirs.iter().any(|c| normalised.starts_with(c))
+    }
+
+    /// Whether `file` is read raw.
+    pub fn reads(&self, file: &Path) -> bool {
+        let normalised = normal(file);
+        if self.in_chart(&normalised) || self.always_skipped.contains(&normalised) {
+            return false;
+        }
+        // A kustomization's resources are read raw only when not built.
+        !(self.kustomize.is_some() && self.resources.contains(&normalised))
+    }
+
+    /// Renders every top-level chart and kustomization (at most
+    /// [`MAX_PARALLEL`] at once), or notes why not.
+    pub fn render(&self, settings: &Settings) -> Rendered {
+        let mut out = Rendered::default();
+        let mut jobs: Vec<(&Renderer, &Path, Kind)> = Vec::new();
+        for (dirs, renderer, kind) in [
+            (&self.charts, &self.helm, Kind::Chart),
+            (&self.kustomizations, &self.kustomize, Kind::Kustomization),
+        ] {
+            for dir in dirs {
+                match renderer {
+                    Some(renderer) => jobs.push((renderer, dir, kind)),
+                    None => out.notes.push(Note {
+                        path: dir.display().to_string(),
+                        message: kind.not_rendered(dir, self.mode),
+                    }),
+                }
+            }
+        }
+        let results = parallel(&jobs, |&(renderer, dir, kind)| {
+            let first = renderer.run(kind, dir, None, settings);
+            match (&first, kind) {
+                (Err(Failure::Message(message)), Kind::Chart) if !needs_dependencies(message) => {
+                    match ci_values(dir) {
+                        // Rendered with the values its CI uses, or the
+                        // first failure stands.
+                        Some(values) => renderer.run(kind, dir, Some(&values), settings).or(first),
+                        None => first,
+                    }
+                }
+                _ => first,
+            }
+        });
+        for ((renderer, dir, kind), result) in jobs.iter().zip(results) {
+            let result = result.unwrap_or_else(|| Err(Failure::Other("the render did not complete".into())));
+            match result {
+                Ok(text) => match kind {
+                    Kind::Chart => out.sources.extend(helm_sources(dir, &text)),
+                    Kind::Kustomization => out.sources.push(Source {
+                        name: dir.display().to_string(),
+                        text,
+                    }),
+                },
+                Err(Failure::Message(message)) if *kind == Kind::Chart && needs_dependencies(&message) => {
+                    out.notes.push(Note {
+                        path: dir.display().to_string(),
+                        message: format!(
+                            "Helm chart not rendered: its dependencies are not in charts/ (run `helm dependency build {}` first); its templates are not checked",
+                            dir.display()
+                        ),
+                    });
+                }
+                Err(Failure::Message(message)) if *kind == Kind::Kustomization && unreachable(&message) => {
+                    out.notes.push(Note {
+                        path: dir.display().to_string(),
+                        message: format!(
+                            "kustomization not rendered: a remote resource it uses could not be fetched ({message}); its files are not checked"
+                        ),
+                    });
+                }
+                Err(failure) => out.problems.push(FileProblem {
+                    file: dir.display().to_string(),
+                    line: 0,
+                    column: 0,
+                    message: failure.worded(&renderer.command_line(*kind, dir, settings)),
+                }),
+            }
+        }
+        out
+    }
+}
+
+/// What rendering gave.
+#[derive(Debug, Default)]
+pub struct Rendered {
+    pub sources: Vec<Source>,
+    /// Renders that failed: one per chart or kustomization.
+    pub problems: Vec<FileProblem>,
+    pub notes: Vec<Note>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Chart,
+    Kustomization,
+}
+
+impl Kind {
+    fn not_rendered(self, dir: &Path, mode: Mode) -> String {
+        let dir = dir.display();
+        let why = |absent: &'static str| match mode {
+            Mode::Never => "--render never",
+            Mode::Auto => absent,
+        };
+        match self {
+            Kind::Chart => format!(
+                "Helm chart not rendered ({}): its templates are not checked; render it with `helm template NAME {dir} | draguard check -`",
+                why("helm is not on PATH")
+            ),
+            Kind::Kustomization => format!(
+                "kustomization not rendered ({}): its patches are not checked and its resources are judged as written; render it with `kubectl kustomize {dir} | draguard check -`",
+                why("neither kustomize nor kubectl is on PATH")
+            ),
+        }
+    }
+}
+
+/// A renderer found on PATH.
+#[derive(Debug, Clone)]
+struct Renderer {
+    program: PathBuf,
+    /// The arguments before the folder (`template`, `build`, `kustomize`).
+    verb: &'static str,
+}
+
+impl Renderer {
+    fn helm() -> Option<Renderer> {
+        on_path("helm").map(|program| Renderer {
+            program,
+            verb: "template",
+        })
+    }
+
+    /// A standalone kustomize, else kubectl's.
+    fn kustomize() -> Option<Renderer> {
+        on_path("kustomize")
+            .map(|program| Renderer { program, verb: "build" })
+            .or_else(|| {
+                on_path("kubectl").map(|program| Renderer {
+                    program,
+                    verb: "kustomize",
+                })
+            })
+    }
+
+    fn args(&self, kind: Kind, dir: &Path, values: Option<&Path>, settings: &Settings) -> Vec<std::ffi::OsString> {
+        let mut args = vec![self.verb.into(), dir.as_os_str().to_owned()];
+        if let Some(values) = values {
+            args.extend(["--values".into(), values.as_os_str().to_owned()]);
+        }
+        if kind == Kind::Chart {
+            // helm's default release name; CRDs are judged too.
+            args.extend(["--namespace".into(), settings.namespace.clone().into()]);
+            args.push("--include-crds".into());
+        }
+        args
+    }
+
+    /// As the user would type it, for a message.
+    fn command_line(&self, kind: Kind, dir: &Path, settings: &Settings) -> String {
+        let name = self.program.file_name().map_or_else(
+            || self.program.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let args: Vec<String> = self
+            .args(kind, dir, None, settings)
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        format!("{name} {}", args.join(" "))
+    }
+
+    fn run(&self, kind: Kind, dir: &Path, values: Option<&Path>, settings: &Settings) -> Result<String, Failure> {
+        let mut command = Command::new(&self.program);
+        command.args(self.args(kind, dir, values, settings));
+        run_bounded(command, settings.timeout, MAX_OUTPUT)
+    }
+}
+
+/// Why a render gave nothing.
+#[derive(Debug, PartialEq)]
+enum Failure {
+    /// It exited non-zero: its message.
+    Message(String),
+    Timeout(Duration),
+    TooLarge,
+    /// It could not be started, or printed what is not UTF-8.
+    Other(String),
+}
+
+impl Failure {
+    fn worded(&self, command: &str) -> String {
+        match self {
+            Failure::Message(message) => format!("`{command}` failed: {message}"),
+            Failure::Timeout(after) => {
+                format!("`{command}` did not finish in {} s (--render-timeout)", after.as_secs())
+            }
+            Failure::TooLarge => format!("`{command}` printed more than {} MiB", MAX_OUTPUT >> 20),
+            Failure::Other(message) => format!("`{command}`: {message}"),
+        }
+    }
+}
+
+/// helm's words for a chart whose `dependencies` are not in `charts/`
+/// (helm pkg/action/dependency.go CheckDependencies, and `helm template`'s
+/// "You may need to run `helm dependency build`"). That is the checkout,
+/// not the chart: CI fetches dependencies with `helm dependency build`,
+/// which needs the chart repositories, so it is a note and not an error.
+fn needs_dependencies(message: &str) -> bool {
+    message.contains("helm dependency build") || message.contains("missing in charts/ directory")
+}
+
+/// The values file a chart's CI renders it with, for a chart that needs
+/// values to render (`required`): the first, by name, of
+/// `ci/*-values.yaml`, chart-testing's convention (helm/chart-testing
+/// doc/ct_install.md: "custom values files matching the glob pattern
+/// '*-values.yaml' in a directory named 'ci' in the root of the chart's
+/// directory").
+fn ci_values(chart: &Path) -> Option<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(chart.join("ci"))
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with("-values.yaml"))
+        })
+        .collect();
+    files.sort();
+    files.into_iter().next()
+}
+
+/// Whether kustomize failed fetching a remote resource (a git repository
+/// or URL): the network, not the kustomization, so a note, as for helm's
+/// dependencies. The words are git's, Go's resolver's and dialer's.
+fn unreachable(message: &str) -> bool {
+    [
+        "Could not resolve host",
+        "no such host",
+        "dial tcp",
+        "unable to access",
+        "i/o timeout",
+        "connection refused",
+        "Network is unreachable",
+    ]
+    .iter()
+    .any(|words| message.contains(words))
+}
+
+/// Runs `command` with nothing on its standard input, for at most
+/// `timeout`, keeping at most `cap` bytes of its output: more is an error,
+/// and the process is killed.
+fn run_bounded(mut command: Command, timeout: Duration, cap: usize) -> Result<String, Failure> {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Its own process group, so that ending it ends what it started (a
+    // helm plugin, a shell's children) and the pipes close.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
+        .spawn()
+        .map_err(|e| Failure::Other(format!("cannot run: {e}")))?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(Failure::Other("no output pipes".into()));
+    };
+    // Read on their own threads so that neither pipe fills and stalls it.
+    let out = std::thread::spawn(move || read_capped(stdout, cap));
+    let err = std::thread::spawn(move || read_capped(stderr, MAX_STDERR));
+    // Past its cap the output's reader closes the pipe, and a renderer
+    // still writing ends on the broken pipe; one that does not is ended at
+    // the timeout.
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) if started.elapsed() >= timeout => {
+                end(&mut child);
+                break Err(Failure::Timeout(timeout));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => {
+                end(&mut child);
+                break Err(Failure::Other(format!("cannot wait for it: {e}")));
+            }
+        }
+    };
+    // On failure the readers are left to end as the pipes close.
+    let status = status?;
+    let (stdout, over) = out.join().unwrap_or_default();
+    let (stderr, _) = err.join().unwrap_or_default();
+    if over {
+        return Err(Failure::TooLarge);
+    }
+    if !status.success() {
+        return Err(Failure::Message(trimmed(&String::from_utf8_lossy(&stderr), status)));
+    }
+    String::from_utf8(stdout).map_err(|_| Failure::Other("its output is not UTF-8".into()))
+}
+
+/// Ends a render and all it started.
+fn end(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Some(group) = rustix::process::Pid::from_raw(child.id().cast_signed()) {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Up to `cap` bytes of `pipe`, and whether there was more. Past the cap
+/// the pipe is closed: a renderer still writing gets a broken pipe and
+/// ends.
+fn read_capped(pipe: impl std::io::Read, cap: usize) -> (Vec<u8>, bool) {
+    let mut buf = Vec::new();
+    let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1);
+    let _ = pipe.take(limit).read_to_end(&mut buf);
+    let over = buf.len() > cap;
+    buf.truncate(cap);
+    (buf, over)
+}
+
+/// A renderer's error, as one line for the report: its first line that
+/// says something, without helm's `Error: `, its "Use --debug" advice, or
+/// the log header kubectl wraps it in (`E1126 12:21:26.841690 14505
+/// run.go:72] "command failed" err="..."`, klog's format). A long one keeps
+/// its start and its end, where kustomize puts the cause.
+fn trimmed(stderr: &str, status: std::process::ExitStatus) -> String {
+    let line = logical_lines(stderr)
+        .into_iter()
+        .map(|l| unwrapped(l.trim()).to_owned())
+        .find(|l| !l.is_empty() && !l.starts_with("Use --debug") && !l.starts_with("# Warning:"));
+    let Some(line) = line else {
+        return format!("it exited with {status} and said nothing");
+    };
+    let chars = line.chars().count();
+    if chars <= MAX_MESSAGE {
+        return line;
+    }
+    let head: String = line.chars().take(MAX_MESSAGE / 3).collect();
+    let tail: String = line.chars().skip(chars - (MAX_MESSAGE - MAX_MESSAGE / 3)).collect();
+    format!("{head}…{tail}")
+}
+
+/// The lines of a renderer's error output, klog's multi-line values
+/// (`err=<`, tab-indented lines, ` >`) joined into one.
+fn logical_lines(stderr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = stderr.lines();
+    while let Some(line) = lines.next() {
+        if line.trim_end().ends_with("err=<") {
+            let mut value = Vec::new();
+            for part in lines.by_ref() {
+                if part.trim() == ">" {
+                    break;
+                }
+                value.push(part.trim());
+            }
+            out.push(value.join(" "));
+        } else {
+            out.push(line.to_owned());
+        }
+    }
+    out
+}
+
+/// One line of a renderer's error output, without its wrapping.
+fn unwrapped(line: &str) -> &str {
+    // klog: a severity letter, MMDD, a time, a thread id, file:line, `]`.
+    let klog = line.len() > 5
+        && line.starts_with(['E', 'F', 'W', 'I'])
+        && line.as_bytes()[1..5].iter().all(u8::is_ascii_digit);
+    let line = match (klog, line.split_once("] ")) {
+        (true, Some((_, rest))) => rest,
+        _ => line,
+    };
+    let line = line.strip_prefix("Error: ").unwrap_or(line);
+    match line.strip_prefix("\"command failed\" err=\"") {
+        Some(rest) => rest.strip_suffix('"').unwrap_or(rest),
+        None => line,
+    }
+}
+
+/// Runs `work` on each job, at most [`MAX_PARALLEL`] (and the machine's
+/// cores) at once; the results in the jobs' order (`None` only for a job
+/// whose worker panicked).
+fn parallel<J: Sync, R: Send>(jobs: &[J], work: impl Fn(&J) -> R + Sync) -> Vec<Option<R>> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .clamp(1, MAX_PARALLEL)
+        .min(jobs.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<R>>> = jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(job) = jobs.get(i) else { break };
+                    let result = work(job);
+                    if let Ok(mut slot) = results[i].lock() {
+                        *slot = Some(result);
+                    }
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|slot| slot.into_inner().ok().flatten())
+        .collect()
+}
+
+/// `helm template` output as one source per template. helm starts every
+/// document with `---` and `# Source: CHARTNAME/templates/x.yaml` (helm
+/// pkg/action/action.go, renderResources; the same in v3 and v4), where
+/// CHARTNAME is `Chart.yaml`'s name, not the folder's: the folder as walked
+/// takes its place. A template's documents, which helm sorts among others
+/// by kind, are put back together in the order helm printed them: what
+/// `--show-only templates/x.yaml` prints.
+fn helm_sources(chart: &Path, output: &str) -> Vec<Source> {
+    let mut sources: Vec<Source> = Vec::new();
+    let mut current: Option<usize> = None;
+    let mut lines = output.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        let template = (line.trim_end() == "---")
+            .then(|| lines.peek().and_then(|next| next.trim_end().strip_prefix("# Source: ")))
+            .flatten();
+        let name = match (template, current) {
+            (Some(template), _) => template_path(chart, template),
+            (None, Some(i)) => {
+                sources[i].text.push_str(line);
+                continue;
+            }
+            // Text before any marker (helm prints none): the chart's own.
+            (None, None) => chart.display().to_string(),
+        };
+        let index = sources.iter().position(|s| s.name == name).unwrap_or_else(|| {
+            sources.push(Source {
+                name,
+                text: String::new(),
+            });
+            sources.len() - 1
+        });
+        sources[index].text.push_str(line);
+        current = Some(index);
+    }
+    sources
+}
+
+/// `CHARTNAME/templates/x.yaml` as the walked path of that file:
+/// `charts/foo/templates/x.yaml`. A subchart's (`CHARTNAME/charts/sub/...`)
+/// maps the same way; one packed as a `.tgz` has no such file, and the path
+/// says where it would be.
+fn template_path(chart: &Path, source: &str) -> String {
+    let inside = source.split_once('/').map_or(source, |(_, rest)| rest);
+    let mut path = chart.to_path_buf();
+    for part in inside.split('/').filter(|p| !p.is_empty() && *p != "." && *p != "..") {
+        path.push(part);
+    }
+    path.display().to_string()
+}
+
+fn is_kustomization_file(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| KUSTOMIZATION_FILES.contains(&n))
+}
+
+/// What one kustomization names.
+#[derive(Debug, Default)]
+struct Kustomization {
+    dir: PathBuf,
+    /// `kind: Component`: built only through the overlays that use it.
+    component: bool,
+    /// Folders named in `resources`, `bases` and `components`: other
+    /// kustomizations.
+    folders: Vec<PathBuf>,
+    /// Files named in `resources`: plain manifests.
+    resources: Vec<PathBuf>,
+    /// Every other file named: patches and the inputs of generators and
+    /// transformers.
+    other_files: Vec<PathBuf>,
+}
+
+/// The most of a kustomization file read to learn what it names.
+const MAX_KUSTOMIZATION: u64 = 4 << 20;
+
+impl Kustomization {
+    /// What `file` names. The fields are kustomize's (kustomize
+    /// api/types/kustomization.go, kustomize/v5 as of commit 04e51ad:
+    /// Resources, Bases, Components, Crds, Patches, PatchesStrategicMerge,
+    /// PatchesJson6902, Replacements, ConfigMapGenerator, SecretGenerator,
+    /// Configurations, Generators, Transformers, Validators, OpenAPI). One
+    /// that does not read names nothing; kustomize says why when it builds.
+    fn read(file: &Path, dir: &Path) -> Kustomization {
+        let mut k = Kustomization {
+            dir: dir.to_path_buf(),
+            ..Kustomization::default()
+        };
+        let mut text = String::new();
+        let read = std::fs::File::open(file).and_then(|f| f.take(MAX_KUSTOMIZATION).read_to_string(&mut text));
+        let Ok(_) = read else { return k };
+        let Ok(value) = serde_saphyr::from_str_with_options::<serde_json::Value>(&text, super::input::yaml_options())
+        else {
+            return k;
+        };
+        k.component = value.get("kind").and_then(|v| v.as_str()) == Some("Component");
+        let strings = |field: &str| -> Vec<&str> {
+            value
+                .get(field)
+                .and_then(|v| v.as_array())
+                .map(|items| items.iter().filter_map(|i| i.as_str()).collect())
+                .unwrap_or_default()
+        };
+        let paths_in = |field: &str, key: &str| -> Vec<&str> {
+            value
+                .get(field)
+                .and_then(|v| v.as_array())
+                .map(|items| items.iter().filter_map(|i| i.get(key)?.as_str()).collect())
+                .unwrap_or_default()
+        };
+        for reference in ["resources", "bases", "components"].iter().flat_map(|f| strings(f)) {
+            let Some(path) = local(dir, reference) else { continue };
+            if path.is_dir() {
+                k.folders.push(path);
+            } else {
+                k.resources.push(path);
+            }
+        }
+        let mut others: Vec<&str> = Vec::new();
+        for field in ["crds", "configurations", "generators", "transformers", "validators"] {
+            others.extend(strings(field));
+        }
+        // A strategic-merge patch is a path, or the patch itself inline.
+        others.extend(
+            strings("patchesStrategicMerge")
+                .into_iter()
+                .filter(|p| !p.contains('\n')),
+        );
+        for field in ["patches", "patchesJson6902", "replacements"] {
+            others.extend(paths_in(field, "path"));
+        }
+        if let Some(path) = value.pointer("/openapi/path").and_then(|v| v.as_str()) {
+            others.push(path);
+        }
+        for generator in ["configMapGenerator", "secretGenerator"] {
+            for item in value.get(generator).and_then(|v| v.as_array()).into_iter().flatten() {
+                let files = ["files", "envs"]
+                    .iter()
+                    .filter_map(|f| item.get(*f)?.as_array())
+                    .flatten()
+                    .filter_map(|v| v.as_str())
+                    .chain(item.get("env").and_then(|v| v.as_str()));
+                // `key=path` names the file after the `=`.
+                others.extend(files.map(|f| f.split_once('=').map_or(f, |(_, path)| path)));
+            }
+        }
+        for reference in others {
+            if let Some(path) = local(dir, reference) {
+                if path.is_dir() {
+                    k.folders.push(path);
+                } else {
+                    k.other_files.push(path);
+                }
+            }
+        }
+        k
+    }
+}
+
+/// A reference of a kustomization as a path beside it; `None` for a URL or
+/// a git repository (kustomize fetches those itself).
+fn local(dir: &Path, reference: &str) -> Option<PathBuf> {
+    let reference = reference.trim();
+    if reference.is_empty()
+        || reference.contains("://")
+        || reference.starts_with("github.com/")
+        || reference.starts_with("git@")
+        || reference.starts_with("gitlab.com/")
+    {
+        return None;
+    }
+    Some(dir.join(reference))
+}
+
+/// `path` with `.` and `name/..` taken out, as text: how the walk's paths
+/// and a kustomization's references are compared.
+pub fn normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) {
+                    out.pop();
+                } else {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `program` on PATH, if there is an executable one.
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+/// How to render the file `name` is in, when it is inside a chart's folder
+/// (`None` elsewhere: an operator's own Go templates are rendered by the
+/// operator, and kustomize never expands `{{ }}`, so a kustomization's
+/// folder gets no hint either). Read only for a file that did not parse.
+pub fn hint(name: &str) -> Option<String> {
+    if name == "-" {
+        return None;
+    }
+    Path::new(name).ancestors().skip(1).find_map(|dir| {
+        let shown = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        shown.join("Chart.yaml").is_file().then(|| {
+            format!(
+                "render the chart first: helm template NAME {} | draguard check -",
+                shown.display()
+            )
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helm_output_is_one_source_per_template_in_the_charts_folder() {
+        let output = "---\n# Source: demo/charts/sub/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\n---\n# Source: demo/templates/deploy.yaml\nkind: ConfigMap\n---\n# Source: demo/templates/deploy.yaml\nkind: Deployment\nspec:\n  x: |\n    ---\n    not a marker\n";
+        let sources = helm_sources(Path::new("charts/mychart"), output);
+        let got: Vec<(&str, &str)> = sources.iter().map(|s| (s.name.as_str(), s.text.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "charts/mychart/charts/sub/templates/cm.yaml",
+                    "---\n# Source: demo/charts/sub/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\n"
+                ),
+                (
+                    "charts/mychart/templates/deploy.yaml",
+                    "---\n# Source: demo/templates/deploy.yaml\nkind: ConfigMap\n---\n# Source: demo/templates/deploy.yaml\nkind: Deployment\nspec:\n  x: |\n    ---\n    not a marker\n"
+                ),
+            ]
+        );
+        assert_eq!(
+            template_path(Path::new("c"), "demo/../../etc/passwd"),
+            "c/etc/passwd",
+            "a source path never leaves the chart"
+        );
+    }
+
+    #[test]
+    fn paths_compare_without_dots() {
+        assert_eq!(normal(Path::new("./a/b/../c.yaml")), PathBuf::from("a/c.yaml"));
+        assert_eq!(normal(Path::new("a/../../b")), PathBuf::from("../b"));
+        assert_eq!(normal(Path::new("/x/./y")), PathBuf::from("/x/y"));
+    }
+
+    #[test]
+    fn a_renderers_message_is_one_trimmed_line() {
+        let status = std::process::Command::new("false").status().expect("false runs");
+        assert_eq!(
+            trimmed(
+                "Error: execution error at (req/templates/x.yaml:1:6): set .Values.x\n\nUse --debug flag to render out invalid YAML\n",
+                status
+            ),
+            "execution error at (req/templates/x.yaml:1:6): set .Values.x"
+        );
+        assert_eq!(
+            trimmed(
+                "E1126 12:21:26.841690   14505 run.go:72] \"command failed\" err=\"accumulating resources: '/x/policies': no such file\"\n",
+                status
+            ),
+            "accumulating resources: '/x/policies': no such file"
+        );
+        let long = format!("start{}the cause", "é".repeat(MAX_MESSAGE));
+        let worded = trimmed(&long, status);
+        assert_eq!(worded.chars().count(), MAX_MESSAGE + 1);
+        assert!(worded.starts_with("start") && worded.ends_with("the cause"), "{worded}");
+        assert!(trimmed("\n\n", status).contains("said nothing"));
+        let multi = "# Warning: 'vars' is deprecated.\nE1126 12:30:59.217194   29913 run.go:72] \"command failed\" err=<\n\taccumulating resources: fetch failed\n\t: exit status 128\n >\n";
+        assert_eq!(
+            trimmed(multi, status),
+            "accumulating resources: fetch failed : exit status 128"
+        );
+        assert!(unreachable(
+            "failed to run 'git fetch': Could not resolve host: github.com"
+        ));
+        assert!(!unreachable("'/x/patch.yaml': no such file or directory"));
+    }
+
+    #[test]
+    fn a_render_is_bounded_in_time_and_size() {
+        let mut sleep = Command::new("sh");
+        sleep.args(["-c", "sleep 5"]);
+        let started = Instant::now();
+        assert_eq!(
+            run_bounded(sleep, Duration::from_millis(200), 1024),
+            Err(Failure::Timeout(Duration::from_millis(200)))
+        );
+        assert!(started.elapsed() < Duration::from_secs(3), "killed, not waited for");
+        let mut loud = Command::new("sh");
+        loud.args(["-c", "yes kind: Pod"]);
+        assert_eq!(
+            run_bounded(loud, Duration::from_secs(20), 1 << 16),
+            Err(Failure::TooLarge)
+        );
+        let mut fails = Command::new("sh");
+        fails.args(["-c", "echo 'Error: no chart here' >&2; exit 1"]);
+        assert_eq!(
+            run_bounded(fails, Duration::from_secs(20), 1024),
+            Err(Failure::Message("no chart here".into()))
+        );
+        let mut ok = Command::new("sh");
+        ok.args(["-c", "printf 'kind: Pod\\n'"]);
+        assert_eq!(run_bounded(ok, Duration::from_secs(20), 1024), Ok("kind: Pod\n".into()));
+    }
+}

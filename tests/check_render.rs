@@ -1,0 +1,331 @@
+//! `draguard check` on a folder holding a Helm chart and a kustomization
+//! (tests/fixtures/render): rendered with the real helm and kubectl when on
+//! PATH, skipped with one note each when not, and a renderer that fails or
+//! hangs is one error naming the chart. The real renderers are needed
+//! only where the test says so: without them those tests skip, except
+//! under CI=true, where CI installs them (scripts/ensure-renderers.sh) and
+//! a missing one fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/render");
+const SUMMARY_TAIL: &str = "(Kubernetes 1.37 rules); no toleration policies (none named with --policies)";
+
+/// The fixtures copied into a fresh folder (without their
+/// `.draguardignore`, which keeps them out of a check of this repository).
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy(Path::new(FIXTURES), dir.path());
+    dir
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("fixtures") {
+        let entry = entry.expect("entry");
+        let name = entry.file_name();
+        if name == ".draguardignore" {
+            continue;
+        }
+        if entry.file_type().expect("type").is_dir() {
+            copy(&entry.path(), &to.join(&name));
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).expect("copy");
+        }
+    }
+}
+
+/// `draguard check ARGS` in `dir`, with `path` as PATH.
+fn check(dir: &Path, path: &std::ffi::OsStr, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_draguard"))
+        .arg("check")
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("draguard runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A PATH of one folder holding `helm` as this shell script (and no
+/// kubectl or kustomize).
+fn fake_helm(script: &str) -> (tempfile::TempDir, PathBuf) {
+    let bin = tempfile::tempdir().expect("tempdir");
+    let helm = bin.path().join("helm");
+    std::fs::write(&helm, format!("#!/bin/sh\n{script}\n")).expect("write");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&helm, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let path = bin.path().to_path_buf();
+    (bin, path)
+}
+
+/// The real PATH when it has helm and kubectl (with kustomize); `None` to
+/// skip, and a failure under CI.
+fn real_renderers() -> Option<std::ffi::OsString> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let has = |tool: &str| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file());
+    let missing: Vec<&str> = ["helm", "kubectl"].into_iter().filter(|t| !has(t)).collect();
+    if missing.is_empty() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{missing:?} not on PATH: CI puts them there (scripts/ensure-renderers.sh)"
+    );
+    eprintln!("skipped: {missing:?} not on PATH (bash scripts/ensure-renderers.sh fetches them)");
+    None
+}
+
+/// Rendered for real: the chart's Deployment is denied at its template,
+/// at the line of `helm template chart --show-only
+/// templates/deployment.yaml`; the overlay's patch is applied (a partial
+/// object never judged alone), the namespace too, and the base's file is
+/// not judged again raw.
+#[test]
+fn real_renderers_judge_what_charts_and_overlays_render_to() {
+    let Some(path) = real_renderers() else { return };
+    let dir = workspace();
+    let out = check(dir.path(), &path, &["."]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        lines(&out),
+        [
+            r#"./chart/templates/deployment.yaml:17:11: error: Deployment/default/release-name-trainer: spec.template.spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when `tolerationSeconds` is set"#.to_owned(),
+            r#"./kustomize/overlays/prod:19:9: error: Deployment/prod/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute""#.to_owned(),
+            format!("4 objects, 2 denied, 0 warnings {SUMMARY_TAIL}"),
+        ]
+    );
+    // Every object, where it came from: the subchart's under its own folder.
+    let out = check(dir.path(), &path, &[".", "-o", "json", "-n", "ci"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let objects: Vec<(String, String)> = json["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .map(|o| {
+            (
+                o["file"].as_str().unwrap_or("").to_owned(),
+                format!(
+                    "{}/{}",
+                    o["kind"].as_str().unwrap_or(""),
+                    o["name"].as_str().unwrap_or("")
+                ),
+            )
+        })
+        .collect();
+    let want = [
+        ("./chart/charts/metrics/templates/pod.yaml", "Pod/release-name-metrics"),
+        ("./chart/templates/configmap.yaml", "ConfigMap/release-name-settings"),
+        ("./chart/templates/deployment.yaml", "Deployment/release-name-trainer"),
+        ("./kustomize/overlays/prod", "Deployment/web"),
+    ];
+    assert_eq!(
+        objects,
+        want.map(|(f, o)| (f.to_owned(), o.to_owned())),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        json["objects"][1]["namespace"], "ci",
+        "helm renders .Release.Namespace as check's namespace"
+    );
+    assert_eq!(json["notes"], serde_json::json!([]));
+}
+
+/// Without helm or kubectl: one note per chart and per overlay (never one
+/// per file), the base's plain Deployment judged as written, the patch
+/// skipped, and the run passes.
+#[test]
+fn without_renderers_each_chart_and_overlay_is_one_note() {
+    let dir = workspace();
+    let empty = tempfile::tempdir().expect("tempdir");
+    let out = check(dir.path(), empty.path().as_os_str(), &["."]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        lines(&out),
+        [
+            "./chart: note: Helm chart not rendered (helm is not on PATH): its templates are not checked; render it with `helm template NAME ./chart | draguard check -`".to_owned(),
+            "./kustomize/overlays/prod: note: kustomization not rendered (neither kustomize nor kubectl is on PATH): its patches are not checked and its resources are judged as written; render it with `kubectl kustomize ./kustomize/overlays/prod | draguard check -`".to_owned(),
+            format!("1 object, 0 denied, 0 warnings, 2 charts/overlays not rendered {SUMMARY_TAIL}"),
+        ]
+    );
+    let out = check(dir.path(), empty.path().as_os_str(), &[".", "-o", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json["objects"][0]["file"], "./kustomize/base/deployment.yaml");
+    assert_eq!(json["notes"].as_array().map(Vec::len), Some(2));
+    assert_eq!(json["notes"][0]["path"], "./chart");
+
+    // A chart alone, not rendered: nothing judged, and still not an error.
+    let out = check(dir.path(), empty.path().as_os_str(), &["chart"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        lines(&out).last().map(String::as_str),
+        Some(format!("0 objects, 0 denied, 0 warnings, 1 chart/overlay not rendered {SUMMARY_TAIL}").as_str())
+    );
+}
+
+/// `--render never` (or `render: never` in the config) skips them even
+/// where a renderer is: the note says why.
+#[test]
+fn render_never_skips_with_a_note_even_with_helm_there() {
+    let (_bin, path) = fake_helm("echo 'helm must not run' >&2; exit 1");
+    let dir = workspace();
+    let out = check(dir.path(), path.as_os_str(), &["chart", "--render", "never"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        lines(&out)[0].starts_with("chart: note: Helm chart not rendered (--render never): "),
+        "{}",
+        text(&out)
+    );
+    std::fs::write(dir.path().join(".draguard.yaml"), "render: never\n").expect("write");
+    let out = check(dir.path(), path.as_os_str(), &["chart"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("(--render never)"), "{}", text(&out));
+}
+
+/// A chart that does not render is one error naming it, with helm's
+/// message trimmed, and exit 2; the overlay beside it is still noted.
+#[test]
+fn a_failing_renderer_is_one_error_naming_the_chart() {
+    let (_bin, path) = fake_helm(
+        "echo 'Error: execution error at (trainer/templates/deployment.yaml:4:3): set .Values.name' >&2\n\
+         echo >&2\necho 'Use --debug flag to render out invalid YAML' >&2\nexit 1",
+    );
+    let dir = workspace();
+    let out = check(dir.path(), path.as_os_str(), &["."]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        lines(&out)[0],
+        "./chart: error: `helm template ./chart --namespace default --include-crds` failed: execution error at (trainer/templates/deployment.yaml:4:3): set .Values.name"
+    );
+    assert!(
+        lines(&out)[1].starts_with("./kustomize/overlays/prod: note: "),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        lines(&out)[2],
+        format!("1 object, 0 denied, 0 warnings, 1 file not read, 1 chart/overlay not rendered {SUMMARY_TAIL}")
+    );
+}
+
+/// A chart whose dependencies are not fetched is a note (the checkout,
+/// not the chart, lacks them), saying to run `helm dependency build`.
+#[test]
+fn missing_chart_dependencies_are_a_note() {
+    let (_bin, path) = fake_helm(
+        "echo 'Error: an error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: redis' >&2; exit 1",
+    );
+    let dir = workspace();
+    let out = check(dir.path(), path.as_os_str(), &["chart"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        lines(&out)[0],
+        "chart: note: Helm chart not rendered: its dependencies are not in charts/ (run `helm dependency build chart` first); its templates are not checked"
+    );
+}
+
+/// A chart that needs values is rendered with its chart-testing values
+/// (`ci/*-values.yaml`) when its defaults fail.
+#[test]
+fn a_chart_that_needs_values_is_rendered_with_its_ci_values() {
+    let (_bin, path) = fake_helm(
+        "case \"$*\" in
+         *'--values chart/ci/a-values.yaml'*) printf -- '---\\n# Source: trainer/templates/x.yaml\\napiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: x}\\n' ;;
+         *) echo 'Error: execution error at (trainer/templates/x.yaml:1:6): x is required' >&2; exit 1 ;;
+         esac",
+    );
+    let dir = workspace();
+    let out = check(dir.path(), path.as_os_str(), &["chart"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(lines(&out)[0].ends_with("failed: execution error at (trainer/templates/x.yaml:1:6): x is required"));
+    std::fs::create_dir_all(dir.path().join("chart/ci")).expect("mkdir");
+    for name in ["b-values.yaml", "a-values.yaml", "values.txt"] {
+        std::fs::write(dir.path().join("chart/ci").join(name), "x: 1\n").expect("write");
+    }
+    let out = check(dir.path(), path.as_os_str(), &["chart", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json["objects"][0]["file"], "chart/templates/x.yaml");
+    assert_eq!(json["objects"][0]["name"], "x");
+}
+
+/// A renderer that hangs is ended at --render-timeout: one error.
+#[test]
+fn a_hanging_renderer_is_ended_at_the_timeout() {
+    // The fake's PATH has only helm: sleep by its full path.
+    let real = std::env::var_os("PATH").unwrap_or_default();
+    let sleep = std::env::split_paths(&real)
+        .map(|dir| dir.join("sleep"))
+        .find(|p| p.is_file())
+        .expect("sleep on PATH");
+    let (_bin, path) = fake_helm(&format!("exec {} 30", sleep.display()));
+    let dir = workspace();
+    let started = std::time::Instant::now();
+    let out = check(dir.path(), path.as_os_str(), &["chart", "--render-timeout", "1"]);
+    assert!(started.elapsed().as_secs() < 10, "ended, not waited for");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        lines(&out)[0],
+        "chart: error: `helm template chart --namespace default --include-crds` did not finish in 1 s (--render-timeout)"
+    );
+}
+
+/// A template named on the command line is read raw: its parse error says
+/// how to render the chart it is in; an operator's own Go template
+/// elsewhere is only called an unrendered template.
+#[test]
+fn the_render_hint_names_helm_only_inside_a_chart() {
+    let dir = workspace();
+    let empty = tempfile::tempdir().expect("tempdir");
+    let out = check(
+        dir.path(),
+        empty.path().as_os_str(),
+        &["chart/templates/deployment.yaml", "--strict-inputs"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        lines(&out)[0],
+        "chart/templates/deployment.yaml:4:10: error: invalid type: map, expected a scalar map key (an unrendered template? render the chart first: helm template NAME chart | draguard check -)"
+    );
+    std::fs::create_dir_all(dir.path().join("operator/assets")).expect("mkdir");
+    std::fs::copy(
+        dir.path().join("chart/templates/deployment.yaml"),
+        dir.path().join("operator/assets/deployment.yaml"),
+    )
+    .expect("copy");
+    // Counted, not failed on, unless asked: only the operator renders it.
+    let out = check(dir.path(), empty.path().as_os_str(), &["operator"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        text(&out).trim_end().lines().last(),
+        Some(
+            "draguard check: no Kubernetes objects in the input (1 file read; 1 of them unrendered templates (--strict-inputs reports where they do not parse))"
+        )
+    );
+    let out = check(dir.path(), empty.path().as_os_str(), &["operator", "--strict-inputs"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        lines(&out)[0],
+        "operator/assets/deployment.yaml:4:10: error: invalid type: map, expected a scalar map key (an unrendered template?)"
+    );
+}
