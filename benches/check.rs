@@ -52,6 +52,7 @@ fn bench_check(c: &mut Criterion) {
         toleration_restriction: None,
         target: Default::default(),
         pod_templates: draguard::check::pod_templates::builtin(),
+        embedded_pod_specs: draguard::check::embedded_specs::EmbeddedPodSpecs::default(),
     };
     let mut group = c.benchmark_group("check");
     group.sample_size(10);

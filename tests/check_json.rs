@@ -15,6 +15,7 @@ fn options() -> Options {
         toleration_restriction: None,
         target: Default::default(),
         pod_templates: draguard::check::pod_templates::builtin(),
+        embedded_pod_specs: draguard::check::embedded_specs::EmbeddedPodSpecs::default(),
     }
 }
 

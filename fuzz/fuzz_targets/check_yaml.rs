@@ -45,6 +45,7 @@ fuzz_target!(|data: &[u8]| {
         toleration_restriction: None,
         target: draguard::kubernetes::Target::new(draguard_fuzz::version_for(text.len())),
         pod_templates: draguard::check::pod_templates::builtin(),
+        embedded_pod_specs: draguard::check::embedded_specs::EmbeddedPodSpecs::default(),
     };
     let lines = draguard_fuzz::yaml_lines(text);
     let report = check(&sources, &old, &options, |_, _| {});

@@ -6,10 +6,13 @@
 //! the file, line and column of the offending field.
 
 pub mod config;
+pub mod embedded_specs;
 mod facts;
 pub mod input;
 pub mod json;
 pub mod pod_templates;
+pub mod workload_kinds;
+mod workloads;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -46,6 +49,8 @@ pub struct Options {
     /// Custom workloads whose pod templates are judged
     /// ([`pod_templates::builtin`] and `--pod-template`).
     pub pod_templates: Vec<pod_templates::TemplateKind>,
+    /// Which kinds draguard does not know are searched for pod specs.
+    pub embedded_pod_specs: embedded_specs::EmbeddedPodSpecs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -630,29 +635,26 @@ fn check_object(
         kind: &kind,
         position,
     };
-    // A custom workload's pod templates (JobSet, RayCluster, ...), each
-    // judged as a Deployment's template is.
-    if !report.checked
-        && let Some(table) = options
-            .pod_templates
-            .iter()
-            .find(|t| t.group == group && t.kind == kind)
-    {
-        let templates = table.find(v);
-        report.checked = !templates.is_empty();
-        let routed = crate::kinds::Routed {
-            row: &crate::kinds::embedded_template::ROW,
-            version: "v1",
+    // A kind without a review of its own: a custom workload of the table
+    // (JobSet, RayCluster, ResourceFlavor, AppWrapper, ...), or pod specs
+    // found by their shape.
+    if !report.checked {
+        let judge = workloads::Judge {
+            n,
+            options,
+            ctx,
+            place: &place,
+            namespace: namespace.as_deref(),
+            top: v,
         };
-        for template in templates {
-            let embedded = crate::kinds::embedded_template::object(v, &template.at, template.spec);
-            let embedded = in_namespace(embedded, namespace.as_deref().unwrap_or(""));
-            let request = admission_request(n, embedded, None, namespace.as_deref());
-            let decision = (routed.row.review)(routed, &request, ctx);
-            report.allowed &= decision.allowed;
-            place.record(&decision, &mut report.findings);
+        let (coverage, allowed) = judge.custom(v, &[], 0, &mut report.findings);
+        report.allowed &= allowed;
+        // A kind of the table with nothing here (a RayJob on an existing
+        // cluster) is judged too: it has nothing to judge.
+        if coverage != workloads::Coverage::Unknown {
+            report.checked = true;
+            return report;
         }
-        return report;
     }
     let reviewed = in_namespace(value, namespace.as_deref().unwrap_or(""));
     let request = admission_request(n, reviewed, old.cloned(), namespace.as_deref());

@@ -117,6 +117,7 @@ mod tests {
             toleration_restriction: None,
             target: Default::default(),
             pod_templates: Vec::new(),
+            embedded_pod_specs: crate::check::embedded_specs::EmbeddedPodSpecs::default(),
         };
         let report = check(&sources, &[], &options, |_, _| {});
         let object = &report.objects[0];
