@@ -254,6 +254,36 @@ mod tests {
         let object = serde_json::json!({"spec": {"replicas": 3, "pods": {"a": {"containers": []}}}});
         assert_eq!(templates[0].find(&object)[0].replicas, 3);
 
+        std::fs::write(
+            &file,
+            "tolerationLists: {Flavor.example.com: [spec.tolerations]}\nembeddedPodSpecs: {skipKinds: [Chart.example.com]}\n",
+        )
+        .expect("write");
+        let loaded = load(&file).expect("loads");
+        let rows = loaded.pod_templates().expect("rows");
+        assert_eq!(
+            (rows[0].kind.as_str(), rows[0].group.as_str()),
+            ("Flavor", "example.com")
+        );
+        let flavor = serde_json::json!({"spec": {"tolerations": [{"key": "k"}]}});
+        assert_eq!(rows[0].find_lists(&flavor).len(), 1);
+        let search = loaded.embedded_pod_specs().expect("settings");
+        assert!(search.enabled && !search.searches("example.com", "Chart") && search.searches("example.com", "Other"));
+        std::fs::write(&file, "tolerationLists: {Flavor: [spec.tolerations]}\n").expect("write");
+        let err = load(&file).expect("loads").pod_templates().expect_err("no group");
+        assert!(
+            err.contains("tolerationLists.Flavor: \"Flavor\" is not KIND.GROUP"),
+            "{err}"
+        );
+        std::fs::write(&file, "embeddedPodSpecs: {enabled: false}\n").expect("write");
+        assert!(
+            !load(&file)
+                .expect("loads")
+                .embedded_pod_specs()
+                .expect("settings")
+                .enabled
+        );
+
         std::fs::write(&file, "policies: p\npolicy: q\n").expect("write");
         let err = load(&file).expect_err("a typo");
         assert!(
