@@ -55,6 +55,7 @@ fn bench_check(c: &mut Criterion) {
         strict_inputs: false,
         skip_kinds: Vec::new(),
         strict: false,
+        embedded_pod_specs: draguard::check::embedded_specs::EmbeddedPodSpecs::default(),
     };
     let mut group = c.benchmark_group("check");
     group.sample_size(10);

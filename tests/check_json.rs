@@ -18,6 +18,7 @@ fn options() -> Options {
         strict_inputs: false,
         skip_kinds: Vec::new(),
         strict: false,
+        embedded_pod_specs: draguard::check::embedded_specs::EmbeddedPodSpecs::default(),
     }
 }
 
@@ -143,7 +144,7 @@ fn a_kubectl_list_reads_as_its_yaml_does_at_the_same_lines() {
     );
     assert_eq!(
         report.objects[3].judgement,
-        draguard::check::Judgement::NothingToJudge,
+        draguard::check::Judgement::NothingToJudge(None),
         "a ConfigMap holds nothing to judge"
     );
 }

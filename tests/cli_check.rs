@@ -1499,6 +1499,17 @@ fn pod_templates_of_custom_workloads_are_judged() {
             "-:23:15: error: JobSet/ml/train: spec.replicatedJobs[1].template.spec.template.spec.tolerations[0]: toleration policy \"no-spot\": spec.replicatedJobs[1].template.spec.template.spec.tolerations[0] (spot:*) is denied; namespace \"ml\" may use anything but: spot:*"
         )
     );
+    // Toleration lists outside pod specs get the policies of their
+    // namespace: an Argo Workflow's template tolerations are its Pods'.
+    let workflow = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w, namespace: ml}\nspec:\n  templates:\n  - name: a\n    tolerations: [{key: spot, operator: Exists}]\n    container: {image: i}\n";
+    let out = draguard(&["check", "-", "--policies", policies], Some(workflow));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some(
+            "-:7:19: error: Workflow/ml/w: spec.templates[0].tolerations[0]: toleration policy \"no-spot\": spec.templates[0].tolerations[0] (spot:*) is denied; namespace \"ml\" may use anything but: spot:*"
+        )
+    );
     // Without the policy the JobSet is admitted, and checked (not skipped).
     let out = draguard(&["check", "-", "-o", "junit"], Some(JOBSET));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
@@ -1514,25 +1525,23 @@ fn pod_templates_of_custom_workloads_are_judged() {
         )
     );
 
-    // A kind the table does not know is added with --pod-template.
+    // A kind the table does not know: its pod spec is found by its shape,
+    // or named with --pod-template.
     let workflow = "apiVersion: example.com/v1\nkind: Trainer\nmetadata: {name: t, namespace: ml}\nspec:\n  pods:\n    main:\n      tolerations: [{key: k, operator: Exists, effect: Bogus}]\n      containers: [{name: c, image: i}]\n";
-    assert_eq!(
-        draguard(&["check", "-"], Some(workflow)).status.code(),
-        Some(0),
-        "unknown: not checked"
-    );
-    let out = draguard(
+    for args in [
+        &["check", "-"][..],
         &["check", "-", "--pod-template", "Trainer.example.com=spec.pods.*"],
-        Some(workflow),
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stdout(&out).starts_with(
-            "-:7:48: error: Trainer/ml/t: spec.pods.main.tolerations[0].effect: Unsupported value: \"Bogus\""
-        ),
-        "{}",
-        stdout(&out)
-    );
+    ] {
+        let out = draguard(args, Some(workflow));
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            stdout(&out).starts_with(
+                "-:7:48: error: Trainer/ml/t: spec.pods.main.tolerations[0].effect: Unsupported value: \"Bogus\""
+            ),
+            "{}",
+            stdout(&out)
+        );
+    }
     let bad = draguard(&["check", "-", "--pod-template", "Trainer=spec"], Some(workflow));
     assert_eq!(bad.status.code(), Some(2));
 }

@@ -48,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
         strict_inputs: false,
         skip_kinds: Vec::new(),
         strict: false,
+        embedded_pod_specs: draguard::check::embedded_specs::EmbeddedPodSpecs::default(),
     };
     let lines = draguard_fuzz::yaml_lines(text);
     let report = check(&sources, &old, &options, |_, _| {});

@@ -25,6 +25,11 @@
 //! skipRules: [quota-exceeded]
 //! strict: false
 //! strictInputs: false
+//! tolerationLists:
+//!   Flavor.example.com: ["spec.tolerations"]
+//! embeddedPodSpecs:
+//!   enabled: true
+//!   skipKinds: [Chart.example.com]
 //! ```
 
 use std::collections::BTreeMap;
@@ -32,7 +37,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::pod_templates::{Replicas, TemplateKind, TemplatePath};
+use super::embedded_specs::EmbeddedPodSpecs;
+use super::pod_templates::{ListRole, Replicas, TemplateKind, TemplatePath, kind_group_of};
 
 /// The file searched for, upward from the working directory.
 pub const FILE: &str = ".draguard.yaml";
@@ -61,6 +67,13 @@ pub struct CheckConfig {
     pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
     #[serde(default)]
     pub pod_templates: Vec<PodTemplateConfig>,
+    /// Toleration lists outside pod specs, by `KIND.GROUP`: judged as a
+    /// Pod's tolerations.
+    #[serde(default)]
+    pub toleration_lists: BTreeMap<String, Vec<String>>,
+    /// Pod specs found by their shape in kinds draguard does not know.
+    #[serde(default)]
+    pub embedded_pod_specs: Option<EmbeddedPodSpecsConfig>,
     /// Where SARIF URIs are relative to, relative to the config's folder
     /// (default: the repository root, else the working directory).
     #[serde(default, alias = "sarifBase")]
@@ -99,6 +112,22 @@ pub struct PodTemplateConfig {
     pub replicas: Vec<String>,
 }
 
+/// `embeddedPodSpecs`: whether kinds draguard does not know are searched
+/// for pod specs, and which kinds are not.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EmbeddedPodSpecsConfig {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// `KIND.GROUP` of kinds not searched.
+    #[serde(default)]
+    pub skip_kinds: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
 /// A config file and the folder its relative paths start from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Loaded {
@@ -117,14 +146,16 @@ impl Loaded {
         self.file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     }
 
-    /// Its pod templates, as the table holds them.
+    /// Its pod templates and toleration lists, as the table holds them.
     pub fn pod_templates(&self) -> Result<Vec<TemplateKind>, String> {
-        self.config
+        let file = self.file.display();
+        let mut rows = self
+            .config
             .pod_templates
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                let at = |what: &str, e: String| format!("{}: podTemplates[{i}].{what}: {e}", self.file.display());
+                let at = |what: &str, e: String| format!("{file}: podTemplates[{i}].{what}: {e}");
                 let parse = |paths: &[String], what: &str| {
                     paths
                         .iter()
@@ -135,16 +166,57 @@ impl Loaded {
                     return Err(at("paths", "name at least one path".into()));
                 }
                 let replicas = parse(&t.replicas, "replicas")?;
+                let templates = parse(&t.paths, "paths")?
+                    .into_iter()
+                    .map(|p| (p, Replicas::Product(replicas.clone())))
+                    .collect();
                 Ok(TemplateKind {
-                    group: t.group.clone(),
-                    kind: t.kind.clone(),
-                    templates: parse(&t.paths, "paths")?
-                        .into_iter()
-                        .map(|p| (p, Replicas::Product(replicas.clone())))
-                        .collect(),
+                    declared: Some(format!("podTemplates[{i}] of {file}")),
+                    ..TemplateKind::with_templates(&t.group, &t.kind, templates)
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?;
+        for (kind_group, paths) in &self.config.toleration_lists {
+            let at = |e: String| format!("{file}: tolerationLists.{kind_group}: {e}");
+            let (kind, group) = kind_group_of(kind_group).map_err(at)?;
+            if paths.is_empty() {
+                return Err(at("name at least one path".into()));
+            }
+            let lists = paths
+                .iter()
+                .map(|p| {
+                    TemplatePath::parse(p)
+                        .map(|p| (p, ListRole::PodTolerations))
+                        .map_err(at)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            rows.push(TemplateKind {
+                lists,
+                declared: Some(format!("tolerationLists.{kind_group} of {file}")),
+                ..TemplateKind::with_templates(group, kind, Vec::new())
+            });
+        }
+        Ok(rows)
+    }
+
+    /// Its `embeddedPodSpecs` (default: on, for every kind).
+    pub fn embedded_pod_specs(&self) -> Result<EmbeddedPodSpecs, String> {
+        let Some(config) = &self.config.embedded_pod_specs else {
+            return Ok(EmbeddedPodSpecs::default());
+        };
+        let skip = config
+            .skip_kinds
+            .iter()
+            .map(|k| {
+                kind_group_of(k)
+                    .map(|(kind, group)| (kind.to_owned(), group.to_owned()))
+                    .map_err(|e| format!("{}: embeddedPodSpecs.skipKinds: {e}", self.file.display()))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(EmbeddedPodSpecs {
+            enabled: config.enabled,
+            skip,
+        })
     }
 }
 
@@ -207,6 +279,36 @@ mod tests {
         assert_eq!(templates[0].kind, "Trainer");
         let object = serde_json::json!({"spec": {"replicas": 3, "pods": {"a": {"containers": []}}}});
         assert_eq!(templates[0].find(&object)[0].replicas, 3);
+
+        std::fs::write(
+            &file,
+            "tolerationLists: {Flavor.example.com: [spec.tolerations]}\nembeddedPodSpecs: {skipKinds: [Chart.example.com]}\n",
+        )
+        .expect("write");
+        let loaded = load(&file).expect("loads");
+        let rows = loaded.pod_templates().expect("rows");
+        assert_eq!(
+            (rows[0].kind.as_str(), rows[0].group.as_str()),
+            ("Flavor", "example.com")
+        );
+        let flavor = serde_json::json!({"spec": {"tolerations": [{"key": "k"}]}});
+        assert_eq!(rows[0].find_lists(&flavor).len(), 1);
+        let search = loaded.embedded_pod_specs().expect("settings");
+        assert!(search.enabled && !search.searches("example.com", "Chart") && search.searches("example.com", "Other"));
+        std::fs::write(&file, "tolerationLists: {Flavor: [spec.tolerations]}\n").expect("write");
+        let err = load(&file).expect("loads").pod_templates().expect_err("no group");
+        assert!(
+            err.contains("tolerationLists.Flavor: \"Flavor\" is not KIND.GROUP"),
+            "{err}"
+        );
+        std::fs::write(&file, "embeddedPodSpecs: {enabled: false}\n").expect("write");
+        assert!(
+            !load(&file)
+                .expect("loads")
+                .embedded_pod_specs()
+                .expect("settings")
+                .enabled
+        );
 
         std::fs::write(&file, "policies: p\npolicy: q\n").expect("write");
         let err = load(&file).expect_err("a typo");

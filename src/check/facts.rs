@@ -122,12 +122,10 @@ fn stamps(v: &Value, group: &str, kind: &str, namespace: String, options: &Optio
             .map(|spec| (spec, routed.row.pods_at_once(v)))
             .into_iter()
             .collect(),
-        None => options
-            .pod_templates
-            .iter()
-            .find(|t| t.group == group && t.kind == kind)
-            .map(|t| t.find(v).into_iter().map(|f| (f.spec, f.replicas)).collect())
-            .unwrap_or_default(),
+        None => super::pod_templates::pod_specs(&options.pod_templates, group, kind, v)
+            .into_iter()
+            .map(|f| (f.spec, f.replicas))
+            .collect(),
     };
     let mut facts = Vec::new();
     for (pod_spec, replicas) in pod_specs {

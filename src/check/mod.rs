@@ -6,6 +6,7 @@
 //! the file, line and column of the offending field.
 
 pub mod config;
+pub mod embedded_specs;
 mod facts;
 pub mod input;
 pub mod json;
@@ -14,6 +15,8 @@ pub mod render;
 pub mod skip;
 mod unread;
 use unread::Unread;
+pub mod workload_kinds;
+mod workloads;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -58,6 +61,8 @@ pub struct Options {
     /// `--strict`: an object not judged that holds tolerations is a
     /// warning.
     pub strict: bool,
+    /// Which kinds draguard does not know are searched for pod specs.
+    pub embedded_pod_specs: embedded_specs::EmbeddedPodSpecs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -106,9 +111,10 @@ pub enum Judgement {
     /// Reviewed by the core: a kind draguard judges, or pod specs or
     /// toleration lists found in it.
     Judged,
-    /// A Kubernetes kind that holds nothing draguard judges (a Service, a
-    /// ConfigMap, a Role): admitted, and not worth a line.
-    NothingToJudge,
+    /// A kind that holds nothing draguard judges (a Service, a ConfigMap,
+    /// a Role; a RayJob that runs on an existing cluster, and why):
+    /// admitted, and not worth a line.
+    NothingToJudge(Option<String>),
     /// Not judged, and why: a kind draguard does not know, in which it
     /// found nothing it judges, or one skipped by `--skip-kind`.
     Skipped {
@@ -807,34 +813,30 @@ fn check_object(
         kind: &kind,
         position,
     };
-    // A custom workload's pod templates (JobSet, RayCluster, ...), each
-    // judged as a Deployment's template is.
-    if !routed
-        && let Some(table) = options
-            .pod_templates
-            .iter()
-            .find(|t| t.group == group && t.kind == kind)
-    {
-        let templates = table.find(v);
-        if templates.is_empty() {
-            report.judgement = Judgement::Skipped {
-                reason: format!("no pod template was found in this {}", table.kind),
-                holds_tolerations,
-            };
-        }
-        let routed = crate::kinds::Routed {
-            row: &crate::kinds::embedded_template::ROW,
-            version: "v1",
+    // A kind without a review of its own: a custom workload of the table
+    // (JobSet, RayCluster, ResourceFlavor, AppWrapper, ...), or pod specs
+    // found by their shape.
+    if !routed {
+        let judge = workloads::Judge {
+            n,
+            options,
+            ctx,
+            place: &place,
+            namespace: namespace.as_deref(),
+            top: v,
         };
-        for template in templates {
-            let embedded = crate::kinds::embedded_template::object(v, &template.at, template.spec);
-            let embedded = in_namespace(embedded, namespace.as_deref().unwrap_or(""));
-            let request = admission_request(n, embedded, None, namespace.as_deref());
-            let decision = (routed.row.review)(routed, &request, ctx);
-            report.allowed &= decision.allowed;
-            place.record(&decision, &mut report.findings);
+        let (coverage, allowed) = judge.custom(v, &[], 0, &mut report.findings);
+        report.allowed &= allowed;
+        match coverage {
+            workloads::Coverage::Judged => return report,
+            // A kind of the table with nothing here (a RayJob on an
+            // existing cluster): admitted, and why is said.
+            workloads::Coverage::NothingToJudge(why) => {
+                report.judgement = Judgement::NothingToJudge(Some(why));
+                return report;
+            }
+            workloads::Coverage::Unknown => {}
         }
-        return report;
     }
     if !routed {
         report.judgement = skip::unrouted(group, api_version, &kind, holds_tolerations);

@@ -1,7 +1,8 @@
-//! Pod templates inside custom workloads (JobSet, LeaderWorkerSet,
-//! Kubeflow's PyTorchJob and MPIJob, RayJob, RayCluster, Argo Rollout,
-//! Knative Service): where each kind keeps them, and how many Pods each
-//! runs at once (for quota). `check` judges these templates by the Pod
+//! Where custom workloads keep pod specs (and toleration lists, and whole
+//! embedded objects), and how many Pods each spec runs at once (for
+//! quota): the path language of `--pod-template` and `.draguard.yaml`,
+//! and one table row per kind. The built-in rows are in
+//! `super::workload_kinds`. `check` judges what a row finds by the Pod
 //! rules; the webhook judges the Pods their controllers create.
 //!
 //! A path is written as in `--pod-template`: field names joined by `.`,
@@ -9,9 +10,13 @@
 //! (`spec.replicatedJobs[*].template.spec.template.spec`,
 //! `spec.pytorchReplicaSpecs.*.template.spec`).
 
+use std::fmt;
+
 use serde_json::Value;
 
+pub use super::workload_kinds::builtin;
 use crate::field::Segment;
+pub use crate::kinds::embedded_tolerations::ListRole;
 
 /// One step of a template path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +95,21 @@ impl TemplatePath {
     }
 }
 
+impl fmt::Display for TemplatePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, step) in self.0.iter().enumerate() {
+            match step {
+                Step::Field(name) if i == 0 => write!(f, "{name}")?,
+                Step::Field(name) => write!(f, ".{name}")?,
+                Step::EachItem => write!(f, "[*]")?,
+                Step::EachValue if i == 0 => write!(f, "*")?,
+                Step::EachValue => write!(f, ".*")?,
+            }
+        }
+        Ok(())
+    }
+}
+
 fn extend(at: &[Segment], segment: Segment) -> Vec<Segment> {
     let mut out = at.to_vec();
     out.push(segment);
@@ -110,12 +130,26 @@ pub enum Replicas {
     LeaderWorkerSetWorkers,
 }
 
-/// A kind whose objects hold pod templates.
+/// A kind whose objects hold pod specs, toleration lists or embedded
+/// objects: one row of the table. Several rows may name the same kind (a
+/// built-in one and a `--pod-template`): every one applies.
 #[derive(Debug, Clone)]
 pub struct TemplateKind {
     pub group: String,
     pub kind: String,
+    /// Pod specs, or pod templates (a map whose `spec` has `containers`:
+    /// its `spec` is judged).
     pub templates: Vec<(TemplatePath, Replicas)>,
+    /// Toleration lists (or node taints) outside any pod spec.
+    pub lists: Vec<(TemplatePath, ListRole)>,
+    /// Whole objects embedded in this one (an AppWrapper's components),
+    /// each judged as if it were written on its own.
+    pub objects: Vec<TemplatePath>,
+    /// Where the row was declared, for a row the user gave
+    /// (`--pod-template X=Y`, `podTemplates[0] in .draguard.yaml`): an
+    /// object where none of its paths matches anything is then an error,
+    /// for the user said its pods are there. `None` for a built-in row.
+    pub declared: Option<String>,
 }
 
 /// One pod spec found in an object.
@@ -128,32 +162,70 @@ pub struct FoundTemplate<'v> {
     pub replicas: u64,
 }
 
+/// One toleration list found in an object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundList<'v> {
+    pub at: Vec<Segment>,
+    pub role: ListRole,
+    pub items: &'v Value,
+}
+
+/// What a path reached, when it is not a pod spec: `--pod-template` says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Miss {
+    /// Nothing at the path.
+    Nothing(String),
+    /// Something else than a map (`podSpecPatch` is a string).
+    NotAMap {
+        path: String,
+        at: Vec<Segment>,
+        found: &'static str,
+    },
+}
+
 impl TemplateKind {
-    /// `KIND.GROUP=PATH` (`--pod-template`): one Pod per template.
+    /// A row with pod-spec paths only.
+    pub fn with_templates(group: &str, kind: &str, templates: Vec<(TemplatePath, Replicas)>) -> Self {
+        TemplateKind {
+            group: group.to_owned(),
+            kind: kind.to_owned(),
+            templates,
+            lists: Vec::new(),
+            objects: Vec::new(),
+            declared: None,
+        }
+    }
+
+    /// `KIND.GROUP=PATH` (`--pod-template`): one Pod per template. The
+    /// path names the pod spec or the pod template that holds it.
     pub fn parse_flag(text: &str) -> Result<Self, String> {
         let (kind_group, path) = text
             .split_once('=')
             .ok_or_else(|| format!("{text:?} is not KIND.GROUP=PATH"))?;
-        let (kind, group) = kind_group
-            .split_once('.')
-            .ok_or_else(|| format!("{kind_group:?} is not KIND.GROUP (JobSet.jobset.x-k8s.io)"))?;
-        if kind.is_empty() || group.is_empty() {
-            return Err(format!("{kind_group:?} is not KIND.GROUP (JobSet.jobset.x-k8s.io)"));
-        }
+        let (kind, group) = kind_group_of(kind_group)?;
         Ok(TemplateKind {
-            group: group.to_owned(),
-            kind: kind.to_owned(),
-            templates: vec![(TemplatePath::parse(path)?, Replicas::Product(Vec::new()))],
+            declared: Some(format!("--pod-template {text}")),
+            ..TemplateKind::with_templates(
+                group,
+                kind,
+                vec![(TemplatePath::parse(path)?, Replicas::Product(Vec::new()))],
+            )
         })
     }
 
-    /// Every pod spec of `object`, in the order of the table.
+    /// Every pod spec of `object`, in the order of the table. A path that
+    /// reaches a pod template (a map whose `spec` has `containers`) finds
+    /// its `spec`.
     pub fn find<'v>(&self, object: &'v Value) -> Vec<FoundTemplate<'v>> {
         let mut out = Vec::new();
         for (path, replicas) in &self.templates {
-            for (at, spec) in path.find(object) {
+            for (mut at, mut spec) in path.find(object) {
                 if !spec.is_object() {
                     continue;
+                }
+                if let Some(inner) = spec.get("spec").filter(|s| s.get("containers").is_some()) {
+                    at.push(Segment::Field("spec".into()));
+                    spec = inner;
                 }
                 let replicas = replicas.count(object, path, &at);
                 out.push(FoundTemplate { at, spec, replicas });
@@ -161,6 +233,88 @@ impl TemplateKind {
         }
         out
     }
+
+    /// Every toleration list (or list of taints) of `object`.
+    pub fn find_lists<'v>(&self, object: &'v Value) -> Vec<FoundList<'v>> {
+        let mut out = Vec::new();
+        for (path, role) in &self.lists {
+            for (at, items) in path.find(object) {
+                if !items.is_null() {
+                    out.push(FoundList { at, role: *role, items });
+                }
+            }
+        }
+        out
+    }
+
+    /// Every object embedded in `object` (maps only).
+    pub fn find_objects<'v>(&self, object: &'v Value) -> Vec<(Vec<Segment>, &'v Value)> {
+        self.objects
+            .iter()
+            .flat_map(|path| path.find(object))
+            .filter(|(_, v)| v.is_object())
+            .collect()
+    }
+
+    /// Why none of the row's pod-spec paths found a pod spec in `object`,
+    /// one reason per path; empty when one did.
+    pub fn misses(&self, object: &Value) -> Vec<Miss> {
+        if !self.find(object).is_empty() || !self.find_lists(object).is_empty() || !self.find_objects(object).is_empty()
+        {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for path in self
+            .templates
+            .iter()
+            .map(|(p, _)| p)
+            .chain(self.lists.iter().map(|(p, _)| p))
+        {
+            let found = path.find(object);
+            match found.into_iter().find(|(_, v)| !v.is_null()) {
+                Some((at, v)) => out.push(Miss::NotAMap {
+                    path: path.to_string(),
+                    at,
+                    found: json_type(v),
+                }),
+                None => out.push(Miss::Nothing(path.to_string())),
+            }
+        }
+        out.extend(self.objects.iter().map(|p| Miss::Nothing(p.to_string())));
+        out
+    }
+}
+
+/// `JobSet.jobset.x-k8s.io` into the kind and its group.
+pub fn kind_group_of(kind_group: &str) -> Result<(&str, &str), String> {
+    match kind_group.split_once('.') {
+        Some((kind, group)) if !kind.is_empty() && !group.is_empty() => Ok((kind, group)),
+        _ => Err(format!("{kind_group:?} is not KIND.GROUP (JobSet.jobset.x-k8s.io)")),
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a map",
+    }
+}
+
+/// The rows of the table for one kind.
+pub fn rows_of<'t>(table: &'t [TemplateKind], group: &str, kind: &str) -> Vec<&'t TemplateKind> {
+    table.iter().filter(|t| t.group == group && t.kind == kind).collect()
+}
+
+/// Every pod spec the rows of `group`/`kind` find in `object`.
+pub fn pod_specs<'v>(table: &[TemplateKind], group: &str, kind: &str, object: &'v Value) -> Vec<FoundTemplate<'v>> {
+    rows_of(table, group, kind)
+        .into_iter()
+        .flat_map(|row| row.find(object))
+        .collect()
 }
 
 impl Replicas {
@@ -201,86 +355,24 @@ impl Replicas {
     }
 }
 
+/// A path of the built-in table: written in `super::workload_kinds` and
+/// tested there, so a typo fails its test (an empty path finds nothing).
+pub(super) fn builtin_path(text: &str) -> TemplatePath {
+    TemplatePath::parse(text).unwrap_or(TemplatePath(Vec::new()))
+}
+
+impl TemplatePath {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 fn value_at<'v>(root: &'v Value, at: &[Segment]) -> Option<&'v Value> {
     at.iter().try_fold(root, |v, segment| match segment {
         Segment::Field(name) => v.get(&**name),
         Segment::Key(key) => v.get(key.as_str()),
         Segment::Index(i) => v.get(*i),
     })
-}
-
-fn path(text: &str) -> TemplatePath {
-    // The built-in table is written here and tested; a typo fails its test.
-    TemplatePath::parse(text).unwrap_or(TemplatePath(Vec::new()))
-}
-
-/// The built-in table.
-pub fn builtin() -> Vec<TemplateKind> {
-    let kind = |group: &str, kind: &str, templates: Vec<(TemplatePath, Replicas)>| TemplateKind {
-        group: group.to_owned(),
-        kind: kind.to_owned(),
-        templates,
-    };
-    let replicas = |paths: &[&str]| Replicas::Product(paths.iter().map(|p| path(p)).collect());
-    let per_element = |paths: &[&str]| Replicas::PerElement(paths.iter().map(|p| path(p)).collect());
-    let ray_cluster = |prefix: &str| {
-        vec![
-            (path(&format!("{prefix}headGroupSpec.template.spec")), replicas(&[])),
-            (
-                path(&format!("{prefix}workerGroupSpecs[*].template.spec")),
-                per_element(&["replicas"]),
-            ),
-        ]
-    };
-    vec![
-        kind(
-            "jobset.x-k8s.io",
-            "JobSet",
-            vec![(
-                path("spec.replicatedJobs[*].template.spec.template.spec"),
-                per_element(&["replicas", "template.spec.parallelism"]),
-            )],
-        ),
-        kind(
-            "leaderworkerset.x-k8s.io",
-            "LeaderWorkerSet",
-            vec![
-                (
-                    path("spec.leaderWorkerTemplate.leaderTemplate.spec"),
-                    replicas(&["spec.replicas"]),
-                ),
-                (
-                    path("spec.leaderWorkerTemplate.workerTemplate.spec"),
-                    Replicas::LeaderWorkerSetWorkers,
-                ),
-            ],
-        ),
-        kind(
-            "kubeflow.org",
-            "PyTorchJob",
-            vec![(
-                path("spec.pytorchReplicaSpecs.*.template.spec"),
-                per_element(&["replicas"]),
-            )],
-        ),
-        kind(
-            "kubeflow.org",
-            "MPIJob",
-            vec![(path("spec.mpiReplicaSpecs.*.template.spec"), per_element(&["replicas"]))],
-        ),
-        kind("ray.io", "RayJob", ray_cluster("spec.rayClusterSpec.")),
-        kind("ray.io", "RayCluster", ray_cluster("spec.")),
-        kind(
-            "argoproj.io",
-            "Rollout",
-            vec![(path("spec.template.spec"), replicas(&["spec.replicas"]))],
-        ),
-        kind(
-            "serving.knative.dev",
-            "Service",
-            vec![(path("spec.template.spec"), replicas(&[]))],
-        ),
-    ]
 }
 
 #[cfg(test)]
@@ -301,7 +393,10 @@ mod tests {
     }
 
     fn table(kind: &str) -> TemplateKind {
-        builtin().into_iter().find(|k| k.kind == kind).expect("in the table")
+        crate::check::workload_kinds::builtin()
+            .into_iter()
+            .find(|k| k.kind == kind)
+            .expect("in the table")
     }
 
     #[test]
@@ -320,11 +415,6 @@ mod tests {
         assert!(TemplatePath::parse("spec..x").is_err());
         assert!(TemplatePath::parse("spec.a[0]").is_err());
         assert!(TemplatePath::parse("").is_err());
-        for kind in builtin() {
-            for (path, _) in &kind.templates {
-                assert!(!path.0.is_empty(), "{}: a built-in path does not parse", kind.kind);
-            }
-        }
         let flag = TemplateKind::parse_flag("Workflow.argoproj.io=spec.templates[*].podSpecPatch").expect("a flag");
         assert_eq!((flag.kind.as_str(), flag.group.as_str()), ("Workflow", "argoproj.io"));
         assert!(TemplateKind::parse_flag("Workflow=spec").is_err());

@@ -111,7 +111,7 @@ const BUILT_IN_GROUPS: &[&str] = &[
 /// How an object of a kind the core does not judge is reported.
 pub fn unrouted(group: &str, api_version: &str, kind: &str, holds_tolerations: bool) -> Judgement {
     if BUILT_IN_GROUPS.contains(&group) {
-        Judgement::NothingToJudge
+        Judgement::NothingToJudge(None)
     } else {
         Judgement::Skipped {
             reason: format!(
@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn built_in_kinds_have_nothing_to_judge_and_custom_ones_are_skipped() {
-        assert_eq!(unrouted("", "v1", "Service", false), Judgement::NothingToJudge);
+        assert_eq!(unrouted("", "v1", "Service", false), Judgement::NothingToJudge(None));
         assert_eq!(
             unrouted(
                 "rbac.authorization.k8s.io",
@@ -285,7 +285,7 @@ mod tests {
                 "Role",
                 false
             ),
-            Judgement::NothingToJudge
+            Judgement::NothingToJudge(None)
         );
         assert_eq!(
             unrouted("monitoring.coreos.com", "monitoring.coreos.com/v1", "Prometheus", true),

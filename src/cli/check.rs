@@ -91,10 +91,11 @@ pub struct CheckArgs {
     #[arg(long, value_name = "NS=K=V,...", value_parser = parse_namespace_labels)]
     pub namespace_labels: Vec<(String, Vec<(String, String)>)>,
     /// Where a custom workload keeps pod templates, besides the built-in
-    /// table (JobSet, LeaderWorkerSet, PyTorchJob, MPIJob, RayJob,
-    /// RayCluster, Argo Rollout, Knative Service): `KIND.GROUP=PATH`, the
-    /// path with `[*]` for every list item and `*` for every map value
-    /// (`Workflow.argoproj.io=spec.templates[*].podSpecPatch`; repeatable).
+    /// table (README: "Custom workloads"): `KIND.GROUP=PATH`, the path to
+    /// the pod template or its spec, with `[*]` for every list item and
+    /// `*` for every map value
+    /// (`Notebook.kubeflow.org=spec.template`; repeatable). An object of
+    /// the kind where the path finds no pod spec is an error.
     #[arg(long, value_name = "KIND.GROUP=PATH", value_parser = crate::check::pod_templates::TemplateKind::parse_flag)]
     pub pod_template: Vec<crate::check::pod_templates::TemplateKind>,
     /// Helm charts (folders with Chart.yaml) and kustomizations found in
@@ -208,6 +209,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         strict_inputs: settings.strict_inputs,
         skip_kinds: settings.skip_kinds,
         strict: settings.strict,
+        embedded_pod_specs: settings.embedded_pod_specs,
     };
     let sources = inputs.sources;
     let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;
@@ -364,6 +366,7 @@ struct Settings {
     namespace: String,
     namespace_labels: crate::cluster::StaticView,
     pod_templates: Vec<crate::check::pod_templates::TemplateKind>,
+    embedded_pod_specs: crate::check::embedded_specs::EmbeddedPodSpecs,
     base_dir: Option<PathBuf>,
     render: crate::check::render::Settings,
 }
@@ -482,11 +485,15 @@ impl Settings {
                 .namespaces
                 .insert(ns.clone(), labels.iter().cloned().collect());
         }
-        let mut pod_templates = crate::check::pod_templates::builtin();
+        let mut pod_templates = crate::check::workload_kinds::builtin();
         if let Some(loaded) = config {
             pod_templates.extend(loaded.pod_templates()?);
         }
         pod_templates.extend(args.pod_template.iter().cloned());
+        let embedded_pod_specs = config
+            .map(crate::check::config::Loaded::embedded_pod_specs)
+            .transpose()?
+            .unwrap_or_default();
         let base_dir = args
             .sarif_base
             .clone()
@@ -518,6 +525,7 @@ impl Settings {
             namespace,
             namespace_labels,
             pod_templates,
+            embedded_pod_specs,
         })
     }
 }

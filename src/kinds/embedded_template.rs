@@ -35,21 +35,46 @@ pub const ROW: KindRow = KindRow {
 
 /// The object `check` reviews for the pod spec at `at` in `workload`.
 pub fn object(workload: &Value, at: &[Segment], spec: &Value) -> Value {
-    let at: Vec<Value> = at
-        .iter()
+    json!({
+        "apiVersion": format!("{GROUP}/v1"),
+        "kind": KIND,
+        "metadata": workload.get("metadata").cloned().unwrap_or(Value::Null),
+        "at": at_json(at),
+        "podSpec": spec,
+    })
+}
+
+/// Where a part is in its workload, as the `at` of an embedded object.
+pub(super) fn at_json(at: &[Segment]) -> Vec<Value> {
+    at.iter()
         .map(|s| match s {
             Segment::Field(f) => json!(f),
             Segment::Key(k) => json!(k),
             Segment::Index(i) => json!(i),
         })
-        .collect();
-    json!({
-        "apiVersion": format!("{GROUP}/v1"),
-        "kind": KIND,
-        "metadata": workload.get("metadata").cloned().unwrap_or(Value::Null),
-        "at": at,
-        "podSpec": spec,
-    })
+        .collect()
+}
+
+/// The `at` of an embedded object read back: the field path and the same
+/// as JSON-pointer tokens.
+pub(super) fn at_of(tree: &Value) -> (Path, Vec<String>) {
+    let mut path = Path::new("");
+    let mut tokens = Vec::new();
+    for step in tree.get("at").and_then(Value::as_array).into_iter().flatten() {
+        match step {
+            Value::Number(n) => {
+                let i = n.as_u64().and_then(|i| usize::try_from(i).ok()).unwrap_or_default();
+                path = path.index(i);
+                tokens.push(i.to_string());
+            }
+            other => {
+                let name = other.as_str().unwrap_or_default();
+                path = path.child(name);
+                tokens.push(name.to_owned());
+            }
+        }
+    }
+    (path, tokens)
 }
 
 pub struct EmbeddedTemplateKind;
@@ -76,22 +101,7 @@ impl AdmittedKind for EmbeddedTemplateKind {
         let tree = object.tree()?;
         let metadata: ObjectMeta = crate::objects::decode_at::<Option<_>>(&tree, &["metadata"])?.unwrap_or_default();
         let pod_spec = crate::objects::decode_at::<Option<PodSpecView>>(&tree, &["podSpec"])?.unwrap_or_default();
-        let mut path = Path::new("");
-        let mut tokens = Vec::new();
-        for step in tree.get("at").and_then(Value::as_array).into_iter().flatten() {
-            match step {
-                Value::Number(n) => {
-                    let i = n.as_u64().and_then(|i| usize::try_from(i).ok()).unwrap_or_default();
-                    path = path.index(i);
-                    tokens.push(i.to_string());
-                }
-                other => {
-                    let name = other.as_str().unwrap_or_default();
-                    path = path.child(name);
-                    tokens.push(name.to_owned());
-                }
-            }
-        }
+        let (path, tokens) = at_of(&tree);
         Ok(EmbeddedTemplateView {
             metadata,
             pod_spec,

@@ -12,6 +12,7 @@ mod claim_status;
 mod claim_template;
 mod device_taint_rule;
 pub mod embedded_template;
+pub mod embedded_tolerations;
 mod namespace;
 mod node;
 mod pod;

@@ -120,6 +120,7 @@ mod tests {
             strict_inputs: false,
             skip_kinds: Vec::new(),
             strict: false,
+            embedded_pod_specs: crate::check::embedded_specs::EmbeddedPodSpecs::default(),
         };
         let report = check(&sources, &[], &options, |_, _| {});
         let object = &report.objects[0];

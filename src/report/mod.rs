@@ -296,7 +296,7 @@ fn json_report<'r>(report: &'r Report, style: &Style) -> impl serde::Serialize +
             .collect();
         let (judged, reason) = match &o.judgement {
             Judgement::Judged => ("judged", None),
-            Judgement::NothingToJudge => ("nothing-to-judge", None),
+            Judgement::NothingToJudge(why) => ("nothing-to-judge", why.as_deref()),
             Judgement::Skipped { reason, .. } => ("skipped", Some(reason.as_str())),
             Judgement::Unusable => ("unusable", None),
             Judgement::NotKubernetes => ("not-kubernetes", None),
