@@ -184,6 +184,7 @@ fn embedded_objects_inline_specs_and_unknown_kinds_are_judged() {
             ("InferenceService", "spec.predictor.tolerations[0].effect"),
             ("PodTemplate", "template.spec.tolerations[0].effect"),
             ("AutoscalingRunnerSet", "spec.template.spec.tolerations[0].effect"),
+            ("ReplicationController", "spec.template.spec.tolerations[0].effect"),
         ],
     );
 }

@@ -285,5 +285,13 @@ pub fn builtin() -> Vec<TemplateKind> {
         lists("tekton.dev", "TaskRun", &[("spec.podTemplate.tolerations", pod)]),
         // The core v1 PodTemplate (k8s.io/api core/v1/types.go): `template`.
         row("", "PodTemplate", vec![(path("template.spec"), replicas(&[]))]),
+        // The core v1 ReplicationController (k8s.io/api core/v1/types.go at
+        // v0.36.0, ReplicationControllerSpec): `template` with `replicas`
+        // Pods. Still served; kubernetes/examples has 33 of them.
+        row(
+            "",
+            "ReplicationController",
+            vec![(path("spec.template.spec"), replicas(&["spec.replicas"]))],
+        ),
     ]
 }
