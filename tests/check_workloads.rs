@@ -208,7 +208,7 @@ fn an_embedded_job_is_judged_as_a_job() {
         ]
     );
     assert_eq!(
-        wrapper.findings[0].position.line, 21,
+        wrapper.findings[0].position.line, 22,
         "the line of the Job's toleration"
     );
 }
