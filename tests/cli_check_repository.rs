@@ -402,3 +402,29 @@ fn a_policy_test_in_the_policies_folder_is_skipped_with_a_note() {
         stderr(&out)
     );
 }
+
+/// Issue 26, problem 5: old DRA shapes. A pre-1.31 `resourceClaims[].source`
+/// keeps the apiserver's message and says where the field moved; a
+/// v1alpha3 claim template is unusable input (exit 2) naming the versions
+/// draguard knows.
+#[test]
+fn old_dra_shapes_name_the_move() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  resourceClaims:\n  - name: gpu\n    source:\n      resourceClaimTemplateName: gpu-template\n  containers: [{name: c, image: i, resources: {claims: [{name: gpu}]}}]\n";
+    let out = draguard(&["check", "-"], Some(pod));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some(
+            "-:6:5: error: Pod/default/p: spec.resourceClaims[0]: Invalid value: {\"Name\":\"gpu\",\"ResourceClaimName\":null,\"ResourceClaimTemplateName\":null}: must specify one of: `resourceClaimName`, `resourceClaimTemplateName` (`source` is the pre-1.31 shape: its resourceClaimName / resourceClaimTemplateName moved up, beside `name`, in Kubernetes 1.31)"
+        )
+    );
+    let template = "apiVersion: resource.k8s.io/v1alpha3\nkind: ResourceClaimTemplate\nmetadata: {name: t}\nspec:\n  spec:\n    devices:\n      requests: [{name: gpu, deviceClassName: gpu.example.com}]\n";
+    let out = draguard(&["check", "-"], Some(template));
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "-:1:1: error: ResourceClaimTemplate/default/t: apiVersion: resource.k8s.io/v1alpha3 is not a version of ResourceClaimTemplate.resource.k8s.io that draguard knows (resource.k8s.io/v1, resource.k8s.io/v1beta2, resource.k8s.io/v1beta1), so it is not checked\n1 object, 0 denied, 0 warnings, 1 in an unknown version (Kubernetes 1.37 rules){NO_POLICIES}\n"
+        )
+    );
+}

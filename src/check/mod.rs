@@ -10,6 +10,7 @@ pub mod embedded_specs;
 mod facts;
 pub mod input;
 pub mod json;
+mod old_shapes;
 pub mod pod_templates;
 pub mod render;
 pub mod skip;
@@ -857,6 +858,7 @@ fn check_object(
     let decision = review(&request, ctx);
     report.allowed = decision.allowed;
     place.record(&decision, &mut report.findings);
+    old_shapes::explain(&object.raw, &mut report.findings);
     report
 }
 
