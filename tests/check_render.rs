@@ -207,7 +207,7 @@ fn render_never_skips_with_a_note_even_with_helm_there() {
 #[test]
 fn a_failing_renderer_is_one_error_naming_the_chart() {
     let (_bin, path) = fake_helm(
-        "echo 'Error: execution error at (trainer/templates/deployment.yaml:4:3): set .Values.name' >&2\n\
+        "echo 'Error: parse error at (trainer/templates/deployment.yaml:4): function \"nme\" not defined' >&2\n\
          echo >&2\necho 'Use --debug flag to render out invalid YAML' >&2\nexit 1",
     );
     let dir = workspace();
@@ -215,7 +215,7 @@ fn a_failing_renderer_is_one_error_naming_the_chart() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(
         lines(&out)[0],
-        "./chart: error: `helm template ./chart --namespace default --include-crds` failed: execution error at (trainer/templates/deployment.yaml:4:3): set .Values.name"
+        "./chart: error: `helm template ./chart --namespace default --include-crds` failed: parse error at (trainer/templates/deployment.yaml:4): function \"nme\" not defined"
     );
     assert!(
         lines(&out)[1].starts_with("./kustomize/overlays/prod: note: "),
@@ -226,6 +226,29 @@ fn a_failing_renderer_is_one_error_naming_the_chart() {
         lines(&out)[2],
         format!("1 object, 0 denied, 0 warnings, 1 file not read, 1 chart/overlay not rendered {SUMMARY_TAIL}")
     );
+}
+
+/// A chart that refuses its default values (`fail`, `required`: the DRA
+/// drivers' charts refuse the `default` namespace) waits for install-time
+/// values: a note with helm's whole message, and an error only under
+/// --strict-inputs.
+#[test]
+fn a_chart_that_refuses_its_default_values_is_a_note() {
+    let (_bin, path) = fake_helm(
+        "echo 'Error: execution error at (trainer/templates/validation.yaml:16:4): ' >&2\n\
+         echo \"Running in the 'default' namespace is not recommended.\" >&2\n\
+         echo >&2\necho 'Use --debug flag to render out invalid YAML' >&2\nexit 1",
+    );
+    let dir = workspace();
+    let out = check(dir.path(), path.as_os_str(), &["chart"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        lines(&out)[0],
+        "chart: note: Helm chart not rendered with its default values (execution error at (trainer/templates/validation.yaml:16:4): Running in the 'default' namespace is not recommended.); render it with the values it is installed with (`helm template NAME chart -f VALUES | draguard check -`); its templates are not checked"
+    );
+    let strict = check(dir.path(), path.as_os_str(), &["chart", "--strict-inputs"]);
+    assert_eq!(strict.status.code(), Some(2), "{}", text(&strict));
+    assert!(lines(&strict)[0].starts_with("chart: error: "), "{}", text(&strict));
 }
 
 /// A chart whose dependencies are not fetched is a note (the checkout,
@@ -255,7 +278,7 @@ fn a_chart_that_needs_values_is_rendered_with_its_ci_values() {
          esac",
     );
     let dir = workspace();
-    let out = check(dir.path(), path.as_os_str(), &["chart"]);
+    let out = check(dir.path(), path.as_os_str(), &["chart", "--strict-inputs"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(lines(&out)[0].ends_with("failed: execution error at (trainer/templates/x.yaml:1:6): x is required"));
     std::fs::create_dir_all(dir.path().join("chart/ci")).expect("mkdir");

@@ -428,3 +428,43 @@ fn old_dra_shapes_name_the_move() {
         )
     );
 }
+
+/// Placeholders filled in at deploy time are not judged as written:
+/// envsubst's `${NAMESPACE?}` (k8s-config-connector), `{{uid}}`,
+/// `__INDEX__`, and the config's own (gpu-operator's `FILLED BY THE
+/// OPERATOR`, one line of `.draguard.yaml`). Each is counted.
+#[test]
+fn placeholders_are_left_out_and_counted() {
+    let envsubst = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: cnrm-controller-manager-${NAMESPACE?}\n  namespace: cnrm-system\nspec:\n  template:\n    spec:\n      containers: [{name: c, image: i}]\n";
+    let out = draguard(&["check", "-"], Some(envsubst));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(
+            "; 1 finding on unrendered placeholders (${VAR}, {{x}}, __X__, the config's placeholders) left out"
+        ),
+        "{}",
+        stdout(&out)
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(root, "assets/ds.yaml", BOGUS_POD);
+    let filled = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: FILLED BY THE OPERATOR\nspec:\n  containers: [{name: c, image: i}]\n";
+    write(root, "assets/filled.yaml", filled);
+    let out = draguard_in(root, &["check", "assets/filled.yaml"], None);
+    assert_eq!(out.status.code(), Some(1), "without the config: {}", stdout(&out));
+    write(
+        root,
+        ".draguard.yaml",
+        "placeholders: [\"FILLED BY THE OPERATOR\", FILLED]\n",
+    );
+    let out = draguard_in(root, &["check", "assets/filled.yaml"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    // A real mistake beside a placeholder is still denied.
+    let out = draguard_in(root, &["check", "assets/ds.yaml"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).starts_with("assets/ds.yaml:7:44: error: Pod/FILLED/p: spec.tolerations[0].effect"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -25,6 +25,7 @@
 //! skipRules: [quota-exceeded]
 //! strict: false
 //! strictInputs: false
+//! placeholders: ["FILLED BY THE OPERATOR"]
 //! tolerationLists:
 //!   Flavor.example.com: ["spec.tolerations"]
 //! embeddedPodSpecs:
@@ -90,6 +91,11 @@ pub struct CheckConfig {
     /// As `--strict-inputs`.
     #[serde(default)]
     pub strict_inputs: bool,
+    /// Texts that mark a value as a placeholder filled in at deploy time
+    /// (`FILLED BY THE OPERATOR`), besides `${VAR}`, `{{x}}` and `__X__`:
+    /// findings about such values are left out, and counted.
+    #[serde(default)]
+    pub placeholders: Vec<String>,
     /// Whether charts and kustomizations are rendered (`auto`, `never`).
     #[serde(default)]
     pub render: Option<super::render::Mode>,

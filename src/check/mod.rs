@@ -477,7 +477,6 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     verdicts.sort_by_key(|(n, _)| *n);
     report.objects = verdicts.into_iter().map(|(_, v)| v).collect();
     not_kubernetes(&mut report, options.strict_inputs);
-    skip::leave_out_placeholders(&mut report);
     report.not_kubernetes.files += unread.not_kubernetes.len();
     report.not_kubernetes.documents += unread.not_kubernetes_documents;
     report

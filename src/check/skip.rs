@@ -192,14 +192,16 @@ fn readmit(object: &mut super::ObjectReport) {
 }
 
 /// Leaves out the findings about a value that is an unrendered
-/// placeholder (`${NAMESPACE?}` for envsubst, `{{uid}}`, `__INDEX__`): the
-/// value is filled in before the object reaches a cluster, so judging it
-/// as written only reports the placeholder. Counted in the summary.
-pub fn leave_out_placeholders(report: &mut Report) {
+/// placeholder (`${NAMESPACE?}` for envsubst, `{{uid}}`, `__INDEX__`, or
+/// one of the config's `placeholders`, such as gpu-operator's `FILLED BY
+/// THE OPERATOR`): the value is filled in before the object reaches a
+/// cluster, so judging it as written only reports the placeholder.
+/// Counted in the summary.
+pub fn leave_out_placeholders(report: &mut Report, also: &[String]) {
     let mut left_out = 0;
     for object in &mut report.objects {
         let before = object.findings.len();
-        object.findings.retain(|f| !about_a_placeholder(&f.message));
+        object.findings.retain(|f| !about_a_placeholder(&f.message, also));
         if before > object.findings.len() {
             left_out += before - object.findings.len();
             readmit(object);
@@ -210,14 +212,17 @@ pub fn leave_out_placeholders(report: &mut Report) {
 
 /// `Invalid value: "cnrm-${NAMESPACE?}": ...`: the value a message quotes
 /// holds a placeholder.
-fn about_a_placeholder(message: &str) -> bool {
+fn about_a_placeholder(message: &str, also: &[String]) -> bool {
     let Some(value) = message
         .split_once("Invalid value: \"")
         .and_then(|(_, rest)| rest.split_once("\": ").map(|(value, _)| value))
     else {
         return false;
     };
-    value.contains("${") || value.contains("{{") || double_underscored(value)
+    value.contains("${")
+        || value.contains("{{")
+        || double_underscored(value)
+        || also.iter().any(|p| !p.is_empty() && value.contains(p.as_str()))
 }
 
 /// `__INDEX__`: upper-case letters, digits and `_` between double
@@ -256,12 +261,14 @@ mod tests {
         let invalid =
             |value: &str| format!("Invalid value: \"{value}\": a lowercase RFC 1123 label must consist of ...");
         for value in ["cnrm-${NAMESPACE?}", "{{uid}}", "worker-__INDEX__", "x-${A}"] {
-            assert!(about_a_placeholder(&invalid(value)), "{value}");
+            assert!(about_a_placeholder(&invalid(value), &[]), "{value}");
         }
         for value in ["FILLED BY THE OPERATOR", "a__b", "__init__x", "My_Name"] {
-            assert!(!about_a_placeholder(&invalid(value)), "{value}");
+            assert!(!about_a_placeholder(&invalid(value), &[]), "{value}");
         }
-        assert!(!about_a_placeholder("Unsupported value: \"${X}\""));
+        assert!(!about_a_placeholder("Unsupported value: \"${X}\"", &[]));
+        let operator = ["FILLED BY THE OPERATOR".to_owned()];
+        assert!(about_a_placeholder(&invalid("FILLED BY THE OPERATOR"), &operator));
     }
 
     #[test]

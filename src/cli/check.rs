@@ -225,6 +225,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     // Files that could not be read come first, as the parser's do.
     report.problems.splice(0..0, inputs.problems);
     report.notes = inputs.notes;
+    crate::check::skip::leave_out_placeholders(&mut report, &settings.placeholders);
     crate::check::skip::suppress(
         &mut report,
         &settings.skip_rules,
@@ -363,6 +364,7 @@ struct Settings {
     strict_inputs: bool,
     skip_kinds: Vec<crate::check::skip::KindPattern>,
     skip_rules: Vec<String>,
+    placeholders: Vec<String>,
     namespace: String,
     namespace_labels: crate::cluster::StaticView,
     pod_templates: Vec<crate::check::pod_templates::TemplateKind>,
@@ -510,6 +512,7 @@ impl Settings {
                     .unwrap_or(crate::check::render::DEFAULT_TIMEOUT_SECS),
             ),
             namespace: namespace.clone(),
+            strict: args.strict_inputs || config.is_some_and(|l| l.config.strict_inputs),
         };
         Ok(Settings {
             render,
@@ -522,6 +525,7 @@ impl Settings {
             strict_inputs,
             skip_kinds,
             skip_rules,
+            placeholders: config.map(|l| l.config.placeholders.clone()).unwrap_or_default(),
             namespace,
             namespace_labels,
             pod_templates,

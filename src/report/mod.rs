@@ -143,7 +143,7 @@ pub fn summary(report: &Report) -> String {
     if report.placeholders > 0 {
         let _ = write!(
             out,
-            "; {} on unrendered placeholders (${{VAR}}, {{{{x}}}}, __X__) left out",
+            "; {} on unrendered placeholders (${{VAR}}, {{{{x}}}}, __X__, the config's placeholders) left out",
             plural(report.placeholders, "finding")
         );
     }
