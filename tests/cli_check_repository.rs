@@ -468,3 +468,41 @@ fn placeholders_are_left_out_and_counted() {
         stdout(&out)
     );
 }
+
+/// Issue 26, item 7: `--strict` reports the fields a kind does not have,
+/// in the apiserver's words (strict field validation), at their line; a
+/// custom kind not judged that holds tolerations becomes a warning.
+#[test]
+fn strict_reports_unknown_fields_and_unjudged_tolerations() {
+    let typo = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      tolerations:\n      - {key: k, operator: Exists, efect: NoExecute}\n      containers: [{name: c, image: i}]\n";
+    let out = draguard(&["check", "-"], Some(typo));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "without --strict the typo is dropped, as Go's decoder drops it"
+    );
+    let out = draguard(&["check", "-", "--strict"], Some(typo));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some(
+            "-:8:36: error: Deployment/default/d: spec.template.spec.tolerations[0].efect: strict decoding error: unknown field \"spec.template.spec.tolerations[0].efect\""
+        )
+    );
+    let custom = "apiVersion: monitoring.coreos.com/v1\nkind: Prometheus\nmetadata: {name: k8s}\nspec:\n  tolerations: [{key: k, operator: Exists}]\n";
+    let out = draguard(&["check", "-"], Some(custom));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "-:1:1: note: Prometheus/default/k8s: not judged, though it holds tolerations: Prometheus (monitoring.coreos.com/v1) is not a kind draguard judges, and no pod spec or toleration list was found in it\n1 object, 0 denied, 0 warnings (Kubernetes 1.37 rules); not judged: 1 Prometheus{NO_POLICIES}\n"
+        )
+    );
+    let out = draguard(&["check", "-", "--strict", "--warnings-as-errors"], Some(custom));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).starts_with("-:1:1: warning: Prometheus/default/k8s: not judged, though it holds tolerations: "),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -14,6 +14,7 @@ mod old_shapes;
 pub mod pod_templates;
 pub mod render;
 pub mod skip;
+mod unknown_fields;
 mod unread;
 use unread::Unread;
 pub mod workload_kinds;
@@ -852,12 +853,29 @@ fn check_object(
         }
         return report;
     }
+    // --strict: what the kind's schema lacks, read before the object is
+    // handed to the review.
+    let unknown = if options.strict {
+        unknown_fields::unknown_fields(group, version, &kind, v)
+    } else {
+        None
+    };
     let reviewed = in_namespace(value, namespace.as_deref().unwrap_or(""));
     let request = admission_request(n, reviewed, old.cloned(), namespace.as_deref());
     let decision = review(&request, ctx);
     report.allowed = decision.allowed;
     place.record(&decision, &mut report.findings);
     old_shapes::explain(&object.raw, &mut report.findings);
+    for field in unknown.into_iter().flatten() {
+        let path = Path::parse(&field);
+        report.allowed = false;
+        report.findings.push(error_finding(
+            "FieldValueUnknown",
+            Some(field.clone()),
+            format!("strict decoding error: unknown field \"{field}\""),
+            place.at(Some(&path)),
+        ));
+    }
     report
 }
 

@@ -108,6 +108,9 @@ rules! {
     NOT_AN_OBJECT = "not-an-object",
         "A document is not a Kubernetes object (it has no apiVersion or kind), so it is skipped.",
         "Remove the document, or exclude the file if it is not a manifest.";
+    UNKNOWN_FIELD = "unknown-field",
+        "A field the kind does not have (--strict), as the apiserver's strict field validation reports it.",
+        "Fix the field's name (kubectl apply refuses it; with --validate=false it would be dropped in silence).";
     NOT_JUDGED = "not-judged",
         "An object of a kind draguard does not know holds tolerations it could not judge.",
         "Name where its pod specs are (podTemplates in .draguard.yaml, or --pod-template) or its toleration lists (tolerationLists), or skip the kind with --skip-kind.";
@@ -138,6 +141,7 @@ pub fn rule_of(kind: &str, finding: &Finding) -> &'static Rule {
         "PolicyAudit" => return &POLICY_AUDIT,
         "NotAnObject" => return &NOT_AN_OBJECT,
         "NotJudged" => return &NOT_JUDGED,
+        "FieldValueUnknown" => return &UNKNOWN_FIELD,
         _ => {}
     }
     if finding.severity == Severity::Warning {
