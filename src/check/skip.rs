@@ -108,6 +108,18 @@ const BUILT_IN_GROUPS: &[&str] = &[
     "policy.draguard.dev",
 ];
 
+/// The kind of the group a removed group's workloads moved to:
+/// `extensions/v1beta1` Deployments, DaemonSets and ReplicaSets, which
+/// Kubernetes 1.16 stopped serving (`apps/v1` serves them; kubernetes
+/// CHANGELOG-1.16, "Deprecations and Removals"). Such an object cannot be
+/// applied, so it is unusable input, not a kind draguard does not know.
+pub fn moved_group(group: &str, kind: &str) -> Option<&'static crate::kinds::KindRow> {
+    match (group, kind) {
+        ("extensions", "Deployment" | "DaemonSet" | "ReplicaSet") => crate::kinds::find("apps", kind),
+        _ => None,
+    }
+}
+
 /// How an object of a kind the core does not judge is reported.
 pub fn unrouted(group: &str, api_version: &str, kind: &str, holds_tolerations: bool) -> Judgement {
     if BUILT_IN_GROUPS.contains(&group) {
