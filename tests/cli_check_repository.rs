@@ -427,6 +427,18 @@ fn old_dra_shapes_name_the_move() {
             "-:1:1: error: ResourceClaimTemplate/default/t: apiVersion: resource.k8s.io/v1alpha3 is not a version of ResourceClaimTemplate.resource.k8s.io that draguard knows (resource.k8s.io/v1, resource.k8s.io/v1beta2, resource.k8s.io/v1beta1), so it is not checked\n1 object, 0 denied, 0 warnings, 1 in an unknown version (Kubernetes 1.37 rules){NO_POLICIES}\n"
         )
     );
+    // kubernetes/examples: an `extensions/v1beta1` DaemonSet, which no
+    // apiserver has served since 1.16, is not "a kind draguard does not
+    // know".
+    let daemon_set = "apiVersion: extensions/v1beta1\nkind: DaemonSet\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers: [{name: c, image: i}]\n";
+    let out = draguard(&["check", "-"], Some(daemon_set));
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some(
+            "-:1:1: error: DaemonSet/default/d: apiVersion: extensions/v1beta1 is not a version of DaemonSet.apps that draguard knows (apps/v1), so it is not checked"
+        )
+    );
 }
 
 /// Placeholders filled in at deploy time are not judged as written:
