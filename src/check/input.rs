@@ -1,6 +1,6 @@
 //! Reading manifests: files, folders (recursively: `.yaml`, `.yml`,
 //! `.json`), `-` for standard input; multi-document YAML; `kind: List`;
-//! a top-level JSON array. A file that cannot be read or parsed is a
+//! a top-level JSON array; JSON objects one after the other (`json.rs`). A file that cannot be read or parsed is a
 //! problem of that file only: every other file is still checked.
 //!
 //! A folder walk skips hidden files and folders (`.github`, `.git`) unless
