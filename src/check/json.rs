@@ -49,16 +49,17 @@ struct Top<'a> {
 /// The document may be several JSON values one after the other, with or
 /// without blanks between them (`jq -c '.items[]'` writes one object per
 /// line), as kubectl reads it: its stream decoder sniffs JSON by the
-/// leading `{` and reads values until the input ends
-/// (k8s.io/apimachinery v0.34.0, pkg/util/yaml/decoder.go,
-/// NewYAMLOrJSONDecoder; encoding/json's Decoder). Each value is an
+/// leading `{` and then reads values with encoding/json's Decoder until
+/// the input ends (k8s.io/apimachinery v0.36.3, pkg/util/yaml/decoder.go,
+/// NewYAMLOrJSONDecoder and YAMLOrJSONDecoder.Decode). Each value is an
 /// object, a List (its items) or an array (its elements).
 ///
 /// A syntax error ends the stream: it is reported at its line and column,
 /// after the items read before it. One in the first value of a file that
 /// is not `.json` leaves the document to the YAML parser (flow style such
-/// as `{a: 1}` is YAML, not JSON), as does a later one that YAML reads
-/// (a comment after the object).
+/// as `{a: 1}` is YAML, not JSON), as does a later one when YAML reads the
+/// whole document (a comment after the object). kubectl, likewise, only
+/// stays with JSON once it has read more than one value.
 pub fn items<'s>(document: &Document<'s>, name: &str) -> Option<Vec<Result<Item<'s>, FileProblem>>> {
     let text = document.text;
     let body = text.trim_start();
