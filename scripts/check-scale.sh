@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # How `draguard check` scales with its input: wall time, CPU and peak
 # memory (GNU time's maximum RSS) for N generated Pods in one file, every
-# thousandth with an invalid toleration effect: once as YAML documents, and
-# once as the one JSON List `kubectl get pods -A -o json` writes. Then the
+# thousandth with an invalid toleration effect, in each shape kubectl
+# reads: YAML documents (yaml); the one JSON List `kubectl get pods -A -o
+# json` writes (json); that List on one line (json1: `jq -c .`); a
+# top-level array on one line (array); one object per line (jsonl: `jq -c
+# '.items[]'`). Every shape should take about the time of the YAML. Then the
 # 100,000 objects of `cargo bench --bench check` (claims, claim templates,
 # Deployments, DeviceTaintRules), whose time the bench measures: here, the
 # command's peak memory on them.
@@ -33,15 +36,21 @@ for n in "${counts[@]}"; do
     ((i % 1000 == 0)) && effect=Bogus
     printf -- '---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: pod-%d\n  namespace: ns-%d\nspec:\n  tolerations:\n  - {key: example.com/dedicated, operator: Equal, value: web, effect: %s}\n  containers:\n  - name: web\n    image: registry.example.com/web:1\n' "$i" $((i % 100)) "$effect" >&3
     ((i > 0)) && printf ',\n' >&4
+    printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"pod-%d","namespace":"ns-%d"},"spec":{"containers":[{"image":"registry.example.com/web:1","name":"web"}],"tolerations":[{"effect":"%s","key":"example.com/dedicated","operator":"Equal","value":"web"}]}}\n' "$i" $((i % 100)) "$effect" >&5
     printf '        {\n            "apiVersion": "v1",\n            "kind": "Pod",\n            "metadata": {\n                "name": "pod-%d",\n                "namespace": "ns-%d"\n            },\n            "spec": {\n                "containers": [\n                    {\n                        "image": "registry.example.com/web:1",\n                        "name": "web"\n                    }\n                ],\n                "tolerations": [\n                    {\n                        "effect": "%s",\n                        "key": "example.com/dedicated",\n                        "operator": "Equal",\n                        "value": "web"\n                    }\n                ]\n            }\n        }' "$i" $((i % 100)) "$effect" >&4
-  done 3>"$yaml" 4>"$work/items"
+  done 3>"$yaml" 4>"$work/items" 5>"$work/pods-$n-lines.json"
   {
     printf '{\n    "apiVersion": "v1",\n    "items": [\n'
     cat "$work/items"
     printf '\n    ],\n    "kind": "List",\n    "metadata": {\n        "resourceVersion": ""\n    }\n}\n'
   } >"$json"
+  { printf '{"apiVersion":"v1","kind":"List","items":['; paste -sd, "$work/pods-$n-lines.json" | tr -d '\n'; printf ']}\n'; } >"$work/pods-$n-list1.json"
+  { printf '['; paste -sd, "$work/pods-$n-lines.json" | tr -d '\n'; printf ']\n'; } >"$work/pods-$n-array.json"
   measure "$n" yaml "$yaml"
   measure "$n" json "$json"
+  measure "$n" json1 "$work/pods-$n-list1.json"
+  measure "$n" array "$work/pods-$n-array.json"
+  measure "$n" jsonl "$work/pods-$n-lines.json"
 done
 DRAGUARD_CHECK_MIX="$work/mix.yaml" cargo bench --locked --quiet --bench check >/dev/null
 measure 100000 mix "$work/mix.yaml"

@@ -272,3 +272,158 @@ fn what_only_yaml_reads_goes_to_the_yaml_parser() {
         "kind is given twice in the same mapping: keep one (which one the apiserver keeps is not what you wrote)"
     );
 }
+
+/// `jq -c '.items[]'` output: one object per line. kubectl reads it as a
+/// stream of documents (issue 26, problem 4: it was refused with
+/// "trailing characters", exit 2); each object is judged, at its line.
+#[test]
+fn objects_one_per_line_are_each_judged_at_their_line() {
+    let text: String = items()
+        .iter()
+        .map(|item| serde_json::to_string(item).expect("serializes") + "\n")
+        .collect();
+    for name in ["items.json", "-"] {
+        let report = run(name, &text);
+        assert!(report.problems.is_empty(), "{name}: {:?}", report.problems);
+        let got: Vec<(String, bool, u64, u64)> = report
+            .objects
+            .iter()
+            .map(|o| (o.id.to_string(), o.allowed, o.position.line, o.position.column))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("ResourceClaim/ml/fine".to_owned(), true, 1, 1),
+                ("ResourceClaim/ml/bad".to_owned(), false, 2, 1),
+                ("Pod/default/p".to_owned(), false, 3, 1),
+                ("ConfigMap/default/c".to_owned(), true, 4, 1),
+            ],
+            "{name}"
+        );
+        let claim = &report.objects[1].findings[0];
+        assert_eq!(
+            claim.field.as_deref(),
+            Some("spec.devices.requests[0].exactly.tolerations[0].effect")
+        );
+        assert_eq!(
+            (claim.position.line, claim.position.column),
+            position_of(&text, "\"effect\":\"Bogus\"", 0)
+        );
+        let pod = &report.objects[2].findings[0];
+        assert_eq!(
+            (pod.position.line, pod.position.column),
+            position_of(&text, "\"effect\":\"Bogus\"", 1)
+        );
+    }
+}
+
+/// Objects back to back, with blanks or none between them, a List and a
+/// `null` among them: every object is found, with its own column.
+#[test]
+fn objects_back_to_back_and_lists_among_them_are_a_stream() {
+    let one = |v: &Value| serde_json::to_string(v).expect("serializes");
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [pod("in-list", "Bogus")]});
+    let text = format!(
+        "{}{}  {}\nnull\n{}\n",
+        one(&claim("a", "NoSchedule")),
+        one(&claim("b", "Bogus")),
+        one(&pod("c", "NoSchedule")),
+        serde_json::to_string_pretty(&list).expect("serializes")
+    );
+    let report = run("stream.json", &text);
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let got: Vec<(String, bool, (u64, u64))> = report
+        .objects
+        .iter()
+        .map(|o| (o.id.to_string(), o.allowed, (o.position.line, o.position.column)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("ResourceClaim/ml/a".to_owned(), true, (1, 1)),
+            (
+                "ResourceClaim/ml/b".to_owned(),
+                false,
+                position_of(&text, "{\"apiVersion\":\"resource.k8s.io/v1\"", 1)
+            ),
+            (
+                "Pod/default/c".to_owned(),
+                true,
+                position_of(&text, "{\"apiVersion\":\"v1\"", 0)
+            ),
+            (
+                "Pod/default/in-list".to_owned(),
+                false,
+                position_of(&text, "{\n      \"apiVersion\": \"v1\"", 0)
+            ),
+        ]
+    );
+    assert_eq!(
+        (
+            report.objects[1].findings[0].position.line,
+            report.objects[1].findings[0].position.column
+        ),
+        position_of(&text, "\"effect\":\"Bogus\"", 0)
+    );
+    assert_eq!(
+        (
+            report.objects[3].findings[0].position.line,
+            report.objects[3].findings[0].position.column
+        ),
+        position_of(&text, "\"effect\": \"Bogus\"", 0)
+    );
+}
+
+/// A syntax error in the middle of a stream is reported at its line and
+/// column, and the objects before it are still judged; what follows is
+/// not read (kubectl's decoder stops there too).
+#[test]
+fn a_syntax_error_mid_stream_keeps_the_objects_before_it() {
+    let one = |v: &Value| serde_json::to_string(v).expect("serializes");
+    let text = format!(
+        "{}\n{}\n{{\"apiVersion\": \"v1\", \"kind\": \"Pod\" \"metadata\": {{}}}}\n{}\n",
+        one(&claim("a", "NoSchedule")),
+        one(&claim("b", "Bogus")),
+        one(&pod("after", "Bogus"))
+    );
+    let (line, column) = position_of(&text, "\"metadata\": {}", 0);
+    assert_eq!(line, 3);
+    for name in ["stream.json", "stream.yaml"] {
+        let report = run(name, &text);
+        assert_eq!(
+            report.problems,
+            [FileProblem {
+                file: name.into(),
+                line,
+                column,
+                message: "expected `,` or `}`".into(),
+            }],
+            "{name}"
+        );
+        let got: Vec<(String, bool)> = report.objects.iter().map(|o| (o.id.to_string(), o.allowed)).collect();
+        assert_eq!(
+            got,
+            [
+                ("ResourceClaim/ml/a".to_owned(), true),
+                ("ResourceClaim/ml/b".to_owned(), false)
+            ],
+            "{name}"
+        );
+    }
+}
+
+/// One JSON object and then what only YAML reads (a comment) is still a
+/// YAML document when the file is not `.json`.
+#[test]
+fn a_comment_after_one_object_is_still_yaml() {
+    let text = format!(
+        "{}\n# rendered by helm\n",
+        serde_json::to_string(&pod("p", "Bogus")).expect("serializes")
+    );
+    let report = run("pod.yaml", &text);
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.denied(), 1);
+    let json = run("pod.json", &text);
+    assert_eq!(json.problems.len(), 1, "a .json file is JSON: {:?}", json.problems);
+    assert_eq!((json.problems[0].line, json.problems[0].column), (2, 1));
+}

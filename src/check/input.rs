@@ -1,6 +1,6 @@
 //! Reading manifests: files, folders (recursively: `.yaml`, `.yml`,
 //! `.json`), `-` for standard input; multi-document YAML; `kind: List`;
-//! a top-level JSON array. A file that cannot be read or parsed is a
+//! a top-level JSON array; JSON objects one after the other (`json.rs`). A file that cannot be read or parsed is a
 //! problem of that file only: every other file is still checked.
 //!
 //! A folder walk skips hidden files and folders (`.github`, `.git`) unless
@@ -227,6 +227,14 @@ fn walk_folder(
 /// configuration files; `helm template` of a whole platform exceeds them.
 /// Alias and anchor limits, the guard against expansion bombs, stay as
 /// they are.
+///
+/// Comments are not data: the parser is told not to emit them. Emitted,
+/// it keeps at most 32 of them (`Budget::max_buffered_comment_events`)
+/// while it looks ahead for the node after a `key:`, and refuses a file
+/// with more ("too many buffered comments while looking ahead"), where
+/// libyaml, PyYAML and kubectl read it (kuberay's Helm values have 40).
+/// Not emitted, they are still scanned and validated but never kept, so
+/// any number of them costs no memory.
 pub fn yaml_options() -> serde_saphyr::Options {
     let mut budget = serde_saphyr::Budget::default();
     budget.max_documents = 1_000_000;
@@ -235,6 +243,7 @@ pub fn yaml_options() -> serde_saphyr::Options {
     budget.max_total_scalar_bytes = 1 << 30;
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
+    options.emit_comments = false;
     options
 }
 
@@ -366,6 +375,7 @@ impl<'s> Document<'s> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::Segment;
 
     fn source(text: &str) -> Source {
         Source {
@@ -423,6 +433,31 @@ mod tests {
         }
         let flow = Document::split(0, "--- {a: 1}\n");
         assert_eq!(flow[0].start(), None, "the tree knows");
+    }
+
+    /// More comment lines after `key:` than the parser buffers when it
+    /// emits comments (32): read, and the value after them is where it is.
+    #[test]
+    fn any_number_of_comments_before_a_value() {
+        let comments: String = (0..1000).map(|i| format!("  # note {i}\n")).collect();
+        let text = format!("spec:\n  tolerations:\n{comments}  - effect: Bogus\n");
+        let docs = Document::split(0, &text);
+        assert_eq!(docs.len(), 1);
+        assert_eq!(
+            docs[0].json("m.yaml").expect("reads"),
+            Some(r#"{"spec":{"tolerations":[{"effect":"Bogus"}]}}"#.to_owned())
+        );
+        let tree = docs[0].tree().expect("parses");
+        let at = crate::yaml::locate(
+            &tree,
+            &[
+                Segment::Field("spec".into()),
+                Segment::Field("tolerations".into()),
+                Segment::Index(0),
+                Segment::Field("effect".into()),
+            ],
+        );
+        assert_eq!((at.line, at.column), (1003, 5));
     }
 
     #[test]

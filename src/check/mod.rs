@@ -525,10 +525,11 @@ fn not_kubernetes(report: &mut Report, strict: bool) {
 }
 
 /// The objects of one document, each `made` from where it is and its
-/// compact JSON text. JSON is split apart on one core and its items read
-/// on every core, and an item that does not read is a problem of that
-/// item only; YAML is read whole, and a document that does not parse has
-/// no objects.
+/// compact JSON text. JSON (one value, or several one after the other) is
+/// split apart on one core and its items read on every core, and an item
+/// that does not read is a problem of that item only, as is a syntax
+/// error after some items; YAML is read whole, and a document that does
+/// not parse has no objects.
 fn read_document<T: Send>(
     document: &input::Document<'_>,
     name: &str,
@@ -536,9 +537,10 @@ fn read_document<T: Send>(
 ) -> Vec<Result<T, FileProblem>> {
     use rayon::prelude::*;
     match json::items(document, name) {
-        Some(Ok(items)) => items
+        Some(items) => items
             .into_par_iter()
             .map(|item| {
+                let item = item?;
                 let raw = item.json(name)?;
                 let origin = Origin::Json {
                     range: item.range,
@@ -547,7 +549,6 @@ fn read_document<T: Send>(
                 Ok(made(origin, raw))
             })
             .collect(),
-        Some(Err(problem)) => vec![Err(problem)],
         None => match document.json(name) {
             Ok(None) => Vec::new(),
             // The text was written here, so it is JSON: only an array, or
