@@ -7,6 +7,7 @@
 #   bash scripts/image.sh                                   # draguard:dev
 #   IMAGE=ghcr.io/draguard/draguard:0.1.0 bash scripts/image.sh
 #   ENGINE=buildah bash scripts/image.sh                    # force an engine
+#   DRAGUARD_BINARY=path bash scripts/image.sh              # a binary built before
 #
 # Environment:
 #   IMAGE           image name and tag (default draguard:dev)
@@ -15,6 +16,9 @@
 #   IMAGE_SOURCE    the org.opencontainers.image.source label
 #   STORAGE_DRIVER  buildah's storage driver (default vfs: works as root
 #                   anywhere, no overlay or fuse needed)
+#   DRAGUARD_BINARY the binary to ship instead of building one; a static one
+#                   (scripts/release.sh) goes in without any shared library
+#   DRAGUARD_C_LIBRARY  glibc (default) or musl: whose license files to ship
 # Then: bash scripts/image-smoke.sh runs the image's entrypoint and asks it
 # for /healthz.
 set -euo pipefail
@@ -39,27 +43,34 @@ source scripts/container-engine.sh
 # --- what is built ------------------------------------------------------------
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
 [[ -n $version ]] || fail "cannot read the package version from Cargo.toml"
-if revision=$(git rev-parse HEAD 2>/dev/null); then
-    # The same short form build.rs records, given explicitly so that the
-    # image's revision label and `draguard --version` cannot disagree.
-    commit=${revision:0:12}
-    if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
-        commit="$commit-dirty"
-        revision="$revision-dirty"
-    fi
-else
-    revision=unknown
-    commit=unknown
-fi
-export DRAGUARD_GIT_COMMIT=$commit
-step "building $IMAGE (draguard $version, commit $commit) with $engine"
 
 # --- the binary ---------------------------------------------------------------
-step "cargo build --release --locked"
-started=$SECONDS
-cargo build --release --locked --bin draguard
-binary=target/release/draguard
-step "release binary built in $((SECONDS - started)) s"
+if [[ -n ${DRAGUARD_BINARY:-} ]]; then
+    binary=$DRAGUARD_BINARY
+    [[ -x $binary ]] || fail "DRAGUARD_BINARY=$binary is not an executable file"
+    step "binary $binary"
+else
+    # The environment of a plain `cargo build --release` (no
+    # DRAGUARD_GIT_COMMIT: build.rs finds the commit itself), so that this
+    # build and the developer's share target/release instead of each
+    # rebuilding draguard after the other.
+    step "cargo build --release --locked"
+    started=$SECONDS
+    cargo build --release --locked --bin draguard
+    binary=target/release/draguard
+    step "release binary built in $((SECONDS - started)) s"
+fi
+
+# The commit the binary itself reports, so that the image's revision label
+# and `draguard --version` cannot disagree.
+version_out=$("$binary" --version 2>&1) || fail "$binary --version failed: $version_out"
+commit=$(sed -n 's/^draguard [^ ]* (commit \([^,]*\),.*/\1/p' <<<"$version_out")
+[[ -n $commit ]] || fail "cannot read the commit from '$version_out'"
+revision=$commit
+if full=$(git rev-parse --verify -q "${commit%-dirty}^{commit}" 2>/dev/null); then
+    revision=$full${commit#"${commit%-dirty}"}
+fi
+step "building $IMAGE (draguard $version, revision $revision) with $engine"
 
 # --- the root file system -----------------------------------------------------
 step "preparing $ROOTFS"
@@ -67,25 +78,32 @@ rm -rf "$CONTEXT"
 mkdir -p "$ROOTFS"
 install -m 0755 "$binary" "$ROOTFS/draguard"
 
-# Every shared object the binary loads, at the path the loader looks for it:
-# `ldd` prints `name => /path (addr)` for libraries and `/path (addr)` for the
-# loader itself; linux-vdso is the kernel's and has no file. Symbolic links
-# are followed, so the image holds plain files.
-if ! ldd_out=$(ldd "$binary" 2>&1); then
-    fail "ldd $binary failed: $ldd_out"
-fi
-if grep -q 'not found' <<<"$ldd_out"; then
-    fail "$binary needs libraries this machine lacks:
+file_out=$(file -b "$binary")
+if [[ $file_out == *"statically linked"* || $file_out == *"static-pie linked"* ]]; then
+    # scripts/release.sh's binary: nothing to load, nothing to copy.
+    step "static binary: no shared libraries"
+else
+    # Every shared object the binary loads, at the path the loader looks
+    # for it: `ldd` prints `name => /path (addr)` for libraries and
+    # `/path (addr)` for the loader itself; linux-vdso is the kernel's and
+    # has no file. Symbolic links are followed: the image holds plain files.
+    if ! ldd_out=$(ldd "$binary" 2>&1); then
+        fail "ldd $binary failed: $ldd_out"
+    fi
+    if grep -q 'not found' <<<"$ldd_out"; then
+        fail "$binary needs libraries this machine lacks:
 $ldd_out"
-fi
-libs=$(awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' <<<"$ldd_out" | sort -u)
-[[ -n $libs ]] || fail "ldd names no libraries for $binary (a static binary? this script ships a glibc-linked one):
+    fi
+    libs=$(awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' <<<"$ldd_out" | sort -u)
+    [[ -n $libs ]] || fail "ldd names no libraries for $binary, which file(1) calls dynamic ($file_out):
 $ldd_out"
-for lib in $libs; do
-    mkdir -p "$ROOTFS$(dirname "$lib")"
-    install -m 0755 "$(readlink -f "$lib")" "$ROOTFS$lib"
-    printf '   %s\n' "$lib"
-done
+    for lib in $libs; do
+        mkdir -p "$ROOTFS$(dirname "$lib")"
+        install -m 0755 "$(readlink -f "$lib")" "$ROOTFS$lib"
+        printf '   %s\n' "$lib"
+    done
+
+fi
 
 install -d -m 0755 "$ROOTFS/etc" "$ROOTFS/etc/draguard" "$ROOTFS/etc/draguard/tls" "$ROOTFS/etc/draguard/policies"
 install -d -m 1777 "$ROOTFS/tmp"
@@ -107,9 +125,15 @@ else
     printf 'image.sh: warning: %s not found (apt-get install ca-certificates); the image will trust no public CA\n' "$ca_bundle" >&2
 fi
 # Licenses of what the image distributes: draguard's, and Debian's copyright
-# files for the C library and libgcc it carries.
+# files for the C library and libgcc it carries (or has linked in: a static
+# musl binary carries musl instead; scripts/release.sh says which).
 install -D -m 0644 LICENSE "$ROOTFS/usr/share/doc/draguard/LICENSE"
-for pkg in libc6 libgcc-s1; do
+case ${DRAGUARD_C_LIBRARY:-glibc} in
+    musl) c_packages=(musl) ;;
+    glibc) c_packages=(libc6 libgcc-s1) ;;
+    *) fail "DRAGUARD_C_LIBRARY must be glibc or musl, not '$DRAGUARD_C_LIBRARY'" ;;
+esac
+for pkg in "${c_packages[@]}"; do
     if [[ -r /usr/share/doc/$pkg/copyright ]]; then
         install -D -m 0644 "/usr/share/doc/$pkg/copyright" "$ROOTFS/usr/share/doc/$pkg/copyright"
     fi
