@@ -114,6 +114,12 @@ impl Path {
         self.to_string()
     }
 
+    /// The path of these segments (where a walk of a JSON tree found a
+    /// value).
+    pub fn of_segments(segments: &[Segment]) -> Self {
+        segments.iter().fold(Path::new(""), |p, s| p.with(s.clone()))
+    }
+
     /// This path and one more segment.
     pub fn with_segment(&self, segment: Segment) -> Self {
         self.with(segment)

@@ -3,32 +3,22 @@
 //! and policy folders that hold tests. Each test is a reproduction from
 //! real repositories, through the real binary.
 
+mod support {
+    pub mod cli;
+}
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 
 /// `draguard ARGS` in `dir`, colours off, `stdin` piped in.
 fn draguard_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    use std::io::Write as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_draguard"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("draguard runs");
-    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(input.as_bytes()).expect("write stdin");
-    }
-    drop(child.stdin.take());
-    child.wait_with_output().expect("draguard exits")
+    support::cli::draguard_in(dir, args, stdin.map(str::as_bytes))
 }
 
 fn draguard(args: &[&str], stdin: Option<&str>) -> Output {
-    draguard_in(Path::new(env!("CARGO_MANIFEST_DIR")), args, stdin)
+    support::cli::draguard(args, stdin.map(str::as_bytes))
 }
 
 fn stdout(out: &Output) -> String {

@@ -154,6 +154,21 @@ pub struct ObjectReport {
     pub findings: Vec<Finding>,
 }
 
+impl ObjectReport {
+    /// Why it was not judged, when it holds tolerations and has no
+    /// finding of its own: the text, SARIF and GitHub reports name such an
+    /// object (a note), where other skipped objects are only counted.
+    pub fn unjudged_tolerations(&self) -> Option<&str> {
+        match &self.judgement {
+            Judgement::Skipped {
+                reason,
+                holds_tolerations: true,
+            } if self.findings.is_empty() => Some(reason),
+            _ => None,
+        }
+    }
+}
+
 /// Everything `check` found.
 #[derive(Debug, Clone, Default)]
 pub struct Report {

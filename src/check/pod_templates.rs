@@ -383,13 +383,7 @@ mod tests {
     use crate::field::Path;
 
     fn show(at: &[Segment]) -> String {
-        at.iter()
-            .fold(Path::new(""), |p, s| match s {
-                Segment::Field(f) => p.child(f),
-                Segment::Key(k) => p.key(k),
-                Segment::Index(i) => p.index(*i),
-            })
-            .to_string()
+        Path::of_segments(at).to_string()
     }
 
     fn table(kind: &str) -> TemplateKind {

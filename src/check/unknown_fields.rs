@@ -43,40 +43,45 @@ pub fn unknown_fields(group: &str, version: &str, kind: &str, object: &Value) ->
     Some(unknown)
 }
 
-fn resource_v1(kind: &str, object: &Value) -> Option<Value> {
-    use resource::v1 as r;
-    match kind {
-        "ResourceClaim" => round_trip::<r::ResourceClaim>(object),
-        "ResourceClaimTemplate" => round_trip::<r::ResourceClaimTemplate>(object),
-        "DeviceClass" => round_trip::<r::DeviceClass>(object),
-        "ResourceSlice" => round_trip::<r::ResourceSlice>(object),
-        "DeviceTaintRule" => round_trip::<r::DeviceTaintRule>(object),
-        _ => None,
-    }
+/// `resource.k8s.io` kinds of one version module, by kind name.
+macro_rules! resource_kinds {
+    ($name:ident, $module:ident, [$($kind:ident),*]) => {
+        fn $name(kind: &str, object: &Value) -> Option<Value> {
+            match kind {
+                $(stringify!($kind) => round_trip::<resource::$module::$kind>(object),)*
+                _ => None,
+            }
+        }
+    };
 }
 
-fn resource_v1beta2(kind: &str, object: &Value) -> Option<Value> {
-    use resource::v1beta2 as r;
-    match kind {
-        "ResourceClaim" => round_trip::<r::ResourceClaim>(object),
-        "ResourceClaimTemplate" => round_trip::<r::ResourceClaimTemplate>(object),
-        "DeviceClass" => round_trip::<r::DeviceClass>(object),
-        "ResourceSlice" => round_trip::<r::ResourceSlice>(object),
-        "DeviceTaintRule" => round_trip::<r::DeviceTaintRule>(object),
-        _ => None,
-    }
-}
-
-fn resource_v1beta1(kind: &str, object: &Value) -> Option<Value> {
-    use resource::v1beta1 as r;
-    match kind {
-        "ResourceClaim" => round_trip::<r::ResourceClaim>(object),
-        "ResourceClaimTemplate" => round_trip::<r::ResourceClaimTemplate>(object),
-        "DeviceClass" => round_trip::<r::DeviceClass>(object),
-        "ResourceSlice" => round_trip::<r::ResourceSlice>(object),
-        _ => None,
-    }
-}
+resource_kinds!(
+    resource_v1,
+    v1,
+    [
+        ResourceClaim,
+        ResourceClaimTemplate,
+        DeviceClass,
+        ResourceSlice,
+        DeviceTaintRule
+    ]
+);
+resource_kinds!(
+    resource_v1beta2,
+    v1beta2,
+    [
+        ResourceClaim,
+        ResourceClaimTemplate,
+        DeviceClass,
+        ResourceSlice,
+        DeviceTaintRule
+    ]
+);
+resource_kinds!(
+    resource_v1beta1,
+    v1beta1,
+    [ResourceClaim, ResourceClaimTemplate, DeviceClass, ResourceSlice]
+);
 
 /// The object as its type writes it back.
 fn round_trip<T: DeserializeOwned + Serialize>(object: &Value) -> Option<Value> {

@@ -56,11 +56,7 @@ fn joined(at: &[Segment], more: &[Segment]) -> Vec<Segment> {
 }
 
 fn show(at: &[Segment]) -> Path {
-    at.iter().fold(Path::new(""), |p, s| match s {
-        Segment::Field(f) => p.child(f),
-        Segment::Key(k) => p.key(k),
-        Segment::Index(i) => p.index(*i),
-    })
+    Path::of_segments(at)
 }
 
 /// `field` of an embedded object, as a field of the object around it.

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use super::rules;
-use crate::check::{Judgement, Report, Severity};
+use crate::check::{Report, Severity};
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
@@ -27,12 +27,7 @@ pub fn render(report: &Report) -> String {
     for object in &report.objects {
         let file = report.sources.get(object.source).map_or("-", String::as_str);
         let at = |line: u64, column: u64| format!("file={},line={},col={}", property(file), line.max(1), column.max(1));
-        if let Judgement::Skipped {
-            reason,
-            holds_tolerations: true,
-        } = &object.judgement
-            && object.findings.is_empty()
-        {
+        if let Some(reason) = object.unjudged_tolerations() {
             let _ = writeln!(
                 out,
                 "::notice {},title={}::{}",

@@ -218,12 +218,7 @@ fn text(report: &Report, color: bool) -> String {
     }
     for object in &report.objects {
         let file = report.sources.get(object.source).map_or("-", String::as_str);
-        if let Judgement::Skipped {
-            reason,
-            holds_tolerations: true,
-        } = &object.judgement
-            && object.findings.is_empty()
-        {
+        if let Some(reason) = object.unjudged_tolerations() {
             let place = format!("{file}:{}:{}", object.position.line, object.position.column);
             let _ = writeln!(
                 out,

@@ -139,12 +139,7 @@ pub fn render<'r>(report: &'r Report, base: &Path) -> impl serde::Serialize + 'r
         let mut results = Vec::new();
         // A custom kind that holds tolerations draguard could not judge: a
         // note, so that it does not pass in silence.
-        if let crate::check::Judgement::Skipped {
-            reason,
-            holds_tolerations: true,
-        } = &object.judgement
-            && object.findings.is_empty()
-        {
+        if let Some(reason) = object.unjudged_tolerations() {
             results.push(json!({
                 "ruleId": rules::NOT_JUDGED.id,
                 "ruleIndex": index(&rules::NOT_JUDGED),

@@ -8,9 +8,14 @@ use std::process::{Command, Output, Stdio};
 
 /// `draguard ARGS` with `stdin` piped in, colors off.
 pub fn draguard(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    draguard_in(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), args, stdin)
+}
+
+/// The same, run in `dir`.
+pub fn draguard_in(dir: &std::path::Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_draguard"))
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(dir)
         .env("NO_COLOR", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
