@@ -588,19 +588,15 @@ fn trimmed(stderr: &str, status: std::process::ExitStatus) -> String {
     let Some(first) = lines.iter().position(said) else {
         return format!("it exited with {status} and said nothing");
     };
-    // helm puts a `fail` message on the lines after "execution error at
-    // (x.yaml:16:4):": the line that ends with `:` goes on with them.
-    let mut line = lines[first].clone();
-    if line.ends_with(':') {
-        let more: Vec<&str> = lines[first + 1..]
-            .iter()
-            .take_while(|l| said(l))
-            .map(String::as_str)
-            .collect();
-        if !more.is_empty() {
-            line = format!("{line} {}", more.join(" "));
-        }
-    }
+    // The message goes on over the lines after it: helm puts a `fail`
+    // message after "execution error at (x.yaml:16:4):", kustomize quotes
+    // a patch's config over lines and names the missing file last.
+    let line = lines[first..]
+        .iter()
+        .filter(|l| said(l))
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
     let chars = line.chars().count();
     if chars <= MAX_MESSAGE {
         return line;
