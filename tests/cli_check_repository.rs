@@ -508,3 +508,33 @@ fn strict_reports_unknown_fields_and_unjudged_tolerations() {
         stdout(&out)
     );
 }
+
+/// Issue 26, item 4: the summary counts what was not judged by kind, most
+/// first, five kinds by name and the rest together.
+#[test]
+fn the_summary_counts_objects_not_judged_by_kind() {
+    let mut input = String::new();
+    for (kind, count) in [
+        ("Alpha", 1),
+        ("Beta", 3),
+        ("Gamma", 1),
+        ("Delta", 2),
+        ("Eps", 1),
+        ("Zeta", 1),
+        ("Eta", 1),
+    ] {
+        for i in 0..count {
+            input.push_str(&format!(
+                "---\napiVersion: example.com/v1\nkind: {kind}\nmetadata: {{name: x{i}}}\nspec: {{size: 1}}\n"
+            ));
+        }
+    }
+    let out = draguard(&["check", "-"], Some(&input));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "10 objects, 0 denied, 0 warnings (Kubernetes 1.37 rules); not judged: 3 Beta, 2 Delta, 1 Alpha, 1 Eps, 1 Eta, 2 more of 2 other kinds{NO_POLICIES}\n"
+        )
+    );
+}

@@ -118,7 +118,11 @@ pub fn summary(report: &Report) -> String {
         let mut kinds: Vec<String> = skipped.iter().take(SHOWN).map(|(k, n)| format!("{n} {k}")).collect();
         if skipped.len() > SHOWN {
             let rest: usize = skipped[SHOWN..].iter().map(|(_, n)| n).sum();
-            kinds.push(format!("{rest} of {} more kinds", skipped.len() - SHOWN));
+            let more = skipped.len() - SHOWN;
+            kinds.push(format!(
+                "{rest} more of {more} other {}",
+                if more == 1 { "kind" } else { "kinds" }
+            ));
         }
         let _ = write!(out, "; not judged: {}", kinds.join(", "));
     }
