@@ -251,6 +251,46 @@ fn a_chart_that_refuses_its_default_values_is_a_note() {
     assert!(lines(&strict)[0].starts_with("chart: error: "), "{}", text(&strict));
 }
 
+/// An overlay that needs a local file the checkout lacks (gpu-operator's
+/// `config/manager/.env`, which a make target writes) is a note, with
+/// kustomize's message read to its last line; --strict-inputs makes it
+/// an error.
+#[test]
+fn an_overlay_that_needs_a_generated_file_is_a_note() {
+    let (bin, path) = fake_helm("exit 0");
+    let kustomize = bin.path().join("kustomize");
+    std::fs::write(
+        &kustomize,
+        "#!/bin/sh\necho \"Error: accumulating resources: trouble configuring builtin PatchStrategicMergeTransformer with config: \\`\" >&2\n\
+         echo 'paths:' >&2\necho '- manager_image_patch.yaml' >&2\n\
+         echo '\\`: lstat /repo/config/manager/.env: no such file or directory' >&2\nexit 1\n",
+    )
+    .expect("write");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&kustomize, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let dir = workspace();
+    let out = check(dir.path(), path.as_os_str(), &["kustomize"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let note = &lines(&out)[0];
+    assert!(
+        note.starts_with(
+            "kustomize/overlays/prod: note: kustomization not rendered: it needs a file that is not in this checkout"
+        ),
+        "{note}"
+    );
+    assert!(note.contains(".env: no such file or directory"), "{note}");
+    let strict = check(dir.path(), path.as_os_str(), &["kustomize", "--strict-inputs"]);
+    assert_eq!(strict.status.code(), Some(2), "{}", text(&strict));
+    assert!(
+        lines(&strict)[0].starts_with("kustomize/overlays/prod: error: "),
+        "{}",
+        text(&strict)
+    );
+}
+
 /// A chart whose dependencies are not fetched is a note (the checkout,
 /// not the chart, lacks them), saying to run `helm dependency build`.
 #[test]

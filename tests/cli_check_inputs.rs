@@ -8,16 +8,10 @@ mod support {
 
 use std::process::Output;
 
+use support::cli::{stderr, stdout};
+
 fn draguard(args: &[&str], stdin: Option<&str>) -> Output {
     support::cli::draguard(args, stdin.map(str::as_bytes))
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 const SUMMARY_TAIL: &str = "(Kubernetes 1.37 rules); no toleration policies (none named with --policies)";

@@ -10,6 +10,8 @@ mod support {
 use std::path::Path;
 use std::process::Output;
 
+use support::cli::{stderr, stdout};
+
 use serde_json::Value;
 
 /// `draguard ARGS` in `dir`, colours off, `stdin` piped in.
@@ -19,14 +21,6 @@ fn draguard_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
 
 fn draguard(args: &[&str], stdin: Option<&str>) -> Output {
     support::cli::draguard(args, stdin.map(str::as_bytes))
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn write(dir: &Path, name: &str, text: &str) {
@@ -346,6 +340,25 @@ fn outputs_github_several_at_once_and_quiet_failures_say_why() {
         stderr(&two),
         "draguard check: only one output can go to standard output; write the others as FORMAT=FILE\n"
     );
+    let file = dir.path().join("r.json");
+    let file = file.to_str().expect("utf-8");
+    let ambiguous = draguard(
+        &["check", "-", "-o", "json", "-o", "text", "--output-file", file],
+        Some(BOGUS_POD),
+    );
+    assert_eq!(ambiguous.status.code(), Some(2));
+    assert_eq!(
+        stderr(&ambiguous),
+        "draguard check: --output-file names the file of one output; with several, write each as FORMAT=FILE\n"
+    );
+    for (flag, message) in [
+        ("xml", "\"xml\" is not text, json, sarif, junit or github"),
+        ("sarif=", "sarif= names no file"),
+    ] {
+        let out = draguard(&["check", "-", "-o", flag], Some(BOGUS_POD));
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        assert!(stderr(&out).contains(message), "{flag}: {}", stderr(&out));
+    }
     let rule = "apiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {name: all}\nspec:\n  deviceSelector: {}\n  taint: {key: k, effect: NoSchedule}\n";
     let quiet = draguard(&["check", "-", "-q", "--warnings-as-errors"], Some(rule));
     assert_eq!(quiet.status.code(), Some(1));
@@ -499,6 +512,20 @@ fn strict_reports_unknown_fields_and_unjudged_tolerations() {
         format!(
             "-:1:1: note: Prometheus/default/k8s: not judged, though it holds tolerations: Prometheus (monitoring.coreos.com/v1) is not a kind draguard judges, and no pod spec or toleration list was found in it\n1 object, 0 denied, 0 warnings (Kubernetes 1.37 rules); not judged: 1 Prometheus{NO_POLICIES}\n"
         )
+    );
+    // The machine formats name it too: a SARIF note, a GitHub notice.
+    let sarif = draguard(&["check", "-", "-o", "sarif"], Some(custom));
+    let sarif: Value = serde_json::from_slice(&sarif.stdout).expect("SARIF");
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(
+        (result["ruleId"].as_str(), result["level"].as_str()),
+        (Some("not-judged"), Some("note"))
+    );
+    let github = draguard(&["check", "-", "-o", "github"], Some(custom));
+    assert!(
+        stdout(&github).starts_with("::notice file=-,line=1,col=1,title=draguard not-judged::Prometheus/default/k8s: not judged, though it holds tolerations"),
+        "{}",
+        stdout(&github)
     );
     let out = draguard(&["check", "-", "--strict", "--warnings-as-errors"], Some(custom));
     assert_eq!(out.status.code(), Some(1));

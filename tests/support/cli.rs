@@ -33,3 +33,13 @@ pub fn draguard_in(dir: &std::path::Path, args: &[&str], stdin: Option<&[u8]>) -
     drop(child.stdin.take());
     child.wait_with_output().expect("draguard exits")
 }
+
+/// Standard output, as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Standard error, as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
