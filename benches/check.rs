@@ -44,19 +44,7 @@ fn bench_check(c: &mut Criterion) {
         std::fs::write(&path, manifests(100_000)).expect("the mix is written");
         std::process::exit(0);
     }
-    let options = Options {
-        namespace: "default".into(),
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        policies: Default::default(),
-        namespace_labels: Default::default(),
-        toleration_restriction: None,
-        target: Default::default(),
-        pod_templates: draguard::check::pod_templates::builtin(),
-        strict_inputs: false,
-        skip_kinds: Vec::new(),
-        strict: false,
-        embedded_pod_specs: draguard::check::embedded_specs::EmbeddedPodSpecs::default(),
-    };
+    let options = Options::at("2026-11-21T10:00:00Z".parse().expect("time"));
     let mut group = c.benchmark_group("check");
     group.sample_size(10);
     for (n, name) in [(10_000, "10,000 objects"), (100_000, "100,000 objects")] {

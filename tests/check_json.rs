@@ -7,19 +7,7 @@ use draguard::check::{FileProblem, Options, Report, Source, check};
 use serde_json::{Value, json};
 
 fn options() -> Options {
-    Options {
-        namespace: "default".into(),
-        now: "2026-11-24T10:00:00Z".parse().expect("a time"),
-        policies: Default::default(),
-        namespace_labels: Default::default(),
-        toleration_restriction: None,
-        target: Default::default(),
-        pod_templates: draguard::check::pod_templates::builtin(),
-        strict_inputs: false,
-        skip_kinds: Vec::new(),
-        strict: false,
-        embedded_pod_specs: draguard::check::embedded_specs::EmbeddedPodSpecs::default(),
-    }
+    Options::at("2026-11-24T10:00:00Z".parse().expect("a time"))
 }
 
 fn run(name: &str, text: &str) -> Report {

@@ -10,19 +10,7 @@ use draguard::check::pod_templates::TemplateKind;
 use draguard::check::{Judgement, ObjectReport, Options, Report, Severity, Source, check};
 
 fn options() -> Options {
-    Options {
-        namespace: "default".into(),
-        now: "2026-11-24T10:00:00Z".parse().expect("a time"),
-        policies: Default::default(),
-        namespace_labels: Default::default(),
-        toleration_restriction: None,
-        target: Default::default(),
-        pod_templates: draguard::check::pod_templates::builtin(),
-        embedded_pod_specs: draguard::check::embedded_specs::EmbeddedPodSpecs::default(),
-        strict_inputs: false,
-        skip_kinds: Vec::new(),
-        strict: false,
-    }
+    Options::at("2026-11-24T10:00:00Z".parse().expect("a time"))
 }
 
 fn run_with(options: &Options, name: &str, text: &str) -> Report {

@@ -38,17 +38,9 @@ fuzz_target!(|data: &[u8]| {
         text: old.to_owned(),
     }];
     let options = Options {
-        namespace: "default".into(),
-        now: draguard_fuzz::now(),
         policies: draguard_fuzz::example_policies().clone(),
-        namespace_labels: Default::default(),
-        toleration_restriction: None,
         target: draguard::kubernetes::Target::new(draguard_fuzz::version_for(text.len())),
-        pod_templates: draguard::check::pod_templates::builtin(),
-        strict_inputs: false,
-        skip_kinds: Vec::new(),
-        strict: false,
-        embedded_pod_specs: draguard::check::embedded_specs::EmbeddedPodSpecs::default(),
+        ..Options::at(draguard_fuzz::now())
     };
     let lines = draguard_fuzz::yaml_lines(text);
     let report = check(&sources, &old, &options, |_, _| {});

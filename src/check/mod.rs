@@ -67,6 +67,28 @@ pub struct Options {
     pub embedded_pod_specs: embedded_specs::EmbeddedPodSpecs,
 }
 
+impl Options {
+    /// What `draguard check` runs with when no flag or config says
+    /// otherwise, at the clock `now`: namespace `default`, no policies, the
+    /// newest rules, the built-in workload table, the shape search on.
+    /// Tests, benches and fuzz targets start from it and set what differs.
+    pub fn at(now: jiff::Timestamp) -> Self {
+        Options {
+            namespace: "default".into(),
+            now,
+            policies: PolicySet::default(),
+            namespace_labels: StaticView::default(),
+            toleration_restriction: None,
+            target: Target::default(),
+            pod_templates: pod_templates::builtin(),
+            strict_inputs: false,
+            skip_kinds: Vec::new(),
+            strict: false,
+            embedded_pod_specs: embedded_specs::EmbeddedPodSpecs::default(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     Warning,

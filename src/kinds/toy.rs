@@ -111,16 +111,8 @@ mod tests {
         }];
         let options = Options {
             namespace: "team-a".into(),
-            now: now(),
-            policies: Default::default(),
-            namespace_labels: Default::default(),
-            toleration_restriction: None,
-            target: Default::default(),
             pod_templates: Vec::new(),
-            strict_inputs: false,
-            skip_kinds: Vec::new(),
-            strict: false,
-            embedded_pod_specs: crate::check::embedded_specs::EmbeddedPodSpecs::default(),
+            ..Options::at(now())
         };
         let report = check(&sources, &[], &options, |_, _| {});
         let object = &report.objects[0];
