@@ -98,8 +98,9 @@ pub struct ServeArgs {
     /// Without it no policy applies, and the log says so.
     #[arg(long, value_name = "DIR")]
     pub policies: Option<PathBuf>,
-    /// Start even when the --policies folder holds no policy (by default
-    /// that stops the start: an empty folder is usually a mount gone wrong).
+    /// Start, and reload, even when the --policies folder holds no policy
+    /// (by default that stops the start and a reload is rejected: an empty
+    /// folder is usually a mount gone wrong).
     #[arg(long, requires = "policies")]
     pub allow_no_policies: bool,
     /// Do not look for a cluster: judge with the request alone.

@@ -125,6 +125,9 @@ pub fn load_dir(dir: &Path) -> Result<Folder, PolicyLoadError> {
         }
         Err(e) => return Err(folder_error(format!("cannot read the policy folder: {e}"))),
     };
+    if let Some(message) = dangling_data_link(dir) {
+        return Err(folder_error(message));
+    }
     let mut folder = Folder::default();
     let mut errors = Vec::new();
     for file in files {
@@ -153,14 +156,36 @@ pub fn load_dir(dir: &Path) -> Result<Folder, PolicyLoadError> {
 }
 
 /// The policy files of a folder, in name order.
+///
+/// A `*.yaml` symlink whose target is gone is listed too, so that reading
+/// it fails: a ConfigMap's key link dangles between kubelet's swap of
+/// `..data` and its removal of the old keys, and skipping it would read
+/// as a folder without that policy.
 pub fn policy_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .filter(|p| p.is_file() || is_dangling_link(p))
         .collect();
     files.sort();
     Ok(files)
+}
+
+fn is_dangling_link(path: &Path) -> bool {
+    path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) && path.metadata().is_err()
+}
+
+/// A ConfigMap or Secret volume is a folder whose `..data` link points at
+/// kubelet's latest timestamped copy, with each key a link through it
+/// (kubernetes v1.36 pkg/volume/util/atomic_writer.go, `dataDirName`). `..data` pointing nowhere
+/// means the mount is broken, not that the policies are gone.
+fn dangling_data_link(dir: &Path) -> Option<String> {
+    let data = dir.join("..data");
+    is_dangling_link(&data).then(|| {
+        let target = std::fs::read_link(&data).map_or_else(|_| "?".to_owned(), |t| t.display().to_string());
+        format!("the ConfigMap's ..data link points at {target}, which does not exist")
+    })
 }
 
 pub fn duplicate_names(set: &PolicySet) -> Vec<PolicyError> {
@@ -675,6 +700,32 @@ spec:
         );
         std::fs::remove_file(dir.path().join("a.yml")).expect("rm");
         assert_eq!(load_dir(dir.path()).expect("loads").set.policies.len(), 2);
+    }
+
+    /// A ConfigMap volume whose links lead nowhere is a failed read, not
+    /// a folder without policies.
+    #[cfg(unix)]
+    #[test]
+    fn dangling_links_are_read_errors() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().expect("tempdir");
+        symlink("..2026_11_26_14_00_00.1", dir.path().join("..data")).expect("link");
+        symlink("..data/gpu.yaml", dir.path().join("gpu.yaml")).expect("link");
+        let errs = load_dir(dir.path()).expect_err("a dangling ..data fails");
+        assert_eq!(
+            errs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [format!(
+                "{}:0:0: the ConfigMap's ..data link points at ..2026_11_26_14_00_00.1, which does not exist",
+                dir.path().display()
+            )]
+        );
+        // A key whose target is gone, with `..data` itself good.
+        std::fs::create_dir(dir.path().join("..2026_11_26_14_00_00.1")).expect("mkdir");
+        let errs = load_dir(dir.path()).expect_err("a dangling key fails");
+        let messages: Vec<String> = errs.iter().map(|e| e.message.clone()).collect();
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(messages[0].starts_with("cannot read: "), "{messages:?}");
+        assert_eq!(errs.errors()[0].file, dir.path().join("gpu.yaml").display().to_string());
     }
 
     #[test]

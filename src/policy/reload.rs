@@ -99,6 +99,9 @@ impl PolicyStore {
 /// not mtimes, so a same-second edit or a ConfigMap symlink swap is seen.
 pub fn fingerprint(dir: &Path) -> u64 {
     let mut h = DefaultHasher::new();
+    // A ConfigMap volume's `..data` link, so that one swapped to nowhere
+    // is seen even when no key is left to dangle.
+    std::fs::read_link(dir.join("..data")).ok().hash(&mut h);
     let files: Vec<PathBuf> = policy_files(dir).unwrap_or_default();
     for f in files {
         f.hash(&mut h);
@@ -119,9 +122,11 @@ pub fn log_skipped(skipped: &[super::load::Skipped]) {
 const SETTLE: Duration = Duration::from_millis(300);
 
 /// Polls `dir` every `every` until the task is dropped. A change is loaded
-/// once it has settled; a load that fails, or that would empty a file that
-/// held policies, is rejected and the last good policies stay in force.
-pub async fn watch(dir: PathBuf, store: PolicyStore, every: Duration) {
+/// once it has settled; a load that fails, that would empty a file that
+/// held policies, or that would leave no policy at all (unless
+/// `allow_no_policies`, as at start) is rejected and the last good
+/// policies stay in force.
+pub async fn watch(dir: PathBuf, store: PolicyStore, every: Duration, allow_no_policies: bool) {
     let mut last = fingerprint(&dir);
     let mut holding = files_with_content(&dir);
     loop {
@@ -146,10 +151,18 @@ pub async fn watch(dir: PathBuf, store: PolicyStore, every: Duration) {
                 tracing::error!(file = %file.display(), "a policy file became empty; write policy files atomically (rename, or a ConfigMap's symlink swap)");
             }
             store.rejected();
-            tracing::warn!(dir = %dir.display(), "policy change rejected; the last good policies stay in force");
+            tracing::error!(dir = %dir.display(), "policy change rejected; the last good policies stay in force");
             continue;
         }
         match load_dir(&dir) {
+            // A ConfigMap that lost every key (or a mount gone wrong) reads
+            // as a folder without policies: applying it would turn
+            // enforcement off in every replica at once, and start refuses
+            // the same folder.
+            Ok(folder) if folder.set.policies.is_empty() && !allow_no_policies => {
+                store.rejected();
+                tracing::error!(dir = %dir.display(), "the policy folder holds no policies any more; the last good policies stay in force (pass --allow-no-policies to allow none)");
+            }
             Ok(folder) => {
                 log_skipped(&folder.skipped);
                 tracing::info!(dir = %dir.display(), policies = folder.set.policies.len(), "policies reloaded");
@@ -165,7 +178,7 @@ pub async fn watch(dir: PathBuf, store: PolicyStore, every: Duration) {
                     tracing::warn!(error = %e, "invalid policy file");
                 }
                 store.rejected();
-                tracing::warn!(dir = %dir.display(), errors = errors.len(), "policy change rejected; the last good policies stay in force");
+                tracing::error!(dir = %dir.display(), errors = errors.len(), "policy change rejected; the last good policies stay in force");
             }
         }
     }
@@ -248,7 +261,12 @@ mod tests {
         std::fs::write(&a, policy("a")).expect("write");
         std::fs::write(&b, policy("b")).expect("write");
         let store = PolicyStore::new(load_dir(dir.path()).expect("valid").set);
-        let watcher = tokio::spawn(watch(dir.path().to_owned(), store.clone(), Duration::from_millis(20)));
+        let watcher = tokio::spawn(watch(
+            dir.path().to_owned(),
+            store.clone(),
+            Duration::from_millis(20),
+            false,
+        ));
         // Let the watcher take its first look before anything changes.
         tokio::time::sleep(Duration::from_millis(100)).await;
 
@@ -269,5 +287,139 @@ mod tests {
         assert_eq!(names(&store), ["a"]);
         watcher.abort();
         std::fs::rename(&moved, dir.path()).expect("move back");
+    }
+
+    /// A ConfigMap volume as kubelet writes it (kubernetes
+    /// pkg/volume/util/atomic_writer.go, v1.36): each version in a
+    /// timestamped folder, `..data` a link to the current one, swapped by
+    /// renaming a fresh link over it, and each key a link through `..data`.
+    #[cfg(unix)]
+    struct ConfigMapVolume {
+        dir: tempfile::TempDir,
+        version: u32,
+    }
+
+    #[cfg(unix)]
+    impl ConfigMapVolume {
+        fn new(keys: &[(&str, String)]) -> Self {
+            let mut volume = ConfigMapVolume {
+                dir: tempfile::tempdir().expect("tempdir"),
+                version: 0,
+            };
+            volume.publish(keys);
+            volume
+        }
+
+        fn path(&self) -> &Path {
+            self.dir.path()
+        }
+
+        /// Writes a new version, then swaps `..data` to it: the keys it
+        /// lacks dangle until their links are removed, as kubelet does.
+        fn publish(&mut self, keys: &[(&str, String)]) {
+            self.version += 1;
+            let versioned = format!("..2026_11_26_14_00_00.{:09}", self.version);
+            std::fs::create_dir(self.path().join(&versioned)).expect("version folder");
+            for (key, text) in keys {
+                std::fs::write(self.path().join(&versioned).join(key), text).expect("key");
+            }
+            self.swap_data_link(&versioned);
+            for (key, _) in keys {
+                let link = self.path().join(key);
+                if link.symlink_metadata().is_err() {
+                    std::os::unix::fs::symlink(Path::new("..data").join(key), link).expect("key link");
+                }
+            }
+            for entry in std::fs::read_dir(self.path()).expect("read") {
+                let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
+                if name.starts_with("..") {
+                    if name.starts_with("..2026") && name != versioned {
+                        std::fs::remove_dir_all(self.path().join(&name)).expect("old version");
+                    }
+                } else if !keys.iter().any(|(k, _)| *k == name) {
+                    std::fs::remove_file(self.path().join(&name)).expect("stale key link");
+                }
+            }
+        }
+
+        /// Points `..data` at `target` in one rename.
+        fn swap_data_link(&self, target: &str) {
+            let tmp = self.path().join("..data_tmp");
+            std::os::unix::fs::symlink(target, &tmp).expect("link");
+            std::fs::rename(&tmp, self.path().join("..data")).expect("swap");
+        }
+    }
+
+    /// Long enough for the watcher to see a change, let it settle and
+    /// judge it (polls of 20 ms, a settle of 20 ms).
+    async fn settle() {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+
+    /// A ConfigMap that loses every key, or whose `..data` link dangles,
+    /// is a failed read: the last good policies stay, the failure is
+    /// recorded (`draguard_policy_last_reload_successful 0`), and the next
+    /// good version is loaded.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_config_map_never_reloads_to_zero_policies() {
+        let mut volume = ConfigMapVolume::new(&[("a.yaml", policy("a")), ("b.yaml", policy("b"))]);
+        let store = PolicyStore::new(load_dir(volume.path()).expect("valid").set);
+        let watcher = tokio::spawn(watch(
+            volume.path().to_owned(),
+            store.clone(),
+            Duration::from_millis(20),
+            false,
+        ));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+
+        volume.publish(&[]);
+        until(&store, "rejected the empty ConfigMap", |s| s.reload_stats().last_failed).await;
+        settle().await;
+        assert_eq!(names(&store), ["a", "b"]);
+        let stats = store.reload_stats();
+        assert!(stats.last_failed && stats.failures >= 1, "{stats:?}");
+        assert_eq!(stats.successes, 0, "nothing was loaded: {stats:?}");
+
+        volume.publish(&[("a.yaml", policy("a2"))]);
+        until(&store, "loaded the next good version", |s| names(s) == ["a2"]).await;
+        assert!(!store.reload_stats().last_failed);
+
+        let failures = store.reload_stats().failures;
+        volume.swap_data_link("..2026_11_26_14_00_00.gone");
+        until(&store, "rejected the dangling ..data", |s| {
+            s.reload_stats().failures > failures
+        })
+        .await;
+        settle().await;
+        assert_eq!(names(&store), ["a2"]);
+        assert!(store.reload_stats().last_failed);
+        watcher.abort();
+    }
+
+    /// `--allow-no-policies` opts out: the emptied ConfigMap is applied.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn allow_no_policies_lets_a_config_map_reload_to_zero() {
+        let mut volume = ConfigMapVolume::new(&[("a.yaml", policy("a"))]);
+        let store = PolicyStore::new(load_dir(volume.path()).expect("valid").set);
+        let watcher = tokio::spawn(watch(
+            volume.path().to_owned(),
+            store.clone(),
+            Duration::from_millis(20),
+            true,
+        ));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        volume.publish(&[]);
+        until(&store, "applied the empty ConfigMap", |s| {
+            s.current().policies.is_empty()
+        })
+        .await;
+        let stats = store.reload_stats();
+        assert!(!stats.last_failed && stats.successes == 1, "{stats:?}");
+        // A dangling link is still a failed read, not "no policies".
+        volume.swap_data_link("..2026_11_26_14_00_00.gone");
+        until(&store, "rejected the dangling ..data", |s| s.reload_stats().last_failed).await;
+        watcher.abort();
     }
 }

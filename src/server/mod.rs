@@ -122,8 +122,9 @@ pub struct ServerConfig {
     pub policies_dir: Option<PathBuf>,
     /// How often the policy folder is checked for changes.
     pub policy_reload_every: Duration,
-    /// Start even when the policy folder holds no policies (else an error:
-    /// an empty folder is usually a mount gone wrong).
+    /// Start, and reload, even when the policy folder holds no policies
+    /// (else the start is an error and the reload rejected: an empty folder
+    /// is usually a mount gone wrong).
     pub allow_no_policies: bool,
     /// PodTolerationRestriction compatibility, when enabled.
     pub toleration_restriction: Option<Arc<crate::policy::toleration_restriction::TolerationRestrictionConfig>>,
@@ -338,9 +339,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         }
         config.policies.replace(folder.set);
         let (store, every, mut stop) = (config.policies.clone(), config.policy_reload_every, stop_rx.clone());
+        let allow_no_policies = config.allow_no_policies;
         tokio::spawn(async move {
             tokio::select! {
-                () = reload::watch(dir, store, every) => {}
+                () = reload::watch(dir, store, every, allow_no_policies) => {}
                 _ = stop.wait_for(|stopped| *stopped) => {}
             }
         });
