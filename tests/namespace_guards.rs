@@ -217,3 +217,86 @@ fn a_policy_that_selects_namespaces_may_not_hold_guards() {
         "{text:?}"
     );
 }
+
+/// `namespaces/status` and `namespaces/finalize` store the request's
+/// labels and annotations too, so a guard judges them as it judges the
+/// Namespace itself; other kinds' subresource writes stay unjudged.
+#[test]
+fn guards_hold_on_every_namespace_subresource() {
+    let view = StaticView::default();
+    let policies = policies(GUARDS);
+    let ctx = validate(&view, &policies, Default::default());
+    let admin_label = json!({"labels": {"resource.kubernetes.io/admin-access": "true"}});
+    let plain = json!({"labels": {"team": "ml"}});
+    let through = |sub: &str, user: &str, groups: &[&str], new: &Value, old: &Value| {
+        let review = namespace_write(user, groups, new.clone(), Some(old.clone()));
+        let mut review: Value = serde_json::from_slice(&review).expect("json");
+        review["request"]["subResource"] = json!(sub);
+        serde_json::to_vec(&review).expect("json")
+    };
+    for sub in ["status", "finalize"] {
+        assert_eq!(
+            verdict(&ctx, &through(sub, "bob", &[AUTHENTICATED], &admin_label, &plain)),
+            Err("namespaces \"ml\" is forbidden: toleration policy \"namespace-guards\": label resource.kubernetes.io/admin-access may be added only by groups [platform-admins] or service accounts [flux-system/kustomize-controller]; bob (groups [system:authenticated]) may not".to_owned()),
+            "namespaces/{sub}"
+        );
+        assert_eq!(
+            verdict(&ctx, &through(sub, "carol", &["platform-admins"], &admin_label, &plain)),
+            Ok(()),
+            "namespaces/{sub} by an allowed group"
+        );
+        // The namespace controller's status and finalize writes touch no
+        // guarded key.
+        assert_eq!(
+            verdict(
+                &ctx,
+                &through(
+                    sub,
+                    "system:serviceaccount:kube-system:namespace-controller",
+                    &[],
+                    &admin_label,
+                    &admin_label
+                )
+            ),
+            Ok(()),
+            "namespaces/{sub} that keeps the keys"
+        );
+    }
+}
+
+/// An apiserver always names the requester; a request to `serve` that
+/// names nobody cannot be one a guard allows, whatever its groups.
+#[test]
+fn a_request_without_a_username_may_not_touch_a_guarded_key() {
+    let view = StaticView::default();
+    let policies = policies(GUARDS);
+    let ctx = validate(&view, &policies, Default::default());
+    let admin_label = json!({"labels": {"resource.kubernetes.io/admin-access": "true"}});
+    let plain = json!({"labels": {"team": "ml"}});
+    for username in [None, Some("")] {
+        let mut write: Value = serde_json::from_slice(&namespace_write(
+            "",
+            &["platform-admins"],
+            admin_label.clone(),
+            Some(plain.clone()),
+        ))
+        .expect("json");
+        write["request"]["userInfo"]["username"] = json!(username);
+        if username.is_none() {
+            write["request"]["userInfo"]
+                .as_object_mut()
+                .expect("userInfo")
+                .remove("username");
+        }
+        assert_eq!(
+            verdict(&ctx, &serde_json::to_vec(&write).expect("json")),
+            Err("namespaces \"ml\" is forbidden: toleration policy \"namespace-guards\": label resource.kubernetes.io/admin-access may be added only by groups [platform-admins] or service accounts [flux-system/kustomize-controller]; a request that names no user may not".to_owned()),
+            "username {username:?}"
+        );
+    }
+    // A write that touches no guarded key is admitted, named or not.
+    let mut relabel: Value =
+        serde_json::from_slice(&namespace_write("", &[], json!({"labels": {"team": "b"}}), Some(plain))).expect("json");
+    relabel["request"]["userInfo"] = json!({});
+    assert_eq!(verdict(&ctx, &serde_json::to_vec(&relabel).expect("json")), Ok(()));
+}

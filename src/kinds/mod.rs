@@ -60,9 +60,10 @@ pub struct KindRow {
     pub review: fn(Routed, &Request, &Context<'_>) -> Decision,
     /// The review of an UPDATE of the `status` subresource, for kinds whose
     /// status the apiserver validates in a way draguard reproduces; other
-    /// subresource writes are not judged. deploy/ routes no subresource:
-    /// status is written by the control plane (the scheduler allocates
-    /// claims), which must keep working while draguard is down.
+    /// subresource writes are not judged (but for the namespace guards,
+    /// [`AdmittedKind::NAMESPACE_GUARDS`]). deploy/ routes no other
+    /// subresource: status is written by the control plane (the scheduler
+    /// allocates claims), which must keep working while draguard is down.
     pub status: Option<fn(Routed, &Request, &Context<'_>) -> Decision>,
     /// What creating an object of the kind costs in quota, for kinds quota
     /// counts (`check` charges the whole input before judging any object).
@@ -258,7 +259,8 @@ pub trait AdmittedKind: 'static {
     }
 
     /// Whether the policies' `namespaceGuards` judge this kind's writes
-    /// (Namespaces only).
+    /// (Namespaces only). Such a kind is judged on every subresource
+    /// write as well, since each can carry the guarded metadata.
     const NAMESPACE_GUARDS: bool = false;
 
     /// Priority ties with the patches the cluster already has.

@@ -49,14 +49,26 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
         None => (routed.row.review)(routed, req, ctx),
         Some("status") if env.operation == Operation::Update => match routed.row.status {
             Some(status) => status(routed, req, ctx),
-            None => Decision::allow(),
+            None => (routed.row.review)(routed, req, ctx),
         },
-        Some(_) => Decision::allow(),
+        // Other subresource writes reach the kind's pipeline, which judges
+        // them only where they can change what a guard protects.
+        Some(_) => (routed.row.review)(routed, req, ctx),
     }
 }
 
 /// The stages, for one kind's typed view.
 pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_>) -> Decision {
+    // A subresource write is judged only for the namespace guards: a
+    // Namespace's labels and annotations are stored from the request
+    // through `namespaces/status` and `namespaces/finalize` too (their
+    // strategies reset only spec or status: kubernetes v1.36
+    // pkg/registry/core/namespace/strategy.go). Other kinds' subresources
+    // (a Pod's binding, a Deployment's scale) carry no object draguard
+    // judges, and their status is written by the control plane.
+    if req.envelope.sub_resource.is_some() && !K::NAMESPACE_GUARDS {
+        return Decision::allow();
+    }
     let subject = match ReviewSubject::<K>::decode(routed, req) {
         Ok(Some(subject)) => subject,
         Ok(None) => return Decision::allow(),
@@ -262,6 +274,46 @@ mod tests {
                    "spec": {"devices": {"filter": {"driver": "gpu.example.com"},
                                         "attributes": {"gpu.example.com/model": {"string": "a100-80g"}}}}}),
         )
+    }
+
+    /// A subresource write of a kind without namespace guards is not
+    /// judged (the pipeline stops before decoding), though the same write
+    /// of the object is.
+    #[test]
+    fn subresource_writes_are_judged_only_for_namespace_guards() {
+        let other = serde_json::from_value(json!({"devices": {
+            "filter": {"driver": "gpu.example.com", "pool": "node-1"},
+            "attributes": {"gpu.example.com/model": {"string": "h100"}}}}))
+        .expect("patch spec");
+        let view = StaticView {
+            patches: vec![("model-fix-b".to_owned(), other)],
+            ..StaticView::default()
+        };
+        let policies = PolicySet {
+            policies: crate::policy::load::parse(
+                "p.yaml",
+                "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: strict}\nspec:\n  patches: {denyPriorityTies: true}\n",
+            )
+            .expect("valid policy"),
+        };
+        let ctx = Context {
+            now: "2026-11-21T10:00:00Z".parse().expect("time"),
+            cluster: &view,
+            policies: &policies,
+            toleration_restriction: None,
+            phase: Phase::Validate,
+            deadline: None,
+            target: Default::default(),
+        };
+        let whole = patch_create("alice");
+        let (decision, _) = Incoming::parse(&whole).expect("review").answer(&ctx);
+        assert_eq!(decision.cause_fields(), vec!["spec.devices.priority"]);
+        let mut sub: Value = serde_json::from_slice(&whole).expect("json");
+        sub["request"]["subResource"] = json!("status");
+        let (decision, _) = Incoming::parse(&serde_json::to_vec(&sub).expect("json"))
+            .expect("review")
+            .answer(&ctx);
+        assert!(decision.allowed && decision.warnings.is_empty(), "{decision:?}");
     }
 
     /// A tie is denied only by a policy that applies: one that exempts the

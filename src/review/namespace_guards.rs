@@ -4,7 +4,7 @@
 //! it, and who asked. A write that touches no guarded key is never judged
 //! here (and the webhook's matchConditions do not even send it).
 
-use super::{Context, ReviewSubject, Warning};
+use super::{Context, Phase, ReviewSubject, Warning};
 use crate::kinds::{AdmittedKind, ObjectView};
 use crate::policy::applicable::Applicable;
 use crate::policy::enforce::Violation;
@@ -13,7 +13,7 @@ use crate::policy::namespace_guards::{describe_requester, describe_subjects};
 pub fn namespace_guards<K: AdmittedKind>(
     subject: &ReviewSubject<'_, K>,
     applicable: &Applicable<'_>,
-    _: &Context<'_>,
+    ctx: &Context<'_>,
 ) -> (Vec<Violation>, Vec<Warning>) {
     let mut violations = Vec::new();
     let mut warnings = Vec::new();
@@ -23,7 +23,11 @@ pub fn namespace_guards<K: AdmittedKind>(
     let user = &subject.request.envelope.user_info;
     // `check` judges manifests nobody has sent yet: it cannot know who will
     // apply them, so it says what the apply will need instead of denying.
+    // An apiserver always names the requester (`system:anonymous` at
+    // least), so a request to `serve` that names nobody is denied: no
+    // guard can allow it.
     let requester_known = user.username.as_deref().is_some_and(|n| !n.is_empty());
+    let from_an_apiserver = ctx.phase == Phase::Validate;
     let new = subject.view.metadata();
     let old = subject.old.as_ref().map(ObjectView::metadata);
     for policy in applicable.selected() {
@@ -39,7 +43,7 @@ pub fn namespace_guards<K: AdmittedKind>(
                 change.change.verb(),
                 describe_subjects(&guards.allow)
             );
-            if !requester_known {
+            if !requester_known && !from_an_apiserver {
                 warnings.push(Warning {
                     concept: Some(crate::review::Concept::NamespaceGuard),
                     ..Warning::at(
@@ -47,16 +51,18 @@ pub fn namespace_guards<K: AdmittedKind>(
                         format!("toleration policy {name:?}: {rule}; the write is denied to anyone else"),
                     )
                 });
-            } else if !guards.allow.includes(user) {
+            } else if !requester_known || !guards.allow.includes(user) {
+                let requester = if requester_known {
+                    describe_requester(user)
+                } else {
+                    "a request that names no user".to_owned()
+                };
                 violations.push(Violation {
                     concept: crate::review::Concept::NamespaceGuard,
                     policy: name.clone(),
                     mode: policy.spec.mode,
                     field: Some(change.field()),
-                    message: format!(
-                        "toleration policy {name:?}: {rule}; {} may not",
-                        describe_requester(user)
-                    ),
+                    message: format!("toleration policy {name:?}: {rule}; {requester} may not"),
                 });
             }
         }
