@@ -1446,7 +1446,7 @@ fn guarded_namespace_keys_are_warned_about_in_check() {
     assert_eq!(lint.status.code(), Some(0));
     let text = stdout(&lint);
     assert!(
-        text.contains("note: namespaceGuards also guard label example.com/tier, which the shipped webhook namespaces.validate.draguard.dev does not send; set its matchCondition changes-a-guarded-key to:\n['resource.kubernetes.io/admin-access', 'draguard.dev/ignore', 'example.com/tier'].exists(k, "),
+        text.contains("note: namespaceGuards also guard label example.com/tier, which the shipped webhooks namespaces.validate.draguard.dev and namespaces-fail-open.validate.draguard.dev do not send; set their matchCondition changes-a-guarded-key to:\n['resource.kubernetes.io/admin-access', 'draguard.dev/ignore', 'example.com/tier'].exists(k, "),
         "{text}"
     );
 }

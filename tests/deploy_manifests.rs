@@ -3,8 +3,10 @@
 //! configurations are judged by what they would do, not by how they are
 //! spelled. Namespace selectors are evaluated against the namespaces that
 //! must stay exempt, `matchConditions` are evaluated as CEL against the
-//! requests of kubelets and the node lifecycle controller, and every entry's
-//! failure policy, timeout and CA source is checked.
+//! requests of kubelets and the node lifecycle controller and against the
+//! AdmissionRequests a real kube-apiserver sent (tests/fixtures/apiserver),
+//! and every entry's failure policy, timeout and CA source is checked,
+//! down to what a hung replica costs one write over every entry it reaches.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -186,9 +188,23 @@ fn sent_for_operation(webhook: &Value, user: &str, operation: &str) -> bool {
         let expression = c["expression"].as_str().expect("expression");
         let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
         let mut ctx = Context::default();
-        let request =
-            json!({"operation": operation, "userInfo": {"username": user, "groups": ["system:authenticated"]}});
-        ctx.add_variable_from_value("request", kube_cel::cel::to_value(&request).expect("CEL value"));
+        // A write of the entry's first resource that changes what draguard
+        // judges (a toleration added), so that only the requester decides.
+        let resource = resources(webhook)[0];
+        let request = json!({
+            "operation": operation,
+            "resource": {"group": "", "version": "v1", "resource": resource},
+            "userInfo": {"username": user, "groups": ["system:authenticated"]}
+        });
+        let object = json!({"metadata": {"name": "x"}, "spec": {"tolerations": [{"key": "example.com/gpu", "operator": "Exists"}]}});
+        let old = if operation == "UPDATE" {
+            json!({"metadata": {"name": "x"}, "spec": {}})
+        } else {
+            Value::Null
+        };
+        for (name, value) in [("request", &request), ("object", &object), ("oldObject", &old)] {
+            ctx.add_variable_from_value(name, kube_cel::cel::to_value(value).expect("CEL value"));
+        }
         match program.execute(&ctx) {
             Ok(CelValue::Bool(b)) => b,
             other => panic!("{expression} does not give a bool: {other:?}"),
@@ -210,13 +226,16 @@ fn assert_fails_safe(docs: &[Value], expected_failure: &[(&str, &str)]) {
     let service = find(docs, "Service", "draguard").expect("the Service");
     for (config, w) in &all {
         let name = w["name"].as_str().expect("name");
-        assert_eq!(
-            w["timeoutSeconds"], 3,
-            "{name}: a hung replica costs each call at most 3 s"
-        );
-        // A mutation is never worth a failed API call.
+        // A hung replica costs one write at most 3 s over every entry it
+        // reaches: 1 s to mutate, 2 s to validate, no reinvocation
+        // (`a_hung_replica_costs_a_write_at_most_3_s` adds them up).
         if config["kind"] == "MutatingWebhookConfiguration" {
+            assert_eq!(w["timeoutSeconds"], 1, "{name}");
+            assert_eq!(w["reinvocationPolicy"], "Never", "{name}: a reinvocation waits again");
+            // A mutation is never worth a failed API call.
             assert_eq!(w["failurePolicy"], "Ignore", "{name}");
+        } else {
+            assert_eq!(w["timeoutSeconds"], 2, "{name}");
         }
         let client = &w["clientConfig"]["service"];
         assert_eq!(
@@ -280,6 +299,7 @@ fn assert_fails_safe(docs: &[Value], expected_failure: &[(&str, &str)]) {
         validating(docs, "namespaces.validate.draguard.dev"),
         draguard_ns,
     );
+    assert_namespace_guards_fail_open_where_the_control_plane_writes(docs, draguard_ns);
     for (entry, policy) in expected_failure {
         assert_eq!(
             validating(docs, entry)["failurePolicy"],
@@ -318,7 +338,7 @@ fn sent_for_namespace_write(webhook: &Value, object: &Value, old: &Value) -> boo
 /// writes that touch a guarded key, and never the control plane's
 /// namespaces; its selector cannot read a label the same write could add.
 fn assert_namespace_guards_fail_closed_only_on_their_keys(w: &Value, draguard_ns: &str) {
-    assert_eq!(resources(w), ["namespaces"]);
+    assert_eq!(resources(w), NAMESPACE_RESOURCES);
     assert_eq!(w["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
     let selector = &w["namespaceSelector"];
     for exempt in ["kube-system", "kube-node-lease", draguard_ns] {
@@ -329,17 +349,7 @@ fn assert_namespace_guards_fail_closed_only_on_their_keys(w: &Value, draguard_ns
         selects(selector, &escaping),
         "adding draguard.dev/ignore must not take a Namespace out of its own guard"
     );
-    let shipped: Vec<&str> = w["matchConditions"][0]["expression"]
-        .as_str()
-        .expect("expression")
-        .split_whitespace()
-        .collect();
-    let generated = draguard::policy::namespace_guards::builtin_match_condition();
-    assert_eq!(
-        shipped,
-        generated.split_whitespace().collect::<Vec<_>>(),
-        "the shipped matchCondition is the one draguard generates for its built-in keys"
-    );
+    assert_guarded_keys_condition_is_generated(w);
     let ns =
         |labels: Value| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": labels}});
     let plain = ns(json!({"team": "a"}));
@@ -364,6 +374,57 @@ fn assert_namespace_guards_fail_closed_only_on_their_keys(w: &Value, draguard_ns
     );
 }
 
+/// What the Namespace entries are sent: the Namespace, and the
+/// subresources that store its labels and annotations as sent.
+const NAMESPACE_RESOURCES: [&str; 3] = ["namespaces", "namespaces/status", "namespaces/finalize"];
+
+/// The entry's `changes-a-guarded-key` is the expression draguard
+/// generates for its built-in keys (`policy lint` prints it with more).
+fn assert_guarded_keys_condition_is_generated(w: &Value) {
+    let shipped: Vec<&str> = w["matchConditions"]
+        .as_array()
+        .expect("matchConditions")
+        .iter()
+        .find(|c| c["name"] == "changes-a-guarded-key")
+        .and_then(|c| c["expression"].as_str())
+        .unwrap_or_else(|| panic!("{}: no changes-a-guarded-key", w["name"]))
+        .split_whitespace()
+        .collect();
+    let generated = draguard::policy::namespace_guards::builtin_match_condition();
+    assert_eq!(
+        shipped,
+        generated.split_whitespace().collect::<Vec<_>>(),
+        "{}: the shipped matchCondition is the one draguard generates for its built-in keys",
+        w["name"]
+    );
+}
+
+/// The control plane's namespaces and system:masters are judged by an
+/// entry of their own that fails open, with the same keys and resources,
+/// and whose namespace list is the fail-closed entry's exemption.
+fn assert_namespace_guards_fail_open_where_the_control_plane_writes(docs: &[Value], draguard_ns: &str) {
+    let open = validating(docs, "namespaces-fail-open.validate.draguard.dev");
+    assert_eq!(open["failurePolicy"], "Ignore");
+    assert_eq!(resources(open), NAMESPACE_RESOURCES);
+    assert!(open["namespaceSelector"].is_null(), "it exempts no namespace");
+    assert_guarded_keys_condition_is_generated(open);
+    let closed = validating(docs, "namespaces.validate.draguard.dev");
+    let exempt = closed["namespaceSelector"]["matchExpressions"][0]["values"].clone();
+    assert_eq!(exempt, json!(["kube-system", "kube-node-lease", draguard_ns]));
+    let named = open["matchConditions"][0]["expression"].as_str().expect("expression");
+    let list = exempt
+        .as_array()
+        .expect("values")
+        .iter()
+        .map(|v| format!("'{}'", v.as_str().expect("name")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    assert!(
+        named.contains(&format!("object.metadata.name in [{list}]")),
+        "the fail-open entry names the namespaces the fail-closed one exempts: {named}"
+    );
+}
+
 /// The base's failure policies, entry by entry.
 const BASE_FAILURE: &[(&str, &str)] = &[
     ("validate.draguard.dev", "Fail"),
@@ -372,6 +433,7 @@ const BASE_FAILURE: &[(&str, &str)] = &[
     ("resourceslices.validate.draguard.dev", "Ignore"),
     ("nodes.validate.draguard.dev", "Ignore"),
     ("namespaces.validate.draguard.dev", "Fail"),
+    ("namespaces-fail-open.validate.draguard.dev", "Ignore"),
 ];
 
 fn ca_bundle_is_empty(w: &Value) -> bool {
@@ -588,6 +650,9 @@ fn manifests_agree_with_the_kind_registry() {
                 let versions = strings(&rule["apiVersions"]);
                 for group in strings(&rule["apiGroups"]) {
                     for resource in strings(&rule["resources"]) {
+                        // A subresource is judged as its kind (the
+                        // Namespace guards' status and finalize).
+                        let resource = resource.split('/').next().unwrap_or_default().to_owned();
                         let row = KINDS
                             .iter()
                             .find(|r| r.group == group && r.plural == resource)
@@ -666,4 +731,540 @@ fn manifests_agree_with_the_kind_registry() {
         .map(|(g, r)| ((*g).to_owned(), (*r).to_owned()))
         .collect();
     assert_eq!(read_not_judged, want, "every watched cache may be read");
+}
+
+// ---------------------------------------------------------------------
+// Which entries a write reaches, as the apiserver decides it: rules,
+// namespaceSelector, then matchConditions evaluated as CEL with
+// Kubernetes' variables (`request`, `object`, `oldObject`; `authorizer`
+// is not used). Kubernetes evaluates matchConditions with object and
+// oldObject as dynamic maps (null when absent) and an error as a failed
+// call (kubernetes v1.36 staging/src/k8s.io/apiserver/pkg/admission/
+// plugin/webhook/matchconditions/matcher.go): here an error fails the test.
+// ---------------------------------------------------------------------
+
+/// The variables a webhook matchCondition may read; `authorizer` needs
+/// the apiserver, and none of draguard's conditions uses it.
+const MATCH_CONDITION_VARIABLES: [&str; 3] = ["request", "object", "oldObject"];
+
+/// Whether `rule` (a RuleWithOperations) matches the request.
+fn rule_matches(rule: &Value, request: &Value) -> bool {
+    let listed = |field: &str, want: &str| {
+        rule[field]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .any(|v| v == "*" || v == want)
+    };
+    let resource = &request["resource"];
+    let name = match request["subResource"].as_str() {
+        Some(sub) if !sub.is_empty() => format!("{}/{sub}", resource["resource"].as_str().expect("resource")),
+        _ => resource["resource"].as_str().expect("resource").to_owned(),
+    };
+    // Namespace objects, and their subresources, are cluster-scoped whatever
+    // the request's namespace says (admissionregistration/v1 Rule.scope).
+    let namespaced =
+        resource["resource"] != "namespaces" && request["namespace"].as_str().is_some_and(|n| !n.is_empty());
+    let scope_ok = match rule["scope"].as_str().unwrap_or("*") {
+        "Namespaced" => namespaced,
+        "Cluster" => !namespaced,
+        _ => true,
+    };
+    scope_ok
+        && listed("apiGroups", resource["group"].as_str().unwrap_or(""))
+        && listed("apiVersions", resource["version"].as_str().unwrap_or(""))
+        && listed("operations", request["operation"].as_str().expect("operation"))
+        && listed("resources", &name)
+}
+
+/// The labels the namespaceSelector is read against (kubernetes v1.36
+/// staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/
+/// namespace/matcher.go): a Namespace CREATE or UPDATE's own object, the
+/// stored Namespace for its subresources, the request's namespace for a
+/// namespaced object; `None` for other cluster-scoped objects, which every
+/// selector matches.
+fn selector_labels(request: &Value, stored: &Value) -> Option<BTreeMap<String, String>> {
+    let of = |object: &Value| -> BTreeMap<String, String> {
+        let mut labels: BTreeMap<String, String> = object["metadata"]["labels"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+            .collect();
+        if let Some(name) = object["metadata"]["name"].as_str() {
+            labels.insert("kubernetes.io/metadata.name".into(), name.to_owned());
+        }
+        labels
+    };
+    let is_namespace = request["resource"]["resource"] == "namespaces";
+    let sub = request["subResource"].as_str().is_some_and(|s| !s.is_empty());
+    if is_namespace && !sub {
+        return Some(of(&request["object"]));
+    }
+    if is_namespace {
+        return Some(of(stored));
+    }
+    let namespace = request["namespace"].as_str().filter(|n| !n.is_empty())?;
+    let mut labels = of(stored);
+    labels.insert("kubernetes.io/metadata.name".into(), namespace.to_owned());
+    Some(labels)
+}
+
+fn evaluate(expression: &str, request: &Value) -> bool {
+    let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
+    // Only these are declared: a condition reading anything else (the
+    // `authorizer`, a typo) fails to evaluate below.
+    let mut ctx = Context::default();
+    let variables = [request, &request["object"], &request["oldObject"]];
+    for (name, value) in MATCH_CONDITION_VARIABLES.into_iter().zip(variables) {
+        ctx.add_variable_from_value(name, kube_cel::cel::to_value(value).expect("CEL value"));
+    }
+    match program.execute(&ctx) {
+        Ok(CelValue::Bool(b)) => b,
+        other => panic!(
+            "{expression} on {} {} by {}: {other:?}",
+            request["operation"], request["resource"]["resource"], request["userInfo"]["username"]
+        ),
+    }
+}
+
+/// The entries (configuration kind, entry) the apiserver calls for
+/// `request`; `stored` is the Namespace the selector reads where it reads
+/// a stored one.
+fn reached<'a>(docs: &'a [Value], request: &Value, stored: &Value) -> Vec<(&'a Value, &'a Value)> {
+    let labels = selector_labels(request, stored);
+    webhooks(docs)
+        .into_iter()
+        .filter(|(_, w)| {
+            w["rules"]
+                .as_array()
+                .expect("rules")
+                .iter()
+                .any(|r| rule_matches(r, request))
+        })
+        .filter(|(_, w)| {
+            let borrowed: Option<BTreeMap<&str, &str>> = labels
+                .as_ref()
+                .map(|l| l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect());
+            borrowed.is_none_or(|l| selects(&w["namespaceSelector"], &l))
+        })
+        .filter(|(_, w)| {
+            w["matchConditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|c| evaluate(c["expression"].as_str().expect("expression"), request))
+        })
+        .collect()
+}
+
+fn names<'a>(entries: &[(&'a Value, &'a Value)]) -> Vec<&'a str> {
+    entries.iter().filter_map(|(_, w)| w["name"].as_str()).collect()
+}
+
+/// The AdmissionRequests a real kube-apiserver v1.36.2 sent
+/// (tests/fixtures/apiserver), with the endpoint each was sent to.
+fn apiserver_requests() -> Vec<(String, String, Value)> {
+    let dir = Path::new(ROOT).join("tests/fixtures/apiserver");
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("index.json")).expect("index.json")).expect("index JSON");
+    index
+        .as_array()
+        .expect("index")
+        .iter()
+        .map(|entry| {
+            let file = entry["file"].as_str().expect("file").to_owned();
+            let review: Value =
+                serde_json::from_slice(&std::fs::read(dir.join(&file)).expect("fixture")).expect("fixture JSON");
+            let endpoint = entry["webhook"].as_str().expect("webhook").to_owned();
+            (file, endpoint, review["request"].clone())
+        })
+        .collect()
+}
+
+/// The seconds a hung replica can cost `request`: every entry it reaches
+/// waits its full timeout, a reinvoked one twice.
+fn worst_wait(entries: &[(&Value, &Value)]) -> u64 {
+    entries
+        .iter()
+        .map(|(_, w)| {
+            let once = w["timeoutSeconds"].as_u64().unwrap_or(10);
+            if w["reinvocationPolicy"] == "IfNeeded" {
+                2 * once
+            } else {
+                once
+            }
+        })
+        .sum()
+}
+
+/// draguard's own `/mutate` answer on `request`, with the shipped policies.
+fn draguard_patches(request: &Value) -> usize {
+    use draguard::review::Phase;
+    let policies = draguard::policy::load::load_dir(&Path::new(ROOT).join("policies"))
+        .expect("the shipped policies")
+        .set;
+    let view = draguard::cluster::StaticView::default();
+    let ctx = draguard::review::Context {
+        now: "2026-11-21T10:00:00Z".parse().expect("time"),
+        cluster: &view,
+        policies: &policies,
+        toleration_restriction: None,
+        phase: Phase::Mutate,
+        deadline: None,
+        target: Default::default(),
+    };
+    let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request});
+    let incoming = draguard::admission::Incoming::parse(&serde_json::to_vec(&review).expect("JSON")).expect("review");
+    incoming.answer(&ctx).0.patch.len()
+}
+
+fn with_user(request: &Value, username: &str, groups: &[&str]) -> Value {
+    let mut request = request.clone();
+    request["userInfo"] = json!({"username": username, "groups": groups});
+    request
+}
+
+/// A hung replica costs a write at most 3 s in all, and a write reaches
+/// at most one validating entry and one mutating entry; one that needs no
+/// mutation reaches no mutating entry (where the manifests can know it).
+#[test]
+fn a_hung_replica_costs_a_write_at_most_3_s() {
+    let Some(docs) = render(&overlay("base")) else { return };
+    let default_ns = json!({"metadata": {"name": "default"}});
+    let mut reaches_one = Vec::new();
+    for (file, endpoint, request) in apiserver_requests() {
+        let reached = reached(&docs, &request, &default_ns);
+        assert!(
+            worst_wait(&reached) <= 3,
+            "{file}: {:?} wait {} s",
+            names(&reached),
+            worst_wait(&reached)
+        );
+        let validating = reached
+            .iter()
+            .filter(|(c, _)| c["kind"] == "ValidatingWebhookConfiguration")
+            .count();
+        let mutating = reached.len() - validating;
+        assert!(validating == 1 && mutating <= 1, "{file}: {:?}", names(&reached));
+        // No stamp or default draguard would add is lost.
+        if endpoint.starts_with("/mutate") && draguard_patches(&request) > 0 {
+            assert_eq!(mutating, 1, "{file}: draguard would patch it, but it is not sent");
+        }
+        if reached.len() == 1 {
+            reaches_one.push(file);
+        }
+    }
+    // The apiserver stamps timeAdded itself before admission, so its
+    // slices and taint rules never need draguard's /mutate.
+    for kind in [
+        "resourceslice-create-3",
+        "resourceslice-update-1",
+        "devicetaintrule-create-5",
+    ] {
+        assert!(
+            reaches_one.iter().any(|f| f.starts_with(kind)),
+            "{kind} reaches one entry: {reaches_one:?}"
+        );
+    }
+}
+
+/// The fixture by file name.
+fn fixture(name: &str) -> Value {
+    apiserver_requests()
+        .into_iter()
+        .find(|(file, _, _)| file == name)
+        .map(|(_, _, request)| request)
+        .unwrap_or_else(|| panic!("fixture {name}"))
+}
+
+/// A named change to a stored object.
+type Edit = (&'static str, fn(&mut Value));
+
+/// Pod UPDATEs wait on draguard only when they change what draguard
+/// judges: a finalizer or label edit never does, a toleration change does.
+#[test]
+fn pod_updates_are_sent_only_when_what_draguard_judges_changes() {
+    let Some(docs) = render(&overlay("base")) else { return };
+    let ns = json!({"metadata": {"name": "default"}});
+    // The apiserver's own request: a toleration added with a JSON patch.
+    let added = fixture("pod-update-2.json");
+    assert_ne!(
+        added["object"]["spec"]["tolerations"],
+        added["oldObject"]["spec"]["tolerations"]
+    );
+    let user = with_user(&added, "alice", &["system:authenticated"]);
+    assert_eq!(names(&reached(&docs, &user, &ns)), ["validate.draguard.dev"]);
+
+    let stored = added["oldObject"].clone();
+    let edit = |change: fn(&mut Value)| {
+        let mut request = user.clone();
+        let mut object = stored.clone();
+        change(&mut object);
+        request["object"] = object;
+        request["oldObject"] = stored.clone();
+        request
+    };
+    let not_sent: [Edit; 5] = [
+        ("a finalizer added", |o: &mut Value| {
+            o["metadata"]["finalizers"] = json!(["example.com/hold"])
+        }),
+        ("a label changed", |o: &mut Value| {
+            o["metadata"]["labels"]["app"] = json!("other")
+        }),
+        ("an annotation added", |o: &mut Value| {
+            o["metadata"]["annotations"] = json!({"a": "b"})
+        }),
+        ("the image changed", |o: &mut Value| {
+            o["spec"]["containers"][0]["image"] = json!("busybox:2")
+        }),
+        ("nothing changed", |_: &mut Value| {}),
+    ];
+    for (what, change) in &not_sent {
+        assert_eq!(
+            names(&reached(&docs, &edit(*change), &ns)),
+            Vec::<&str>::new(),
+            "{what}"
+        );
+    }
+    // The finalizer removed (the controller releasing its hold).
+    let mut held = stored.clone();
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    let mut released = user.clone();
+    released["oldObject"] = held;
+    released["object"] = stored.clone();
+    assert_eq!(
+        names(&reached(&docs, &released, &ns)),
+        Vec::<&str>::new(),
+        "a finalizer removed"
+    );
+
+    let sent: [Edit; 5] = [
+        ("a toleration's seconds changed", |o: &mut Value| {
+            let tolerations = o["spec"]["tolerations"]
+                .as_array_mut()
+                .expect("the stored Pod's tolerations");
+            tolerations[0]["tolerationSeconds"] = json!(7);
+        }),
+        ("the tolerations removed", |o: &mut Value| {
+            o["spec"].as_object_mut().expect("spec").remove("tolerations");
+        }),
+        ("a topology spread added", |o: &mut Value| {
+            o["spec"]["topologySpreadConstraints"] =
+                json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]);
+        }),
+        ("a resource claim added", |o: &mut Value| {
+            o["spec"]["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": "gpu"}]);
+        }),
+        ("a container's claims changed", |o: &mut Value| {
+            o["spec"]["containers"][0]["resources"]["claims"] = json!([{"name": "gpu"}, {"name": "nic"}]);
+        }),
+    ];
+    for (what, change) in &sent {
+        assert_eq!(
+            names(&reached(&docs, &edit(*change), &ns)),
+            ["validate.draguard.dev"],
+            "{what}"
+        );
+    }
+    // A Pod CREATE is always judged, and mutated.
+    let create = with_user(&fixture("pod-create-4.json"), "alice", &["system:authenticated"]);
+    assert_eq!(
+        names(&reached(&docs, &create, &ns)),
+        ["validate.draguard.dev", "mutate.draguard.dev"]
+    );
+}
+
+/// Taints draguard would stamp are sent to /mutate (its own answer says
+/// which), and nothing else.
+#[test]
+fn device_taints_are_sent_to_mutate_only_when_draguard_would_stamp_them() {
+    let Some(docs) = render(&overlay("base")) else { return };
+    let none = Value::Null;
+    let mutating = |request: &Value| -> bool {
+        reached(&docs, request, &none)
+            .iter()
+            .any(|(c, _)| c["kind"] == "MutatingWebhookConfiguration")
+    };
+    let slice = fixture("resourceslice-create-3.json");
+    assert!(
+        !mutating(&slice) && draguard_patches(&slice) == 0,
+        "stamped by the apiserver"
+    );
+    let mut untimed = slice.clone();
+    untimed["object"]["spec"]["devices"][0]["taints"][0]
+        .as_object_mut()
+        .expect("a taint")
+        .remove("timeAdded");
+    assert!(
+        mutating(&untimed) && draguard_patches(&untimed) == 1,
+        "a taint without timeAdded"
+    );
+
+    let rule = fixture("devicetaintrule-update-1.json");
+    assert_ne!(
+        rule["object"]["spec"]["taint"]["effect"],
+        rule["oldObject"]["spec"]["taint"]["effect"]
+    );
+    assert!(
+        mutating(&rule) && draguard_patches(&rule) == 1,
+        "an effect change renews timeAdded"
+    );
+    let mut relabelled = rule.clone();
+    relabelled["object"]["spec"] = rule["oldObject"]["spec"].clone();
+    relabelled["object"]["metadata"]["labels"] = json!({"team": "infra"});
+    assert!(
+        !mutating(&relabelled) && draguard_patches(&relabelled) == 0,
+        "a label edit"
+    );
+    let mut untimed_rule = fixture("devicetaintrule-create-5.json");
+    untimed_rule["object"]["spec"]["taint"]
+        .as_object_mut()
+        .expect("taint")
+        .remove("timeAdded");
+    assert!(mutating(&untimed_rule) && draguard_patches(&untimed_rule) == 1);
+}
+
+/// A Namespace write reaches exactly one Namespace entry when it touches a
+/// guarded key: the fail-closed one for tenants, the fail-open one for the
+/// control plane's namespaces and system:masters (so an administrator can
+/// label namespaces while draguard is down); none otherwise.
+#[test]
+fn namespace_writes_reach_one_guard_and_masters_never_the_fail_closed_one() {
+    let Some(docs) = render(&overlay("base")) else { return };
+    let draguard_ns = deployment(&docs)["metadata"]["namespace"]
+        .as_str()
+        .expect("namespace")
+        .to_owned();
+    let ns = |name: &str, labels: Value| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}});
+    let write = |user: &str, groups: &[&str], sub: Option<&str>, object: Value, old: Value| {
+        json!({
+            "uid": "u", "operation": if old.is_null() { "CREATE" } else { "UPDATE" },
+            "kind": {"group": "", "version": "v1", "kind": "Namespace"},
+            "resource": {"group": "", "version": "v1", "resource": "namespaces"},
+            "subResource": sub,
+            "name": object["metadata"]["name"],
+            "namespace": if sub.is_some() { object["metadata"]["name"].clone() } else { Value::Null },
+            "userInfo": {"username": user, "groups": groups},
+            "object": object, "oldObject": old,
+        })
+    };
+    const CLOSED: &str = "namespaces.validate.draguard.dev";
+    const OPEN: &str = "namespaces-fail-open.validate.draguard.dev";
+    let tenant = ["system:authenticated"];
+    let masters = ["system:masters", "system:authenticated"];
+    let ignored = json!({"draguard.dev/ignore": "true"});
+    let plain = json!({"team": "a"});
+    let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+        (
+            "a tenant creates an ignored namespace",
+            write(
+                "alice",
+                &tenant,
+                None,
+                ns("calico-system", ignored.clone()),
+                Value::Null,
+            ),
+            vec![CLOSED],
+        ),
+        (
+            "an administrator does, while draguard is down",
+            write(
+                "kubernetes-admin",
+                &masters,
+                None,
+                ns("calico-system", ignored.clone()),
+                Value::Null,
+            ),
+            vec![OPEN],
+        ),
+        (
+            "an administrator labels one",
+            write(
+                "kubernetes-admin",
+                &masters,
+                None,
+                ns("calico-system", ignored.clone()),
+                ns("calico-system", plain.clone()),
+            ),
+            vec![OPEN],
+        ),
+        (
+            "a plain create",
+            write("alice", &tenant, None, ns("ml", plain.clone()), Value::Null),
+            vec![],
+        ),
+        (
+            "admin access through status",
+            write(
+                "alice",
+                &tenant,
+                Some("status"),
+                ns("ml", json!({"resource.kubernetes.io/admin-access": "true"})),
+                ns("ml", plain.clone()),
+            ),
+            vec![CLOSED],
+        ),
+        (
+            "admin access through finalize",
+            write(
+                "alice",
+                &tenant,
+                Some("finalize"),
+                ns("ml", json!({"resource.kubernetes.io/admin-access": "true"})),
+                ns("ml", plain.clone()),
+            ),
+            vec![CLOSED],
+        ),
+        (
+            "the namespace controller finalizing",
+            write(
+                "system:serviceaccount:kube-system:namespace-controller",
+                &tenant,
+                Some("finalize"),
+                ns("ml", plain.clone()),
+                ns("ml", plain.clone()),
+            ),
+            vec![],
+        ),
+        (
+            "kube-system relabelled by a tenant",
+            write(
+                "alice",
+                &tenant,
+                None,
+                ns("kube-system", ignored.clone()),
+                ns("kube-system", json!({})),
+            ),
+            vec![OPEN],
+        ),
+        (
+            "kube-node-lease through status",
+            write(
+                "alice",
+                &tenant,
+                Some("status"),
+                ns("kube-node-lease", ignored.clone()),
+                ns("kube-node-lease", json!({})),
+            ),
+            vec![OPEN],
+        ),
+        (
+            "draguard's own namespace losing its label",
+            write(
+                "alice",
+                &tenant,
+                None,
+                ns(&draguard_ns, json!({})),
+                ns(&draguard_ns, ignored.clone()),
+            ),
+            vec![OPEN],
+        ),
+    ];
+    for (what, request, want) in cases {
+        let stored = request["oldObject"].clone();
+        let got = reached(&docs, &request, &stored);
+        assert_eq!(names(&got), want, "{what}");
+        assert!(worst_wait(&got) <= 3, "{what}");
+    }
 }

@@ -227,7 +227,7 @@ pub fn webhook_note(set: &super::PolicySet) -> Option<String> {
         )
         .collect();
     Some(format!(
-        "namespaceGuards also guard {}, which the shipped webhook namespaces.validate.draguard.dev does not send; set its matchCondition changes-a-guarded-key to:\n{}",
+        "namespaceGuards also guard {}, which the shipped webhooks namespaces.validate.draguard.dev and namespaces-fail-open.validate.draguard.dev do not send; set their matchCondition changes-a-guarded-key to:\n{}",
         extra.join(", "),
         match_condition(&labels, &annotations)
     ))
@@ -463,7 +463,7 @@ mod tests {
         let (text, expression) = note.split_once('\n').expect("two lines");
         assert_eq!(
             text,
-            "namespaceGuards also guard label example.com/tier, annotation example.com/owner, which the shipped webhook namespaces.validate.draguard.dev does not send; set its matchCondition changes-a-guarded-key to:"
+            "namespaceGuards also guard label example.com/tier, annotation example.com/owner, which the shipped webhooks namespaces.validate.draguard.dev and namespaces-fail-open.validate.draguard.dev do not send; set their matchCondition changes-a-guarded-key to:"
         );
         assert_eq!(
             expression,
