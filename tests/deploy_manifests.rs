@@ -1268,3 +1268,62 @@ fn namespace_writes_reach_one_guard_and_masters_never_the_fail_closed_one() {
         assert!(worst_wait(&got) <= 3, "{what}");
     }
 }
+
+/// A workload UPDATE is sent only when its pod template's spec changes: a
+/// scale or a controller's annotation never waits on draguard.
+#[test]
+fn workload_updates_are_sent_only_when_the_pod_template_changes() {
+    let Some(docs) = render(&overlay("base")) else { return };
+    let ns = json!({"metadata": {"name": "ml"}});
+    let template = json!({"metadata": {"labels": {"app": "w"}}, "spec": {
+        "containers": [{"name": "main", "image": "trainer:1"}],
+        "tolerations": [{"key": "example.com/gpu", "operator": "Exists"}]}});
+    let cases = [
+        (
+            "apps",
+            "deployments",
+            "Deployment",
+            json!({"replicas": 2, "template": template}),
+        ),
+        (
+            "batch",
+            "cronjobs",
+            "CronJob",
+            json!({"schedule": "@daily", "jobTemplate": {"spec": {"template": template}}}),
+        ),
+    ];
+    for (group, plural, kind, spec) in cases {
+        let object = json!({"apiVersion": format!("{group}/v1"), "kind": kind,
+                            "metadata": {"name": "w", "namespace": "ml"}, "spec": spec});
+        let write = |new: &Value, old: &Value| {
+            json!({
+                "uid": "u", "operation": if old.is_null() { "CREATE" } else { "UPDATE" },
+                "kind": {"group": group, "version": "v1", "kind": kind},
+                "resource": {"group": group, "version": "v1", "resource": plural},
+                "name": "w", "namespace": "ml",
+                "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+                "object": new, "oldObject": old,
+            })
+        };
+        let sent = |new: &Value, old: &Value| names(&reached(&docs, &write(new, old), &ns));
+        const WORKLOADS: &str = "workloads.validate.draguard.dev";
+        assert_eq!(sent(&object, &Value::Null), [WORKLOADS], "{kind} CREATE");
+        let mut scaled = object.clone();
+        scaled["spec"]["replicas"] = json!(5);
+        scaled["metadata"]["annotations"] = json!({"deployment.kubernetes.io/revision": "2"});
+        assert_eq!(
+            sent(&scaled, &object),
+            Vec::<&str>::new(),
+            "{kind}: a scale and an annotation"
+        );
+        let mut tolerating = object.clone();
+        let pointer = if kind == "CronJob" {
+            "/spec/jobTemplate/spec/template/spec/tolerations"
+        } else {
+            "/spec/template/spec/tolerations"
+        };
+        *tolerating.pointer_mut(pointer).expect("tolerations") =
+            json!([{"key": "example.com/tpu", "operator": "Exists"}]);
+        assert_eq!(sent(&tolerating, &object), [WORKLOADS], "{kind}: a toleration changed");
+    }
+}

@@ -178,8 +178,9 @@ fn is_dangling_link(path: &Path) -> bool {
 
 /// A ConfigMap or Secret volume is a folder whose `..data` link points at
 /// kubelet's latest timestamped copy, with each key a link through it
-/// (kubernetes v1.36 pkg/volume/util/atomic_writer.go, `dataDirName`). `..data` pointing nowhere
-/// means the mount is broken, not that the policies are gone.
+/// (kubernetes v1.36 pkg/volume/util/atomic_writer.go, `dataDirName`).
+/// `..data` pointing nowhere means the mount is broken, not that the
+/// policies are gone.
 fn dangling_data_link(dir: &Path) -> Option<String> {
     let data = dir.join("..data");
     is_dangling_link(&data).then(|| {
