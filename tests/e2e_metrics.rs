@@ -217,6 +217,17 @@ async fn policy_reloads_are_counted_by_result() {
     let text = scrape_until(&server, r#"draguard_policy_reloads_total{result="success"} 2"#).await;
     assert!(has(&text, "draguard_policy_last_reload_successful 1"), "{text}");
     assert!(has(&text, "draguard_policies_loaded 2"), "{text}");
+
+    // One file removed is a deliberate change; the last one removed (a
+    // ConfigMap that lost its keys) is rejected, as the start would be,
+    // and its policy stays in force.
+    std::fs::remove_file(policies.path().join("broken.yaml")).unwrap();
+    let text = scrape_until(&server, r#"draguard_policy_reloads_total{result="success"} 3"#).await;
+    assert!(has(&text, "draguard_policies_loaded 1"), "{text}");
+    std::fs::remove_file(policies.path().join("ml.yaml")).unwrap();
+    let text = scrape_until(&server, r#"draguard_policy_reloads_total{result="failure"} 2"#).await;
+    assert!(has(&text, "draguard_policy_last_reload_successful 0"), "{text}");
+    assert!(has(&text, "draguard_policies_loaded 1"), "{text}");
     server.stop().await.unwrap();
 }
 
