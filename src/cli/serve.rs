@@ -285,11 +285,9 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
             let cluster_ready = config.ready.clone();
             config.ready = std::sync::Arc::new(move || {
                 cluster_ready()?;
-                if certs_ready.is_ready() {
-                    Ok(())
-                } else {
-                    Err("the webhook certificate is not served, or caBundle not set, yet".to_owned())
-                }
+                // Not ready while some caBundle does not trust the served
+                // certificate: the apiserver cannot call this replica then.
+                certs_ready.check()
             });
             Some(manager)
         }
