@@ -54,6 +54,11 @@ pub struct Objects {
     pub forbid_webhook_patches: bool,
     /// `gitVersion` of `GET /version` (`v1.36.2`); unset, `/version` is a 404.
     pub git_version: Option<String>,
+    /// The text of `GET /metrics`; unset, it is refused (403), as by an
+    /// apiserver whose RBAC does not grant the non-resource URL.
+    pub metrics_text: Option<String>,
+    /// `GET /metrics` requests received.
+    pub metrics_requests: usize,
 }
 
 impl Objects {
@@ -106,6 +111,7 @@ impl FakeApiServer {
         };
         let app = Router::new()
             .route("/version", axum::routing::get(version))
+            .route("/metrics", axum::routing::get(metrics))
             .route("/api/v1/namespaces", axum::routing::get(list_namespaces))
             .route("/api/v1/resourcequotas", axum::routing::get(list_all_quotas))
             .route("/api/v1/pods", axum::routing::get(list_pods))
@@ -276,6 +282,32 @@ async fn version(State(s): State<Shared>) -> Response {
         "platform": "linux/amd64",
     }))
     .into_response()
+}
+
+/// `GET /metrics`: the text set, or the apiserver's 403 for a non-resource
+/// URL its RBAC does not grant.
+async fn metrics(State(s): State<Shared>) -> Response {
+    let text = {
+        let mut objects = s.lock().expect("objects");
+        objects.metrics_requests += 1;
+        objects.metrics_text.clone()
+    };
+    match text {
+        Some(text) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        None => {
+            let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "forbidden: User \"system:serviceaccount:draguard:draguard\" cannot get path \"/metrics\"",
+                "reason": "Forbidden", "details": {}, "code": 403});
+            (StatusCode::FORBIDDEN, axum::Json(body)).into_response()
+        }
+    }
 }
 
 async fn list_namespaces(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
