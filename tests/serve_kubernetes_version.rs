@@ -351,3 +351,37 @@ async fn metrics_refused_once_are_not_asked_for_again() {
     }
     assert_eq!(serving.objects.lock().unwrap().metrics_requests, 2);
 }
+
+/// An apiserver away at start (its `/version` fails) is asked again at the
+/// retry interval, not the long one: once it answers, a version other than
+/// the rules' sets the gauge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apiserver_back_after_an_outage_is_compared_soon() {
+    use draguard::cluster::apiserver::{Apiserver, Recheck, recheck};
+    use draguard::kubernetes::apiserver_report::Mismatch;
+    use draguard::kubernetes::{KubeVersion, Target};
+    let fake = FakeApiServer::start(Objects::default()).await;
+    let mut apiserver = Apiserver::new(fake.client());
+    let first = apiserver.read().await;
+    assert_eq!(first.git_version, None, "/version is a 404 for now");
+    let mismatch = Mismatch::default();
+    let when = Recheck {
+        every: Duration::from_secs(3600),
+        retry: Duration::from_millis(50),
+    };
+    let target = Target::new(KubeVersion::V1_37);
+    let task = tokio::spawn(recheck(apiserver, target, mismatch.clone(), None, false, when));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(mismatch.known(), [], "nothing known while it does not answer");
+    fake.objects.lock().unwrap().git_version = Some("v1.36.2".into());
+    let mut seen = vec![];
+    for _ in 0..100 {
+        seen = mismatch.known();
+        if !seen.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen, [("version", 1)]);
+    task.abort();
+}

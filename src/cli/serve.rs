@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::cluster::apiserver::{self, Apiserver, Report};
+use crate::cluster::apiserver::{self, Apiserver, Recheck, Report};
 use crate::cluster::live::LiveView;
 use crate::controllers::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
 use crate::kubernetes::apiserver_report::Mismatch;
@@ -339,7 +339,7 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
 /// warning that names the flag to pin them. Rules that differ from what the
 /// apiserver runs get one WARN line naming both, and the gauge
 /// `draguard_apiserver_mismatch`; the apiserver is asked again every 10
-/// minutes (`cluster::apiserver`).
+/// minutes, and every 30 s while it does not answer (`cluster::apiserver`).
 async fn rules_in_force(
     args: &ServeArgs,
     client: Option<&kube::Client>,
@@ -372,7 +372,9 @@ async fn rules_in_force(
     if let Some(apiserver) = apiserver {
         let mut last = None;
         apiserver::compare(&target, &report, mismatch, &mut last);
-        tokio::spawn(apiserver::recheck(apiserver, target, mismatch.clone(), last));
+        let answered = report.git_version.is_some();
+        let recheck = apiserver::recheck(apiserver, target, mismatch.clone(), last, answered, Recheck::default());
+        tokio::spawn(recheck);
     }
     Ok(target)
 }

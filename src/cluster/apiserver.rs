@@ -1,8 +1,9 @@
 //! Asks the running apiserver what it runs: `GET /version`, and the feature
 //! gates of `GET /metrics` (`kubernetes_feature_enabled`). `serve` asks at
-//! start, to pick and check its rules, and again every
-//! [`RECHECK_EVERY`] (an apiserver upgraded under draguard is seen then),
-//! warning when the rules in force and the apiserver part ways.
+//! start, to pick and check its rules, then every [`RECHECK_EVERY`], and
+//! every [`RETRY_EVERY`] while the apiserver does not answer, so that it
+//! asks again soon after a reconnect (an apiserver upgraded under draguard
+//! restarts), warning when the rules in force and the apiserver part ways.
 //!
 //! `/metrics` needs RBAC (`nonResourceURLs: ["/metrics"]`, verb `get`;
 //! deploy/base/rbac.yaml grants it). When refused (403), that is said once
@@ -20,6 +21,8 @@ use crate::kubernetes::apiserver_report::{Differences, FeatureScan, Mismatch};
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the apiserver is asked again after start.
 pub const RECHECK_EVERY: Duration = Duration::from_secs(600);
+/// How often the apiserver is asked while `/version` fails.
+pub const RETRY_EVERY: Duration = Duration::from_secs(30);
 /// `/metrics` bytes read at most: a big apiserver serves tens of MB; the
 /// gauge is near the end (metrics are sorted by name), so the cap is wide,
 /// and it costs time only, never memory ([`FeatureScan`] keeps one line).
@@ -152,11 +155,37 @@ pub fn compare(target: &Target, report: &Report, mismatch: &Mismatch, last: &mut
     *last = Some(found);
 }
 
-/// Asks again every [`RECHECK_EVERY`], forever, and compares.
-pub async fn recheck(mut apiserver: Apiserver, target: Target, mismatch: Mismatch, mut last: Option<Differences>) {
+/// When to ask again: `every`, or `retry` while the apiserver's `/version`
+/// does not answer.
+#[derive(Debug, Clone, Copy)]
+pub struct Recheck {
+    pub every: Duration,
+    pub retry: Duration,
+}
+
+impl Default for Recheck {
+    fn default() -> Self {
+        Recheck {
+            every: RECHECK_EVERY,
+            retry: RETRY_EVERY,
+        }
+    }
+}
+
+/// Asks again and compares, forever; `answered`: whether the last round
+/// (the one at start) read `/version`.
+pub async fn recheck(
+    mut apiserver: Apiserver,
+    target: Target,
+    mismatch: Mismatch,
+    mut last: Option<Differences>,
+    mut answered: bool,
+    when: Recheck,
+) {
     loop {
-        tokio::time::sleep(RECHECK_EVERY).await;
+        tokio::time::sleep(if answered { when.every } else { when.retry }).await;
         let report = apiserver.read().await;
+        answered = report.git_version.is_some();
         compare(&target, &report, &mismatch, &mut last);
     }
 }
