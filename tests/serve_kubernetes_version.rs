@@ -98,7 +98,12 @@ async fn serve(git_version: Option<&str>, metrics_text: Option<&str>, extra: &[&
             continue;
         };
         let text = response.text().await.unwrap_or_default();
-        if let Some(line) = text.lines().find(|l| l.starts_with("draguard_build_info{")) {
+        // The comparison with the apiserver runs beside the server when
+        // the version is pinned: wait for its gauge too.
+        let compared = git_version.is_none() || text.contains(r#"draguard_apiserver_mismatch{aspect="version"}"#);
+        if let Some(line) = text.lines().find(|l| l.starts_with("draguard_build_info{"))
+            && compared
+        {
             build_info = line.to_owned();
             scraped = text;
             break;
@@ -357,7 +362,7 @@ async fn metrics_refused_once_are_not_asked_for_again() {
 /// the rules' sets the gauge.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_apiserver_back_after_an_outage_is_compared_soon() {
-    use draguard::cluster::apiserver::{Apiserver, Recheck, recheck};
+    use draguard::cluster::apiserver::{Apiserver, Recheck, follow};
     use draguard::kubernetes::apiserver_report::Mismatch;
     use draguard::kubernetes::{KubeVersion, Target};
     let fake = FakeApiServer::start(Objects::default()).await;
@@ -370,7 +375,7 @@ async fn an_apiserver_back_after_an_outage_is_compared_soon() {
         retry: Duration::from_millis(50),
     };
     let target = Target::new(KubeVersion::V1_37);
-    let task = tokio::spawn(recheck(apiserver, target, mismatch.clone(), None, false, when));
+    let task = tokio::spawn(follow(apiserver, target, mismatch.clone(), Some(first), when));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(mismatch.known(), [], "nothing known while it does not answer");
     fake.objects.lock().unwrap().git_version = Some("v1.36.2".into());

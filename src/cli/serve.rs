@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::cluster::apiserver::{self, Apiserver, Recheck, Report};
+use crate::cluster::apiserver::{self, Apiserver, Recheck};
 use crate::cluster::live::LiveView;
 use crate::controllers::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
 use crate::kubernetes::apiserver_report::Mismatch;
@@ -346,21 +346,24 @@ async fn rules_in_force(
     mismatch: &Mismatch,
 ) -> Result<crate::kubernetes::Target, StartupError> {
     let mut apiserver = client.map(|client| Apiserver::new(client.clone()));
-    let report = match &mut apiserver {
-        Some(apiserver) => apiserver.read().await,
-        None => Report::default(),
+    // Only rules that follow the apiserver wait for it; pinned ones are
+    // compared with it in the background.
+    let report = match (&mut apiserver, args.target.kubernetes_version) {
+        (Some(apiserver), None) => Some(apiserver.read().await),
+        _ => None,
     };
-    if let (None, Some(_), None) = (args.target.kubernetes_version, &apiserver, &report.git_version) {
+    if report.as_ref().is_some_and(|r| r.git_version.is_none()) {
         tracing::warn!("judging with the newest rules; pin them with --kubernetes-version");
     }
+    let read = report.clone().unwrap_or_default();
     let (target, source) = args
         .target
-        .resolve_with(report.git_version.as_deref(), report.gates.as_deref())?;
+        .resolve_with(read.git_version.as_deref(), read.gates.as_deref())?;
     let gates = target.gates.changed_from_defaults(target.version);
     for note in target.gates.not_modelled() {
         tracing::warn!(note = %note, "a feature gate adds fields draguard does not judge");
     }
-    let gates_from = match (&source, &report.gates) {
+    let gates_from = match (&source, &read.gates) {
         (super::target::VersionSource::Flag, _) | (_, None) => "the version's defaults and --feature-gates",
         (_, Some(_)) => "the apiserver's /metrics and --feature-gates",
     };
@@ -370,11 +373,8 @@ async fn rules_in_force(
         tracing::info!(kubernetes = %target.version, feature_gates = gates, %source, gates_from, "Kubernetes rules in force");
     }
     if let Some(apiserver) = apiserver {
-        let mut last = None;
-        apiserver::compare(&target, &report, mismatch, &mut last);
-        let answered = report.git_version.is_some();
-        let recheck = apiserver::recheck(apiserver, target, mismatch.clone(), last, answered, Recheck::default());
-        tokio::spawn(recheck);
+        let follow = apiserver::follow(apiserver, target, mismatch.clone(), report, Recheck::default());
+        tokio::spawn(follow);
     }
     Ok(target)
 }

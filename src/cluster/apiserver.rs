@@ -55,7 +55,8 @@ impl Apiserver {
         }
     }
 
-    /// `/version`, then `/metrics` unless it was refused before.
+    /// `/version`, then `/metrics` unless it was refused before or
+    /// `/version` failed (the apiserver is away: no second wait).
     pub async fn read(&mut self) -> Report {
         let git_version = match tokio::time::timeout(READ_TIMEOUT, self.client.apiserver_version()).await {
             Ok(Ok(info)) => Some(info.git_version),
@@ -68,7 +69,7 @@ impl Apiserver {
                 None
             }
         };
-        let gates = if self.metrics_forbidden {
+        let gates = if self.metrics_forbidden || git_version.is_none() {
             None
         } else {
             match tokio::time::timeout(READ_TIMEOUT, read_gates(&self.client)).await {
@@ -136,8 +137,8 @@ pub fn compare(target: &Target, report: &Report, mismatch: &Mismatch, last: &mut
         return;
     }
     let found = Differences::of(target, report.git_version.as_deref(), report.gates.as_deref());
-    mismatch.set(&found);
     if last.as_ref() == Some(&found) {
+        mismatch.set(&found);
         return;
     }
     if found.any() {
@@ -152,6 +153,8 @@ pub fn compare(target: &Target, report: &Report, mismatch: &Mismatch, last: &mut
     } else if last.as_ref().is_some_and(Differences::any) {
         tracing::info!(kubernetes = %target.version, apiserver = report.git_version.as_deref().unwrap_or("unknown"), "draguard's rules agree with the apiserver again");
     }
+    // After the line: whoever sees the gauge finds the line written.
+    mismatch.set(&found);
     *last = Some(found);
 }
 
@@ -172,20 +175,24 @@ impl Default for Recheck {
     }
 }
 
-/// Asks again and compares, forever; `answered`: whether the last round
-/// (the one at start) read `/version`.
-pub async fn recheck(
+/// Compares `first` (the round `serve` made at start; `None`: ask now),
+/// then asks again and compares, forever.
+pub async fn follow(
     mut apiserver: Apiserver,
     target: Target,
     mismatch: Mismatch,
-    mut last: Option<Differences>,
-    mut answered: bool,
+    first: Option<Report>,
     when: Recheck,
 ) {
+    let mut report = match first {
+        Some(report) => report,
+        None => apiserver.read().await,
+    };
+    let mut last = None;
     loop {
-        tokio::time::sleep(if answered { when.every } else { when.retry }).await;
-        let report = apiserver.read().await;
-        answered = report.git_version.is_some();
         compare(&target, &report, &mismatch, &mut last);
+        let answered = report.git_version.is_some();
+        tokio::time::sleep(if answered { when.every } else { when.retry }).await;
+        report = apiserver.read().await;
     }
 }
