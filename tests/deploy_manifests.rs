@@ -478,6 +478,15 @@ fn base_is_read_only_and_highly_available() {
     for rule in reader["rules"].as_array().expect("rules") {
         assert_eq!(rule["verbs"], json!(["get", "list", "watch"]), "read-only: {rule}");
     }
+    // The apiserver's version and feature gates, read and nothing else.
+    let info = find(&docs, "ClusterRole", "draguard-apiserver-info").expect("the apiserver-info ClusterRole");
+    assert_eq!(
+        info["rules"],
+        json!([{"nonResourceURLs": ["/metrics", "/version"], "verbs": ["get"]}])
+    );
+    let binding = find(&docs, "ClusterRoleBinding", "draguard-apiserver-info").expect("its binding");
+    assert_eq!(binding["roleRef"]["name"], "draguard-apiserver-info");
+    assert_eq!(binding["subjects"][0]["name"], "draguard");
     assert!(!args(&docs).contains(&"--sync-quotas"), "quota writes are opt-in");
     let d = deployment(&docs);
     let spec = &d["spec"]["template"]["spec"];

@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::cluster::apiserver::{self, Apiserver, Recheck};
 use crate::cluster::live::LiveView;
 use crate::controllers::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
+use crate::kubernetes::apiserver_report::Mismatch;
 use crate::policy::toleration_restriction::TolerationRestrictionConfigError;
 use crate::server::limits::{
     DEFAULT_BODY_MEMORY, DEFAULT_BODY_TIMEOUT, DEFAULT_FIRST_REQUEST_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_REVIEWS,
@@ -271,7 +273,12 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     if let Some((view, _)) = &cluster {
         config = config.with_live_view(view.clone());
     }
-    config.target = rules_in_force(&args, cluster.as_ref().map(|(_, client)| client)).await?;
+    config.target = rules_in_force(
+        &args,
+        cluster.as_ref().map(|(_, client)| client),
+        &config.apiserver_mismatch,
+    )
+    .await?;
     let cert_manager = match (managed, &cluster) {
         (Some(cert), Some((_, client))) => {
             let settings = webhook_cert_settings(&args);
@@ -286,11 +293,9 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
             let cluster_ready = config.ready.clone();
             config.ready = std::sync::Arc::new(move || {
                 cluster_ready()?;
-                if certs_ready.is_ready() {
-                    Ok(())
-                } else {
-                    Err("the webhook certificate is not served, or caBundle not set, yet".to_owned())
-                }
+                // Not ready while some caBundle does not trust the served
+                // certificate: the apiserver cannot call this replica then.
+                certs_ready.check()
             });
             Some(manager)
         }
@@ -328,40 +333,49 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     Ok(())
 }
 
-/// How long `serve` waits for the apiserver's `/version` at start.
-const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// The Kubernetes rules to judge with: `--kubernetes-version`, else the
-/// apiserver's own version, else the newest. Logged, since every verdict
-/// depends on it. An apiserver that does not answer `/version` in time
-/// leaves the newest rules, with a warning that names the flag to pin them.
+/// apiserver's own version (with the feature gates its `/metrics` reports),
+/// else the newest. Logged, since every verdict depends on it. An apiserver
+/// that does not answer `/version` in time leaves the newest rules, with a
+/// warning that names the flag to pin them. Rules that differ from what the
+/// apiserver runs get one WARN line naming both, and the gauge
+/// `draguard_apiserver_mismatch`; the apiserver is asked again every 10
+/// minutes, and every 30 s while it does not answer (`cluster::apiserver`).
 async fn rules_in_force(
     args: &ServeArgs,
     client: Option<&kube::Client>,
+    mismatch: &Mismatch,
 ) -> Result<crate::kubernetes::Target, StartupError> {
-    let mut reported = None;
-    if let (None, Some(client)) = (args.target.kubernetes_version, client) {
-        match tokio::time::timeout(VERSION_TIMEOUT, client.apiserver_version()).await {
-            Ok(Ok(info)) => reported = Some(info.git_version),
-            Ok(Err(e)) => tracing::warn!(
-                error = %e,
-                "cannot read the apiserver's /version: judging with the newest rules; pin them with --kubernetes-version"
-            ),
-            Err(_) => tracing::warn!(
-                timeout = ?VERSION_TIMEOUT,
-                "the apiserver's /version did not answer: judging with the newest rules; pin them with --kubernetes-version"
-            ),
-        }
+    let mut apiserver = client.map(|client| Apiserver::new(client.clone()));
+    // Only rules that follow the apiserver wait for it; pinned ones are
+    // compared with it in the background.
+    let report = match (&mut apiserver, args.target.kubernetes_version) {
+        (Some(apiserver), None) => Some(apiserver.read().await),
+        _ => None,
+    };
+    if report.as_ref().is_some_and(|r| r.git_version.is_none()) {
+        tracing::warn!("judging with the newest rules; pin them with --kubernetes-version");
     }
-    let (target, source) = args.target.resolve(reported.as_deref())?;
+    let read = report.clone().unwrap_or_default();
+    let (target, source) = args
+        .target
+        .resolve_with(read.git_version.as_deref(), read.gates.as_deref())?;
     let gates = target.gates.changed_from_defaults(target.version);
     for note in target.gates.not_modelled() {
         tracing::warn!(note = %note, "a feature gate adds fields draguard does not judge");
     }
+    let gates_from = match (&source, &read.gates) {
+        (super::target::VersionSource::Flag, _) | (_, None) => "the version's defaults and --feature-gates",
+        (_, Some(_)) => "the apiserver's /metrics and --feature-gates",
+    };
     if matches!(source, super::target::VersionSource::NearestToApiserver(_)) {
-        tracing::warn!(kubernetes = %target.version, feature_gates = gates, %source, "Kubernetes rules in force");
+        tracing::warn!(kubernetes = %target.version, feature_gates = gates, %source, gates_from, "Kubernetes rules in force");
     } else {
-        tracing::info!(kubernetes = %target.version, feature_gates = gates, %source, "Kubernetes rules in force");
+        tracing::info!(kubernetes = %target.version, feature_gates = gates, %source, gates_from, "Kubernetes rules in force");
+    }
+    if let Some(apiserver) = apiserver {
+        let follow = apiserver::follow(apiserver, target, mismatch.clone(), report, Recheck::default());
+        tokio::spawn(follow);
     }
     Ok(target)
 }

@@ -1,7 +1,7 @@
 //! `--kubernetes-version` and `--feature-gates`, shared by every
 //! subcommand that judges objects.
 
-use crate::kubernetes::{FeatureGateError, KubeVersion, Target, VersionError};
+use crate::kubernetes::{FeatureGateError, FeatureGates, KubeVersion, Target, VersionError};
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct TargetArgs {
@@ -61,6 +61,17 @@ impl TargetArgs {
     /// The version in force: the flag, else the apiserver's `gitVersion`
     /// when there is one, else the newest; then the gates over it.
     pub fn resolve(&self, apiserver: Option<&str>) -> Result<(Target, VersionSource), TargetError> {
+        self.resolve_with(apiserver, None)
+    }
+
+    /// As [`TargetArgs::resolve`]; and when the version is the apiserver's
+    /// own (no flag), the gates it `reported` (its `/metrics`) stand in for
+    /// that version's defaults, under `--feature-gates`.
+    pub fn resolve_with(
+        &self,
+        apiserver: Option<&str>,
+        reported: Option<&[(String, bool)]>,
+    ) -> Result<(Target, VersionSource), TargetError> {
         let (version, source) = match (self.kubernetes_version, apiserver) {
             (Some(version), _) => (version, VersionSource::Flag),
             (None, Some(git)) => {
@@ -74,7 +85,14 @@ impl TargetArgs {
             }
             (None, None) => (KubeVersion::NEWEST, VersionSource::Newest),
         };
-        Ok((Target::with_gates(version, &self.feature_gates)?, source))
+        let mut gates = FeatureGates::defaults(version);
+        if let (VersionSource::Apiserver(_) | VersionSource::NearestToApiserver(_), Some(reported)) =
+            (&source, reported)
+        {
+            gates = gates.adopt(version, reported);
+        }
+        let gates = gates.with_flags(version, &self.feature_gates)?;
+        Ok((Target { version, gates }, source))
     }
 }
 
@@ -115,6 +133,26 @@ mod tests {
         );
         let (target, source) = args(None, "").resolve(None).expect("valid");
         assert_eq!((target.version, source), (KubeVersion::NEWEST, VersionSource::Newest));
+    }
+
+    #[test]
+    fn the_apiservers_gates_count_only_when_its_version_does() {
+        let reported = [("DRADeviceTaintRules".to_owned(), true)];
+        let (target, _) = args(None, "")
+            .resolve_with(Some("v1.36.2"), Some(&reported))
+            .expect("valid");
+        assert!(target.enabled(Gate::DRADeviceTaintRules), "adopted");
+        let (target, _) = args(None, "DRADeviceTaintRules=false")
+            .resolve_with(Some("v1.36.2"), Some(&reported))
+            .expect("valid");
+        assert!(!target.enabled(Gate::DRADeviceTaintRules), "the flag goes over it");
+        let (target, _) = args(Some(KubeVersion::V1_36), "")
+            .resolve_with(Some("v1.36.2"), Some(&reported))
+            .expect("valid");
+        assert!(
+            !target.enabled(Gate::DRADeviceTaintRules),
+            "a pinned version keeps its defaults: the difference is warned about instead"
+        );
     }
 
     #[test]

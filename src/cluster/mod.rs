@@ -2,6 +2,7 @@
 //! [`ClusterView`]; the server backs it with watched caches when it has a
 //! cluster, `check` and tests back it with objects they were given.
 
+pub mod apiserver;
 pub mod devices;
 pub(crate) mod error_log;
 pub mod index;

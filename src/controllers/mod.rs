@@ -5,3 +5,4 @@
 
 pub mod quota_sync;
 pub mod webhook_certs;
+pub mod webhook_config_watch;

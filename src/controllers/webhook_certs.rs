@@ -19,15 +19,21 @@
 //!   differs.
 //! - A replica serves a certificate from a new CA only once `caBundle` holds
 //!   that CA (or when it has nothing better to serve).
+//! - Both configurations are watched (`webhook_config_watch`): a `caBundle`
+//!   removed or changed is put back within a second or so, and a periodic
+//!   check (every `ca_bundle_every`) remains for when the watch is down.
+//! - `/readyz` fails, with the entry named, while some entry's `caBundle`
+//!   does not trust the certificate this replica serves ([`ca_bundle_trust`]):
+//!   the apiserver cannot call it then.
 //!
 //! The pure parts (generate, parse, decide, build the patch) are separate
 //! from the API calls and tested on their own.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt as _;
 use jiff::ToSpan as _;
 use jiff::civil::Date;
 use k8s_openapi::ByteString;
@@ -45,6 +51,7 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::{Value, json};
 
+use super::webhook_config_watch::{self, Seen};
 use crate::cluster::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
 use crate::pki::{self, PkiError, is_ca, key_matches};
 pub use crate::pki::{Validity, validity};
@@ -66,6 +73,10 @@ const MUTATING: &str = "MutatingWebhookConfiguration";
 const VALIDATING: &str = "ValidatingWebhookConfiguration";
 /// How many times one check re-reads the Secret after losing a race.
 const RACE_RETRIES: usize = 3;
+/// Repairs a watch event asks for are this far apart at least: someone
+/// (a GitOps tool) resetting `caBundle` on every change of ours must not
+/// make a loop of writes.
+const REPAIR_AT_MOST_EVERY: Duration = Duration::from_secs(1);
 
 /// What the controller manages, and how often it looks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -558,6 +569,18 @@ impl WebhookEntry {
     }
 }
 
+/// The entries of a MutatingWebhookConfiguration, in order.
+pub fn mutating_entries(config: &MutatingWebhookConfiguration) -> Vec<WebhookEntry> {
+    let webhooks = config.webhooks.iter().flatten();
+    webhooks.map(|w| WebhookEntry::new(&w.name, &w.client_config)).collect()
+}
+
+/// The entries of a ValidatingWebhookConfiguration, in order.
+pub fn validating_entries(config: &ValidatingWebhookConfiguration) -> Vec<WebhookEntry> {
+    let webhooks = config.webhooks.iter().flatten();
+    webhooks.map(|w| WebhookEntry::new(&w.name, &w.client_config)).collect()
+}
+
 /// What a configuration needs for its entries calling our service.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaBundlePlan {
@@ -600,19 +623,96 @@ pub fn ca_bundle_plan(entries: &[WebhookEntry], namespace: &str, service: &str, 
     plan
 }
 
+/// Whether the apiserver can call this replica: every entry of both
+/// configurations (`[mutating, validating]`, `None` for one that is absent)
+/// that calls `namespace/service` has a `caBundle` with a CA that verifies
+/// `served` (the PEM chain served) for `<service>.<namespace>.svc`, the
+/// name the apiserver checks (k8s.io/apiserver pkg/util/webhook/client.go,
+/// `serverName := svc.Name + "." + svc.Namespace + ".svc"`). `Err` names the
+/// first entry that does not, for `/readyz`.
+pub fn ca_bundle_trust(
+    configs: &[Option<Vec<WebhookEntry>>; 2],
+    settings: &Settings,
+    served: &str,
+    now: i64,
+) -> Result<(), String> {
+    let (namespace, service) = (&settings.namespace, &settings.service);
+    let config = &settings.webhook_config;
+    let chain = parse_certs(served).map_err(|e| format!("the served certificate: {e}"))?;
+    let (leaf, intermediates) = chain.split_first().ok_or("the served certificate: no certificate")?;
+    let server_name = [format!("{service}.{namespace}.svc")];
+    // Entries mostly share one caBundle: each distinct one is verified once.
+    let mut judged: Vec<(&[u8], bool)> = Vec::new();
+    let mut ours = 0;
+    for (kind, entries) in [MUTATING, VALIDATING].into_iter().zip(configs) {
+        let ours_here = entries.iter().flatten().filter(|entry| {
+            entry
+                .service
+                .as_ref()
+                .is_some_and(|(ns, name)| ns == namespace && name == service)
+        });
+        for entry in ours_here {
+            ours += 1;
+            let ca_bundle = entry.ca_bundle.as_deref().unwrap_or_default();
+            if ca_bundle.is_empty() {
+                return Err(format!("{kind} {config}: webhook {} has no caBundle", entry.name));
+            }
+            let trusted = match judged.iter().find(|(bundle, _)| *bundle == ca_bundle) {
+                Some((_, trusted)) => *trusted,
+                None => {
+                    let cas = parse_certs(&String::from_utf8_lossy(ca_bundle)).unwrap_or_default();
+                    let trusted = cas
+                        .iter()
+                        .any(|ca| verify(ca, leaf, intermediates, &server_name, now).is_ok());
+                    judged.push((ca_bundle, trusted));
+                    trusted
+                }
+            };
+            if !trusted {
+                return Err(format!(
+                    "{kind} {config}: the caBundle of webhook {} does not trust the served certificate",
+                    entry.name
+                ));
+            }
+        }
+    }
+    if ours == 0 {
+        let none = CertError::NoWebhook {
+            config: config.clone(),
+            namespace: namespace.clone(),
+            service: service.clone(),
+        };
+        return Err(none.to_string());
+    }
+    Ok(())
+}
+
 // ------------------------------------------------------------------- the IO
 
-/// Tells `/readyz` whether a managed certificate is served and `caBundle`
-/// was put in place at least once.
+/// What the last look at the configurations found: [`ca_bundle_trust`]'s
+/// verdict on the certificate served, shared with `/readyz`.
+type Trust = Arc<Mutex<Result<(), String>>>;
+
+/// Tells `/readyz` whether a managed certificate is served and every entry
+/// of ours trusts it, as far as the controller last saw.
 #[derive(Clone)]
 pub struct Readiness {
     cert: ManagedCert,
-    ca_bundle_done: Arc<AtomicBool>,
+    trust: Trust,
 }
 
 impl Readiness {
+    /// `Err` says what is missing.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.cert.is_serving() {
+            return Err("the webhook certificate is not served yet".to_owned());
+        }
+        // A poisoned lock still holds the last verdict written whole.
+        self.trust.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     pub fn is_ready(&self) -> bool {
-        self.cert.is_serving() && self.ca_bundle_done.load(Ordering::Acquire)
+        self.check().is_ok()
     }
 }
 
@@ -623,7 +723,10 @@ pub struct WebhookCerts {
     validating: Api<ValidatingWebhookConfiguration>,
     settings: Settings,
     cert: ManagedCert,
-    ca_bundle_done: Arc<AtomicBool>,
+    trust: Trust,
+    /// Both configurations' entries as last read, patched or watched
+    /// (`[mutating, validating]`; `None`: absent, or not read yet).
+    seen: [Option<Vec<WebhookEntry>>; 2],
     /// What the Secret held at the last read.
     desired: Option<Bundle>,
     /// What is being served.
@@ -641,7 +744,8 @@ impl WebhookCerts {
             validating: Api::all(client),
             settings,
             cert,
-            ca_bundle_done: Arc::new(AtomicBool::new(false)),
+            trust: Arc::new(Mutex::new(Err("caBundle not checked yet".to_owned()))),
+            seen: [None, None],
             desired: None,
             served: None,
             in_ca_bundle: None,
@@ -652,7 +756,7 @@ impl WebhookCerts {
     pub fn readiness(&self) -> Readiness {
         Readiness {
             cert: self.cert.clone(),
-            ca_bundle_done: self.ca_bundle_done.clone(),
+            trust: self.trust.clone(),
         }
     }
 
@@ -766,20 +870,8 @@ impl WebhookCerts {
         let mutating = self.mutating.get_opt(name).await.map_err(failed(MUTATING))?;
         let validating = self.validating.get_opt(name).await.map_err(failed(VALIDATING))?;
         Ok([
-            mutating.map(|c| {
-                c.webhooks
-                    .iter()
-                    .flatten()
-                    .map(|w| WebhookEntry::new(&w.name, &w.client_config))
-                    .collect()
-            }),
-            validating.map(|c| {
-                c.webhooks
-                    .iter()
-                    .flatten()
-                    .map(|w| WebhookEntry::new(&w.name, &w.client_config))
-                    .collect()
-            }),
+            mutating.as_ref().map(mutating_entries),
+            validating.as_ref().map(validating_entries),
         ])
     }
 
@@ -823,6 +915,7 @@ impl WebhookCerts {
             return Ok(());
         };
         let configs = self.read_configs().await?;
+        self.seen = configs.clone();
         let mut plans = self.plans(&configs, &ca);
         if plans.iter().flatten().any(|p| !p.ops.is_empty()) {
             let fresh = self.ensure_secret().await?;
@@ -833,7 +926,7 @@ impl WebhookCerts {
         }
         let name = &self.settings.webhook_config;
         let mut ours = 0;
-        for (kind, plan) in [MUTATING, VALIDATING].into_iter().zip(plans) {
+        for (i, (kind, plan)) in [MUTATING, VALIDATING].into_iter().zip(plans).enumerate() {
             let Some(plan) = plan else {
                 tracing::debug!(kind, name, "no such webhook configuration to patch");
                 continue;
@@ -850,17 +943,15 @@ impl WebhookCerts {
                 serde_json::from_value(Value::Array(plan.ops)).map_err(|e| failed(kube::Error::SerdeError(e)))?;
             let patch = Patch::Json::<()>(patch);
             let written = if kind == MUTATING {
-                self.mutating
-                    .patch(name, &PatchParams::default(), &patch)
-                    .await
-                    .map(drop)
+                let patched = self.mutating.patch(name, &PatchParams::default(), &patch).await;
+                patched.map(|config| mutating_entries(&config))
             } else {
-                self.validating
-                    .patch(name, &PatchParams::default(), &patch)
-                    .await
-                    .map(drop)
+                let patched = self.validating.patch(name, &PatchParams::default(), &patch).await;
+                patched.map(|config| validating_entries(&config))
             };
-            written.map_err(failed)?;
+            // The answer is the configuration as stored: `/readyz` follows
+            // it at once, without waiting for the watch to echo it.
+            self.seen[i] = Some(written.map_err(failed)?);
             tracing::info!(kind, name, "put the webhook CA into caBundle");
         }
         if ours == 0 {
@@ -885,13 +976,61 @@ impl WebhookCerts {
             self.secret_read_at = Some(Instant::now());
         }
         let bundle_result = self.ensure_ca_bundle().await;
-        if bundle_result.is_ok() && !self.ca_bundle_done.swap(true, Ordering::AcqRel) {
-            tracing::info!("webhook caBundle is in place");
-        }
-        if let Some(desired) = self.desired.clone() {
-            self.serve(&desired)?;
-        }
+        let served = match self.desired.clone() {
+            Some(desired) => self.serve(&desired),
+            None => Ok(()),
+        };
+        self.publish();
+        served?;
         bundle_result
+    }
+
+    /// Judges what was last seen of the configurations against what is
+    /// served, for `/readyz`, and logs when the verdict turns.
+    fn publish(&self) {
+        let verdict = match &self.served {
+            Some(served) => ca_bundle_trust(
+                &self.seen,
+                &self.settings,
+                &served.tls_cert,
+                jiff::Timestamp::now().as_second(),
+            ),
+            None => Err("the webhook certificate is not served yet".to_owned()),
+        };
+        let mut trust = self.trust.lock().unwrap_or_else(PoisonError::into_inner);
+        if *trust == verdict {
+            return;
+        }
+        match (&*trust, &verdict) {
+            (_, Ok(())) => tracing::info!("every webhook caBundle trusts the served certificate"),
+            (Ok(()), Err(reason)) => tracing::warn!(
+                reason = reason.as_str(),
+                "a webhook caBundle does not trust the served certificate: /readyz fails until it is repaired"
+            ),
+            (Err(_), Err(reason)) => tracing::debug!(reason = reason.as_str(), "webhook caBundle not trusted yet"),
+        }
+        *trust = verdict;
+    }
+
+    /// Takes in what the watch saw; `true` when that configuration needs
+    /// the CA put back.
+    fn observe(&mut self, seen: Seen) -> bool {
+        let i = seen.kind.index();
+        self.seen[i] = seen.entries;
+        self.publish();
+        let (Some(desired), Some(entries)) = (&self.desired, &self.seen[i]) else {
+            return false;
+        };
+        let (ns, svc) = (&self.settings.namespace, &self.settings.service);
+        let plan = ca_bundle_plan(entries, ns, svc, desired.ca_cert.as_bytes());
+        if !plan.ops.is_empty() {
+            tracing::info!(
+                kind = seen.kind.name(),
+                name = %self.settings.webhook_config,
+                "caBundle changed under us; putting the webhook CA back"
+            );
+        }
+        !plan.ops.is_empty()
     }
 
     /// Serves `desired` unless it comes from a CA that `caBundle` does not
@@ -926,14 +1065,24 @@ impl WebhookCerts {
     }
 
     /// Runs forever: the Secret every `secret_every`, `caBundle` every
-    /// `ca_bundle_every`; after a failure, again after a backoff (1 s
-    /// doubling to `ca_bundle_every`). Failures are logged as the watches'
-    /// are (`ErrorLog`): the first, then at most one line a minute with
-    /// how many were left out, and a line when it works again.
+    /// `ca_bundle_every` and whenever the watch of the configurations sees
+    /// it changed from the CA (at most once per [`REPAIR_AT_MOST_EVERY`]);
+    /// after a failure, again after a backoff (1 s doubling to
+    /// `ca_bundle_every`). Failures are logged as the watches' are
+    /// (`ErrorLog`): the first, then at most one line a minute with how
+    /// many were left out, and a line when it works again.
     pub async fn run(mut self) {
+        let changes = webhook_config_watch::changes(
+            self.mutating.clone(),
+            self.validating.clone(),
+            &self.settings.webhook_config,
+        );
+        futures::pin_mut!(changes);
+        let mut watching = true;
         let mut failures: u32 = 0;
         let mut log = ErrorLog::new(ERROR_LINE_EVERY);
         loop {
+            let synced_at = tokio::time::Instant::now();
             let delay = match self.sync().await {
                 Ok(()) => {
                     if let Some(errors) = log.succeeded() {
@@ -960,7 +1109,26 @@ impl WebhookCerts {
                     delay
                 }
             };
-            tokio::time::sleep(delay).await;
+            // Until the next check is due, or the watch sees a caBundle
+            // that needs the CA back.
+            let next_check = tokio::time::sleep(delay);
+            futures::pin_mut!(next_check);
+            loop {
+                tokio::select! {
+                    () = &mut next_check => break,
+                    seen = changes.next(), if watching => match seen {
+                        Some(seen) => {
+                            if self.observe(seen) {
+                                tokio::time::sleep_until(synced_at + REPAIR_AT_MOST_EVERY).await;
+                                break;
+                            }
+                        }
+                        // The watcher never ends; were it to, the periodic
+                        // check is left.
+                        None => watching = false,
+                    },
+                }
+            }
         }
     }
 }
@@ -1223,6 +1391,49 @@ mod tests {
         let mut doc = json!({"webhooks": [{}, {"name": "mutate.draguard.dev", "clientConfig": {"caBundle": "TkVX"}}]});
         let patch: json_patch::Patch = serde_json::from_value(Value::Array(plan.ops[..3].to_vec())).unwrap();
         assert!(json_patch::patch(&mut doc, &patch).is_err());
+    }
+
+    #[test]
+    fn ca_bundle_trust_follows_what_the_apiserver_would_accept() {
+        let settings = settings();
+        let names = settings.dns_names();
+        let now = at("2026-11-23T08:00:00Z");
+        let served = generate(&names, now).unwrap();
+        let other = generate(&names, now).unwrap();
+        let ours = |ca: Option<&str>| entry("mutate.draguard.dev", Some(("draguard", "draguard")), ca);
+        let foreign = entry("other.example", Some(("other", "draguard")), Some("junk"));
+        let judge = |configs: [Option<Vec<WebhookEntry>>; 2]| {
+            ca_bundle_trust(&configs, &settings, &served.tls_cert, now.as_second())
+        };
+        assert_eq!(
+            judge([Some(vec![foreign.clone(), ours(Some(&served.ca_cert))]), None]),
+            Ok(())
+        );
+        // During a rotation caBundle holds the new CA first, then the old.
+        let both = format!("{}{}", other.ca_cert, served.ca_cert);
+        assert_eq!(judge([Some(vec![ours(Some(&both))]), Some(vec![])]), Ok(()));
+        assert_eq!(
+            judge([Some(vec![ours(Some(&served.ca_cert))]), Some(vec![ours(None)])]),
+            Err("ValidatingWebhookConfiguration draguard: webhook mutate.draguard.dev has no caBundle".into())
+        );
+        assert_eq!(
+            judge([Some(vec![ours(Some(""))]), None]),
+            Err("MutatingWebhookConfiguration draguard: webhook mutate.draguard.dev has no caBundle".into())
+        );
+        let untrusted = Err(
+            "MutatingWebhookConfiguration draguard: the caBundle of webhook mutate.draguard.dev does not trust the served certificate"
+                .into(),
+        );
+        assert_eq!(judge([Some(vec![ours(Some(&other.ca_cert))]), None]), untrusted);
+        assert_eq!(judge([Some(vec![ours(Some("not PEM"))]), None]), untrusted);
+        assert_eq!(
+            judge([Some(vec![foreign]), None]),
+            Err("neither MutatingWebhookConfiguration nor ValidatingWebhookConfiguration draguard has a webhook calling service draguard/draguard".into())
+        );
+        // Expired: the apiserver would refuse it too.
+        let later = at("2040-01-01T00:00:00Z").as_second();
+        let configs = [Some(vec![ours(Some(&served.ca_cert))]), None];
+        assert_eq!(ca_bundle_trust(&configs, &settings, &served.tls_cert, later), untrusted);
     }
 
     /// Every way the Secret's contents are judged unusable, as the reason

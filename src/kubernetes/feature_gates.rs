@@ -169,7 +169,12 @@ impl FeatureGates {
     /// the defaults of `version`. Empty entries are skipped; the values are
     /// Go's `strconv.ParseBool` spellings.
     pub fn parse(version: KubeVersion, spec: &str) -> Result<Self, FeatureGateError> {
-        let mut gates = FeatureGates::defaults(version);
+        FeatureGates::defaults(version).with_flags(version, spec)
+    }
+
+    /// `spec` (as for [`FeatureGates::parse`]) over these gates.
+    pub fn with_flags(self, version: KubeVersion, spec: &str) -> Result<Self, FeatureGateError> {
+        let mut gates = self;
         for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             let (name, value) = match entry.split_once('=') {
                 Some((name, value)) => (name.trim(), value.trim()),
@@ -211,6 +216,45 @@ impl FeatureGates {
     /// Whether `gate` is on.
     pub fn enabled(&self, gate: Gate) -> bool {
         self.on & (1 << index(gate)) != 0
+    }
+
+    /// These gates with what a running apiserver `reported` (its
+    /// `kubernetes_feature_enabled` gauge: name, on) put over them, for the
+    /// gates `version` has and may change; the apiserver's other gates are
+    /// none of draguard's rules' business.
+    pub fn adopt(self, version: KubeVersion, reported: &[(String, bool)]) -> Self {
+        let mut gates = self;
+        for (name, on) in reported {
+            let Some(i) = GATES.iter().position(|(_, n, _)| n == name) else {
+                continue;
+            };
+            if GATES[i].2[column(version)].is_none_or(|s| s.locked) {
+                continue;
+            }
+            if *on {
+                gates.on |= 1 << i;
+            } else {
+                gates.on &= !(1 << i);
+            }
+        }
+        gates
+    }
+
+    /// `Gate (draguard: on, apiserver: off)` for each gate of `version`
+    /// whose state here differs from what the apiserver `reported`, in
+    /// table order; gates it did not report are not compared.
+    pub fn differences(&self, version: KubeVersion, reported: &[(String, bool)]) -> Vec<String> {
+        let word = |on: bool| if on { "on" } else { "off" };
+        GATES
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, _, states))| states[column(version)].is_some())
+            .filter_map(|(i, (_, name, _))| {
+                let theirs = reported.iter().find(|(n, _)| n == name)?.1;
+                let ours = self.on & (1 << i) != 0;
+                (ours != theirs).then(|| format!("{name} (draguard: {}, apiserver: {})", word(ours), word(theirs)))
+            })
+            .collect()
     }
 
     /// `A=true,B=false` for the gates that differ from `version`'s
@@ -355,6 +399,45 @@ mod tests {
             assert_eq!(gate.name(), *name);
             assert_eq!(format!("{gate:?}"), *name, "the variant is the gate's name");
         }
+    }
+
+    #[test]
+    fn the_apiservers_gates_are_adopted_where_the_version_lets_them_change() {
+        let reported = |pairs: &[(&str, bool)]| -> Vec<(String, bool)> {
+            pairs.iter().map(|(n, on)| ((*n).to_owned(), *on)).collect()
+        };
+        let v36 = KubeVersion::V1_36;
+        let seen = reported(&[
+            ("DRADeviceTaintRules", true),
+            ("DRAConsumableCapacity", false),
+            // Locked (GA): stays on whatever is said.
+            ("DRAPrioritizedList", false),
+            // Not a 1.36 gate, and a gate draguard has no rule for.
+            ("DRADerivedAttributes", true),
+            ("InPlacePodVerticalScaling", true),
+        ]);
+        let adopted = FeatureGates::defaults(v36).adopt(v36, &seen);
+        assert_eq!(
+            adopted.changed_from_defaults(v36),
+            "DRAConsumableCapacity=false,DRADeviceTaintRules=true"
+        );
+        assert!(adopted.enabled(Gate::DRAPrioritizedList));
+        assert_eq!(
+            adopted.differences(v36, &seen),
+            ["DRAPrioritizedList (draguard: on, apiserver: off)"],
+            "a locked gate the apiserver reports off is a difference draguard cannot follow"
+        );
+        assert_eq!(
+            FeatureGates::defaults(v36).differences(v36, &seen),
+            [
+                "DRAConsumableCapacity (draguard: on, apiserver: off)",
+                "DRADeviceTaintRules (draguard: off, apiserver: on)",
+                "DRAPrioritizedList (draguard: on, apiserver: off)",
+            ]
+        );
+        // Flags go over the adopted gates.
+        let flagged = adopted.with_flags(v36, "DRADeviceTaintRules=false").unwrap();
+        assert_eq!(flagged.changed_from_defaults(v36), "DRAConsumableCapacity=false");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! rule files. Adding a minor is a new [`KubeVersion`] variant, its row of
 //! gate defaults in [`feature_gates`], and the rules that changed.
 
+pub mod apiserver_report;
 pub mod feature_gates;
 pub mod version;
 

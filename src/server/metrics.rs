@@ -25,6 +25,7 @@ use crate::cluster::ClusterView;
 #[cfg(test)]
 use crate::kubernetes::KubeVersion;
 use crate::kubernetes::Target;
+use crate::kubernetes::apiserver_report::Mismatch;
 use crate::policy::reload::PolicyStore;
 
 /// What `/metrics` answers with: prometheus-client writes OpenMetrics 1.0.
@@ -274,6 +275,11 @@ impl Metrics {
         self.registry.register_collector(Box::new(CacheCollector(cluster)));
     }
 
+    /// Exports whether the rules in force differ from the apiserver's.
+    pub(crate) fn watch_apiserver_mismatch(&mut self, mismatch: Mismatch) {
+        self.registry.register_collector(Box::new(MismatchCollector(mismatch)));
+    }
+
     pub(crate) fn answered(&self, endpoint: &'static str, kind: &'static str, allowed: bool, took: Duration) {
         let labels = RequestLabels {
             endpoint,
@@ -383,6 +389,30 @@ impl Collector for PolicyCollector {
             "draguard_policies_loaded",
             "Toleration policies in force.",
             ConstGauge::new(loaded),
+        )
+    }
+}
+
+#[derive(Debug)]
+struct MismatchCollector(Mismatch);
+
+impl Collector for MismatchCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        // No series for an aspect not read (no cluster, or RBAC refused):
+        // 0 would claim an agreement nobody checked.
+        let known = self.0.known();
+        if known.is_empty() {
+            return Ok(());
+        }
+        family(
+            &mut encoder,
+            "draguard_apiserver_mismatch",
+            "1 when the rules in force differ from what the apiserver runs, by aspect: version (/version), \
+             feature_gates (kubernetes_feature_enabled of /metrics); 0 when they agree.",
+            MetricType::Gauge,
+            known
+                .into_iter()
+                .map(|(aspect, value)| ([("aspect", aspect)], ConstGauge::new(value))),
         )
     }
 }

@@ -142,6 +142,9 @@ pub struct ServerConfig {
     pub shutdown_timeout: Duration,
     /// The Kubernetes release whose rules judge every review.
     pub target: crate::kubernetes::Target,
+    /// Whether those rules differ from what the apiserver runs, for
+    /// `draguard_apiserver_mismatch` (set by `serve`).
+    pub apiserver_mismatch: crate::kubernetes::apiserver_report::Mismatch,
 }
 
 impl ServerConfig {
@@ -165,6 +168,7 @@ impl ServerConfig {
             shutdown_delay: Duration::ZERO,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             target: Default::default(),
+            apiserver_mismatch: Default::default(),
         }
     }
 
@@ -357,6 +361,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     metrics.watch_policies(config.policies.clone());
     metrics.watch_certificate(prepared.store);
     metrics.watch_caches(config.cluster.clone());
+    metrics.watch_apiserver_mismatch(config.apiserver_mismatch.clone());
     let (reading_open, reading_intake) = (open.clone(), intake.clone());
     metrics.watch_capacity(metrics::Capacity {
         connections: Box::new(move || reading_open.count()),

@@ -14,7 +14,8 @@
 //! a resourceVersion per write, 409 AlreadyExists on a second create, 409
 //! Conflict on a replace carrying a stale resourceVersion, 404 NotFound,
 //! each as the apiserver's Status body. Mutating and validating webhook
-//! configurations can be read and JSON-patched (a failed `test` is a 422).
+//! configurations are watched collections that can also be read and
+//! JSON-patched (a failed `test` is a 422); a patch is a MODIFIED event.
 
 mod watch;
 
@@ -36,7 +37,8 @@ use watch::Watched;
 pub struct Objects {
     /// The objects to start with, by plural. The watched collections
     /// (`namespaces`, `resourceclaims`, `resourcequotas`, `resourceslices`,
-    /// `deviceclasses`, `resourceslicepatches`, `pods`) move out of here at start, into the watch
+    /// `deviceclasses`, `resourceslicepatches`, `pods`, and the two webhook
+    /// configuration kinds) move out of here at start, into the watch
     /// store: change them with [`FakeApiServer::apply`] and
     /// [`FakeApiServer::delete`], not here.
     pub lists: BTreeMap<String, Vec<Value>>,
@@ -52,6 +54,11 @@ pub struct Objects {
     pub forbid_webhook_patches: bool,
     /// `gitVersion` of `GET /version` (`v1.36.2`); unset, `/version` is a 404.
     pub git_version: Option<String>,
+    /// The text of `GET /metrics`; unset, it is refused (403), as by an
+    /// apiserver whose RBAC does not grant the non-resource URL.
+    pub metrics_text: Option<String>,
+    /// `GET /metrics` requests received.
+    pub metrics_requests: usize,
 }
 
 impl Objects {
@@ -104,6 +111,7 @@ impl FakeApiServer {
         };
         let app = Router::new()
             .route("/version", axum::routing::get(version))
+            .route("/metrics", axum::routing::get(metrics))
             .route("/api/v1/namespaces", axum::routing::get(list_namespaces))
             .route("/api/v1/resourcequotas", axum::routing::get(list_all_quotas))
             .route("/api/v1/pods", axum::routing::get(list_pods))
@@ -135,6 +143,10 @@ impl FakeApiServer {
             .route(
                 "/api/v1/namespaces/{ns}/secrets/{name}",
                 axum::routing::get(get_secret).put(replace_secret),
+            )
+            .route(
+                "/apis/admissionregistration.k8s.io/v1/{plural}",
+                axum::routing::get(list_webhook_configs),
             )
             .route(
                 "/apis/admissionregistration.k8s.io/v1/{plural}/{name}",
@@ -222,9 +234,7 @@ impl FakeApiServer {
     /// The stored `mutatingwebhookconfigurations` or
     /// `validatingwebhookconfigurations` object `name`.
     pub fn webhook_config(&self, plural: &str, name: &str) -> Option<Value> {
-        let objects = self.objects.lock().expect("lock");
-        let i = find_in(&objects, plural, None, name)?;
-        objects.lists.get(plural).map(|l| l[i].clone())
+        self.watched.get(plural, "", name)
     }
 
     /// Writes that succeeded, whose method is `method`.
@@ -272,6 +282,32 @@ async fn version(State(s): State<Shared>) -> Response {
         "platform": "linux/amd64",
     }))
     .into_response()
+}
+
+/// `GET /metrics`: the text set, or the apiserver's 403 for a non-resource
+/// URL its RBAC does not grant.
+async fn metrics(State(s): State<Shared>) -> Response {
+    let text = {
+        let mut objects = s.lock().expect("objects");
+        objects.metrics_requests += 1;
+        objects.metrics_text.clone()
+    };
+    match text {
+        Some(text) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        None => {
+            let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "forbidden: User \"system:serviceaccount:draguard:draguard\" cannot get path \"/metrics\"",
+                "reason": "Forbidden", "details": {}, "code": 403});
+            (StatusCode::FORBIDDEN, axum::Json(body)).into_response()
+        }
+    }
 }
 
 async fn list_namespaces(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
@@ -505,16 +541,27 @@ fn webhook_config_not_found(plural: &str, name: &str) -> Response {
     )
 }
 
-async fn get_webhook_config(State(s): State<Shared>, Path((plural, name)): Path<(String, String)>) -> Response {
-    let objects = s.lock().expect("lock");
-    match find_in(&objects, &plural, None, &name).and_then(|i| objects.lists.get(&plural).map(|l| l[i].clone())) {
+const WEBHOOK_CONFIGS: [&str; 2] = ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"];
+
+async fn list_webhook_configs(State(w): State<Arc<Watched>>, Path(plural): Path<String>, Query(q): Params) -> Response {
+    if !WEBHOOK_CONFIGS.contains(&plural.as_str()) {
+        return (StatusCode::NOT_FOUND, "404 page not found").into_response();
+    }
+    w.serve(&plural, None, q).await
+}
+
+async fn get_webhook_config(State(w): State<Arc<Watched>>, Path((plural, name)): Path<(String, String)>) -> Response {
+    if !WEBHOOK_CONFIGS.contains(&plural.as_str()) {
+        return (StatusCode::NOT_FOUND, "404 page not found").into_response();
+    }
+    match w.get(&plural, "", &name) {
         Some(v) => axum::Json(v).into_response(),
         None => webhook_config_not_found(&plural, &name),
     }
 }
 
 async fn patch_webhook_config(
-    State(s): State<Shared>,
+    State(state): State<AppState>,
     Path((plural, name)): Path<(String, String)>,
     headers: axum::http::HeaderMap,
     body: Bytes,
@@ -533,7 +580,10 @@ async fn patch_webhook_config(
             &name,
         );
     }
-    let mut objects = s.lock().expect("lock");
+    if !WEBHOOK_CONFIGS.contains(&plural.as_str()) {
+        return (StatusCode::NOT_FOUND, "404 page not found").into_response();
+    }
+    let mut objects = state.objects.lock().expect("lock");
     if objects.forbid_webhook_patches {
         objects
             .refused
@@ -549,7 +599,7 @@ async fn patch_webhook_config(
             &name,
         );
     }
-    let Some(i) = find_in(&objects, &plural, None, &name) else {
+    let Some(mut doc) = state.watched.get(&plural, "", &name) else {
         return webhook_config_not_found(&plural, &name);
     };
     let patch: json_patch::Patch = match serde_json::from_slice(&body) {
@@ -565,7 +615,6 @@ async fn patch_webhook_config(
             );
         }
     };
-    let mut doc = objects.lists.get(&plural).map(|l| l[i].clone()).unwrap_or_default();
     if let Err(e) = json_patch::patch(&mut doc, &patch) {
         objects
             .refused
@@ -579,13 +628,12 @@ async fn patch_webhook_config(
             &name,
         );
     }
-    doc["metadata"]["resourceVersion"] = json!(objects.next_resource_version());
     objects.writes.push((
         "PATCH".into(),
         format!("{plural}/{name} {}", String::from_utf8_lossy(&body)),
     ));
-    if let Some(list) = objects.lists.get_mut(&plural) {
-        list[i] = doc.clone();
-    }
-    axum::Json(doc).into_response()
+    // Stored with the next resourceVersion, and a MODIFIED to watches.
+    let stored = state.watched.apply(&plural, doc);
+    drop(objects);
+    axum::Json(stored).into_response()
 }

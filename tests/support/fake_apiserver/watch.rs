@@ -1,5 +1,6 @@
 //! The watched collections (namespaces, resourceclaims, resourcequotas,
-//! resourceslices, deviceclasses, resourceslicepatches) with the apiserver's list-then-watch contract, so
+//! resourceslices, deviceclasses, resourceslicepatches, pods and the two
+//! webhook configuration kinds) with the apiserver's list-then-watch contract, so
 //! that kube-runtime's `watcher` behaves against the fake as against a
 //! cluster:
 //!
@@ -22,8 +23,10 @@
 //!
 //! A LIST always answers the latest state: its `resourceVersion` and
 //! `resourceVersionMatch` are not looked at, which any "not older than"
-//! request accepts. Label and field selectors are not implemented
-//! (draguard sends none).
+//! request accepts. Label selectors are not implemented (draguard sends
+//! none); of field selectors, only `metadata.name=<name>` is, which
+//! draguard's watch of its webhook configurations sends (others are
+//! ignored).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::convert::Infallible;
@@ -47,7 +50,7 @@ pub struct Kind {
     pub kind: &'static str,
 }
 
-const KIND_COUNT: usize = 7;
+const KIND_COUNT: usize = 9;
 
 /// The watched collections; the plural is the key of `Objects::lists` that
 /// seeds each one.
@@ -87,6 +90,16 @@ pub const KINDS: [Kind; KIND_COUNT] = [
         api_version: "v1",
         kind: "Pod",
     },
+    Kind {
+        plural: "mutatingwebhookconfigurations",
+        api_version: "admissionregistration.k8s.io/v1",
+        kind: "MutatingWebhookConfiguration",
+    },
+    Kind {
+        plural: "validatingwebhookconfigurations",
+        api_version: "admissionregistration.k8s.io/v1",
+        kind: "ValidatingWebhookConfiguration",
+    },
 ];
 
 /// Changes kept for watches to replay; older ones are compacted away, and a
@@ -100,6 +113,7 @@ type Key = (String, String);
 struct Change {
     resource_version: u64,
     namespace: String,
+    name: String,
     line: Bytes,
 }
 
@@ -113,10 +127,11 @@ struct Collection {
 }
 
 impl Collection {
-    fn record(&mut self, resource_version: u64, namespace: String, line: Bytes) {
+    fn record(&mut self, resource_version: u64, (namespace, name): Key, line: Bytes) {
         self.history.push_back(Change {
             resource_version,
             namespace,
+            name,
             line,
         });
         while self.history.len() > HISTORY {
@@ -197,6 +212,15 @@ fn is_watch(query: &HashMap<String, String>) -> bool {
     query.get("watch").is_some_and(|w| w == "true" || w == "1")
 }
 
+/// The name of a `metadata.name=<name>` field selector (`==` too).
+fn selected_name(query: &HashMap<String, String>) -> Option<String> {
+    let selector = query.get("fieldSelector")?;
+    let name = selector
+        .strip_prefix("metadata.name==")
+        .or_else(|| selector.strip_prefix("metadata.name="))?;
+    Some(name.to_owned())
+}
+
 fn encode_continue(resource_version: u64, after: &Key) -> String {
     let token = json!([resource_version, after.0, after.1]).to_string();
     URL_SAFE_NO_PAD.encode(token)
@@ -261,7 +285,7 @@ impl Watched {
             Some(_) => "MODIFIED",
             None => "ADDED",
         };
-        collection.record(rv, key.0, event_line(kind, &object));
+        collection.record(rv, key, event_line(kind, &object));
         drop(state);
         self.changed[i].send_replace(rv);
         object
@@ -277,7 +301,7 @@ impl Watched {
         state.resource_version += 1;
         let rv = state.resource_version;
         object["metadata"]["resourceVersion"] = json!(rv.to_string());
-        state.collections[i].record(rv, key.0, event_line("DELETED", &object));
+        state.collections[i].record(rv, key, event_line("DELETED", &object));
         drop(state);
         self.changed[i].send_replace(rv);
         Some(object)
@@ -382,10 +406,12 @@ impl Watched {
                 Some((rv, after)) => (rv, Bound::Excluded(after)),
             },
         };
+        let name = selected_name(query);
         let mut matching = collection
             .objects
             .range((start, Bound::Unbounded))
-            .take_while(|((ns, _), _)| namespace.is_none_or(|want| want == ns));
+            .take_while(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
+            .filter(|((_, n), _)| name.as_ref().is_none_or(|want| want == n));
         let page: Vec<(&Key, &Value)> = matching.by_ref().take(limit).collect();
         let mut metadata = json!({"resourceVersion": resource_version.to_string()});
         if let (Some(_), Some((last, _))) = (matching.next(), page.last()) {
@@ -416,6 +442,7 @@ impl Watched {
         // Subscribed before reading the state: a change after the read
         // wakes the stream.
         let changed = self.changed[i].subscribe();
+        let name = selected_name(query);
         let mut first = Vec::new();
         let mut done = false;
         let cursor = {
@@ -425,9 +452,11 @@ impl Watched {
                 // No resourceVersion: the current objects first, as ADDED,
                 // then (sendInitialEvents) a bookmark that says they are all.
                 None => {
-                    let wanted = |ns: &String| namespace.as_ref().is_none_or(|want| want == ns);
-                    for ((ns, _), object) in &collection.objects {
-                        if wanted(ns) {
+                    let wanted = |ns: &String, n: &String| {
+                        namespace.as_ref().is_none_or(|want| want == ns) && name.as_ref().is_none_or(|want| want == n)
+                    };
+                    for ((ns, n), object) in &collection.objects {
+                        if wanted(ns, n) {
                             first.extend_from_slice(&event_line("ADDED", object));
                         }
                     }
@@ -448,6 +477,7 @@ impl Watched {
             watched: self,
             i,
             namespace,
+            name,
             cursor,
             changed,
             deadline,
@@ -479,6 +509,8 @@ struct WatchStream {
     watched: Arc<Watched>,
     i: usize,
     namespace: Option<String>,
+    /// A `metadata.name` field selector's name.
+    name: Option<String>,
     /// Every change up to this resourceVersion has been sent.
     cursor: u64,
     changed: watch::Receiver<u64>,
@@ -551,7 +583,8 @@ impl WatchStream {
             .history
             .partition_point(|c| c.resource_version <= self.cursor);
         for change in collection.history.range(start..) {
-            if self.namespace.as_ref().is_none_or(|ns| *ns == change.namespace) {
+            let named = self.name.as_ref().is_none_or(|n| *n == change.name);
+            if named && self.namespace.as_ref().is_none_or(|ns| *ns == change.namespace) {
                 out.extend_from_slice(&change.line);
             }
             self.cursor = change.resource_version;
