@@ -105,6 +105,40 @@ impl ConnectionTimeout {
     }
 }
 
+/// Why the server closed a connection to the plain metrics port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MetricsClose {
+    /// Closed at once: the port's connection cap was reached.
+    Refused,
+    /// No request within the first-request timeout.
+    FirstRequest,
+    /// No request on a keep-alive connection within the idle timeout.
+    Idle,
+}
+
+impl MetricsClose {
+    const ALL: [MetricsClose; 3] = [MetricsClose::Refused, MetricsClose::FirstRequest, MetricsClose::Idle];
+
+    fn label(self) -> &'static str {
+        match self {
+            MetricsClose::Refused => "refused",
+            MetricsClose::FirstRequest => "first_request",
+            MetricsClose::Idle => "idle",
+        }
+    }
+}
+
+impl From<ConnectionTimeout> for MetricsClose {
+    fn from(timeout: ConnectionTimeout) -> Self {
+        match timeout {
+            // The plain port has no handshake; were it ever to time one
+            // out, that is silence before the first request too.
+            ConnectionTimeout::Handshake | ConnectionTimeout::FirstRequest => MetricsClose::FirstRequest,
+            ConnectionTimeout::Idle => MetricsClose::Idle,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ReasonLabels {
     reason: &'static str,
@@ -139,6 +173,7 @@ pub(crate) struct Metrics {
     internal_errors: Counter,
     reviews_rejected: Family<ReasonLabels, Counter>,
     connection_timeouts: Family<TimeoutLabels, Counter>,
+    metrics_connections_closed: Family<ReasonLabels, Counter>,
 }
 
 impl Metrics {
@@ -203,7 +238,18 @@ impl Metrics {
              first_request (no request after the handshake), idle (no request on a keep-alive connection)",
             connection_timeouts.clone(),
         );
+        let metrics_connections_closed = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "draguard_metrics_connections_closed",
+            "Connections to the plain metrics port (--metrics-listen) the server closed, by reason: refused \
+             (at once: the port's connection cap was reached), first_request (no request in time), idle (no \
+             request on a keep-alive connection)",
+            metrics_connections_closed.clone(),
+        );
         // Every series from the start: `rate()` and `increase()` need the zero.
+        for reason in MetricsClose::ALL {
+            let _ = metrics_connections_closed.get_or_create(&ReasonLabels { reason: reason.label() });
+        }
         for reason in RejectReason::ALL {
             let _ = reviews_rejected.get_or_create(&ReasonLabels { reason: reason.label() });
         }
@@ -237,6 +283,7 @@ impl Metrics {
             internal_errors,
             reviews_rejected,
             connection_timeouts,
+            metrics_connections_closed,
         }
     }
 
@@ -256,6 +303,12 @@ impl Metrics {
             .get_or_create(&TimeoutLabels {
                 timeout: timeout.label(),
             })
+            .inc();
+    }
+
+    pub(crate) fn metrics_connection_closed(&self, why: MetricsClose) {
+        self.metrics_connections_closed
+            .get_or_create(&ReasonLabels { reason: why.label() })
             .inc();
     }
 
@@ -535,8 +588,14 @@ mod tests {
         m.review_rejected(RejectReason::Overloaded);
         m.review_rejected(RejectReason::BodyTimeout);
         m.connection_timed_out(ConnectionTimeout::FirstRequest);
+        m.metrics_connection_closed(MetricsClose::Refused);
+        m.metrics_connection_closed(MetricsClose::Refused);
+        m.metrics_connection_closed(ConnectionTimeout::Idle.into());
         let text = m.render();
         for line in [
+            "draguard_metrics_connections_closed_total{reason=\"refused\"} 2",
+            "draguard_metrics_connections_closed_total{reason=\"first_request\"} 0",
+            "draguard_metrics_connections_closed_total{reason=\"idle\"} 1",
             "draguard_reviews_rejected_total{reason=\"overloaded\"} 2",
             "draguard_reviews_rejected_total{reason=\"body_memory\"} 0",
             "draguard_reviews_rejected_total{reason=\"body_timeout\"} 1",
