@@ -270,6 +270,7 @@ impl Metrics {
                 ("feature_gates", target.gates.changed_from_defaults(target.version)),
             ]),
         );
+        registry.register_collector(Box::new(LibraryWarnings));
         #[cfg(target_os = "linux")]
         registry.register_collector(Box::new(super::process::ProcessCollector));
         Metrics {
@@ -454,6 +455,26 @@ impl Collector for CertCollector {
             "draguard_certificate_expiry_timestamp_seconds",
             "notAfter of the serving certificate new TLS handshakes get (Unix seconds).",
             ConstGauge::new(not_after),
+        )
+    }
+}
+
+/// The warnings of libraries the default log filter hides (`log_quiet`).
+#[derive(Debug)]
+struct LibraryWarnings;
+
+impl Collector for LibraryWarnings {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        family(
+            &mut encoder,
+            "draguard_library_warnings",
+            "Warnings logged by libraries whose per-event warnings the default log filter hides, shown or not, \
+             by target: rustls (one per TLS handshake with an IP-address SNI, among others), \
+             kube_runtime::watcher (one per retry of a failing watch).",
+            MetricType::Counter,
+            crate::log_quiet::warnings()
+                .into_iter()
+                .map(|(target, n)| ([("target", target)], ConstCounter::new(n))),
         )
     }
 }
@@ -808,6 +829,18 @@ mod tests {
         }
         open.store(7, std::sync::atomic::Ordering::Relaxed);
         has(&m.render(), "draguard_connections_open 7");
+    }
+
+    #[test]
+    fn library_warnings_are_exported_by_target() {
+        let text = Metrics::new(Target::default()).render();
+        for target in crate::log_quiet::QUIETED {
+            let prefix = format!("draguard_library_warnings_total{{target=\"{target}\"}} ");
+            assert!(
+                text.lines().any(|l| l.starts_with(&prefix)),
+                "missing {prefix:?} in\n{text}"
+            );
+        }
     }
 
     #[test]
