@@ -78,8 +78,9 @@ pub(crate) async fn accept_loop(
         }
     };
     loop {
-        // Waiting for a slot: a slot held while waiting in `accept`.
-        // Refusing: the slot is looked for once a connection is there.
+        // The webhook takes its slot before `accept`, so at the cap it
+        // stops accepting; the metrics port looks for one after, so at the
+        // cap it closes the connection it just accepted.
         let waited = if refuse_at_cap {
             None
         } else {
