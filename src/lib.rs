@@ -16,6 +16,7 @@ pub mod impact;
 pub mod kinds;
 pub mod kubernetes;
 pub mod log_field;
+pub(crate) mod log_quiet;
 pub mod mutate;
 pub mod objects;
 pub mod pki;

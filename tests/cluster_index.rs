@@ -247,3 +247,36 @@ async fn a_relist_after_lost_events_leaves_correct_totals() {
     assert_eq!((state.synced, state.objects), (true, 2));
     assert!(state.watch_errors >= 1, "the expiry counts as a watch error");
 }
+
+/// A watch RBAC refuses never lists by retrying: `/readyz` and the quota
+/// denial say which permission is missing instead of "retry shortly".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forbidden_claims_watch_names_the_missing_permission() {
+    let api = FakeApiServer::start(cluster(vec![claim("a", 3)])).await;
+    api.forbid_lists("resourceclaims");
+    let certs = tempfile::tempdir().expect("tempdir");
+    let (running, client) = serve(certs.path(), LiveView::start(api.client())).await;
+    let missing = "draguard's ServiceAccount may not list and watch resourceclaims.resource.k8s.io cluster-wide \
+                   (HTTP 403); this will not fix itself: grant the verbs list and watch on \
+                   resourceclaims.resource.k8s.io in its ClusterRole (deploy/base/rbac.yaml)";
+    let want = format!("not ready: cluster caches refused: resourceclaims: {missing}");
+    let mut last = readyz(&running, &client).await;
+    for _ in 0..200 {
+        if last.1 == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        last = readyz(&running, &client).await;
+    }
+    assert_eq!(last, (StatusCode::SERVICE_UNAVAILABLE, want));
+    let refused = validate(&running, &client, claim("new", 1)).await;
+    assert_eq!(refused["response"]["allowed"], false);
+    assert_eq!(
+        refused["response"]["status"]["message"],
+        format!(
+            "resourceclaims.resource.k8s.io \"new\" is forbidden: quota: the usage of namespace \"ml\" is unknown, \
+             so ResourceQuota \"gpus\" cannot be checked: {missing}"
+        )
+    );
+    running.stop().await.expect("stops");
+}

@@ -117,7 +117,9 @@ pub fn load_policies(tool: &str, dir: Option<&std::path::Path>) -> Result<Policy
 }
 
 /// Log output for every subcommand: human-readable text, or JSON lines when
-/// asked (for log collectors). `RUST_LOG` overrides the level.
+/// asked (for log collectors). `RUST_LOG` overrides the level; the
+/// per-event warnings of rustls and kube-runtime's watcher stay at error
+/// unless it names their crate (`crate::log_quiet`).
 ///
 /// JSON lines carry the event's text as the one top-level `message` key,
 /// next to the event's fields (which therefore are never named `message`).
@@ -131,8 +133,11 @@ pub fn init_logging(json: bool) {
 }
 
 fn env_filter() -> tracing_subscriber::EnvFilter {
+    use crate::log_quiet::directives;
     use tracing_subscriber::EnvFilter;
-    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+    let rust_log = std::env::var("RUST_LOG").ok();
+    // Directives that do not parse: the default, as before.
+    EnvFilter::try_new(directives(rust_log.as_deref())).unwrap_or_else(|_| EnvFilter::new(directives(None)))
 }
 
 /// The subscriber [`init_logging`] installs, writing to `writer` (tests
@@ -146,14 +151,24 @@ pub(crate) fn log_subscriber<W>(
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
-    if json {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let layer = tracing_subscriber::fmt::layer().with_writer(writer);
+    let output = if json {
         // Without flattening, the text sits in a nested `fields` object
         // that collectors do not look in for the message.
-        Box::new(builder.json().flatten_event(true).finish())
+        layer.json().flatten_event(true).boxed()
     } else {
-        Box::new(builder.with_ansi(ansi).finish())
-    }
+        layer.with_ansi(ansi).boxed()
+    };
+    // Each layer its own filter: the counter sees the warnings `filter`
+    // hides.
+    let counter = crate::log_quiet::CountWarnings.with_filter(crate::log_quiet::CountWarnings::filter());
+    Box::new(
+        tracing_subscriber::registry()
+            .with(output.with_filter(filter))
+            .with(counter),
+    )
 }
 
 /// <https://no-color.org>: set and not empty means no colour.
@@ -192,9 +207,14 @@ pub(crate) mod log_capture {
 
     /// What `f` logged (at debug and above), as text.
     pub(crate) fn capture(json: bool, ansi: bool, f: impl FnOnce()) -> String {
+        capture_with("debug", json, ansi, f)
+    }
+
+    /// What `f` logged under the filter `directives`, as text.
+    pub(crate) fn capture_with(directives: &str, json: bool, ansi: bool, f: impl FnOnce()) -> String {
         let buffer = Buffer::default();
         let writer = buffer.clone();
-        let filter = tracing_subscriber::EnvFilter::new("debug");
+        let filter = tracing_subscriber::EnvFilter::new(directives);
         let subscriber = super::log_subscriber(json, ansi, filter, move || writer.clone());
         tracing::subscriber::with_default(subscriber, f);
         let bytes = buffer.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
@@ -229,6 +249,43 @@ mod tests {
             (&second["message"], &second["error"]),
             (&"second line".into(), &"boom".into())
         );
+    }
+
+    /// The warnings rustls writes per handshake and kube-runtime's watcher
+    /// per retry are hidden by default, and counted.
+    #[test]
+    fn the_default_filter_hides_per_event_library_warnings_and_counts_them() {
+        use super::log_capture::capture_with;
+        use crate::log_quiet::{directives, warnings};
+        let count = |target: &str| warnings().iter().find(|(t, _)| *t == target).map(|(_, n)| *n);
+        let emit = || {
+            // As rustls 0.23.46 and kube-runtime 5.0.0 write them.
+            tracing::warn!(
+                target: "rustls::msgs::handshake",
+                "Illegal SNI extension: ignoring IP address presented as hostname ([49, 50, 55])"
+            );
+            tracing::warn!(target: "kube_runtime::watcher", "watch list error with 403: Api(...)");
+            tracing::error!(target: "rustls::server", "an error still shows");
+            tracing::warn!("draguard's own warning");
+        };
+        // Other tests may log through these targets too: compare counts.
+        let (rustls, watcher) = (count("rustls"), count("kube_runtime::watcher"));
+        let logged = capture_with(&directives(None), false, false, emit);
+        assert!(!logged.contains("Illegal SNI"), "{logged}");
+        assert!(!logged.contains("watch list error"), "{logged}");
+        assert!(logged.contains("an error still shows"), "{logged}");
+        assert!(logged.contains("draguard's own warning"), "{logged}");
+        assert!(count("rustls") > rustls, "counted although hidden");
+        assert!(count("kube_runtime::watcher") > watcher, "counted although hidden");
+        // Asked for by name, they show.
+        let logged = capture_with(
+            &directives(Some("info,rustls=warn,kube_runtime=warn")),
+            false,
+            false,
+            emit,
+        );
+        assert!(logged.contains("Illegal SNI"), "{logged}");
+        assert!(logged.contains("watch list error"), "{logged}");
     }
 
     #[test]

@@ -13,7 +13,7 @@
 
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 
 use super::CacheState;
 use super::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
+use super::watch_error;
 
 /// What one concern keeps of its objects.
 pub trait WatchIndex: Default + Send + Sync + 'static {
@@ -51,6 +52,10 @@ pub struct Watched<I> {
     /// The resource may not exist (an optional CRD): a 404 on the list is
     /// an empty, synced index, not an outage.
     optional: bool,
+    /// While the apiserver refuses the watch (401, 403): what is missing,
+    /// for `/readyz` and the reviews that need this cache. Cleared by the
+    /// next event.
+    denied: Mutex<Option<String>>,
 }
 
 impl<I: WatchIndex> Watched<I> {
@@ -64,6 +69,7 @@ impl<I: WatchIndex> Watched<I> {
             errors: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
             optional,
+            denied: Mutex::new(None),
         })
     }
 
@@ -79,6 +85,21 @@ impl<I: WatchIndex> Watched<I> {
     /// The watch has a complete list and has not lost events since.
     pub fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
+    }
+
+    /// While the apiserver refuses this watch: what is missing, and that
+    /// it will not fix itself (`watch_error::denied_message`).
+    pub fn denied(&self) -> Option<String> {
+        self.denied.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Synced, the name, and what is missing while the watch is refused.
+    pub fn readiness_state(&self) -> (bool, &'static str, Option<String>) {
+        (self.is_synced(), self.what, self.denied())
+    }
+
+    pub(crate) fn set_denied(&self, denied: Option<String>) {
+        *self.denied.lock().unwrap_or_else(PoisonError::into_inner) = denied;
     }
 
     /// Reads the index. A writer that panicked leaves an index that was
@@ -152,8 +173,10 @@ impl<I: WatchIndex> Watched<I> {
 
 /// Runs the watch of `api` into `watched` on the current runtime until the
 /// runtime stops. Errors are retried with kube-runtime's default backoff
-/// and logged at most once a minute.
+/// and logged at most once a minute per distinct error; a refused watch
+/// (401, 403) names the missing permission instead of promising a retry.
 pub fn spawn_watch<I: WatchIndex>(api: Api<I::Object>, watched: Arc<Watched<I>>) {
+    let resource = watch_error::rbac_resource(api.resource_url());
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     tokio::spawn(async move {
         futures::pin_mut!(stream);
@@ -163,9 +186,18 @@ pub fn spawn_watch<I: WatchIndex>(api: Api<I::Object>, watched: Arc<Watched<I>>)
         while let Some(event) = stream.next().await {
             match event {
                 Ok(event) => {
+                    // kube-runtime announces each list attempt with `Init`
+                    // before making it, failing ones included: only what
+                    // the apiserver sent shows the watch works.
+                    let answered = !matches!(event, watcher::Event::Init);
                     watched.on_event(event, &mut relist);
-                    if let Some(errors) = log.succeeded() {
-                        tracing::info!(what, errors, "watch recovered");
+                    if answered {
+                        if watched.denied().is_some() {
+                            watched.set_denied(None);
+                        }
+                        if let Some(errors) = log.succeeded() {
+                            tracing::info!(what, errors, "watch recovered");
+                        }
                     }
                 }
                 Err(e) => {
@@ -174,13 +206,29 @@ pub fn spawn_watch<I: WatchIndex>(api: Api<I::Object>, watched: Arc<Watched<I>>)
                         tracing::debug!(what, error = %e, "not served; treated as empty");
                         continue;
                     }
-                    if let ErrorLineAction::Log { suppressed } = log.failed(Instant::now()) {
-                        tracing::warn!(
+                    let denied = watch_error::status_code(&e)
+                        .filter(|_| watch_error::is_denied(&e))
+                        .map(|code| watch_error::denied_message(code, &resource));
+                    if watched.denied() != denied {
+                        watched.set_denied(denied.clone());
+                    }
+                    let action = log.failed_with(Instant::now(), &watch_error::key(&e));
+                    let ErrorLineAction::Log { suppressed } = action else {
+                        continue;
+                    };
+                    match denied {
+                        Some(denied) => tracing::error!(
                             error = %e,
                             what,
                             suppressed,
-                            "watch error; retrying with backoff (at most one line a minute; `suppressed` errors since the last)"
-                        );
+                            "watch refused: {denied} (at most one line a minute; `suppressed` errors since the last)"
+                        ),
+                        None => tracing::warn!(
+                            error = %e,
+                            what,
+                            suppressed,
+                            "watch error; retrying with backoff (at most one line a minute per distinct error; `suppressed` errors since the last)"
+                        ),
                     }
                 }
             }

@@ -101,25 +101,34 @@ impl LiveView {
     }
 
     /// `Ok` once every watch has listed and none is re-listing after lost
-    /// events; else the caches still listing, for `/readyz`'s 503.
+    /// events; else the caches still listing, for `/readyz`'s 503, and for
+    /// a watch the apiserver refuses, what is missing (retrying will not
+    /// list it).
     pub fn readiness(&self) -> Result<(), String> {
-        let pending: Vec<&str> = [
-            (self.namespaces.is_synced(), self.namespaces.name()),
-            (self.claims.is_synced(), self.claims.name()),
-            (self.slices.is_synced(), self.slices.name()),
-            (self.quotas.is_synced(), self.quotas.name()),
-            (self.classes.is_synced(), self.classes.name()),
-            (self.patches.is_synced(), self.patches.name()),
-        ]
-        .into_iter()
-        .filter(|(synced, _)| !synced)
-        .map(|(_, name)| name)
-        .collect();
-        if pending.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("cluster caches still listing: {}", pending.join(", ")))
+        let mut pending = Vec::new();
+        let mut denied = Vec::new();
+        for (synced, name, refused) in [
+            self.namespaces.readiness_state(),
+            self.claims.readiness_state(),
+            self.slices.readiness_state(),
+            self.quotas.readiness_state(),
+            self.classes.readiness_state(),
+            self.patches.readiness_state(),
+        ] {
+            match (synced, refused) {
+                (true, _) => {}
+                (false, Some(why)) => denied.push(format!("{name}: {why}")),
+                (false, None) => pending.push(name),
+            }
         }
+        let mut said = Vec::new();
+        if !pending.is_empty() {
+            said.push(format!("cluster caches still listing: {}", pending.join(", ")));
+        }
+        if !denied.is_empty() {
+            said.push(format!("cluster caches refused: {}", denied.join("; ")));
+        }
+        if said.is_empty() { Ok(()) } else { Err(said.join("; ")) }
     }
 
     /// Waits until [`LiveView::readiness`] is `Ok`: `true` then, `false`
@@ -250,6 +259,20 @@ impl ClusterView for LiveView {
         ]
     }
 
+    fn cache_denied(&self, cache: &str) -> Option<String> {
+        [
+            self.namespaces.readiness_state(),
+            self.claims.readiness_state(),
+            self.slices.readiness_state(),
+            self.quotas.readiness_state(),
+            self.classes.readiness_state(),
+            self.patches.readiness_state(),
+        ]
+        .into_iter()
+        .find(|(_, name, _)| *name == cache)
+        .and_then(|(_, _, denied)| denied)
+    }
+
     /// Every answer is a lookup in an index kept by the watches.
     fn answers_from_memory(&self) -> bool {
         true
@@ -280,6 +303,30 @@ mod tests {
             "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": gpus}}]}}
         }))
         .expect("claim")
+    }
+
+    #[test]
+    fn a_refused_watch_is_named_with_what_is_missing() {
+        let view = LiveView::unstarted();
+        listed(&view.namespaces, vec![]);
+        listed(&view.quotas, vec![]);
+        listed(&view.classes, vec![]);
+        listed(&view.patches, vec![]);
+        let missing = super::super::watch_error::denied_message(403, "resourceclaims.resource.k8s.io");
+        view.claims.set_denied(Some(missing.clone()));
+        assert_eq!(
+            view.readiness(),
+            Err(format!(
+                "cluster caches still listing: resourceslices; cluster caches refused: resourceclaims: {missing}"
+            ))
+        );
+        assert_eq!(view.cache_denied("resourceclaims"), Some(missing));
+        assert_eq!(view.cache_denied("resourceslices"), None);
+        // Granted: the watch's next event clears it (spawn_watch), then it lists.
+        view.claims.set_denied(None);
+        listed(&view.claims, vec![]);
+        listed(&view.slices, vec![]);
+        assert_eq!(view.readiness(), Ok(()));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub(crate) mod error_log;
 pub mod index;
 pub mod indexes;
 pub mod live;
+mod watch_error;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -64,6 +65,13 @@ pub trait ClusterView: Send + Sync {
     /// The ResourceSlicePatches already known (name, spec), for priority ties.
     fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
         Vec::new()
+    }
+
+    /// While the apiserver refuses the watch of `cache` (401, 403): what
+    /// is missing, so that a review that needs the cache says so instead
+    /// of "retry shortly".
+    fn cache_denied(&self, _cache: &str) -> Option<String> {
+        None
     }
 
     /// The state of the watched caches behind this view, for `/metrics`;

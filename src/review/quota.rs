@@ -48,9 +48,12 @@ pub fn quota<K: AdmittedKind>(
             policy: "ResourceQuota".to_owned(),
             mode: Mode::Enforce,
             field: None,
-            message: format!(
-                "quota: the ResourceQuotas of namespace {namespace:?} are unknown until draguard's {cache} cache has listed; retry shortly"
-            ),
+            message: match ctx.cluster.cache_denied(cache) {
+                Some(denied) => format!("quota: the ResourceQuotas of namespace {namespace:?} are unknown: {denied}"),
+                None => format!(
+                    "quota: the ResourceQuotas of namespace {namespace:?} are unknown until draguard's {cache} cache has listed; retry shortly"
+                ),
+            },
         });
     }
     let mut warnings = Vec::new();
@@ -72,10 +75,16 @@ pub fn quota<K: AdmittedKind>(
                     policy: source.limits.source.clone(),
                     mode: source.mode,
                     field: None,
-                    message: format!(
-                        "quota: the usage of namespace {namespace:?} is unknown until draguard's {cache} cache has listed, so {} cannot be checked; retry shortly",
-                        source.limits.source
-                    ),
+                    message: match ctx.cluster.cache_denied(cache) {
+                        Some(ref denied) => format!(
+                            "quota: the usage of namespace {namespace:?} is unknown, so {} cannot be checked: {denied}",
+                            source.limits.source
+                        ),
+                        None => format!(
+                            "quota: the usage of namespace {namespace:?} is unknown until draguard's {cache} cache has listed, so {} cannot be checked; retry shortly",
+                            source.limits.source
+                        ),
+                    },
                 });
             }
             return (violations, warnings);

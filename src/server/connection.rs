@@ -1,7 +1,8 @@
 //! One accepted connection, from the TCP socket to its close: the TLS
-//! handshake under a deadline, then HTTP/1.1 or HTTP/2 while requests come,
-//! closed when it stays silent (no first request after the handshake, or
-//! an idle keep-alive) or when the server shuts down.
+//! handshake under a deadline (the webhook listener; the plain metrics
+//! listener has none), then HTTP/1.1 or HTTP/2 while requests come, closed
+//! when it stays silent (no first request after the handshake, or an idle
+//! keep-alive) or when the server shuts down.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -17,6 +18,7 @@ use axum::response::Response;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
 use tokio::time::Instant;
@@ -26,9 +28,31 @@ use super::drain::{Draining, signalled};
 use super::limits::HANDSHAKE_TIMEOUT;
 use super::metrics::{ConnectionTimeout, Metrics};
 
-/// What every connection of a server shares.
+/// Which listener a connection came from: each counts its closes in its
+/// own metric, so that a flood of the metrics port never reads as trouble
+/// on the webhook's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listener {
+    /// HTTPS: `/validate`, `/mutate`, the probes.
+    Webhook,
+    /// Plain HTTP `/metrics` (`--metrics-listen`).
+    Metrics,
+}
+
+impl Listener {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Listener::Webhook => "webhook",
+            Listener::Metrics => "metrics",
+        }
+    }
+}
+
+/// What every connection of a listener shares.
 pub(crate) struct Shared {
-    pub(crate) acceptor: TlsAcceptor,
+    pub(crate) listener: Listener,
+    /// `None`: plain HTTP, no handshake.
+    pub(crate) acceptor: Option<TlsAcceptor>,
     pub(crate) app: Router,
     pub(crate) http: auto::Builder<TokioExecutor>,
     pub(crate) first_request_timeout: Duration,
@@ -38,6 +62,15 @@ pub(crate) struct Shared {
     pub(crate) close_timeout: Duration,
     pub(crate) draining: Draining,
     pub(crate) metrics: Arc<Metrics>,
+}
+
+impl Shared {
+    fn timed_out(&self, timeout: ConnectionTimeout) {
+        match self.listener {
+            Listener::Webhook => self.metrics.connection_timed_out(timeout),
+            Listener::Metrics => self.metrics.metrics_connection_closed(timeout.into()),
+        }
+    }
 }
 
 /// Serves one socket until the client leaves, a timeout closes it, or
@@ -55,7 +88,10 @@ pub(crate) async fn serve(
         let error = e.to_string();
         tracing::debug!(%peer, error = error.as_str(), "cannot set TCP_NODELAY");
     }
-    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, shared.acceptor.accept(tcp));
+    let Some(acceptor) = &shared.acceptor else {
+        return serve_http(tcp, peer, &shared, close).await;
+    };
+    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
     let tls = tokio::select! {
         done = handshake => match done {
             Ok(Ok(tls)) => tls,
@@ -65,7 +101,7 @@ pub(crate) async fn serve(
                 return;
             }
             Err(_) => {
-                shared.metrics.connection_timed_out(ConnectionTimeout::Handshake);
+                shared.timed_out(ConnectionTimeout::Handshake);
                 tracing::debug!(%peer, "TLS handshake timed out");
                 return;
             }
@@ -73,6 +109,15 @@ pub(crate) async fn serve(
         // Nothing was asked on it yet: nothing to finish.
         () = signalled(&mut close) => return,
     };
+    serve_http(tls, peer, &shared, close).await;
+}
+
+/// HTTP on an established stream (after the handshake, if any) until the
+/// client leaves, a silence timeout closes it, or `close`.
+async fn serve_http<I>(io: I, peer: SocketAddr, shared: &Shared, mut close: watch::Receiver<bool>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let activity = Arc::new(Activity::new());
     let service = Tracked {
         app: shared.app.clone(),
@@ -81,7 +126,7 @@ pub(crate) async fn serve(
     };
     let conn = shared
         .http
-        .serve_connection(TokioIo::new(tls), TowerToHyperService::new(service));
+        .serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
     tokio::pin!(conn);
     let closing = loop {
         let silent = activity.silent_until(shared.first_request_timeout, shared.idle_timeout);
@@ -104,7 +149,7 @@ pub(crate) async fn serve(
         }
     };
     if let Some(timeout) = closing {
-        shared.metrics.connection_timed_out(timeout);
+        shared.timed_out(timeout);
         tracing::debug!(%peer, timeout = timeout.label(), "closing a silent connection");
     }
     // HTTP/1.1: closes at once when idle, else after the answer in flight.

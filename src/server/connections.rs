@@ -1,8 +1,18 @@
-//! The HTTPS listener and the cap on open connections. At the cap the
-//! listener stops accepting until a connection closes: new connections wait
-//! in the kernel's backlog instead of taking descriptors and memory, and
-//! the silence timeouts make room within seconds when the connections held
-//! are idle ones.
+//! A listener's accept loop and its cap on open connections.
+//!
+//! At its cap the webhook's HTTPS listener stops accepting until a
+//! connection closes: new connections wait in the kernel's backlog instead
+//! of taking descriptors and memory, and the silence timeouts make room
+//! within seconds when the connections held are idle ones. The apiserver
+//! retries a connection that waited too long.
+//!
+//! The plain metrics listener instead accepts and closes at once beyond
+//! its small cap (counted in `draguard_metrics_connections_closed_total`):
+//! a scraper behind a flood learns it at once instead of waiting in a
+//! backlog full of idle connections, and a refused connection holds a
+//! descriptor only for the moment between accept and close, so no number
+//! of them can take the descriptors `/healthz`, the webhook and policy
+//! reloads need (issue 27, N3).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,8 +21,9 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
-use super::connection::{self, Shared};
+use super::connection::{self, Listener, Shared};
 use super::drain::signalled;
+use super::metrics::MetricsClose;
 
 /// How often the "connection cap reached" warning may be repeated.
 const CAP_WARNING_EVERY: Duration = Duration::from_secs(60);
@@ -53,28 +64,42 @@ pub(crate) async fn accept_loop(
     mut close: watch::Receiver<bool>,
     drain_timeout: Duration,
 ) {
+    let name = shared.listener.label();
+    let refuse_at_cap = shared.listener == Listener::Metrics;
     let mut warned_at: Option<Instant> = None;
+    let mut warn_at_cap = |what: &str| {
+        if warned_at.is_none_or(|at| at.elapsed() >= CAP_WARNING_EVERY) {
+            warned_at = Some(Instant::now());
+            tracing::warn!(
+                listener = name,
+                max_connections = open.max,
+                "connection cap reached: {what}"
+            );
+        }
+    };
     loop {
-        let slot = match open.slots.clone().try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                if warned_at.is_none_or(|at| at.elapsed() >= CAP_WARNING_EVERY) {
-                    warned_at = Some(Instant::now());
-                    tracing::warn!(
-                        max_connections = open.max,
-                        "connection cap reached: not accepting until a connection closes"
-                    );
+        // The webhook takes its slot before `accept`, so at the cap it
+        // stops accepting; the metrics port looks for one after, so at the
+        // cap it closes the connection it just accepted.
+        let waited = if refuse_at_cap {
+            None
+        } else {
+            let slot = match open.slots.clone().try_acquire_owned() {
+                Ok(slot) => slot,
+                Err(_) => {
+                    warn_at_cap("not accepting until a connection closes");
+                    tokio::select! {
+                        slot = open.slots.clone().acquire_owned() => match slot {
+                            Ok(slot) => slot,
+                            Err(_) => break,
+                        },
+                        () = signalled(&mut close) => break,
+                    }
                 }
-                tokio::select! {
-                    slot = open.slots.clone().acquire_owned() => match slot {
-                        Ok(slot) => slot,
-                        Err(_) => break,
-                    },
-                    () = signalled(&mut close) => break,
-                }
-            }
+            };
+            open.reserved.store(true, Ordering::Relaxed);
+            Some(slot)
         };
-        open.reserved.store(true, Ordering::Relaxed);
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = signalled(&mut close) => break,
@@ -82,12 +107,22 @@ pub(crate) async fn accept_loop(
         open.reserved.store(false, Ordering::Relaxed);
         match accepted {
             Ok((tcp, peer)) => {
+                let slot = match waited.map_or_else(|| open.slots.clone().try_acquire_owned(), Ok) {
+                    Ok(slot) => slot,
+                    Err(_) => {
+                        // Dropped here: closed before anything is read.
+                        drop(tcp);
+                        shared.metrics.metrics_connection_closed(MetricsClose::Refused);
+                        warn_at_cap("closing new connections at once until one closes");
+                        continue;
+                    }
+                };
                 tokio::spawn(connection::serve(tcp, peer, shared.clone(), close.clone(), slot));
             }
             Err(e) => {
                 // Usually out of file descriptors: back off instead of spinning.
                 let error = e.to_string();
-                tracing::warn!(error = error.as_str(), "cannot accept a connection");
+                tracing::warn!(listener = name, error = error.as_str(), "cannot accept a connection");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
@@ -95,11 +130,16 @@ pub(crate) async fn accept_loop(
     drop(listener);
     open.reserved.store(false, Ordering::Relaxed);
     let (connections, _) = open.count();
-    tracing::info!(connections, "stopped accepting; draining in-flight requests");
+    tracing::info!(
+        listener = name,
+        connections,
+        "stopped accepting; draining in-flight requests"
+    );
     // Every slot back: every connection has finished.
     match tokio::time::timeout(drain_timeout, open.slots.acquire_many(open.max)).await {
-        Ok(_) => tracing::info!("drained"),
+        Ok(_) => tracing::info!(listener = name, "drained"),
         Err(_) => tracing::warn!(
+            listener = name,
             connections = open.count().0,
             timeout_seconds = drain_timeout.as_secs_f64(),
             "connections still open after the shutdown timeout; closing them"

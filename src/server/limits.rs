@@ -42,6 +42,16 @@ pub const DEFAULT_MAX_REVIEWS: usize = 256;
 /// limit, or a body at the limit could never be read.
 pub const DEFAULT_BODY_MEMORY: usize = 64 << 20;
 
+/// Connections the plain metrics port (`--metrics-listen`) keeps open at
+/// most; beyond it a new connection is closed at once. Prometheus holds
+/// one keep-alive connection per scraper (two in an HA pair), so 16 leaves
+/// room for an operator's curl. The default HTTPS cap is sized below the
+/// open-file limit minus this share (`fd_limit`), so that the metrics port
+/// can never take a descriptor the webhook, `/healthz` or a policy reload
+/// needs. An idle one is closed after the same first-request and idle
+/// timeouts as a webhook connection.
+pub const METRICS_MAX_CONNECTIONS: usize = 16;
+
 /// Connection and review bounds of a server. [`Limits::default`] holds the
 /// defaults above, and a connection cap derived from the open-file limit.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -106,6 +106,40 @@ impl ConnectionTimeout {
     }
 }
 
+/// Why the server closed a connection to the plain metrics port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MetricsClose {
+    /// Closed at once: the port's connection cap was reached.
+    Refused,
+    /// No request within the first-request timeout.
+    FirstRequest,
+    /// No request on a keep-alive connection within the idle timeout.
+    Idle,
+}
+
+impl MetricsClose {
+    const ALL: [MetricsClose; 3] = [MetricsClose::Refused, MetricsClose::FirstRequest, MetricsClose::Idle];
+
+    fn label(self) -> &'static str {
+        match self {
+            MetricsClose::Refused => "refused",
+            MetricsClose::FirstRequest => "first_request",
+            MetricsClose::Idle => "idle",
+        }
+    }
+}
+
+impl From<ConnectionTimeout> for MetricsClose {
+    fn from(timeout: ConnectionTimeout) -> Self {
+        match timeout {
+            // The plain port has no handshake; were it ever to time one
+            // out, that is silence before the first request too.
+            ConnectionTimeout::Handshake | ConnectionTimeout::FirstRequest => MetricsClose::FirstRequest,
+            ConnectionTimeout::Idle => MetricsClose::Idle,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ReasonLabels {
     reason: &'static str,
@@ -140,6 +174,7 @@ pub(crate) struct Metrics {
     internal_errors: Counter,
     reviews_rejected: Family<ReasonLabels, Counter>,
     connection_timeouts: Family<TimeoutLabels, Counter>,
+    metrics_connections_closed: Family<ReasonLabels, Counter>,
 }
 
 impl Metrics {
@@ -204,7 +239,18 @@ impl Metrics {
              first_request (no request after the handshake), idle (no request on a keep-alive connection)",
             connection_timeouts.clone(),
         );
+        let metrics_connections_closed = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "draguard_metrics_connections_closed",
+            "Connections to the plain metrics port (--metrics-listen) the server closed, by reason: refused \
+             (at once: the port's connection cap was reached), first_request (no request in time), idle (no \
+             request on a keep-alive connection)",
+            metrics_connections_closed.clone(),
+        );
         // Every series from the start: `rate()` and `increase()` need the zero.
+        for reason in MetricsClose::ALL {
+            let _ = metrics_connections_closed.get_or_create(&ReasonLabels { reason: reason.label() });
+        }
         for reason in RejectReason::ALL {
             let _ = reviews_rejected.get_or_create(&ReasonLabels { reason: reason.label() });
         }
@@ -225,6 +271,7 @@ impl Metrics {
                 ("feature_gates", target.gates.changed_from_defaults(target.version)),
             ]),
         );
+        registry.register_collector(Box::new(LibraryWarnings));
         #[cfg(target_os = "linux")]
         registry.register_collector(Box::new(super::process::ProcessCollector));
         Metrics {
@@ -238,6 +285,7 @@ impl Metrics {
             internal_errors,
             reviews_rejected,
             connection_timeouts,
+            metrics_connections_closed,
         }
     }
 
@@ -257,6 +305,12 @@ impl Metrics {
             .get_or_create(&TimeoutLabels {
                 timeout: timeout.label(),
             })
+            .inc();
+    }
+
+    pub(crate) fn metrics_connection_closed(&self, why: MetricsClose) {
+        self.metrics_connections_closed
+            .get_or_create(&ReasonLabels { reason: why.label() })
             .inc();
     }
 
@@ -435,6 +489,26 @@ impl Collector for CertCollector {
     }
 }
 
+/// The warnings of libraries the default log filter hides (`log_quiet`).
+#[derive(Debug)]
+struct LibraryWarnings;
+
+impl Collector for LibraryWarnings {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        family(
+            &mut encoder,
+            "draguard_library_warnings",
+            "Warnings logged by libraries whose per-event warnings the default log filter hides, shown or not, \
+             by target: rustls (one per TLS handshake with an IP-address SNI, among others), \
+             kube_runtime::watcher (one per retry of a failing watch).",
+            MetricType::Counter,
+            crate::log_quiet::warnings()
+                .into_iter()
+                .map(|(target, n)| ([("target", target)], ConstCounter::new(n))),
+        )
+    }
+}
+
 struct CapacityCollector(Capacity);
 
 impl std::fmt::Debug for CapacityCollector {
@@ -565,8 +639,14 @@ mod tests {
         m.review_rejected(RejectReason::Overloaded);
         m.review_rejected(RejectReason::BodyTimeout);
         m.connection_timed_out(ConnectionTimeout::FirstRequest);
+        m.metrics_connection_closed(MetricsClose::Refused);
+        m.metrics_connection_closed(MetricsClose::Refused);
+        m.metrics_connection_closed(ConnectionTimeout::Idle.into());
         let text = m.render();
         for line in [
+            "draguard_metrics_connections_closed_total{reason=\"refused\"} 2",
+            "draguard_metrics_connections_closed_total{reason=\"first_request\"} 0",
+            "draguard_metrics_connections_closed_total{reason=\"idle\"} 1",
             "draguard_reviews_rejected_total{reason=\"overloaded\"} 2",
             "draguard_reviews_rejected_total{reason=\"body_memory\"} 0",
             "draguard_reviews_rejected_total{reason=\"body_timeout\"} 1",
@@ -779,6 +859,18 @@ mod tests {
         }
         open.store(7, std::sync::atomic::Ordering::Relaxed);
         has(&m.render(), "draguard_connections_open 7");
+    }
+
+    #[test]
+    fn library_warnings_are_exported_by_target() {
+        let text = Metrics::new(Target::default()).render();
+        for target in crate::log_quiet::QUIETED {
+            let prefix = format!("draguard_library_warnings_total{{target=\"{target}\"}} ");
+            assert!(
+                text.lines().any(|l| l.starts_with(&prefix)),
+                "missing {prefix:?} in\n{text}"
+            );
+        }
     }
 
     #[test]

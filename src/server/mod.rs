@@ -351,10 +351,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             }
         });
     }
-    let max_connections = config
-        .limits
-        .max_connections
-        .unwrap_or_else(|| fd_limit::default_max_connections(fd_limit::soft_fd_limit()));
+    // The metrics port's descriptors come out of the webhook's share, plus
+    // one for a connection it is closing at its cap.
+    let metrics_share = metrics_listener
+        .as_ref()
+        .map_or(0, |_| limits::METRICS_MAX_CONNECTIONS as u64 + 1);
+    let max_connections = config.limits.max_connections.unwrap_or_else(|| {
+        fd_limit::default_max_connections(fd_limit::soft_fd_limit().map(|soft| soft.saturating_sub(metrics_share)))
+    });
     let open = Arc::new(connections::OpenConnections::new(max_connections));
     let intake = Arc::new(intake::Intake::new(&config.limits, config.max_body));
     let mut metrics = metrics::Metrics::new(config.target);
@@ -387,13 +391,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     };
     let app = routes::router(state);
     let shared = Arc::new(connection::Shared {
-        acceptor: TlsAcceptor::from(Arc::new(prepared.rustls)),
+        listener: connection::Listener::Webhook,
+        acceptor: Some(TlsAcceptor::from(Arc::new(prepared.rustls))),
         app,
         http: http_builder(config.limits.idle_timeout),
         first_request_timeout: config.limits.first_request_timeout,
         idle_timeout: config.limits.idle_timeout,
         close_timeout: config.shutdown_timeout,
-        draining,
+        draining: draining.clone(),
         metrics: metrics.clone(),
     });
     tracing::info!(
@@ -404,7 +409,20 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let https = connections::accept_loop(listener, shared, open, stop_rx.clone(), config.shutdown_timeout);
     let task = match metrics_listener {
         Some(listener) => {
-            let plain = serve_metrics(listener, metrics, stop_rx, config.shutdown_timeout);
+            // The webhook's silence timeouts, and a small cap of its own.
+            let shared = Arc::new(connection::Shared {
+                listener: connection::Listener::Metrics,
+                acceptor: None,
+                app: routes::metrics_router(metrics.clone()),
+                http: http_builder(config.limits.idle_timeout),
+                first_request_timeout: config.limits.first_request_timeout,
+                idle_timeout: config.limits.idle_timeout,
+                close_timeout: config.shutdown_timeout,
+                draining,
+                metrics,
+            });
+            let open = Arc::new(connections::OpenConnections::new(limits::METRICS_MAX_CONNECTIONS));
+            let plain = connections::accept_loop(listener, shared, open, stop_rx, config.shutdown_timeout);
             // One task, so `wait` returns once both have stopped.
             tokio::spawn(async move {
                 tokio::join!(https, plain);
@@ -427,35 +445,6 @@ async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), ServerError
     let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
     let bound = listener.local_addr().map_err(bind_error)?;
     Ok((listener, bound))
-}
-
-/// `GET /metrics` over plain HTTP until shutdown. A scrape in flight may
-/// finish, within the webhook's drain time, so that a client that never
-/// closes its connection cannot hold the process up.
-async fn serve_metrics(
-    listener: TcpListener,
-    metrics: Arc<metrics::Metrics>,
-    stop: watch::Receiver<bool>,
-    drain_timeout: Duration,
-) {
-    use std::future::IntoFuture as _;
-    let app = routes::metrics_router(metrics);
-    let (mut graceful, mut deadline) = (stop.clone(), stop);
-    let serve = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { stopped(&mut graceful).await })
-        .into_future();
-    let give_up = async move {
-        stopped(&mut deadline).await;
-        tokio::time::sleep(drain_timeout).await;
-    };
-    tokio::select! {
-        served = serve => {
-            if let Err(e) = served {
-                tracing::warn!(error = %e, "the metrics listener failed");
-            }
-        }
-        () = give_up => tracing::warn!("metrics connections still open after the shutdown timeout; closing them"),
-    }
 }
 
 /// Waits for SIGTERM (what the kubelet sends) or Ctrl-C.

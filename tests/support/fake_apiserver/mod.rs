@@ -199,6 +199,12 @@ impl FakeApiServer {
         self.watched.hold(collection);
     }
 
+    /// Answers LISTs and WATCHes of the collection with 403 Forbidden, as
+    /// when draguard's ClusterRole lacks them.
+    pub fn forbid_lists(&self, collection: &str) {
+        self.watched.forbid(collection);
+    }
+
     pub fn release_lists(&self, collection: &str) {
         self.watched.release(collection);
     }

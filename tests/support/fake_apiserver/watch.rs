@@ -31,7 +31,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::convert::Infallible;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
@@ -154,6 +154,8 @@ pub struct Watched {
     changed: [watch::Sender<u64>; KIND_COUNT],
     /// `true` while LISTs of the collection are held.
     lists_held: [watch::Sender<bool>; KIND_COUNT],
+    /// `true`: LISTs and WATCHes of the collection get 403, as RBAC answers.
+    forbidden: [AtomicBool; KIND_COUNT],
     list_requests: [AtomicUsize; KIND_COUNT],
     watch_requests: [AtomicUsize; KIND_COUNT],
 }
@@ -264,6 +266,7 @@ impl Watched {
             }),
             changed: std::array::from_fn(|_| watch::channel(resource_version).0),
             lists_held: std::array::from_fn(|_| watch::channel(false).0),
+            forbidden: Default::default(),
             list_requests: Default::default(),
             watch_requests: Default::default(),
         }
@@ -332,6 +335,10 @@ impl Watched {
         self.lists_held[index(plural)].send_replace(false);
     }
 
+    pub fn forbid(&self, plural: &str) {
+        self.forbidden[index(plural)].store(true, Ordering::SeqCst);
+    }
+
     pub fn list_requests(&self, plural: &str) -> usize {
         self.list_requests[index(plural)].load(Ordering::SeqCst)
     }
@@ -365,6 +372,17 @@ impl Watched {
         query: HashMap<String, String>,
     ) -> Response {
         let i = index(plural);
+        if self.forbidden[i].load(Ordering::SeqCst) {
+            // The message as kube-apiserver's RBAC authorizer writes it.
+            let group = KINDS[i].api_version.rsplit_once('/').map(|(group, _)| group);
+            let verb = if is_watch(&query) { "watch" } else { "list" };
+            let message = format!(
+                "{plural}{} is forbidden: User \"system:serviceaccount:draguard:draguard\" cannot {verb} resource \"{plural}\" in API group \"{}\" at the cluster scope",
+                group.map(|g| format!(".{g}")).unwrap_or_default(),
+                group.unwrap_or_default()
+            );
+            return failure(StatusCode::FORBIDDEN, "Forbidden", &message);
+        }
         if is_watch(&query) {
             self.watch_requests[i].fetch_add(1, Ordering::SeqCst);
             return self.watch(i, namespace, &query);
