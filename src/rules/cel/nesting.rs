@@ -47,10 +47,16 @@ pub fn too_deep_detail() -> String {
     format!("compilation failed: ERROR: <input>:-1:0: expression recursion limit exceeded: {MAX_RECURSION_DEPTH}")
 }
 
-/// Whether `expression` nests an expression deeper than cel-go's parser
-/// allows. Linear in the length of `expression`.
-pub fn too_deep(expression: &str) -> bool {
-    deepest(expression.as_bytes(), MAX_RECURSION_DEPTH).is_some()
+/// How deep `expression` nests its expressions, as cel-go counts them (a
+/// lower bound), up to one past [`MAX_RECURSION_DEPTH`], where the scan
+/// stops. Linear in the length of `expression`.
+pub fn depth(expression: &str) -> usize {
+    deepest(expression.as_bytes(), MAX_RECURSION_DEPTH)
+}
+
+/// Whether `depth` is past what cel-go's parser allows.
+pub fn too_deep(depth: usize) -> bool {
+    depth > MAX_RECURSION_DEPTH
 }
 
 /// One open bracket: whether a `:` in it is a conditional's, and how many
@@ -60,14 +66,16 @@ struct Level {
     colons: usize,
 }
 
-/// The byte offset where an expression deeper than `limit` starts, if any.
-fn deepest(src: &[u8], limit: usize) -> Option<usize> {
+/// The depth of the deepest expression in `src`, or `limit + 1` as soon as
+/// one is deeper than `limit`.
+fn deepest(src: &[u8], limit: usize) -> usize {
     // The top level: a `:` there is a conditional's.
     let mut levels = vec![Level {
         counts_colons: true,
         colons: 0,
     }];
     let mut depth = 1usize;
+    let mut deepest = depth;
     let mut i = 0;
     while i < src.len() {
         match src[i] {
@@ -87,8 +95,11 @@ fn deepest(src: &[u8], limit: usize) -> Option<usize> {
                 depth += 1;
                 // An empty bracket holds no expression (`[]`, `f()`, `{}`,
                 // and the grammar's lone trailing comma, `[,]`).
-                if depth > limit && !matches!(next_significant(src, i + 1), Some(b')' | b']' | b'}' | b',') | None) {
-                    return Some(i);
+                if depth > deepest && !matches!(next_significant(src, i + 1), Some(b')' | b']' | b'}' | b',') | None) {
+                    deepest = depth;
+                    if deepest > limit {
+                        return deepest;
+                    }
                 }
             }
             b')' | b']' | b'}' => {
@@ -110,8 +121,9 @@ fn deepest(src: &[u8], limit: usize) -> Option<usize> {
                 if let Some(level) = levels.last_mut().filter(|l| l.counts_colons) {
                     level.colons += 1;
                     depth += 1;
-                    if depth > limit {
-                        return Some(i);
+                    deepest = deepest.max(depth);
+                    if deepest > limit {
+                        return deepest;
                     }
                 }
             }
@@ -119,7 +131,7 @@ fn deepest(src: &[u8], limit: usize) -> Option<usize> {
         }
         i += 1;
     }
-    None
+    deepest
 }
 
 /// The offset just past the `\n` that ends the comment starting at `from`.
@@ -197,8 +209,8 @@ mod tests {
     /// 250 the boundary is 249 / 250.
     #[test]
     fn the_limit_is_cel_gos() {
-        assert!(deepest(lists(32, "'not fine'").as_bytes(), 32).is_some());
-        assert!(deepest(lists(31, "'fine'").as_bytes(), 32).is_none());
+        assert_eq!(deepest(lists(32, "'not fine'").as_bytes(), 32), 33);
+        assert_eq!(deepest(lists(31, "'fine'").as_bytes(), 32), 32);
         assert!(!too_deep(&lists(249, "1")));
         assert!(too_deep(&lists(250, "1")));
         assert!(!too_deep(&format!("{}1{}", "(".repeat(249), ")".repeat(249))));
@@ -274,6 +286,10 @@ mod tests {
         assert!(!too_deep(&format!("[xr'\\', {brackets}1'']")));
     }
 
+    fn too_deep(expression: &str) -> bool {
+        super::too_deep(depth(expression))
+    }
+
     #[test]
     fn real_selectors_pass() {
         for selector in [
@@ -285,5 +301,8 @@ mod tests {
         ] {
             assert!(!too_deep(selector), "{selector}");
         }
+        assert_eq!(depth("device.driver == 'a'"), 1);
+        assert_eq!(depth("f(a[0], [b])"), 3);
+        assert_eq!(depth("a ? b : c ? d : [e]"), 4);
     }
 }
