@@ -7,11 +7,13 @@
 //! syntax and undeclared variables, and leaves the cost budget to the
 //! apiserver (see docs/differences.md).
 //!
-//! Whatever the expressions, the work and the output stay bounded: the
-//! error detail is summarised (`summary`), verdicts are remembered within a
-//! byte bound (`memo`), compiles run on a fixed pool of big-stack threads
-//! (`pool`), and each request may spend only so much on compiling
-//! (`budget`).
+//! Whatever the expressions, the work and the output stay bounded: nesting
+//! past cel-go's limit is refused by a linear scan, never parsed
+//! (`nesting`); the error detail is summarised (`summary`); verdicts are
+//! remembered by hash within a byte bound (`memo`); compiles run on a
+//! fixed pool of big-stack threads whose lanes keep slow expressions from
+//! starving short ones (`pool`); and a request that has had its share of
+//! the compiler yields to others (`budget`).
 
 mod budget;
 mod memo;
