@@ -27,7 +27,8 @@
 # ATTACKERS, LEGIT, CEL_STARVE_PORT (18453), REVIEW_TIMEOUT (the
 # `?timeout=` of each review, default 3s: the shipped webhooks' timeout).
 #
-# Prints one line per legitimate claim and a summary; exits 0 when every
+# Prints one line per legitimate claim, a summary and the server's peak
+# RSS (VmHWM); exits 0 when every
 # legitimate claim was allowed, 1 when any was not, 2 when something else
 # failed. Traffic never leaves the machine; the server and the temporary
 # folder are removed on exit.
@@ -84,7 +85,8 @@ done
 
 echo "draguard: $bin"
 echo "attack: $attack, $attackers connections; $legit legitimate claims, one at a time; ?timeout=$timeout"
-python3 - "$port" "$work/certs/ca.crt" "$attack" "$attackers" "$legit" "$timeout" <<'PY'
+status=0
+python3 - "$port" "$work/certs/ca.crt" "$attack" "$attackers" "$legit" "$timeout" <<'PY' || status=$?
 import http.client, json, ssl, sys, threading, time
 
 port, ca, attack, attackers, legit, timeout = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
@@ -173,3 +175,5 @@ print(f"legitimate claims: {legit}: allowed {allowed}, 'try again' {try_again}, 
       f"latency median {latencies[len(latencies) // 2] * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms")
 sys.exit(0 if allowed == legit else 1)
 PY
+echo "server peak RSS: $(awk '/VmHWM/ {print $2, $3}' "/proc/$server/status")"
+exit "$status"
