@@ -19,7 +19,7 @@ use crate::impact::{DeviceId, Reader, reaches};
 use crate::kubernetes::KubeVersion;
 use crate::objects::dra::{DeviceAttribute, DeviceTaint, DeviceTaintRuleSpec, SliceSpec};
 use crate::objects::patch::{NullableAttribute, PatchSpec};
-use crate::rules::cel::CompileError;
+use crate::rules::cel::{CompileError, Selector};
 
 /// A device as its slice publishes it (the typed view, v1beta1 `basic`
 /// folded in), attribute and capacity names fully qualified.
@@ -231,7 +231,7 @@ fn timestamp(s: &str) -> Option<jiff::Timestamp> {
 
 /// Compiles a selector as the apiserver's DRA environment accepts it,
 /// keeping the program to evaluate.
-fn compile_selector(expression: &str) -> Result<Program, CompileError> {
+fn compile_selector(expression: &str) -> Result<Selector, CompileError> {
     crate::rules::cel::compile_program(expression)
 }
 
@@ -241,7 +241,7 @@ fn compile_selector(expression: &str) -> Result<Program, CompileError> {
 /// device.
 #[derive(Default)]
 struct Programs {
-    compiled: HashMap<String, Result<Program, CompileError>>,
+    compiled: HashMap<String, Result<Selector, CompileError>>,
     /// How many selectors were compiled, for the test that proves "once".
     #[cfg(test)]
     compilations: usize,
@@ -249,7 +249,7 @@ struct Programs {
 
 impl Programs {
     /// Compiles `expression` the first time it is seen.
-    fn get(&mut self, expression: &str) -> Result<&Program, CelSelectorError> {
+    fn get(&mut self, expression: &str) -> Result<&Selector, CelSelectorError> {
         let compiled = match self.compiled.entry(expression.to_owned()) {
             Entry::Occupied(seen) => seen.into_mut(),
             Entry::Vacant(new) => {

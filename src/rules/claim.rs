@@ -707,8 +707,9 @@ mod tests {
 
     /// The second reproducer: 280 distinct malformed selectors of
     /// 10 KB in one claim (9 requests). Each is compiled and rejected with a
-    /// bounded detail until the request's source budget is spent; the one
-    /// that would go past it is refused with a message naming the budget,
+    /// bounded detail until the request's source budget (512 KiB here; the
+    /// standard one is the apiserver's own bound, see `cel::budget`) is
+    /// spent; the one that would go past it is refused with a message naming the budget,
     /// and the rest are not compiled. (The time budget is lifted here so
     /// that a slow machine cannot change which selector that is.)
     #[test]
@@ -728,7 +729,7 @@ mod tests {
             })
             .collect();
         let spec = ClaimSpec::decode(&requests(Value::Array(reqs)), ClaimVersion::V1).expect("decodable spec");
-        let budget = CompileBudget::with_limits(cel::SOURCE_MAX, std::time::Duration::MAX, None);
+        let budget = CompileBudget::with_limits(512 << 10, std::time::Duration::MAX, None);
         let errs = validate_claim_spec(&spec, ClaimVersion::V1, &Path::new("spec"), &budget);
         // 52 selectors of 10,000 bytes fit in 512 KiB; the 53rd does not.
         assert_eq!(errs.len(), 53);

@@ -1,57 +1,95 @@
-//! Remembered compile verdicts, by expression text.
+//! Remembered compile verdicts, by a hash of the expression.
 //!
 //! Claims stamped from one template repeat their selectors, and a compile
-//! is a trip to the compiler pool. Only verdicts on the expression itself
-//! are kept (it compiles, or it does not and why): a compile that could not
-//! run says nothing about the expression and is never remembered. The memo
-//! is bounded by the bytes of its keys and values together, and keeps no
-//! entry bigger than [`ENTRY_MAX`] bytes, so that a flood of long distinct
-//! expressions costs a bounded amount of memory.
+//! is a trip to the compiler pool; a flood of one invalid 10 KiB selector
+//! would otherwise be parsed again for every request (most of a second
+//! each). Only verdicts on the expression itself are kept (it compiles, or
+//! it does not and why): a compile that could not run says nothing about
+//! the expression and is never remembered.
+//!
+//! An entry is the expression's length and a 128-bit keyed hash of it, and
+//! the detail of the error (`None` when it compiles), so that it costs the
+//! same small amount whatever the expression's length. The detail is what
+//! the answer quotes; `summary` bounds it (a few hundred bytes), and one
+//! past [`DETAIL_MAX`] is not kept at all (not cut: a remembered verdict
+//! must read as the first did). Two independent SipHash keys drawn at
+//! start make a collision, which would lend one expression another's
+//! verdict, a 2^-128 chance per pair that no client can aim at.
+//!
+//! The memo is bounded by [`MEMO_MAX_BYTES`]: when the next entry does not
+//! fit it starts over (selectors in use come back at once).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 
-/// The memo holds at most this many bytes of expressions and details.
+/// The memo holds at most this many bytes of entries.
 pub const MEMO_MAX_BYTES: usize = 4 << 20;
-/// An entry (expression, detail and bookkeeping) bigger than this is not
-/// kept: real selectors are short, and a long one is cheap to compile again
-/// next to what a review of it costs anyway.
-pub const ENTRY_MAX: usize = 4 << 10;
-/// What a map entry costs besides its text: two `String` headers, the
-/// verdict's tag, the hash table's slot.
-const ENTRY_OVERHEAD: usize = 64;
+/// The longest detail kept. `summary` keeps a detail to one error with at
+/// most 500 characters of message and 200 of source excerpt (4 bytes a
+/// character at most), well within this.
+pub const DETAIL_MAX: usize = 4 << 10;
+/// What an entry costs besides its detail: the key (length and hash), the
+/// detail's pointer and length, the hash table's slot and control byte,
+/// rounded up.
+pub const ENTRY_OVERHEAD: usize = 64;
 
 /// The verdict on an expression: `None` when it compiles, else the detail
 /// of its `field.Invalid`.
-pub type Verdict = Option<String>;
+pub type Verdict = Option<Box<str>>;
 
-#[derive(Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Key {
+    len: usize,
+    hash: [u64; 2],
+}
+
 pub struct Memo {
-    entries: HashMap<String, Verdict>,
+    keys: [RandomState; 2],
+    entries: HashMap<Key, Verdict>,
     bytes: usize,
 }
 
+impl Default for Memo {
+    fn default() -> Self {
+        Memo {
+            keys: [RandomState::new(), RandomState::new()],
+            entries: HashMap::new(),
+            bytes: 0,
+        }
+    }
+}
+
 impl Memo {
-    pub fn get(&self, expression: &str) -> Option<&Verdict> {
-        self.entries.get(expression)
+    fn key(&self, expression: &str) -> Key {
+        Key {
+            len: expression.len(),
+            hash: [self.keys[0].hash_one(expression), self.keys[1].hash_one(expression)],
+        }
     }
 
-    /// Keeps `verdict` unless it is too big; when the memo is full it
-    /// starts over (a simple bound: selectors in use come back at once).
+    pub fn get(&self, expression: &str) -> Option<&Verdict> {
+        self.entries.get(&self.key(expression))
+    }
+
+    /// Keeps `verdict` unless its detail is too long; when the memo is full
+    /// it starts over.
     pub fn remember(&mut self, expression: &str, verdict: Verdict) {
-        let cost = cost(expression, &verdict);
-        if cost > ENTRY_MAX {
+        let detail = verdict.as_deref().map_or(0, str::len);
+        if detail > DETAIL_MAX {
             return;
         }
-        if self.entries.contains_key(expression) {
+        let key = self.key(expression);
+        if self.entries.contains_key(&key) {
             // Two reviews compiled it at once; the first kept it.
             return;
         }
+        let cost = ENTRY_OVERHEAD + detail;
         if self.bytes + cost > MEMO_MAX_BYTES {
             self.entries.clear();
             self.bytes = 0;
         }
         self.bytes += cost;
-        self.entries.insert(expression.to_owned(), verdict);
+        self.entries.insert(key, verdict);
     }
 
     #[cfg(test)]
@@ -65,29 +103,34 @@ impl Memo {
     }
 }
 
-fn cost(expression: &str, verdict: &Verdict) -> usize {
-    expression.len() + verdict.as_ref().map_or(0, String::len) + ENTRY_OVERHEAD
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A 10 KiB expression costs what a short one does: its key is a hash.
     #[test]
-    fn keys_and_values_count_and_big_entries_are_not_kept() {
+    fn an_entry_costs_its_detail_not_its_expression() {
         let mut memo = Memo::default();
         let detail = "compilation failed: ERROR: <input>:1:5: ...";
+        let long = "[".repeat(10 * 1024);
         memo.remember("device.driver == 'a'", None);
-        memo.remember("x ==", Some(detail.into()));
+        memo.remember(&long, Some(detail.into()));
         assert_eq!(memo.len(), 2);
-        assert_eq!(memo.bytes(), 20 + 4 + detail.len() + 2 * ENTRY_OVERHEAD);
+        assert_eq!(memo.bytes(), 2 * ENTRY_OVERHEAD + detail.len());
         assert_eq!(memo.get("device.driver == 'a'"), Some(&None));
+        assert_eq!(memo.get(&long).and_then(|v| v.as_deref()), Some(detail));
+        // Same length, one byte apart: not the same entry.
+        assert_eq!(memo.get("device.driver == 'b'"), None);
+        assert_eq!(memo.get(&long[1..]), None);
+    }
 
-        let long_expression = "1".repeat(ENTRY_MAX);
-        memo.remember(&long_expression, None);
-        memo.remember("short ==", Some("e".repeat(ENTRY_MAX)));
-        assert_eq!(memo.len(), 2, "neither long entry is kept");
-        assert_eq!(memo.get("short =="), None);
+    #[test]
+    fn a_detail_past_its_bound_is_not_kept() {
+        let mut memo = Memo::default();
+        memo.remember("x ==", Some("e".repeat(DETAIL_MAX + 1).into()));
+        assert_eq!(memo.get("x =="), None);
+        memo.remember("x ==", Some("e".repeat(DETAIL_MAX).into()));
+        assert!(memo.get("x ==").is_some());
     }
 
     /// However many distinct expressions come, the memo stays within its
@@ -95,13 +138,13 @@ mod tests {
     #[test]
     fn the_memo_stays_within_its_bytes() {
         let mut memo = Memo::default();
-        let detail = Some("d".repeat(1000));
+        let detail: Verdict = Some("d".repeat(1000).into());
         for i in 0..20_000 {
             let expression = format!("{i:0>2000}");
             memo.remember(&expression, detail.clone());
             assert!(memo.bytes() <= MEMO_MAX_BYTES, "{i}: {}", memo.bytes());
         }
-        let entry = 2000 + 1000 + ENTRY_OVERHEAD;
+        let entry = 1000 + ENTRY_OVERHEAD;
         assert_eq!(memo.len(), 20_000 % (MEMO_MAX_BYTES / entry));
     }
 }
