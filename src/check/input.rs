@@ -50,7 +50,7 @@ impl std::fmt::Display for FileProblem {
 impl std::error::Error for FileProblem {}
 
 impl FileProblem {
-    fn whole(file: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(super) fn whole(file: impl Into<String>, message: impl Into<String>) -> Self {
         FileProblem {
             file: file.into(),
             line: 0,
@@ -74,6 +74,25 @@ pub struct Walk {
     pub stdin_name: Option<String>,
     /// How charts and kustomizations found in folders are rendered.
     pub render: super::render::Settings,
+    /// The largest file (or standard input) read, in bytes
+    /// (`--max-file-size`; [`MAX_FILE_BYTES`] when `None`).
+    pub max_file_bytes: Option<u64>,
+}
+
+/// The largest input file read by default: 1 GiB, the most text the YAML
+/// parser reads in one input (`yaml_options`). A file is refused from its
+/// size, before it is read: `check` holds each file's text while it
+/// judges it.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
+/// The most documents one file may hold, the YAML parser's own document
+/// limit (`yaml_options`): past it a file is refused, not judged in part.
+pub const MAX_DOCUMENTS: usize = 1_000_000;
+
+impl Walk {
+    fn max_file_bytes(&self) -> u64 {
+        self.max_file_bytes.unwrap_or(MAX_FILE_BYTES)
+    }
 }
 
 /// Globs, and the folder they are relative to.
@@ -107,15 +126,16 @@ pub fn read_sources(paths: &[PathBuf], walk: &Walk) -> Inputs {
     };
     for path in paths {
         if path.as_os_str() == "-" {
-            let mut text = String::new();
-            match std::io::stdin().read_to_string(&mut text) {
-                Ok(_) => inputs.sources.push(Source {
-                    name: walk.stdin_name.clone().unwrap_or_else(|| "-".into()),
-                    text,
-                }),
+            let name = walk.stdin_name.clone().unwrap_or_else(|| "-".into());
+            match read_at_most(std::io::stdin().lock(), walk.max_file_bytes(), 0) {
+                Ok(Some(bytes)) => match String::from_utf8(bytes) {
+                    Ok(text) => inputs.sources.push(Source { name, text }),
+                    Err(_) => inputs.problems.push(FileProblem::whole(name, "not UTF-8 text")),
+                },
+                Ok(None) => inputs.problems.push(too_large(&name, walk.max_file_bytes())),
                 Err(e) => inputs
                     .problems
-                    .push(FileProblem::whole("-", format!("cannot read standard input: {e}"))),
+                    .push(FileProblem::whole(name, format!("cannot read standard input: {e}"))),
             }
             continue;
         }
@@ -128,7 +148,7 @@ pub fn read_sources(paths: &[PathBuf], walk: &Walk) -> Inputs {
                 let plan = super::render::Plan::of(&files, &walk.render);
                 let first = inputs.sources.len();
                 for file in files.iter().filter(|f| plan.reads(f)) {
-                    read_into(file, &mut inputs);
+                    read_into(file, walk, &mut inputs);
                 }
                 let rendered = plan.render(&walk.render);
                 inputs.sources.extend(rendered.sources);
@@ -137,7 +157,13 @@ pub fn read_sources(paths: &[PathBuf], walk: &Walk) -> Inputs {
                 // Rendered templates among the files, in one order by name.
                 inputs.sources[first..].sort_by(|a, b| a.name.cmp(&b.name));
             }
-            Ok(_) => read_into(path, &mut inputs),
+            // A FIFO or a device would block, or never end: `-` reads
+            // standard input.
+            Ok(meta) if !meta.is_file() => inputs.problems.push(FileProblem::whole(
+                path.display().to_string(),
+                "not a regular file (a pipe, socket or device): name `-` to read standard input",
+            )),
+            Ok(_) => read_into(path, walk, &mut inputs),
         }
     }
     inputs
@@ -166,15 +192,43 @@ fn unreadable(path: &Path, e: &std::io::Error) -> FileProblem {
     FileProblem::whole(path.display().to_string(), format!("cannot read: {e}"))
 }
 
-fn read_into(path: &Path, inputs: &mut Inputs) {
+/// Reads a regular file, refused from its size before a byte is read.
+fn read_into(path: &Path, walk: &Walk, inputs: &mut Inputs) {
     let name = path.display().to_string();
-    match std::fs::read(path) {
+    let limit = walk.max_file_bytes();
+    let read = std::fs::File::open(path).and_then(|file| {
+        let size = file.metadata()?.len();
+        if size > limit {
+            return Ok(None);
+        }
+        // The size may grow while it is read: the limit holds anyway.
+        read_at_most(file, limit, size)
+    });
+    match read {
         Err(e) => inputs.problems.push(unreadable(path, &e)),
-        Ok(bytes) => match String::from_utf8(bytes) {
+        Ok(None) => inputs.problems.push(too_large(&name, limit)),
+        Ok(Some(bytes)) => match String::from_utf8(bytes) {
             Ok(text) => inputs.sources.push(Source { name, text }),
             Err(_) => inputs.problems.push(FileProblem::whole(name, "not UTF-8 text")),
         },
     }
+}
+
+/// Everything `reader` holds, or `None` when that is more than `limit`
+/// bytes (read no further than one byte past it). Room for `expected`
+/// bytes is made at once: grown by doubling, a 70 MB file would take
+/// 128 MB, and the copy 64 MB more.
+fn read_at_most(reader: impl std::io::Read, limit: u64, expected: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::with_capacity(usize::try_from(expected.min(limit)).unwrap_or(0).saturating_add(1));
+    reader.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= limit).then_some(bytes))
+}
+
+fn too_large(name: &str, limit: u64) -> FileProblem {
+    FileProblem::whole(
+        name,
+        format!("larger than {limit} bytes, the most one input may hold (--max-file-size): not read"),
+    )
 }
 
 fn is_manifest(path: &Path) -> bool {

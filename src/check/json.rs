@@ -22,9 +22,6 @@ use crate::yaml::Position;
 /// One object of a JSON document, not yet read.
 #[derive(Debug, Clone)]
 pub struct Item<'s> {
-    /// Where the item sits in its document: `items[i]` of a List, `[i]` of
-    /// a top-level array, nothing for the document itself.
-    pub at: Vec<Segment>,
     /// Its text: a slice of the document.
     pub text: &'s str,
     /// Where `text` is in the document, in bytes.
@@ -89,10 +86,9 @@ pub fn items<'s>(document: &Document<'s>, name: &str) -> Option<Vec<Result<Item<
     let mut lines = Lines::new(document);
     let mut items: Vec<Result<Item<'s>, FileProblem>> = parts
         .into_iter()
-        .map(|(at, item)| {
+        .map(|(_, item)| {
             let offset = offset_in(text, item);
             Ok(Item {
-                at,
                 start: lines.position(offset),
                 range: offset..offset + item.len(),
                 text: item,
@@ -116,12 +112,35 @@ fn parts_of(value: &str) -> Vec<Part<'_>> {
     match split(value) {
         Ok(Some(parts)) => parts,
         Ok(None) | Err(_) if value == "null" => Vec::new(),
-        Ok(None) | Err(_) => vec![(Vec::new(), value)],
+        Ok(None) | Err(_) => vec![(At::Whole, value)],
     }
 }
 
 /// An object of a JSON text: where it sits, and its text.
-pub type Part<'t> = (Vec<Segment>, &'t str);
+pub type Part<'t> = (At, &'t str);
+
+/// Where an object sits in its JSON text: a small value, where a path
+/// would be an allocation per item of a 100,000-item List.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    /// The text is the object.
+    Whole,
+    /// `[i]` of a top-level array.
+    Index(usize),
+    /// `items[i]` of a List.
+    Item(usize),
+}
+
+impl At {
+    /// The path of the object in its document's tree.
+    pub fn segments(self) -> Vec<Segment> {
+        match self {
+            At::Whole => Vec::new(),
+            At::Index(i) => vec![Segment::Index(i)],
+            At::Item(i) => vec![Segment::Field("items".into()), Segment::Index(i)],
+        }
+    }
+}
 
 /// The objects of a JSON text, each with where it sits: the items of a
 /// top-level array or of a List; `None` when the text is one object (or
@@ -134,7 +153,7 @@ pub fn split(text: &str) -> Result<Option<Vec<Part<'_>>>, serde_json::Error> {
             items
                 .into_iter()
                 .enumerate()
-                .map(|(i, item)| (vec![Segment::Index(i)], item.get()))
+                .map(|(i, item)| (At::Index(i), item.get()))
                 .collect(),
         ));
     }
@@ -144,7 +163,7 @@ pub fn split(text: &str) -> Result<Option<Vec<Part<'_>>>, serde_json::Error> {
             items
                 .into_iter()
                 .enumerate()
-                .map(|(i, item)| (vec![Segment::Field("items".into()), Segment::Index(i)], item.get()))
+                .map(|(i, item)| (At::Item(i), item.get()))
                 .collect()
         }));
     }

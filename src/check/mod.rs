@@ -10,6 +10,7 @@ pub mod embedded_specs;
 mod facts;
 pub mod input;
 pub mod json;
+mod object;
 mod old_shapes;
 pub mod pod_templates;
 pub mod render;
@@ -17,6 +18,7 @@ pub mod skip;
 mod unknown_fields;
 mod unread;
 use unread::Unread;
+mod verdicts;
 pub mod workload_kinds;
 mod workloads;
 
@@ -27,7 +29,6 @@ use k8s_openapi::api::authentication::v1::UserInfo;
 use kube::core::admission::Operation;
 use kube::core::{GroupVersionKind, GroupVersionResource};
 use serde_json::{Value, json};
-use serde_saphyr::Spanned;
 
 use crate::cluster::StaticView;
 use crate::field::{Path, Segment};
@@ -36,8 +37,9 @@ use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::review::{Context, Denial, Envelope, Phase, Request, ReviewError, review};
-use crate::yaml::{Node, Position};
+use crate::yaml::Position;
 pub use input::{FileProblem, Inputs, Source, Walk};
+use object::{Object, Origin, Tree};
 
 /// How to check.
 pub struct Options {
@@ -276,97 +278,6 @@ impl Report {
     }
 }
 
-/// An object found in the input, and where. Held as compact JSON text:
-/// 100,000 objects as JSON trees would take gigabytes; each is read again
-/// (quickly) when its turn comes. The objects that tell facts about the
-/// others (namespaces, quotas, device classes, claims, slices, patches,
-/// pod specs that stamp claims) keep their tree for the facts pass.
-struct Object {
-    source: usize,
-    /// Its document, as an index into the documents of every source.
-    document: usize,
-    origin: Origin,
-    /// Its compact JSON text.
-    raw: Box<str>,
-    /// Whether the facts pass reads it (`facts::may_tell`).
-    fact: bool,
-    /// group/kind/namespace/name, to find its old version.
-    identity: Option<(String, String, String, String)>,
-}
-
-/// Where an object's text is in its document, to find a finding's line.
-enum Origin {
-    /// At this path of the document's YAML tree: `items[i]` of a List,
-    /// `[i]` of a top-level array, nothing for a document of its own.
-    Path(Vec<Segment>),
-    /// Its own JSON text: this byte range of the document, which starts at
-    /// this position in the source (`json::Item`).
-    Json {
-        range: std::ops::Range<usize>,
-        start: Position,
-    },
-}
-
-/// What an object's identity is read from, without reading the rest.
-#[derive(serde::Deserialize)]
-struct Head<'a> {
-    #[serde(borrow, default, rename = "apiVersion")]
-    api_version: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow, default)]
-    kind: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow, default)]
-    metadata: Option<MetadataHead<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct MetadataHead<'a> {
-    #[serde(borrow, default)]
-    name: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow, default, rename = "generateName")]
-    generate_name: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow, default)]
-    namespace: Option<std::borrow::Cow<'a, str>>,
-}
-
-impl Object {
-    /// An object from its compact JSON text: only its head is read here.
-    fn new(source: usize, document: usize, origin: Origin, raw: String, namespace: &str) -> Self {
-        let (kind, identity) = match serde_json::from_str::<Head<'_>>(&raw) {
-            Ok(head) => {
-                let meta = head.metadata.as_ref();
-                let identity = identity_of(
-                    head.kind.as_deref(),
-                    head.api_version.as_deref(),
-                    meta.and_then(|m| m.name.as_deref().or(m.generate_name.as_deref())),
-                    meta.and_then(|m| m.namespace.as_deref()),
-                    namespace,
-                );
-                (head.kind.map(std::borrow::Cow::into_owned), identity)
-            }
-            // A field of another type than a string (`kind: 3`): read the
-            // way the review will read it.
-            Err(_) => {
-                let value: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
-                (text(&value, "/kind").map(str::to_owned), identity(&value, namespace))
-            }
-        };
-        Object {
-            source,
-            document,
-            origin,
-            identity,
-            fact: facts::may_tell(kind.as_deref(), &raw),
-            raw: raw.into_boxed_str(),
-        }
-    }
-
-    /// The object's tree, read from its text each time it is needed (JSON
-    /// reads many times faster than the YAML it came from).
-    fn tree(&self) -> Value {
-        serde_json::from_str(&self.raw).unwrap_or(Value::Null)
-    }
-}
-
 /// Checks already-read sources. `old` holds the previous versions for UPDATE
 /// reviews; `progress` is told how many documents are parsed. A document
 /// that does not parse is a problem of the report, and the others are
@@ -378,28 +289,44 @@ impl Object {
 /// against the usage of the ones before it.
 pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress: impl FnMut(usize, usize)) -> Report {
     use rayon::prelude::*;
-    let documents: Vec<input::Document<'_>> = sources
-        .iter()
-        .enumerate()
-        .flat_map(|(i, s)| input::Document::split(i, &s.text))
-        .collect();
+    let mut problems = Vec::new();
+    let mut documents: Vec<input::Document<'_>> = Vec::new();
+    for (i, source) in sources.iter().enumerate() {
+        let split = input::Document::split(i, &source.text);
+        if split.len() > input::MAX_DOCUMENTS {
+            problems.push(FileProblem::whole(
+                &source.name,
+                format!(
+                    "holds {} documents, more than the {} one file may hold: not checked",
+                    split.len(),
+                    input::MAX_DOCUMENTS
+                ),
+            ));
+            continue;
+        }
+        documents.extend(split);
+    }
     progress(0, documents.len());
     // Each document's tree with positions, parsed once, when a finding (or
     // an item of a List) first needs it, and shared by all its objects.
-    let trees: Vec<std::sync::OnceLock<Option<Spanned<Node>>>> =
-        documents.iter().map(|_| std::sync::OnceLock::new()).collect();
-    let parsed: Vec<Vec<Result<Object, FileProblem>>> = documents
+    let trees: Vec<Tree> = documents.iter().map(|_| Tree::new()).collect();
+    let reading = object::Reading {
+        namespace: &options.namespace,
+        identities: !old.is_empty(),
+    };
+    // Per document, a list of what it holds; a document's own object (most
+    // are) costs no list of its own.
+    let parsed: Vec<Read<Object>> = documents
         .par_iter()
         .enumerate()
         .map(|(index, d)| {
             read_document(d, &sources[d.source].name, |origin, value| {
-                Object::new(d.source, index, origin, value, &options.namespace)
+                Object::new(d.source, index, origin, value, reading)
             })
         })
         .collect();
     progress(documents.len(), documents.len());
-    let mut problems = Vec::new();
-    let mut objects = Vec::new();
+    let mut objects = Vec::with_capacity(parsed.len());
     let mut unread = Unread::default();
     for (index, results) in parsed.into_iter().enumerate() {
         for result in results {
@@ -436,12 +363,12 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     let told: Vec<Vec<facts::Fact>> = objects
         .par_iter()
         .filter(|o| o.fact)
-        .map(|o| facts::of(o.tree(), options))
+        .map(|o| facts::of(o.tree(&documents), options))
         .collect();
     facts::apply(told.into_iter().flatten(), &mut cluster);
     let mut report = Report {
         sources: sources.iter().map(|s| s.name.clone()).collect(),
-        objects: Vec::with_capacity(objects.len()),
+        objects: Vec::new(),
         problems,
         notes: Vec::new(),
         target: options.target,
@@ -451,8 +378,8 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         suppressed: 0,
         placeholders: 0,
     };
-    let old_of = |object: &Object| object.identity.as_ref().and_then(|k| old_objects.get(k));
-    let review_one = |n: usize, object: Object, cluster: &StaticView| {
+    let old_of = |object: &Object| object.identity.as_ref().and_then(|k| old_objects.get(&**k));
+    let review_one = |n: usize, object: &Object, cluster: &StaticView| {
         let ctx = Context {
             now: options.now,
             cluster,
@@ -462,7 +389,7 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
             deadline: None,
             target: options.target,
         };
-        let old = old_of(&object);
+        let old = old_of(object);
         let started = std::time::Instant::now();
         let mut verdict = check_object(n, object, old, options, &ctx, &documents, &trees);
         verdict.seconds = started.elapsed().as_secs_f64();
@@ -476,33 +403,44 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         .iter()
         .any(|l| l.policy.spec.quota != crate::policy::model::Quota::default());
     let limited = |ns: &str| policy_quota || cluster.quotas.contains_key(ns);
-    let may_be_limited = |o: &Object| match &o.identity {
-        Some((_, _, ns, _)) => limited(ns),
-        None => policy_quota || !cluster.quotas.is_empty(),
+    // What each CREATE costs in quota, read before any object is judged,
+    // by object number; only where a limit may apply (nowhere, in most
+    // repositories, and then not a byte per object).
+    let charges: HashMap<usize, (String, crate::quota::Charge)> = if policy_quota || !cluster.quotas.is_empty() {
+        objects
+            .par_iter()
+            .enumerate()
+            .filter(|(_, o)| o.fact && old_of(o).is_none())
+            .filter_map(|(n, o)| {
+                let (ns, charge) = facts::charge_of(o.tree(&documents), &options.namespace, &cluster)?;
+                limited(&ns).then_some((n, (ns, charge)))
+            })
+            .collect()
+    } else {
+        HashMap::new()
     };
-    // What each CREATE costs in quota, read before any object is judged;
-    // only where a limit may apply (nowhere, in most repositories).
-    let charges: Vec<Option<(String, crate::quota::Charge)>> = objects
-        .par_iter()
-        .map(|o| match old_of(o) {
-            None if o.fact && may_be_limited(o) => facts::charge_of(o.tree(), &options.namespace, &cluster),
-            _ => None,
-        })
-        .collect();
-    let (charged, free): (Vec<_>, Vec<_>) = objects
-        .into_iter()
-        .zip(charges)
-        .enumerate()
-        .partition(|(_, (_, charge))| charge.as_ref().is_some_and(|(ns, _)| limited(ns)));
-    // Objects quota does not charge read no usage: judged in parallel.
-    let mut verdicts: Vec<(usize, ObjectReport)> = free
-        .into_par_iter()
-        .map(|(n, (object, _))| (n, review_one(n, object, &cluster)))
-        .collect();
+    // Objects quota does not charge read no usage: judged in parallel, a
+    // chunk at a time, keeping only what their verdicts need.
+    let mut verdicts = verdicts::Verdicts::new(options.strict_inputs);
+    for (first, chunk) in (0..).step_by(verdicts::CHUNK).zip(objects.chunks(verdicts::CHUNK)) {
+        let judged: Vec<(usize, ObjectReport)> = chunk
+            .par_iter()
+            .enumerate()
+            .map(|(i, object)| (first + i, object))
+            .filter(|(n, _)| !charges.contains_key(n))
+            .map(|(n, object)| (n, review_one(n, object, &cluster)))
+            .collect();
+        for (n, verdict) in judged {
+            verdicts.add(n, verdict);
+        }
+    }
     // Claims are created in input order: an admitted one uses quota.
-    for (n, (object, charge)) in charged {
+    let mut charged: Vec<(usize, (String, crate::quota::Charge))> = charges.into_iter().collect();
+    charged.sort_by_key(|(n, _)| *n);
+    for (n, (ns, charge)) in charged {
+        let Some(object) = objects.get(n) else { continue };
         let verdict = review_one(n, object, &cluster);
-        if let (true, Some((ns, charge))) = (verdict.allowed, charge) {
+        if verdict.allowed {
             cluster
                 .usage
                 .get_or_insert_with(HashMap::new)
@@ -510,55 +448,15 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
                 .or_default()
                 .add(&charge);
         }
-        verdicts.push((n, verdict));
+        verdicts.add(n, verdict);
     }
-    verdicts.sort_by_key(|(n, _)| *n);
-    report.objects = verdicts.into_iter().map(|(_, v)| v).collect();
-    not_kubernetes(&mut report, options.strict_inputs);
-    report.not_kubernetes.files += unread.not_kubernetes.len();
-    report.not_kubernetes.documents += unread.not_kubernetes_documents;
-    report
-}
-
-/// Documents that are no Kubernetes objects (values files, dashboards,
-/// schemas, an i18n file that is one top-level list) are counted per
-/// file, and left out of the report; under `--strict-inputs` each file
-/// gets one warning, at its first such document.
-fn not_kubernetes(report: &mut Report, strict: bool) {
-    let mut per_source: HashMap<usize, usize> = HashMap::new();
-    for o in report
-        .objects
-        .iter()
-        .filter(|o| o.judgement == Judgement::NotKubernetes)
-    {
-        *per_source.entry(o.source).or_default() += 1;
-    }
-    if per_source.is_empty() {
-        return;
-    }
+    let (judged, not_kubernetes) = verdicts.finish();
+    report.objects = judged;
     report.not_kubernetes = NotKubernetes {
-        files: per_source.len(),
-        documents: per_source.values().sum(),
+        files: not_kubernetes.files + unread.not_kubernetes.len(),
+        documents: not_kubernetes.documents + unread.not_kubernetes_documents,
     };
-    report.objects.retain_mut(|o| {
-        if o.judgement != Judgement::NotKubernetes {
-            return true;
-        }
-        // The first of its file keeps the file's warning.
-        match per_source.remove(&o.source) {
-            Some(n) if strict => {
-                if let Some(f) = o.findings.first_mut() {
-                    f.message = if n == 1 {
-                        "skipped: not a Kubernetes object (no apiVersion or kind)".into()
-                    } else {
-                        format!("skipped: {n} documents or items of this file are not Kubernetes objects (no apiVersion or kind)")
-                    };
-                }
-                true
-            }
-            _ => false,
-        }
-    });
+    report
 }
 
 /// The objects of one document, each `made` from where it is and its
@@ -567,41 +465,56 @@ fn not_kubernetes(report: &mut Report, strict: bool) {
 /// that does not read is a problem of that item only, as is a syntax
 /// error after some items; YAML is read whole, and a document that does
 /// not parse has no objects.
+/// What one document holds: most hold one object, kept without a list.
+type Read<T> = smallvec::SmallVec<[Result<T, FileProblem>; 1]>;
+
 fn read_document<T: Send>(
     document: &input::Document<'_>,
     name: &str,
     made: impl Fn(Origin, String) -> T + Sync,
-) -> Vec<Result<T, FileProblem>> {
+) -> Read<T> {
     use rayon::prelude::*;
+    use smallvec::smallvec;
     match json::items(document, name) {
-        Some(items) => items
-            .into_par_iter()
-            .map(|item| {
-                let item = item?;
-                let raw = item.json(name)?;
-                let origin = Origin::Json {
-                    range: item.range,
-                    start: item.start,
-                };
-                Ok(made(origin, raw))
-            })
-            .collect(),
+        Some(items) => Read::from_vec(
+            items
+                .into_par_iter()
+                .map(|item| {
+                    let item = item?;
+                    let raw = item.json(name)?;
+                    let origin = Origin::Json {
+                        range: item.range,
+                        start: item.start,
+                    };
+                    Ok(made(origin, raw))
+                })
+                .collect(),
+        ),
         None => match document.json(name) {
-            Ok(None) => Vec::new(),
+            Ok(None) => Read::new(),
             // The text was written here, so it is JSON: only an array, or
             // an object with items, may hold several objects.
             Ok(Some(raw)) if !raw.starts_with('[') && !raw.contains("\"items\":") => {
-                vec![Ok(made(Origin::Path(Vec::new()), raw))]
+                smallvec![Ok(made(Origin::Path(Vec::new()), raw))]
             }
             Ok(Some(raw)) => match json::split(&raw) {
                 Ok(Some(parts)) => parts
                     .into_iter()
-                    .map(|(prefix, part)| Ok(made(Origin::Path(prefix), part.to_owned())))
+                    .map(|(at, part)| Ok(made(Origin::Path(at.segments()), part.to_owned())))
                     .collect(),
-                Ok(None) | Err(_) => vec![Ok(made(Origin::Path(Vec::new()), raw))],
+                Ok(None) | Err(_) => smallvec![Ok(made(Origin::Path(Vec::new()), raw))],
             },
-            Err(problem) => vec![Err(problem)],
+            Err(problem) => smallvec![Err(problem)],
         },
+    }
+}
+
+/// Whether a field named `key` is anywhere in `v`.
+fn holds_key(v: &Value, key: &str) -> bool {
+    match v {
+        Value::Object(map) => map.contains_key(key) || map.values().any(|v| holds_key(v, key)),
+        Value::Array(items) => items.iter().any(|v| holds_key(v, key)),
+        _ => false,
     }
 }
 
@@ -723,17 +636,16 @@ fn admission_request(uid: usize, object: Value, old: Option<Value>, namespace: O
 
 fn check_object(
     n: usize,
-    object: Object,
+    object: &Object,
     old: Option<&Value>,
     options: &Options,
     ctx: &Context<'_>,
     documents: &[input::Document<'_>],
-    trees: &[std::sync::OnceLock<Option<Spanned<Node>>>],
+    trees: &[Tree],
 ) -> ObjectReport {
-    let value = object.tree();
+    let value = object.tree(documents);
     let v = &value;
-    // The text is compact JSON: a field is always written `"name":`.
-    let holds_tolerations = object.raw.contains("\"tolerations\":");
+    let holds_tolerations = holds_key(v, "tolerations");
     let kind = text(v, "/kind").unwrap_or("").to_owned();
     let scoped = !cluster_scoped(&kind);
     let namespace = scoped.then(|| text(v, "/metadata/namespace").unwrap_or(&options.namespace).to_owned());
@@ -752,7 +664,7 @@ fn check_object(
     };
     // Positions: a JSON item, or a YAML document of one object, is parsed
     // alone; a YAML List once for all its items.
-    let own_tree = std::sync::OnceLock::new();
+    let own_tree = Tree::new();
     let document = documents.get(object.document).copied();
     let (located, prefix) = match &object.origin {
         Origin::Path(prefix) => (
@@ -906,7 +818,9 @@ fn check_object(
     let decision = review(&request, ctx);
     report.allowed = decision.allowed;
     place.record(&decision, &mut report.findings);
-    old_shapes::explain(&object.raw, &mut report.findings);
+    if let Some(ObjectJson::Tree(reviewed)) = &request.object {
+        old_shapes::explain(reviewed, &mut report.findings);
+    }
     for field in unknown.into_iter().flatten() {
         let path = Path::parse(&field);
         report.allowed = false;
@@ -1026,7 +940,7 @@ struct Located<'a> {
     /// The column the document's first line starts at (a JSON item's
     /// text may start mid-line).
     first_column: u64,
-    tree: Option<&'a std::sync::OnceLock<Option<Spanned<Node>>>>,
+    tree: Option<&'a Tree>,
 }
 
 impl Located<'_> {
@@ -1047,7 +961,10 @@ impl Located<'_> {
         {
             return on_first_line(at);
         }
-        let Some(tree) = self.tree.and_then(|t| t.get_or_init(|| document.tree()).as_ref()) else {
+        let Some(tree) = self
+            .tree
+            .and_then(|t| t.get_or_init(|| document.tree().map(Box::new)).as_deref())
+        else {
             return Position::default();
         };
         let path: Vec<Segment> = prefix.iter().chain(field).cloned().collect();

@@ -81,6 +81,11 @@ pub struct CheckArgs {
     /// draguard check - --stdin-filename chart.yaml`) [default: -]
     #[arg(long, value_name = "NAME")]
     pub stdin_filename: Option<String>,
+    /// The largest file (or standard input) read: a larger one is an
+    /// error, refused from its size before it is read (1048576, 512Mi,
+    /// 2Gi) [default: 1Gi]
+    #[arg(long, value_parser = super::serve::parse_size, value_name = "BYTES")]
+    pub max_file_size: Option<usize>,
     /// What SARIF file URIs are relative to [default: the config's
     /// baseDir, else the repository root (the nearest folder above the
     /// working directory that holds `.git`), else the working directory]
@@ -171,6 +176,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         excludes: settings.excludes.clone(),
         stdin_name: args.stdin_filename.clone(),
         render: settings.render.clone(),
+        max_file_bytes: args.max_file_size.map(|n| n as u64),
     };
     let inputs = input::read_sources(&args.paths, &walk);
     let old = input::read_sources(&args.old, &walk);

@@ -464,7 +464,7 @@ async fn draguard_sync(client: kube::Client, policies: crate::policy::reload::Po
 }
 
 /// `3145728`, `3Mi`, `512Ki`, `1G`: a byte count for `--max-body`.
-fn parse_size(text: &str) -> Result<usize, String> {
+pub(super) fn parse_size(text: &str) -> Result<usize, String> {
     let text = text.trim();
     let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, suffix) = text.split_at(digits);
