@@ -515,9 +515,9 @@ pub fn explain_with_rules(
 /// to 1.37.0 and none from 1.37.1 on).
 fn picks(rule: &TaintRule, device: &ExplainedDevice, version: KubeVersion) -> bool {
     let id = DeviceId {
-        driver: device.driver.clone(),
-        pool: device.pool.clone(),
-        device: device.device.clone(),
+        driver: device.driver.as_str().into(),
+        pool: device.pool.as_str().into(),
+        device: device.device.as_str().into(),
     };
     reaches(rule.spec.device_selector.as_ref(), &id, version, Reader::Scheduler)
 }

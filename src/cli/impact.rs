@@ -52,12 +52,12 @@ pub fn run(args: ImpactArgs) -> ExitCode {
         if rules.is_empty() {
             return Err("no DeviceTaintRule in the given rule files".into());
         }
-        let objects = if args.cluster {
+        // Each object is reduced to what a rule reads as it arrives.
+        let snapshot = if args.cluster {
             read_cluster(args.kubeconfig.as_deref(), args.context.as_deref())?
         } else {
-            super::explain::objects(&args.snapshot)?
+            crate::impact::snapshot_stream::read(&args.snapshot)?
         };
-        let snapshot = Snapshot::of(&objects);
         for skipped in &snapshot.skipped {
             eprintln!("draguard impact: left out {skipped}");
         }
@@ -97,8 +97,9 @@ pub fn run(args: ImpactArgs) -> ExitCode {
 
 /// What a rule needs of the live cluster, read once: ResourceSlices, the
 /// ResourceClaims (their allocations and reservations) and the Pods (their
-/// nodes), in the newest version the cluster serves.
-fn read_cluster(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> Result<Vec<serde_json::Value>, String> {
+/// nodes), in the newest version the cluster serves; each collection's
+/// objects are reduced into the snapshot and dropped before the next.
+fn read_cluster(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> Result<Snapshot, String> {
     use super::cluster_read::{Collection, client, list_all};
     const DRA_VERSIONS: &[&str] = &["v1", "v1beta2", "v1beta1"];
     const COLLECTIONS: [Collection; 3] = [
@@ -127,12 +128,14 @@ fn read_cluster(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> 
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
         let client = client(kubeconfig, context).await?;
-        let mut objects = Vec::new();
+        let mut snapshot = Snapshot::default();
         for collection in &COLLECTIONS {
             let items = list_all(&client, collection).await?;
             eprintln!("draguard impact: read {} {}", items.len(), collection.plural);
-            objects.extend(items);
+            for item in &items {
+                snapshot.add(item);
+            }
         }
-        Ok(objects)
+        Ok(snapshot)
     })
 }

@@ -4,48 +4,68 @@
 //! driver, pool and name, and the allocated claims by the devices their
 //! results name.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
-use kube::core::DynamicObject;
+use super::slim::SlimObject;
 
 use super::index::WatchIndex;
+use super::interner::Interner;
 use crate::impact::snapshot::{allocated_claim, slice_devices};
-use crate::impact::{AllocatedClaim, DeviceId, Reader, SliceDevice, reaches};
+use crate::impact::{AllocatedClaim, AllocatedDevice, DeviceId, ImpactCounter, Reader, SliceDevice, reaches};
 use crate::kubernetes::KubeVersion;
+use crate::objects::claim::DeviceToleration;
 use crate::objects::dra::DeviceTaintSelector;
 
-fn name_of(object: &DynamicObject) -> &str {
+fn name_of(object: &SlimObject) -> &str {
     object.metadata.name.as_deref().unwrap_or_default()
 }
 
-fn namespace_of(object: &DynamicObject) -> &str {
+fn namespace_of(object: &SlimObject) -> &str {
     object.metadata.namespace.as_deref().unwrap_or_default()
+}
+
+/// `id` with its names shared through `strings`.
+fn interned(strings: &mut Interner, id: &DeviceId) -> DeviceId {
+    DeviceId {
+        driver: strings.intern(&id.driver),
+        pool: strings.intern(&id.pool),
+        device: strings.intern(&id.device),
+    }
 }
 
 /// The devices of every ResourceSlice, with their nodes. A slice that does
 /// not decode (the apiserver accepted it, so only a newer shape) adds none.
+/// Of a slice only its devices' names and nodes are kept, each name shared
+/// with every other use of it.
 #[derive(Default)]
 pub struct SliceDevices {
-    devices: BTreeMap<DeviceId, Option<String>>,
-    by_slice: HashMap<String, Vec<DeviceId>>,
+    devices: BTreeMap<DeviceId, Option<Arc<str>>>,
+    by_slice: HashMap<Box<str>, Box<[DeviceId]>>,
+    strings: Interner,
 }
 
 impl WatchIndex for SliceDevices {
-    type Object = DynamicObject;
+    type Object = SlimObject;
 
-    fn apply(&mut self, slice: &DynamicObject) {
+    fn apply(&mut self, slice: &SlimObject) {
         self.delete(slice);
         let devices = slice
             .data
             .get("spec")
             .and_then(|spec| slice_devices(spec).ok())
             .unwrap_or_default();
-        let ids = devices.iter().map(|d| d.id.clone()).collect();
-        self.devices.extend(devices.into_iter().map(|d| (d.id, d.node)));
-        self.by_slice.insert(name_of(slice).to_owned(), ids);
+        let mut ids = Vec::with_capacity(devices.len());
+        for device in devices {
+            let id = interned(&mut self.strings, &device.id);
+            let node = device.node.as_deref().map(|n| self.strings.intern(n));
+            ids.push(id.clone());
+            self.devices.insert(id, node);
+        }
+        self.by_slice.insert(name_of(slice).into(), ids.into_boxed_slice());
     }
 
-    fn delete(&mut self, slice: &DynamicObject) {
+    fn delete(&mut self, slice: &SlimObject) {
         for id in self.by_slice.remove(name_of(slice)).unwrap_or_default() {
             self.devices.remove(&id);
         }
@@ -63,9 +83,22 @@ impl SliceDevices {
         candidates(&self.devices, selector, version)
             .map(|(id, node)| SliceDevice {
                 id: id.clone(),
-                node: node.clone(),
+                node: node.as_deref().map(str::to_owned),
             })
             .collect()
+    }
+
+    /// Feeds `counter` the devices a rule with `selector` reaches, each
+    /// once, without copying them.
+    pub fn count<'a>(
+        &'a self,
+        counter: &mut ImpactCounter<'a>,
+        selector: Option<&DeviceTaintSelector>,
+        version: KubeVersion,
+    ) {
+        for (_, node) in candidates(&self.devices, selector, version) {
+            counter.device(node.as_deref());
+        }
     }
 }
 
@@ -77,64 +110,98 @@ impl SliceDevices {
 /// reach every device.
 fn candidates<'m, V>(
     by_device: &'m BTreeMap<DeviceId, V>,
-    selector: Option<&'m DeviceTaintSelector>,
+    selector: Option<&DeviceTaintSelector>,
     version: KubeVersion,
 ) -> impl Iterator<Item = (&'m DeviceId, &'m V)> {
-    let reached = move |id: &DeviceId| {
-        reaches(selector, id, version, Reader::Scheduler) || reaches(selector, id, version, Reader::EvictionController)
-    };
-    let entries: Box<dyn Iterator<Item = (&'m DeviceId, &'m V)>> = match selector {
+    let selector = selector.cloned();
+    let entries: Box<dyn Iterator<Item = (&'m DeviceId, &'m V)>> = match &selector {
         Some(DeviceTaintSelector {
             driver: Some(driver),
             pool,
             device,
         }) => {
-            let pool = pool.as_deref();
-            let device = device.as_deref().filter(|_| pool.is_some());
+            let driver: Arc<str> = driver.as_str().into();
+            let pool: Option<Arc<str>> = pool.as_deref().map(Into::into);
+            let device: Option<Arc<str>> = device.as_deref().filter(|_| pool.is_some()).map(Into::into);
             let from = DeviceId {
                 driver: driver.clone(),
-                pool: pool.unwrap_or_default().to_owned(),
-                device: device.unwrap_or_default().to_owned(),
+                pool: pool.clone().unwrap_or_else(|| "".into()),
+                device: device.clone().unwrap_or_else(|| "".into()),
             };
             Box::new(by_device.range(from..).take_while(move |(id, _)| {
-                id.driver == *driver && pool.is_none_or(|p| id.pool == p) && device.is_none_or(|d| id.device == d)
+                id.driver == driver
+                    && pool.as_ref().is_none_or(|p| id.pool == *p)
+                    && device.as_ref().is_none_or(|d| id.device == *d)
             }))
         }
         _ => Box::new(by_device.iter()),
     };
-    entries.filter(move |(id, _)| reached(id))
+    entries.filter(move |(id, _)| {
+        reaches(selector.as_ref(), id, version, Reader::Scheduler)
+            || reaches(selector.as_ref(), id, version, Reader::EvictionController)
+    })
+}
+
+/// A claim by namespace and name, both shared with the index's other uses.
+type ClaimKey = (Arc<str>, Arc<str>);
+
+/// What the impact reads of an allocated claim: its results' devices and
+/// tolerations (the request's name is not needed), and its pods.
+struct Allocation {
+    results: Box<[AllocatedResult]>,
+    pods: Box<[Box<str>]>,
+}
+
+struct AllocatedResult {
+    id: DeviceId,
+    tolerations: Box<[DeviceToleration]>,
 }
 
 /// The allocated claims, by the devices their results name.
 #[derive(Default)]
 pub struct Allocations {
-    claims: HashMap<(String, String), AllocatedClaim>,
+    claims: HashMap<ClaimKey, Allocation>,
     /// Ordered like the slice devices, so a rule reads its driver's range.
-    by_device: BTreeMap<DeviceId, BTreeSet<(String, String)>>,
+    /// Almost always one claim per device: a short list, not a set.
+    by_device: BTreeMap<DeviceId, Vec<ClaimKey>>,
+    strings: Interner,
 }
 
 impl Allocations {
-    pub fn apply(&mut self, claim: &DynamicObject) {
+    pub fn apply(&mut self, claim: &SlimObject) {
         self.delete(claim);
         let (namespace, name) = (namespace_of(claim), name_of(claim));
         let Ok(Some(allocated)) = allocated_claim(namespace, name, claim.data.get("status")) else {
             return;
         };
-        let key = (namespace.to_owned(), name.to_owned());
-        for result in &allocated.results {
-            self.by_device.entry(result.id.clone()).or_default().insert(key.clone());
+        let key: ClaimKey = (self.strings.intern(namespace), name.into());
+        let mut results = Vec::with_capacity(allocated.results.len());
+        for result in allocated.results {
+            let id = interned(&mut self.strings, &result.id);
+            let keys = self.by_device.entry(id.clone()).or_default();
+            if !keys.contains(&key) {
+                keys.push(key.clone());
+            }
+            results.push(AllocatedResult {
+                id,
+                tolerations: result.tolerations.into_boxed_slice(),
+            });
         }
-        self.claims.insert(key, allocated);
+        let allocation = Allocation {
+            results: results.into_boxed_slice(),
+            pods: allocated.pods.into_iter().map(String::into_boxed_str).collect(),
+        };
+        self.claims.insert(key, allocation);
     }
 
-    pub fn delete(&mut self, claim: &DynamicObject) {
-        let key = (namespace_of(claim).to_owned(), name_of(claim).to_owned());
+    pub fn delete(&mut self, claim: &SlimObject) {
+        let key: ClaimKey = (namespace_of(claim).into(), name_of(claim).into());
         let Some(before) = self.claims.remove(&key) else {
             return;
         };
         for result in &before.results {
             if let Some(keys) = self.by_device.get_mut(&result.id) {
-                keys.remove(&key);
+                keys.retain(|k| *k != key);
                 if keys.is_empty() {
                     self.by_device.remove(&result.id);
                 }
@@ -143,13 +210,62 @@ impl Allocations {
     }
 
     /// The claims with a result on a device a rule with `selector` reaches
-    /// in `version`, each once: read from the allocations themselves, so a
-    /// claim on a device no slice publishes any more is found too.
+    /// in `version`, each once, by namespace and name: read from the
+    /// allocations themselves, so a claim on a device no slice publishes
+    /// any more is found too.
     pub fn reached(&self, selector: Option<&DeviceTaintSelector>, version: KubeVersion) -> Vec<AllocatedClaim> {
-        let keys: BTreeSet<&(String, String)> = candidates(&self.by_device, selector, version)
+        let mut keys: Vec<&ClaimKey> = candidates(&self.by_device, selector, version)
             .flat_map(|(_, keys)| keys)
             .collect();
-        keys.into_iter().filter_map(|k| self.claims.get(k)).cloned().collect()
+        keys.sort();
+        keys.dedup();
+        keys.into_iter()
+            .filter_map(|key| {
+                let claim = self.claims.get(key)?;
+                Some(AllocatedClaim {
+                    namespace: key.0.to_string(),
+                    name: key.1.to_string(),
+                    results: claim
+                        .results
+                        .iter()
+                        .map(|r| AllocatedDevice {
+                            id: r.id.clone(),
+                            request: String::new(),
+                            tolerations: r.tolerations.to_vec(),
+                        })
+                        .collect(),
+                    pods: claim.pods.iter().map(|p| p.to_string()).collect(),
+                })
+            })
+            .collect()
+    }
+
+    /// Feeds `counter` the claims with a result on a device a rule with
+    /// `selector` reaches, each once, without copying them: a claim is
+    /// counted where the walk meets the first of its results the rule
+    /// reaches, so no set of the claims seen is needed.
+    pub fn count<'a>(
+        &'a self,
+        counter: &mut ImpactCounter<'a>,
+        selector: Option<&DeviceTaintSelector>,
+        version: KubeVersion,
+    ) {
+        for (device, keys) in candidates(&self.by_device, selector, version) {
+            for key in keys {
+                let Some(claim) = self.claims.get(key) else {
+                    continue;
+                };
+                let first = claim.results.iter().find(|r| counter.reaches(&r.id));
+                if first.is_none_or(|r| r.id != *device) {
+                    continue;
+                }
+                counter.claim(
+                    &key.0,
+                    claim.results.iter().map(|r| (&r.id, &*r.tolerations)),
+                    claim.pods.iter().map(|p| &**p),
+                );
+            }
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -167,7 +283,7 @@ mod tests {
 
     use super::*;
 
-    fn slice(name: &str, driver: &str, pool: &str, devices: &[&str]) -> DynamicObject {
+    fn slice(name: &str, driver: &str, pool: &str, devices: &[&str]) -> SlimObject {
         let devices: Vec<_> = devices.iter().map(|d| json!({"name": d})).collect();
         serde_json::from_value(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
             "metadata": {"name": name},
@@ -175,7 +291,7 @@ mod tests {
         .expect("slice")
     }
 
-    fn claim(name: &str, driver: &str, pool: &str, device: &str) -> DynamicObject {
+    fn claim(name: &str, driver: &str, pool: &str, device: &str) -> SlimObject {
         serde_json::from_value(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": name, "namespace": "ml"},
             "status": {"allocation": {"devices": {"results": [{"request": "r", "driver": driver, "pool": pool, "device": device}]}},
@@ -305,5 +421,79 @@ mod tests {
         );
         assert_eq!(names(index.reached(None, v)), Vec::<String>::new());
         assert_eq!(index.len(), 2);
+    }
+
+    /// Counting from the indexes agrees with the listed impact of what
+    /// they reach: a claim with two reached results counts once, a pod of
+    /// two claims once, with the worse outcome.
+    #[test]
+    fn counted_from_the_indexes_as_listed() {
+        use crate::impact::{ImpactCounter, impact};
+        use crate::objects::dra::{DeviceTaint, DeviceTaintRuleSpec};
+        let mut slices = SliceDevices::default();
+        slices.apply(&slice("a", "gpu.example.com", "node-1", &["gpu-0", "gpu-1"]));
+        slices.apply(&slice("b", "gpu.example.com", "node-2", &["gpu-0"]));
+        slices.apply(&slice("n", "nic.example.com", "node-1", &["nic-0"]));
+        let mut claims = Allocations::default();
+        claims.apply(&claim("a", "gpu.example.com", "node-1", "gpu-0"));
+        let two: SlimObject = serde_json::from_value(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "two", "namespace": "ml"},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "r", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-1"},
+                {"request": "r", "driver": "gpu.example.com", "pool": "node-2", "device": "gpu-0",
+                 "tolerations": [{"key": "k", "operator": "Exists", "tolerationSeconds": 60}]}]}},
+                "reservedFor": [{"resource": "pods", "name": "a-pod", "uid": "u"}, {"resource": "pods", "name": "b-pod", "uid": "v"}]}}))
+        .expect("claim");
+        claims.apply(&two);
+        claims.apply(&claim("n", "nic.example.com", "node-1", "nic-0"));
+        for selector in [
+            Some(by_driver("gpu.example.com")),
+            Some(DeviceTaintSelector {
+                pool: Some("node-2".into()),
+                ..Default::default()
+            }),
+            Some(DeviceTaintSelector::default()),
+            None,
+        ] {
+            for version in [KubeVersion::V1_36, KubeVersion::V1_37] {
+                let rule = DeviceTaintRuleSpec {
+                    device_selector: selector.clone(),
+                    taint: DeviceTaint {
+                        key: "k".into(),
+                        value: String::new(),
+                        effect: "NoExecute".into(),
+                        time_added: None,
+                    },
+                };
+                let listed = impact(
+                    &rule,
+                    &slices.reached(selector.as_ref(), version),
+                    &claims.reached(selector.as_ref(), version),
+                    version,
+                );
+                let mut counter = ImpactCounter::new(&rule, version);
+                slices.count(&mut counter, selector.as_ref(), version);
+                claims.count(&mut counter, selector.as_ref(), version);
+                assert_eq!(counter.finish(), listed.counts(), "{selector:?} {version}");
+            }
+        }
+        let rule = DeviceTaintRuleSpec {
+            device_selector: Some(by_driver("gpu.example.com")),
+            taint: DeviceTaint {
+                key: "k".into(),
+                value: String::new(),
+                effect: "NoExecute".into(),
+                time_added: None,
+            },
+        };
+        let mut counter = ImpactCounter::new(&rule, KubeVersion::V1_37);
+        slices.count(&mut counter, rule.device_selector.as_ref(), KubeVersion::V1_37);
+        claims.count(&mut counter, rule.device_selector.as_ref(), KubeVersion::V1_37);
+        let counted = counter.finish();
+        assert_eq!(counted.claims, 2);
+        assert_eq!(
+            counted.summary(),
+            "would evict 2 pods in 1 namespace (ml: 2); matches 3 devices on 2 nodes"
+        );
     }
 }

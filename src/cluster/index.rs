@@ -171,13 +171,22 @@ impl<I: WatchIndex> Watched<I> {
     }
 }
 
+/// Objects per page of a (re-)list: only one page is decoded at a time, so
+/// a list of 100,000 claims is never held whole. kube-runtime's default
+/// (`watcher::Config::default`, kube-runtime-5.0.0 src/watcher.rs), and
+/// client-go's pager's `defaultPageSize` (kubernetes/kubernetes
+/// staging/src/k8s.io/client-go/tools/pager/pager.go, master 04791b49),
+/// stated here so that it cannot change unnoticed.
+const LIST_PAGE: u32 = 500;
+
 /// Runs the watch of `api` into `watched` on the current runtime until the
 /// runtime stops. Errors are retried with kube-runtime's default backoff
 /// and logged at most once a minute per distinct error; a refused watch
 /// (401, 403) names the missing permission instead of promising a retry.
 pub fn spawn_watch<I: WatchIndex>(api: Api<I::Object>, watched: Arc<Watched<I>>) {
     let resource = watch_error::rbac_resource(api.resource_url());
-    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let config = watcher::Config::default().page_size(LIST_PAGE);
+    let stream = watcher(api, config).default_backoff();
     tokio::spawn(async move {
         futures::pin_mut!(stream);
         let mut log = ErrorLog::new(ERROR_LINE_EVERY);

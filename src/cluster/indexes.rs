@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use super::slim::SlimObject;
 use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
-use kube::core::DynamicObject;
 
 use super::index::WatchIndex;
 use crate::objects::patch::PatchSpec;
@@ -64,9 +64,9 @@ pub struct ClaimUsage {
 }
 
 impl WatchIndex for ClaimUsage {
-    type Object = DynamicObject;
+    type Object = SlimObject;
 
-    fn apply(&mut self, claim: &DynamicObject) {
+    fn apply(&mut self, claim: &SlimObject) {
         let (namespace, name) = (namespace_of(&claim.metadata), name_of(&claim.metadata));
         // A stored claim the apiserver accepted always decodes; if one did
         // not, it still counts as a claim, with no devices.
@@ -82,7 +82,7 @@ impl WatchIndex for ClaimUsage {
         self.ledger.put(namespace, name, charged);
     }
 
-    fn delete(&mut self, claim: &DynamicObject) {
+    fn delete(&mut self, claim: &SlimObject) {
         self.ledger
             .remove(namespace_of(&claim.metadata), name_of(&claim.metadata));
     }
@@ -101,14 +101,14 @@ pub struct ClaimIndexes {
 }
 
 impl WatchIndex for ClaimIndexes {
-    type Object = DynamicObject;
+    type Object = SlimObject;
 
-    fn apply(&mut self, claim: &DynamicObject) {
+    fn apply(&mut self, claim: &SlimObject) {
         self.usage.apply(claim);
         self.allocations.apply(claim);
     }
 
-    fn delete(&mut self, claim: &DynamicObject) {
+    fn delete(&mut self, claim: &SlimObject) {
         self.usage.delete(claim);
         self.allocations.delete(claim);
     }
@@ -173,9 +173,9 @@ pub struct DeviceClassIndex {
 }
 
 impl WatchIndex for DeviceClassIndex {
-    type Object = DynamicObject;
+    type Object = SlimObject;
 
-    fn apply(&mut self, class: &DynamicObject) {
+    fn apply(&mut self, class: &SlimObject) {
         let extended_resource_name = class
             .data
             .pointer("/spec/extendedResourceName")
@@ -186,7 +186,7 @@ impl WatchIndex for DeviceClassIndex {
             .insert(name_of(&class.metadata).to_owned(), extended_resource_name);
     }
 
-    fn delete(&mut self, class: &DynamicObject) {
+    fn delete(&mut self, class: &SlimObject) {
         self.by_name.remove(name_of(&class.metadata));
     }
 
@@ -203,9 +203,9 @@ pub struct PatchIndex {
 }
 
 impl WatchIndex for PatchIndex {
-    type Object = DynamicObject;
+    type Object = SlimObject;
 
-    fn apply(&mut self, patch: &DynamicObject) {
+    fn apply(&mut self, patch: &SlimObject) {
         let name = name_of(&patch.metadata).to_owned();
         match patch.data.get("spec").map(PatchSpec::decode) {
             Some(Ok(spec)) => {
@@ -217,7 +217,7 @@ impl WatchIndex for PatchIndex {
         }
     }
 
-    fn delete(&mut self, patch: &DynamicObject) {
+    fn delete(&mut self, patch: &SlimObject) {
         self.by_name.remove(name_of(&patch.metadata));
     }
 
@@ -233,7 +233,7 @@ mod tests {
     use super::*;
     use crate::quota::Charge;
 
-    fn claim(ns: &str, name: &str, gpus: u64) -> DynamicObject {
+    fn claim(ns: &str, name: &str, gpus: u64) -> SlimObject {
         serde_json::from_value(json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": name, "namespace": ns, "managedFields": [{"manager": "kubectl"}]},
@@ -270,7 +270,7 @@ mod tests {
     #[test]
     fn a_claim_made_for_a_pods_extended_resources_is_paid_by_the_pod() {
         let mut usage = ClaimUsage::default();
-        let mut made: DynamicObject = claim("ml", "p-extended-resources-x", 2);
+        let mut made: SlimObject = claim("ml", "p-extended-resources-x", 2);
         made.metadata.annotations = Some(
             [(
                 "resource.kubernetes.io/extended-resource-claim".to_owned(),
@@ -301,7 +301,7 @@ mod tests {
 
     #[test]
     fn device_classes_keep_their_extended_resource_name() {
-        let class = |name: &str, spec: serde_json::Value| -> DynamicObject {
+        let class = |name: &str, spec: serde_json::Value| -> SlimObject {
             serde_json::from_value(json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
                 "metadata": {"name": name}, "spec": spec}))
             .expect("class")

@@ -8,14 +8,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Api, Client};
 
 use super::devices::SliceDevices;
+use super::impact_permits::ImpactPermits;
 use super::index::{Watched, spawn_watch};
 use super::indexes::{ClaimIndexes, DeviceClassIndex, NamespaceIndex, PatchIndex, QuotaIndex};
-use super::{CacheState, ClusterView, NotSynced, QuotaUsage};
-use crate::impact::Impact;
+use super::slim::SlimObject;
+use super::{CacheState, ClusterView, NotSynced, QuotaUsage, TaintRuleImpact};
+use crate::impact::ImpactCounter;
 use crate::kubernetes::KubeVersion;
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::objects::patch::PatchSpec;
@@ -36,9 +38,12 @@ pub struct LiveView {
     classes: Arc<Watched<DeviceClassIndex>>,
     /// draguard.dev/v1alpha1 ResourceSlicePatches (empty without the CRD).
     patches: Arc<Watched<PatchIndex>>,
+    /// The cap on DeviceTaintRule impact computations at once.
+    impact_permits: Arc<ImpactPermits>,
 }
 
-fn dynamic_api(client: Client, group: &str, version: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+/// The API of a resource the indexes read as [`SlimObject`]s.
+fn dynamic_api(client: Client, group: &str, version: &str, kind: &str, plural: &str) -> Api<SlimObject> {
     let gvk = GroupVersionKind::gvk(group, version, kind);
     Api::all_with(client, &ApiResource::from_gvk_with_plural(&gvk, plural))
 }
@@ -97,6 +102,7 @@ impl LiveView {
             classes: Watched::new("deviceclasses", false),
             // The CRD is optional: without it the index is empty and synced.
             patches: Watched::new("resourceslicepatches", true),
+            impact_permits: Arc::new(ImpactPermits::default()),
         }
     }
 
@@ -222,19 +228,28 @@ impl ClusterView for LiveView {
         })
     }
 
-    /// From the indexes: the reached devices (a named driver's only), then
-    /// the claims allocated on them. Unknown until both caches have listed.
-    fn taint_rule_impact(&self, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> Option<Impact> {
+    /// Counted from the indexes: the reached devices (a named driver's
+    /// only), then the claims allocated on them, under a slot of the cap
+    /// ([`super::impact_permits`]). Unknown until both caches have listed.
+    fn taint_rule_impact(&self, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> TaintRuleImpact {
         if !self.slices.is_synced() || !self.claims.is_synced() {
-            return None;
+            return TaintRuleImpact::Unknown;
         }
-        let devices = self
-            .slices
-            .read(|index| index.reached(rule.device_selector.as_ref(), version));
-        let claims = self
-            .claims
-            .read(|index| index.allocations.reached(rule.device_selector.as_ref(), version));
-        Some(crate::impact::impact(rule, &devices, &claims, version))
+        let Some(_slot) = self.impact_permits.acquire() else {
+            return TaintRuleImpact::Busy {
+                slots: self.impact_permits.slots(),
+            };
+        };
+        let selector = rule.device_selector.as_ref();
+        // Both read locks, always in this order (writers take one each).
+        self.slices.read(|slices| {
+            self.claims.read(|claims| {
+                let mut counter = ImpactCounter::new(rule, version);
+                slices.count(&mut counter, selector, version);
+                claims.allocations.count(&mut counter, selector, version);
+                TaintRuleImpact::Known(counter.finish())
+            })
+        })
     }
 
     fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
@@ -296,7 +311,7 @@ mod tests {
         watched.on_event(Event::InitDone, &mut relist);
     }
 
-    fn claim(name: &str, gpus: u64) -> DynamicObject {
+    fn claim(name: &str, gpus: u64) -> SlimObject {
         serde_json::from_value(json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": name, "namespace": "ml"},
@@ -382,5 +397,40 @@ mod tests {
             }),
             "claim a, deleted while events were lost, is gone"
         );
+    }
+
+    #[test]
+    fn impact_is_unknown_until_listed_and_busy_while_every_slot_is_taken() {
+        use crate::objects::dra::{DeviceTaint, DeviceTaintSelector};
+        let view = LiveView::unstarted();
+        let rule = DeviceTaintRuleSpec {
+            device_selector: Some(DeviceTaintSelector::default()),
+            taint: DeviceTaint {
+                key: "k".into(),
+                value: String::new(),
+                effect: "NoExecute".into(),
+                time_added: None,
+            },
+        };
+        assert_eq!(
+            view.taint_rule_impact(&rule, KubeVersion::V1_37),
+            TaintRuleImpact::Unknown
+        );
+        listed(&view.slices, vec![]);
+        listed(&view.claims, vec![claim("a", 1)]);
+        let held: Vec<_> = (0..super::super::impact_permits::SLOTS)
+            .map(|_| view.impact_permits.acquire().expect("a slot"))
+            .collect();
+        assert_eq!(
+            view.taint_rule_impact(&rule, KubeVersion::V1_37),
+            TaintRuleImpact::Busy {
+                slots: super::super::impact_permits::SLOTS
+            }
+        );
+        drop(held);
+        let TaintRuleImpact::Known(counts) = view.taint_rule_impact(&rule, KubeVersion::V1_37) else {
+            panic!("a slot is free again");
+        };
+        assert_eq!(counts.summary(), "would evict no pods; matches 0 devices");
     }
 }

@@ -5,14 +5,17 @@
 pub mod apiserver;
 pub mod devices;
 pub(crate) mod error_log;
+pub mod impact_permits;
 pub mod index;
 pub mod indexes;
+pub mod interner;
 pub mod live;
+pub mod slim;
 mod watch_error;
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::impact::Impact;
+use crate::impact::ImpactCounts;
 use crate::impact::snapshot::Snapshot;
 use crate::kubernetes::KubeVersion;
 use crate::objects::dra::DeviceTaintRuleSpec;
@@ -57,9 +60,9 @@ pub trait ClusterView: Send + Sync {
     }
 
     /// What `rule` would do to the devices and allocated claims the view
-    /// knows (`crate::impact`); `None` when it knows none of them.
-    fn taint_rule_impact(&self, _rule: &DeviceTaintRuleSpec, _version: KubeVersion) -> Option<Impact> {
-        None
+    /// knows (`crate::impact`), as counts.
+    fn taint_rule_impact(&self, _rule: &DeviceTaintRuleSpec, _version: KubeVersion) -> TaintRuleImpact {
+        TaintRuleImpact::Unknown
     }
 
     /// The ResourceSlicePatches already known (name, spec), for priority ties.
@@ -103,6 +106,20 @@ pub enum QuotaUsage {
         cache: &'static str,
     },
     Known(Charge),
+}
+
+/// What a view can tell of a DeviceTaintRule's impact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaintRuleImpact {
+    /// The view knows none of the devices and allocated claims (no
+    /// cluster, or its caches are still listing).
+    Unknown,
+    /// Every impact computation slot stayed taken for the brief wait
+    /// ([`impact_permits`]); asking again shortly will find one.
+    Busy {
+        slots: usize,
+    },
+    Known(ImpactCounts),
 }
 
 /// A watched cache that has not completed its list (named as in
@@ -207,14 +224,11 @@ impl ClusterView for StaticView {
         self.patches.clone()
     }
 
-    fn taint_rule_impact(&self, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> Option<Impact> {
-        let snapshot = self.snapshot.as_ref()?;
-        Some(crate::impact::impact(
-            rule,
-            &snapshot.devices,
-            &snapshot.claims,
-            version,
-        ))
+    fn taint_rule_impact(&self, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> TaintRuleImpact {
+        let Some(snapshot) = self.snapshot.as_ref() else {
+            return TaintRuleImpact::Unknown;
+        };
+        TaintRuleImpact::Known(crate::impact::impact(rule, &snapshot.devices, &snapshot.claims, version).counts())
     }
 
     fn answers_from_memory(&self) -> bool {

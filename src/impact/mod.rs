@@ -8,16 +8,19 @@
 //! Pure: the caller brings the devices and the allocated claims (from the
 //! live view's indexes, snapshot files or manifests).
 
+pub mod counts;
 pub mod reach;
 pub mod render;
 pub mod snapshot;
+pub mod snapshot_stream;
 pub mod tolerance;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::kubernetes::KubeVersion;
 use crate::objects::claim::DeviceToleration;
 use crate::objects::dra::{DeviceTaint, DeviceTaintRuleSpec};
+pub use counts::{ImpactCounter, ImpactCounts};
 pub use reach::{DeviceId, Reader, reaches};
 pub use tolerance::{Tolerance, tolerance as tolerance_of};
 
@@ -101,15 +104,7 @@ pub fn impact<'c>(
     let mut matched: Vec<SliceDevice> = devices.iter().filter(|d| reached(&d.id)).cloned().collect();
     matched.sort_by(|a, b| a.id.cmp(&b.id));
     matched.dedup_by(|a, b| a.id == b.id);
-    // A dry run shows what NoExecute would do.
-    let taint = DeviceTaint {
-        effect: if rule.taint.effect == "None" {
-            "NoExecute".to_owned()
-        } else {
-            rule.taint.effect.clone()
-        },
-        ..rule.taint.clone()
-    };
+    let taint = effective_taint(rule);
     let mut affected = Vec::new();
     let mut pods = Vec::new();
     for claim in claims {
@@ -145,8 +140,7 @@ pub fn impact<'c>(
 }
 
 /// The reached devices of `claim` and what the taint does to its pods;
-/// `None` when the rule reaches none of its devices. The worst result
-/// decides: an eviction (the soonest) before a scheduling block.
+/// `None` when the rule reaches none of its devices.
 fn claim_outcome(
     claim: &AllocatedClaim,
     taint: &DeviceTaint,
@@ -154,15 +148,39 @@ fn claim_outcome(
     version: KubeVersion,
 ) -> Option<(Vec<DeviceId>, Outcome)> {
     let mut devices = Vec::new();
+    let outcome = results_outcome(
+        claim.results.iter().map(|r| (&r.id, r.tolerations.as_slice())),
+        taint,
+        selector,
+        version,
+        |id| devices.push(id.clone()),
+    )?;
+    Some((devices, outcome))
+}
+
+/// What `taint` does to the pods of a claim with these allocation results
+/// (device, tolerations), calling `reached` with each result the rule
+/// reaches; `None` when it reaches none. The worst result decides: an
+/// eviction (the soonest) before a scheduling block. `taint` is the
+/// effective taint: a dry run's effect None is judged as NoExecute.
+pub(crate) fn results_outcome<'r>(
+    results: impl IntoIterator<Item = (&'r DeviceId, &'r [DeviceToleration])>,
+    taint: &DeviceTaint,
+    selector: Option<&crate::objects::dra::DeviceTaintSelector>,
+    version: KubeVersion,
+    mut reached: impl FnMut(&'r DeviceId),
+) -> Option<Outcome> {
+    let mut any = false;
     let mut outcome = Outcome::Tolerated;
-    for result in &claim.results {
-        let scheduler = reaches(selector, &result.id, version, Reader::Scheduler);
-        let evictor = reaches(selector, &result.id, version, Reader::EvictionController);
+    for (id, tolerations) in results {
+        let scheduler = reaches(selector, id, version, Reader::Scheduler);
+        let evictor = reaches(selector, id, version, Reader::EvictionController);
         if !scheduler && !evictor {
             continue;
         }
-        devices.push(result.id.clone());
-        let kept = tolerance_of(&result.tolerations, taint);
+        any = true;
+        reached(id);
+        let kept = tolerance_of(tolerations, taint);
         let this = match (taint.effect.as_str(), kept) {
             ("NoExecute", Tolerance::None) if evictor => Outcome::Evicted { after_seconds: 0 },
             ("NoExecute", Tolerance::For(seconds)) if evictor => Outcome::Evicted { after_seconds: seconds },
@@ -171,87 +189,45 @@ fn claim_outcome(
         };
         outcome = outcome.min(this);
     }
-    (!devices.is_empty()).then_some((devices, outcome))
+    any.then_some(outcome)
+}
+
+/// The taint a rule's impact is judged by: a dry run (effect None) shows
+/// what NoExecute would do.
+pub(crate) fn effective_taint(rule: &DeviceTaintRuleSpec) -> DeviceTaint {
+    DeviceTaint {
+        effect: if rule.taint.effect == "None" {
+            "NoExecute".to_owned()
+        } else {
+            rule.taint.effect.clone()
+        },
+        ..rule.taint.clone()
+    }
 }
 
 impl Impact {
-    /// `N pods in M namespaces (ml: 12, batch: 1)` for the pods with an
-    /// outcome `which` accepts, namespaces by count, most first (then by
-    /// name); `no pods` when there are none.
-    fn pods_where(&self, which: impl Fn(Outcome) -> bool) -> (usize, String) {
-        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for pod in self.pods.iter().filter(|p| which(p.outcome)) {
-            *counts.entry(pod.namespace.as_str()).or_default() += 1;
-        }
-        let total: usize = counts.values().sum();
-        if total == 0 {
-            return (0, "no pods".to_owned());
-        }
-        let mut counts: Vec<(&str, usize)> = counts.into_iter().collect();
-        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        // An admission warning past 256 characters may be cut: name the
-        // namespaces that lose most, and count the rest.
-        let mut list: Vec<String> = counts
-            .iter()
-            .take(SUMMARY_NAMESPACES)
-            .map(|(ns, n)| format!("{ns}: {n}"))
-            .collect();
-        if counts.len() > SUMMARY_NAMESPACES {
-            list.push(format!("and {} more", counts.len() - SUMMARY_NAMESPACES));
-        }
-        (
-            total,
-            format!(
-                "{} in {} ({})",
-                count(total, "pod"),
-                count(counts.len(), "namespace"),
-                list.join(", ")
-            ),
-        )
-    }
-
     /// The nodes of the reached devices that name one.
     pub fn nodes(&self) -> BTreeSet<&str> {
         self.devices.iter().filter_map(|d| d.node.as_deref()).collect()
     }
 
-    /// One line for an admission warning or a log:
-    /// `would evict 14 pods in 3 namespaces (ml: 12, batch: 1, infra: 1); matches 8 devices on 2 nodes`.
-    pub fn summary(&self) -> String {
-        let (evicted, evicted_text) = self.pods_where(|o| matches!(o, Outcome::Evicted { .. }));
-        let (blocked, blocked_text) = self.pods_where(|o| o == Outcome::Unschedulable);
-        let keep = format!("keep {blocked_text} from being scheduled again");
-        let what = match self.effect.as_str() {
-            "NoSchedule" => format!("would {keep}"),
-            "NoExecute" | "None" => {
-                let prefix = if self.effect == "None" {
-                    "effect None evicts nothing; as NoExecute it "
-                } else {
-                    ""
-                };
-                match (evicted, blocked) {
-                    (_, 0) => format!("{prefix}would evict {evicted_text}"),
-                    (0, _) => format!("{prefix}would evict no pods and {keep}"),
-                    _ => format!("{prefix}would evict {evicted_text} and {keep}"),
-                }
-            }
-            other => format!("effect {other:?} is unknown: no impact computed"),
-        };
-        let nodes = self.nodes().len();
-        let on_nodes = if nodes == 0 {
-            String::new()
-        } else {
-            format!(" on {}", count(nodes, "node"))
-        };
-        format!("{what}; matches {}{on_nodes}", count(self.devices.len(), "device"))
+    /// The counts the summary and the eviction caps read.
+    pub fn counts(&self) -> ImpactCounts {
+        let mut counts = ImpactCounts::new(&self.effect);
+        counts.devices = self.devices.len();
+        counts.nodes = self.nodes().len();
+        counts.claims = self.claims.len();
+        for pod in &self.pods {
+            counts.add_pod(&pod.namespace, pod.outcome);
+        }
+        counts
     }
-}
 
-/// How many namespaces a summary names.
-const SUMMARY_NAMESPACES: usize = 5;
-
-fn count(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+    /// One line for an admission warning or a log (see
+    /// [`ImpactCounts::summary`]).
+    pub fn summary(&self) -> String {
+        self.counts().summary()
+    }
 }
 
 #[cfg(test)]

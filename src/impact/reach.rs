@@ -5,15 +5,20 @@
 //! controller counted it on none; from 1.37.1 on (kubernetes#141648,
 //! #141998) both count it on none. The 1.37 rules are 1.37.1's.
 
+use std::sync::Arc;
+
 use crate::kubernetes::KubeVersion;
 use crate::objects::dra::DeviceTaintSelector;
 
-/// A device by the names a DeviceTaintRule selects on.
+/// A device by the names a DeviceTaintRule selects on. Shared strings: a
+/// cluster repeats a few drivers, one pool per node and a few device names
+/// over and over, and the live indexes hold each once
+/// ([`crate::cluster::interner`]); a clone costs three reference counts.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DeviceId {
-    pub driver: String,
-    pub pool: String,
-    pub device: String,
+    pub driver: Arc<str>,
+    pub pool: Arc<str>,
+    pub device: Arc<str>,
 }
 
 impl std::fmt::Display for DeviceId {

@@ -3,10 +3,17 @@
 //! devices, the allocated claims and the nodes of the pods. Objects of
 //! other kinds are skipped; one that does not decode is skipped and
 //! counted, so a partial snapshot still answers and says what it left out.
+//!
+//! A snapshot of a large cluster is one List of 100,000s of objects: it is
+//! read one object at a time ([`super::snapshot_stream`]), each reduced to
+//! what a rule reads and dropped, with repeated names held once.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
+
+use crate::cluster::interner::Interner;
 
 use super::{AllocatedClaim, AllocatedDevice, DeviceId, SliceDevice};
 use crate::objects::claim_status::ClaimStatus;
@@ -17,10 +24,12 @@ use crate::objects::dra::SliceSpec;
 pub struct Snapshot {
     pub devices: Vec<SliceDevice>,
     pub claims: Vec<AllocatedClaim>,
-    /// (namespace, pod) -> the node it runs on.
-    pub pod_nodes: HashMap<(String, String), String>,
+    /// namespace -> pod -> the node it runs on.
+    pod_nodes: HashMap<Arc<str>, HashMap<Box<str>, Arc<str>>>,
     /// `Kind namespace/name: why` for each object left out.
     pub skipped: Vec<String>,
+    /// Namespaces, drivers, pools, devices and nodes, each held once.
+    strings: Interner,
 }
 
 fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
@@ -36,48 +45,75 @@ impl Snapshot {
     pub fn of<'v>(objects: impl IntoIterator<Item = &'v Value>) -> Snapshot {
         let mut snapshot = Snapshot::default();
         for object in objects {
-            let (kind, namespace, name) = (
-                text(object, "/kind"),
-                text(object, "/metadata/namespace"),
-                text(object, "/metadata/name"),
-            );
-            let read = match kind {
-                "ResourceSlice" if is_resource_api(object) => snapshot.read_slice(object),
-                "ResourceClaim" if is_resource_api(object) => snapshot.read_claim(object, namespace, name),
-                "Pod" if text(object, "/apiVersion") == "v1" => {
-                    let node = text(object, "/spec/nodeName");
-                    if !node.is_empty() {
-                        snapshot
-                            .pod_nodes
-                            .insert((namespace.to_owned(), name.to_owned()), node.to_owned());
-                    }
-                    Ok(())
-                }
-                _ => Ok(()),
-            };
-            if let Err(why) = read {
-                let at = if namespace.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{namespace}/{name}")
-                };
-                snapshot.skipped.push(format!("{kind} {at}: {why}"));
-            }
+            snapshot.add(object);
         }
         snapshot
     }
 
+    /// Reads one object (not a List).
+    pub fn add(&mut self, object: &Value) {
+        let (kind, namespace, name) = (
+            text(object, "/kind"),
+            text(object, "/metadata/namespace"),
+            text(object, "/metadata/name"),
+        );
+        let read = match kind {
+            "ResourceSlice" if is_resource_api(object) => self.read_slice(object),
+            "ResourceClaim" if is_resource_api(object) => self.read_claim(object, namespace, name),
+            "Pod" if text(object, "/apiVersion") == "v1" => {
+                let node = text(object, "/spec/nodeName");
+                if !node.is_empty() {
+                    let (namespace, node) = (self.strings.intern(namespace), self.strings.intern(node));
+                    self.pod_nodes.entry(namespace).or_default().insert(name.into(), node);
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        };
+        if let Err(why) = read {
+            let at = if namespace.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{namespace}/{name}")
+            };
+            self.skipped.push(format!("{kind} {at}: {why}"));
+        }
+    }
+
     fn read_slice(&mut self, slice: &Value) -> Result<(), String> {
-        self.devices
-            .extend(slice_devices(slice.get("spec").unwrap_or(&Value::Null))?);
+        for device in slice_devices(slice.get("spec").unwrap_or(&Value::Null))? {
+            let id = DeviceId {
+                driver: self.strings.intern(&device.id.driver),
+                pool: self.strings.intern(&device.id.pool),
+                device: self.strings.intern(&device.id.device),
+            };
+            self.devices.push(SliceDevice { id, node: device.node });
+        }
         Ok(())
     }
 
     fn read_claim(&mut self, claim: &Value, namespace: &str, name: &str) -> Result<(), String> {
-        if let Some(allocated) = allocated_claim(namespace, name, claim.get("status"))? {
+        if let Some(mut allocated) = allocated_claim(namespace, name, claim.get("status"))? {
+            for result in &mut allocated.results {
+                result.id = DeviceId {
+                    driver: self.strings.intern(&result.id.driver),
+                    pool: self.strings.intern(&result.id.pool),
+                    device: self.strings.intern(&result.id.device),
+                };
+            }
             self.claims.push(allocated);
         }
         Ok(())
+    }
+
+    /// Adds what `other` read (another document or file).
+    pub fn merge(&mut self, other: Snapshot) {
+        self.devices.extend(other.devices);
+        self.claims.extend(other.claims);
+        self.skipped.extend(other.skipped);
+        for (namespace, pods) in other.pod_nodes {
+            self.pod_nodes.entry(namespace).or_default().extend(pods);
+        }
     }
 
     /// Whether the snapshot holds anything a rule could reach.
@@ -87,9 +123,7 @@ impl Snapshot {
 
     /// The node `namespace/pod` runs on, when the snapshot has the pod.
     pub fn node_of(&self, namespace: &str, pod: &str) -> Option<&str> {
-        self.pod_nodes
-            .get(&(namespace.to_owned(), pod.to_owned()))
-            .map(String::as_str)
+        self.pod_nodes.get(namespace)?.get(pod).map(|node| &**node)
     }
 }
 
@@ -111,9 +145,9 @@ pub fn allocated_claim(namespace: &str, name: &str, status: Option<&Value>) -> R
             .into_iter()
             .map(|r| AllocatedDevice {
                 id: DeviceId {
-                    driver: r.driver,
-                    pool: r.pool,
-                    device: r.device,
+                    driver: r.driver.into(),
+                    pool: r.pool.into(),
+                    device: r.device.into(),
                 },
                 request: r.request,
                 tolerations: r.tolerations,
@@ -137,9 +171,9 @@ pub fn slice_devices(spec: &Value) -> Result<Vec<SliceDevice>, String> {
         .iter()
         .map(|device| SliceDevice {
             id: DeviceId {
-                driver: spec.driver.clone(),
-                pool: spec.pool.name.clone(),
-                device: device.name.clone(),
+                driver: spec.driver.as_str().into(),
+                pool: spec.pool.name.as_str().into(),
+                device: device.name.as_str().into(),
             },
             node: device
                 .node_name

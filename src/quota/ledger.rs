@@ -8,6 +8,10 @@
 //! after sums that a `u64` would have had to saturate; a total is read
 //! back saturated at `u64::MAX`, which [`super::excesses`] treats as over
 //! any limit.
+//!
+//! A claim's charge is remembered in a compact form ([`Stored`]), about
+//! 100 bytes with its name instead of the 500 a [`Charge`] with its own
+//! class map takes: the ledger holds one per claim in the cluster.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -16,9 +20,57 @@ use super::Charge;
 /// Every claim's charge and each namespace's total.
 #[derive(Debug, Default, Clone)]
 pub struct UsageLedger {
-    /// (namespace, name) -> what the claim costs.
-    charges: HashMap<(String, String), Charge>,
+    /// namespace -> name -> what the claim costs.
+    charges: HashMap<String, HashMap<Box<str>, Stored>>,
+    /// Claims recorded, over every namespace.
+    claims: usize,
     totals: HashMap<String, NamespaceTotal>,
+}
+
+/// A claim's [`Charge`] as the ledger keeps it: the classes in boxed
+/// slices, in the charge's (sorted) order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stored {
+    claims: u64,
+    devices: Box<[(Box<str>, u64)]>,
+    paid_by_pods: Box<[(Box<str>, u64)]>,
+}
+
+fn compact(classes: &BTreeMap<String, u64>) -> Box<[(Box<str>, u64)]> {
+    classes.iter().map(|(c, n)| (c.as_str().into(), *n)).collect()
+}
+
+fn expand(classes: &[(Box<str>, u64)]) -> BTreeMap<String, u64> {
+    classes.iter().map(|(c, n)| (c.to_string(), *n)).collect()
+}
+
+fn same(stored: &[(Box<str>, u64)], classes: &BTreeMap<String, u64>) -> bool {
+    stored.len() == classes.len() && stored.iter().zip(classes).all(|((a, n), (b, m))| **a == **b && n == m)
+}
+
+impl Stored {
+    fn of(charge: &Charge) -> Self {
+        Stored {
+            claims: charge.claims,
+            devices: compact(&charge.devices),
+            paid_by_pods: compact(&charge.paid_by_pods),
+        }
+    }
+
+    fn is(&self, charge: &Charge) -> bool {
+        self.claims == charge.claims
+            && same(&self.devices, &charge.devices)
+            && same(&self.paid_by_pods, &charge.paid_by_pods)
+    }
+
+    fn charge(&self) -> Charge {
+        Charge {
+            claims: self.claims,
+            devices: expand(&self.devices),
+            paid_by_pods: expand(&self.paid_by_pods),
+            stamped: None,
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -43,26 +95,40 @@ impl UsageLedger {
     /// Records the claim `namespace/name` at `charge`, replacing what it
     /// cost before (an update) or adding it (a creation).
     pub fn put(&mut self, namespace: &str, name: &str, charge: Charge) {
-        let key = (namespace.to_owned(), name.to_owned());
-        if let Some(before) = self.charges.get(&key) {
-            if *before == charge {
+        let before = self.charges.get(namespace).and_then(|claims| claims.get(name));
+        if let Some(before) = before {
+            if before.is(&charge) {
                 // Most updates (status, labels, an allocation) leave the
                 // spec, and so the charge, as it was.
                 return;
             }
-            let before = before.clone();
+            let before = before.charge();
             self.subtract(namespace, &before);
         }
         self.total_mut(namespace).add(&charge);
-        self.charges.insert(key, charge);
+        let claims = match self.charges.get_mut(namespace) {
+            Some(claims) => claims,
+            None => self.charges.entry(namespace.to_owned()).or_default(),
+        };
+        if claims.insert(name.into(), Stored::of(&charge)).is_none() {
+            self.claims += 1;
+        }
     }
 
     /// Forgets the claim `namespace/name` (a deletion); unknown claims are
     /// ignored, as a delete seen twice must not count twice.
     pub fn remove(&mut self, namespace: &str, name: &str) {
-        if let Some(before) = self.charges.remove(&(namespace.to_owned(), name.to_owned())) {
-            self.subtract(namespace, &before);
+        let Some(claims) = self.charges.get_mut(namespace) else {
+            return;
+        };
+        let Some(before) = claims.remove(name) else {
+            return;
+        };
+        if claims.is_empty() {
+            self.charges.remove(namespace);
         }
+        self.claims -= 1;
+        self.subtract(namespace, &before.charge());
     }
 
     /// What the namespace's claims use; zero for a namespace with none.
@@ -87,7 +153,7 @@ impl UsageLedger {
 
     /// How many claims are recorded.
     pub fn claims(&self) -> usize {
-        self.charges.len()
+        self.claims
     }
 
     fn total_mut(&mut self, namespace: &str) -> &mut NamespaceTotal {

@@ -3,10 +3,19 @@
 //! applying policies (how many pods it may evict, in how many namespaces,
 //! none in the protected ones, and NoExecute only after a dry run with
 //! effect None). A denial names the numbers and the way past them.
+//!
+//! The impact is counted under a cap on computations at once
+//! (`cluster::impact_permits`). When every slot stays busy, the write
+//! hears so: with no caps to check it is admitted with a warning that the
+//! summary was not computed; a NoExecute rule under eviction caps is
+//! refused with "try again", as the caps are the policy's own promise and
+//! a rule that may evict every pod must not pass them unchecked. (The
+//! webhook entry for DeviceTaintRules fails closed for the same reason.)
 
 use super::{Context, ReviewSubject, Warning};
+use crate::cluster::TaintRuleImpact;
 use crate::field::Path;
-use crate::impact::{Impact, Outcome};
+use crate::impact::ImpactCounts;
 use crate::kinds::{AdmittedKind, ObjectView};
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::policy::applicable::Applicable;
@@ -26,10 +35,13 @@ pub fn taint_rule_impact<K: AdmittedKind>(
         return (Vec::new(), Vec::new());
     };
     let impact = ctx.cluster.taint_rule_impact(rule, ctx.target.version);
-    let mut warnings: Vec<Warning> = impact
-        .iter()
-        .map(|impact| Warning::new(format!("impact: {}", impact.summary())))
-        .collect();
+    let mut warnings: Vec<Warning> = match &impact {
+        TaintRuleImpact::Known(impact) => vec![Warning::new(format!("impact: {}", impact.summary()))],
+        TaintRuleImpact::Busy { slots } => vec![Warning::new(format!(
+            "impact: not computed: all {slots} impact computations were busy; write again for the summary"
+        ))],
+        TaintRuleImpact::Unknown => Vec::new(),
+    };
     let capping: Vec<&TolerationPolicy> = applicable
         .selected()
         .filter(|p| !p.spec.taint_rules.is_empty())
@@ -54,13 +66,26 @@ pub fn taint_rule_impact<K: AdmittedKind>(
     if rule.taint.effect != "NoExecute" {
         return (violations, warnings);
     }
-    let Some(impact) = impact else {
-        let names: Vec<&str> = capping.iter().map(|p| p.metadata.name.as_str()).collect();
-        warnings.push(Warning::new(format!(
-            "taintRules caps of {} not checked: the devices and allocated claims are unknown here",
-            names.join(", ")
-        )));
-        return (violations, warnings);
+    let impact = match impact {
+        TaintRuleImpact::Known(impact) => impact,
+        TaintRuleImpact::Unknown => {
+            let names: Vec<&str> = capping.iter().map(|p| p.metadata.name.as_str()).collect();
+            warnings.push(Warning::new(format!(
+                "taintRules caps of {} not checked: the devices and allocated claims are unknown here",
+                names.join(", ")
+            )));
+            return (violations, warnings);
+        }
+        TaintRuleImpact::Busy { .. } => {
+            for policy in &capping {
+                violations.push(violation(
+                    policy,
+                    Path::new("spec"),
+                    "the eviction caps need this rule's impact, and every impact computation stayed busy; try again in a moment".to_owned(),
+                ));
+            }
+            return (violations, warnings);
+        }
     };
     let evicted = Evictions::of(&impact);
     let acknowledged = subject
@@ -117,22 +142,15 @@ fn dry_run_missing(rule: &DeviceTaintRuleSpec, old: Option<&DeviceTaintRuleSpec>
 /// The pods a rule evicts, per namespace.
 struct Evictions<'i> {
     pods: usize,
-    namespaces: std::collections::BTreeMap<&'i str, usize>,
+    namespaces: &'i std::collections::BTreeMap<String, usize>,
 }
 
 impl<'i> Evictions<'i> {
-    fn of(impact: &'i Impact) -> Self {
-        let mut namespaces = std::collections::BTreeMap::new();
-        let mut pods = 0;
-        for pod in impact
-            .pods
-            .iter()
-            .filter(|p| matches!(p.outcome, Outcome::Evicted { .. }))
-        {
-            pods += 1;
-            *namespaces.entry(pod.namespace.as_str()).or_default() += 1;
+    fn of(impact: &'i ImpactCounts) -> Self {
+        Evictions {
+            pods: impact.evicted_pods(),
+            namespaces: &impact.evicted,
         }
-        Evictions { pods, namespaces }
     }
 
     /// What goes past `caps`, each as a sentence with the numbers.
@@ -149,7 +167,7 @@ impl<'i> Evictions<'i> {
         if let Some(max) = caps.max_affected_namespaces
             && self.namespaces.len() as u64 > max
         {
-            let names: Vec<&str> = self.namespaces.keys().copied().collect();
+            let names: Vec<&str> = self.namespaces.keys().map(String::as_str).collect();
             out.push(format!(
                 "the rule would evict pods in {} namespaces ({}), more than taintRules.maxAffectedNamespaces ({max})",
                 self.namespaces.len(),
