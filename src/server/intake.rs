@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
+use axum::body::BodyDataStream;
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, Version, header};
 use axum::response::{IntoResponse, Response};
@@ -132,19 +132,21 @@ impl Intake {
         endpoint: &'static str,
         request: Request,
     ) -> Result<(Vec<u8>, ReviewSlot), Response> {
-        let Some(mut slot) = self.slot() else {
-            let message = format!(
-                "overloaded: the cap of {} reviews in progress is reached; retry shortly",
-                self.max_reviews
-            );
-            return Err(self.refuse(metrics, endpoint, RejectReason::Overloaded, message));
-        };
         let h1 = request.version() <= Version::HTTP_11;
         let declared = request
             .headers()
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
+        let mut stream = request.into_body().into_data_stream();
+        let Some(mut slot) = self.slot() else {
+            let message = format!(
+                "overloaded: the cap of {} reviews in progress is reached; retry shortly",
+                self.max_reviews
+            );
+            self.discard_rest(h1, stream);
+            return Err(self.refuse(metrics, endpoint, RejectReason::Overloaded, message));
+        };
         let read = async {
             // Refused on the headers, before a byte of the body is held.
             if let Some(length) = declared {
@@ -157,9 +159,17 @@ impl Intake {
                 }
             }
             let capacity = declared.and_then(|l| usize::try_from(l).ok()).unwrap_or(0);
-            read_body(request.into_body(), capacity, self, &mut slot).await
+            read_body(&mut stream, capacity, self, &mut slot).await
         };
         let outcome = tokio::time::timeout(self.body_timeout, read).await;
+        if matches!(
+            outcome,
+            Ok(Err(BodyError::TooLarge
+                | BodyError::OverBudget
+                | BodyError::NeverFits(_)))
+        ) {
+            self.discard_rest(h1, stream);
+        }
         match outcome {
             Ok(Ok(body)) => Ok((body, slot)),
             Ok(Err(BodyError::TooLarge)) => {
@@ -221,6 +231,24 @@ impl Intake {
         }
     }
 
+    /// HTTP/2: what is left of a body refused unread is read and thrown
+    /// away in the background, for at most the body timeout, holding no
+    /// memory. Dropped at once, the stream would be reset while the client
+    /// still sends, and clients such as curl (nghttp2) then report the
+    /// reset and lose the answer that came before it (issue 27: a body over
+    /// the limit got a stream reset, not a 413). HTTP/1.1 needs nothing:
+    /// hyper closes the connection after the answer.
+    fn discard_rest(&self, h1: bool, mut stream: BodyDataStream) {
+        if h1 {
+            return;
+        }
+        let within = self.body_timeout;
+        tokio::spawn(async move {
+            let drain = async { while let Some(Ok(_)) = stream.next().await {} };
+            let _ = tokio::time::timeout(within, drain).await;
+        });
+    }
+
     /// A place under the review cap, holding no memory charge yet; `None` at
     /// the cap.
     fn slot(&self) -> Option<ReviewSlot> {
@@ -246,9 +274,13 @@ impl Intake {
 
 /// The body, chunk by chunk, refused as soon as it passes the body limit
 /// or its review's charge passes what the budget has room for.
-async fn read_body(body: Body, capacity: usize, intake: &Intake, slot: &mut ReviewSlot) -> Result<Vec<u8>, BodyError> {
+async fn read_body(
+    stream: &mut BodyDataStream,
+    capacity: usize,
+    intake: &Intake,
+    slot: &mut ReviewSlot,
+) -> Result<Vec<u8>, BodyError> {
     let max = intake.max_body;
-    let mut stream = body.into_data_stream();
     let mut buffer = Vec::with_capacity(capacity.min(max));
     let mut shape = Shape::default();
     while let Some(chunk) = stream.next().await {
