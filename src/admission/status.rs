@@ -15,14 +15,19 @@ pub const MAX_CAUSES: usize = 100;
 pub const MAX_MESSAGE_BYTES: usize = 32 << 10;
 /// The longest message of one cause, in bytes.
 pub const MAX_CAUSE_MESSAGE_BYTES: usize = 4 << 10;
+/// The causes' messages and fields together, in bytes: past it the rest of
+/// the causes are counted in the message, as past [`MAX_CAUSES`]. Without
+/// it 100 causes of 4 KiB made a 400 KiB answer (issue 27, N10: 280 claim
+/// selectors that fail to compile, each cause quoting its expression, made
+/// a 283 KB one). The first cause is always listed.
+pub const MAX_CAUSES_BYTES: usize = 32 << 10;
 
 /// The Kubernetes `Status` of a denial, as the apiserver would build it,
-/// bounded in size (see [`MAX_CAUSES`], [`MAX_MESSAGE_BYTES`]).
+/// bounded in size (see [`MAX_CAUSES`], [`MAX_CAUSES_BYTES`],
+/// [`MAX_MESSAGE_BYTES`]). Built within its bounds from the start: a
+/// request with 500,000 bad tolerations costs the text of the first few
+/// hundred, not a cause and a message each (692 MB before, issue 27 N1).
 pub fn status(denial: &Denial) -> Status {
-    bounded(unbounded(denial))
-}
-
-fn unbounded(denial: &Denial) -> Status {
     match denial {
         Denial::Invalid { object, errors } => invalid(object, errors),
         Denial::Forbidden {
@@ -30,35 +35,87 @@ fn unbounded(denial: &Denial) -> Status {
             resource,
             violations,
         } => forbidden(object, resource, violations),
-        Denial::BadRequest(e) => Status {
-            status: Some(StatusSummary::Failure),
-            code: 400,
-            message: e.to_string(),
-            reason: "BadRequest".to_owned(),
-            details: None,
-            metadata: None,
-        },
+        Denial::BadRequest(e) => {
+            let mut message = e.to_string();
+            truncate(&mut message, MAX_MESSAGE_BYTES);
+            Status {
+                status: Some(StatusSummary::Failure),
+                code: 400,
+                message,
+                reason: "BadRequest".to_owned(),
+                details: None,
+                metadata: None,
+            }
+        }
     }
 }
 
-/// Caps the causes and the lengths of every message. Anything within the
-/// bounds, which is every denial a real object gets, is left as it is.
-fn bounded(mut status: Status) -> Status {
-    let mut dropped = 0;
-    if let Some(details) = &mut status.details {
-        dropped = details.causes.len().saturating_sub(MAX_CAUSES);
-        details.causes.truncate(MAX_CAUSES);
-        for cause in &mut details.causes {
-            truncate(&mut cause.message, MAX_CAUSE_MESSAGE_BYTES);
+/// The causes that fit [`MAX_CAUSES`] and [`MAX_CAUSES_BYTES`], each cut
+/// at [`MAX_CAUSE_MESSAGE_BYTES`], and how many were left out. `causes`
+/// renders one cause; it is called only for the causes kept.
+fn bounded_causes<T>(items: &[T], cause: impl Fn(&T) -> StatusCause) -> (Vec<StatusCause>, usize) {
+    let mut kept = Vec::new();
+    let mut bytes = 0usize;
+    for item in items.iter().take(MAX_CAUSES) {
+        let mut c = cause(item);
+        truncate(&mut c.message, MAX_CAUSE_MESSAGE_BYTES);
+        bytes = bytes.saturating_add(c.message.len() + c.field.len());
+        if bytes > MAX_CAUSES_BYTES && !kept.is_empty() {
+            break;
         }
+        kept.push(c);
     }
-    truncate(&mut status.message, MAX_MESSAGE_BYTES);
+    let dropped = items.len() - kept.len();
+    (kept, dropped)
+}
+
+/// `message` with the note a Status carries when causes were left out.
+fn note_dropped(mut message: String, kept: usize, dropped: usize) -> String {
     if dropped > 0 {
-        status.message.push_str(&format!(
-            " (details list the first {MAX_CAUSES} causes; {dropped} more omitted)"
+        message.push_str(&format!(
+            " (details list the first {kept} causes; {dropped} more omitted)"
         ));
     }
-    status
+    message
+}
+
+/// `texts` joined by `separator` as the apiserver joins them, cut at
+/// [`MAX_MESSAGE_BYTES`]. Only the texts that fit are rendered: past the
+/// bound, the rest are counted ("… (N more errors)") rather than rendered
+/// to be cut away. `distinct`: each text once, as `utilerrors.NewAggregate`
+/// prints (`[a, b]`, or the one text alone).
+fn bounded_join<T>(items: &[T], text: impl Fn(&T) -> String, separator: &str, distinct: bool) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let mut texts: Vec<String> = Vec::new();
+    let mut bytes = 0usize;
+    let mut unread = 0;
+    for (i, item) in items.iter().enumerate() {
+        let t = text(item);
+        if distinct && seen.contains(&t) {
+            continue;
+        }
+        if bytes > MAX_MESSAGE_BYTES {
+            unread = items.len() - i;
+            break;
+        }
+        bytes = bytes.saturating_add(t.len() + separator.len());
+        if distinct {
+            seen.insert(t.clone());
+        }
+        texts.push(t);
+    }
+    let mut joined = match (distinct, texts.as_slice()) {
+        (true, [one]) if unread == 0 => one.clone(),
+        (true, many) => format!("[{}]", many.join(separator)),
+        (false, many) => many.join(separator),
+    };
+    if unread == 0 {
+        truncate(&mut joined, MAX_MESSAGE_BYTES);
+    } else {
+        cut(&mut joined, MAX_MESSAGE_BYTES);
+        joined.push_str(&format!("… ({unread} more errors)"));
+    }
+    joined
 }
 
 /// Cuts `text` to at most `max` bytes, on a character boundary, saying how
@@ -67,40 +124,37 @@ pub(super) fn truncate(text: &mut String, max: usize) {
     if text.len() <= max {
         return;
     }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let more = text.len() - cut;
-    text.truncate(cut);
+    let before = cut(text, max);
+    let more = before - text.len();
     text.push_str(&format!("… ({more} bytes more)"));
+}
+
+/// Cuts `text` to at most `max` bytes on a character boundary; its length
+/// before.
+fn cut(text: &mut String, max: usize) -> usize {
+    let len = text.len();
+    let mut at = max.min(len);
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    text.truncate(at);
+    len
 }
 
 /// `apierrors.NewInvalid`: HTTP 422, reason Invalid, every error a cause,
 /// the message the aggregate of the distinct errors.
 fn invalid(object: &ObjectRef, errs: &[FieldError]) -> Status {
-    let causes = errs
-        .iter()
-        .map(|e| StatusCause {
-            reason: e.kind.reason().to_owned(),
-            message: e.body(),
-            field: e.field.to_string(),
-        })
-        .collect();
-    let mut seen = std::collections::HashSet::new();
-    let distinct: Vec<String> = errs
-        .iter()
-        .map(ToString::to_string)
-        .filter(|m| seen.insert(m.clone()))
-        .collect();
-    let aggregate = match distinct.as_slice() {
-        [one] => one.clone(),
-        many => format!("[{}]", many.join(", ")),
-    };
+    let (causes, dropped) = bounded_causes(errs, |e| StatusCause {
+        reason: e.kind.reason().to_owned(),
+        message: e.body(),
+        field: e.field.to_string(),
+    });
+    let aggregate = bounded_join(errs, ToString::to_string, ", ", true);
+    let message = format!("{} is invalid: {}", object.describe(), aggregate);
     Status {
         status: Some(StatusSummary::Failure),
         code: 422,
-        message: format!("{} is invalid: {}", object.describe(), aggregate),
+        message: note_dropped(message, causes.len(), dropped),
         reason: "Invalid".to_owned(),
         details: Some(StatusDetails {
             name: object.name.clone(),
@@ -122,23 +176,20 @@ fn forbidden(object: &ObjectRef, resource: &kube::core::GroupVersionResource, vi
     } else {
         format!("{}.{}", resource.resource, resource.group)
     };
-    let causes = violations
-        .iter()
-        .map(|v| StatusCause {
-            reason: "FieldValueForbidden".to_owned(),
-            message: v.message.clone(),
-            field: v.field.as_ref().map(ToString::to_string).unwrap_or_default(),
-        })
-        .collect();
-    let messages: Vec<&str> = violations.iter().map(|v| v.message.as_str()).collect();
+    let (causes, dropped) = bounded_causes(violations, |v| StatusCause {
+        reason: "FieldValueForbidden".to_owned(),
+        message: v.message.clone(),
+        field: v.field.as_ref().map(ToString::to_string).unwrap_or_default(),
+    });
+    let messages = bounded_join(violations, |v| v.message.clone(), "; ", false);
+    let message = format!(
+        "{qualified} {} is forbidden: {messages}",
+        crate::field::go_quote(&object.name),
+    );
     Status {
         status: Some(StatusSummary::Failure),
         code: 403,
-        message: format!(
-            "{qualified} {} is forbidden: {}",
-            crate::field::go_quote(&object.name),
-            messages.join("; ")
-        ),
+        message: note_dropped(message, causes.len(), dropped),
         reason: "Forbidden".to_owned(),
         details: Some(StatusDetails {
             name: object.name.clone(),
@@ -176,22 +227,86 @@ mod tests {
         });
         let causes = status.details.as_ref().map_or(0, |d| d.causes.len());
         assert_eq!(causes, MAX_CAUSES);
+        // The distinct errors are rendered only until the message is full
+        // (765 of them here); the other 9,235 are counted, not rendered.
         assert!(
-            status.message.len() < MAX_MESSAGE_BYTES + 200,
-            "{} bytes",
-            status.message.len()
+            status
+                .message
+                .ends_with("… (9235 more errors) (details list the first 100 causes; 9900 more omitted)"),
+            "{}",
+            &status.message[status.message.len() - 120..]
+        );
+        let prefix = "ResourceClaim.resource.k8s.io \"c\" is invalid: ";
+        assert_eq!(
+            status.message.len(),
+            prefix.len()
+                + MAX_MESSAGE_BYTES
+                + "… (9235 more errors) (details list the first 100 causes; 9900 more omitted)".len()
         );
         assert!(
             status
                 .message
-                .ends_with(" bytes more) (details list the first 100 causes; 9900 more omitted)"),
-            "{}",
-            &status.message[status.message.len() - 120..]
+                .starts_with(&format!("{prefix}[spec.tolerations[0].key: Required value, "))
         );
+    }
+
+    /// Issue 27, N10: 280 selectors that fail to compile, each cause
+    /// quoting its 1,000-byte expression. Before, the first 100 causes were
+    /// listed whatever their size: about 285 KB of causes. Now the causes
+    /// stop at 32 KiB: the first 11, of 2,853 and 2,854 bytes (31,384).
+    #[test]
+    fn causes_count_against_the_answer_bound() {
+        let errors: Vec<FieldError> = (0..280)
+            .map(|i| {
+                let path = Path::new("spec")
+                    .child("devices")
+                    .child("requests")
+                    .index(i / 32)
+                    .child("exactly")
+                    .child("selectors")
+                    .index(i % 32)
+                    .child("cel")
+                    .child("expression");
+                FieldError::invalid(path, format!("{i:04}{}", "[".repeat(996)), "x".repeat(1774))
+            })
+            .collect();
+        let status = status(&Denial::Invalid {
+            object: claim(),
+            errors,
+        });
+        let causes = &status.details.as_ref().expect("details").causes;
+        let bytes: Vec<usize> = causes.iter().map(|c| c.message.len() + c.field.len()).collect();
+        assert_eq!(bytes.len(), 11, "{bytes:?}");
+        assert!(bytes.iter().all(|b| (2853..=2854).contains(b)), "{bytes:?}");
+        let total: usize = bytes.iter().sum();
+        assert_eq!(total, 31_384);
+        assert!(total <= MAX_CAUSES_BYTES);
         assert!(
-            status.message.starts_with(
-                "ResourceClaim.resource.k8s.io \"c\" is invalid: [spec.tolerations[0].key: Required value"
-            )
+            status
+                .message
+                .ends_with("(details list the first 11 causes; 269 more omitted)"),
+            "{}",
+            &status.message[status.message.len() - 80..]
+        );
+    }
+
+    /// The first cause is listed even when it alone is over the causes'
+    /// budget (it is cut at [`MAX_CAUSE_MESSAGE_BYTES`] anyway).
+    #[test]
+    fn the_first_cause_is_always_listed() {
+        let errors = vec![FieldError::invalid(Path::new("spec"), "v", "d".repeat(40 << 10)); 2];
+        let status = status(&Denial::Invalid {
+            object: claim(),
+            errors,
+        });
+        let causes = &status.details.as_ref().expect("details").causes;
+        assert_eq!(causes.len(), 2, "two causes of about 4 KiB each fit");
+        assert!(causes[0].message.ends_with(" bytes more)"));
+        // Both errors are the same text: the message lists it once.
+        assert!(
+            status
+                .message
+                .starts_with("ResourceClaim.resource.k8s.io \"c\" is invalid: spec: Invalid value: \"v\": ddd")
         );
     }
 

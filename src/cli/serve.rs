@@ -11,7 +11,8 @@ use crate::controllers::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, Web
 use crate::kubernetes::apiserver_report::Mismatch;
 use crate::policy::toleration_restriction::TolerationRestrictionConfigError;
 use crate::server::limits::{
-    DEFAULT_BODY_MEMORY, DEFAULT_BODY_TIMEOUT, DEFAULT_FIRST_REQUEST_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_REVIEWS,
+    DEFAULT_BODY_TIMEOUT, DEFAULT_FIRST_REQUEST_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_REVIEWS,
+    DEFAULT_REVIEW_MEMORY,
 };
 use crate::server::{
     self, DEFAULT_MAX_BODY, DEFAULT_SHUTDOWN_DELAY, DEFAULT_SHUTDOWN_TIMEOUT, Limits, ManagedCert, ServerConfig,
@@ -175,11 +176,13 @@ pub struct ServeArgs {
     /// /readyz are never behind it.
     #[arg(long, default_value_t = DEFAULT_MAX_REVIEWS, value_name = "N", value_parser = parse_count)]
     pub max_concurrent_reviews: usize,
-    /// Bytes the bodies of the reviews in progress may hold together
-    /// (counted by Content-Length when their headers arrive); beyond it the
-    /// answer is 503 with Retry-After. Never below --max-body.
-    #[arg(long, default_value = "64Mi", value_parser = parse_size, value_name = "BYTES")]
-    pub body_memory: usize,
+    /// Bytes the reviews in progress may hold together, from the first
+    /// byte of their body to their written answer, each charged 16 KiB, 4
+    /// bytes per body byte, 256 per JSON element and 352 per object; beyond
+    /// it the answer is 503 with Retry-After. Never below the charge of an element-free
+    /// body of --max-body bytes. (--body-memory is its former name.)
+    #[arg(long, alias = "body-memory", default_value = "96Mi", value_parser = parse_size, value_name = "BYTES")]
+    pub review_memory: usize,
     /// A connection that sends no request this long after its TLS
     /// handshake is closed.
     #[arg(long, default_value = "10s", value_parser = parse_timeout, value_name = "DURATION")]
@@ -213,7 +216,7 @@ impl ServeArgs {
             idle_timeout: self.idle_timeout,
             body_timeout: self.body_timeout,
             max_reviews: self.max_concurrent_reviews,
-            body_memory: self.body_memory,
+            review_memory: self.review_memory,
         }
     }
 }
@@ -516,7 +519,7 @@ fn parse_count(text: &str) -> Result<usize, String> {
 
 // The defaults above are spelled as text; keep them equal to the library's.
 const _: () = assert!(DEFAULT_MAX_BODY == 3 << 20);
-const _: () = assert!(DEFAULT_BODY_MEMORY == 64 << 20);
+const _: () = assert!(DEFAULT_REVIEW_MEMORY == 96 << 20);
 const _: () = assert!(DEFAULT_FIRST_REQUEST_TIMEOUT.as_secs() == 10);
 const _: () = assert!(DEFAULT_IDLE_TIMEOUT.as_secs() == 120);
 const _: () = assert!(DEFAULT_BODY_TIMEOUT.as_secs() == 10);
@@ -647,7 +650,7 @@ mod tests {
                 idle_timeout: Duration::from_secs(120),
                 body_timeout: Duration::from_secs(10),
                 max_reviews: 256,
-                body_memory: 64 << 20,
+                review_memory: 96 << 20,
             }
         );
         assert_eq!(args.limits(), Limits::default(), "the flags and the library agree");
@@ -660,7 +663,7 @@ mod tests {
         let args = parse(&[
             "--max-connections=900",
             "--max-concurrent-reviews=32",
-            "--body-memory=16Mi",
+            "--review-memory=16Mi",
             "--first-request-timeout=3s",
             "--idle-timeout=2m",
             "--body-timeout=500ms",
@@ -676,15 +679,17 @@ mod tests {
                 idle_timeout: Duration::from_secs(120),
                 body_timeout: Duration::from_millis(500),
                 max_reviews: 32,
-                body_memory: 16 << 20,
+                review_memory: 16 << 20,
             }
         );
         assert_eq!(args.shutdown_delay, Duration::ZERO, "no delay is a choice");
         assert_eq!(args.shutdown_timeout, Duration::from_secs(45));
+        let former = parse(&["--body-memory=16Mi"]).unwrap();
+        assert_eq!(former.review_memory, 16 << 20, "--body-memory is still read");
         for bad in [
             "--max-connections=0",
             "--max-concurrent-reviews=0",
-            "--body-memory=0",
+            "--review-memory=0",
             "--first-request-timeout=0s",
             "--idle-timeout=0",
             "--body-timeout=soon",

@@ -1,13 +1,18 @@
 //! A review's intake: a slot under the review cap, then its body, within
-//! the body limit, the body memory budget and the body timeout. What cannot
-//! get in is answered at once and counted, so that a flood or a slow client
-//! costs a bounded amount of memory and time, and never a queue.
+//! the body limit, the review memory budget and the body timeout. What
+//! cannot get in is answered at once and counted, so that a flood, a slow
+//! client or a body that decodes to far more than its size costs a bounded
+//! amount of memory and time, and never a queue.
+//!
+//! The review memory budget is charged what a review will hold, not its
+//! body's bytes ([`super::review_memory`]); the charge is held until the
+//! answer is written ([`super::answer_body`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
+use axum::body::BodyDataStream;
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, Version, header};
 use axum::response::{IntoResponse, Response};
@@ -16,8 +21,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::limits::Limits;
 use super::metrics::{Metrics, RejectReason};
+use super::review_memory::{Shape, least_charge};
 
-/// The body memory budget is counted in KiB, so that a permit count fits
+/// The review memory budget is counted in KiB, so that a permit count fits
 /// the semaphore's `u32` for any budget up to terabytes.
 const KIB: usize = 1024;
 
@@ -27,29 +33,30 @@ const RETRY_AFTER_SECONDS: &str = "1";
 pub(crate) struct Intake {
     reviews: Arc<Semaphore>,
     max_reviews: usize,
-    body_memory: Arc<Semaphore>,
-    body_memory_bytes: usize,
+    memory: Arc<Semaphore>,
+    memory_bytes: usize,
     max_body: usize,
     body_timeout: Duration,
     refusals: Throttle,
 }
 
-/// Held while a review is in progress, its body included; gives its slot
-/// and its share of the body memory back when dropped (for a review that
-/// missed its deadline and still runs on the blocking pool: when it ends).
+/// Held while a review is in progress, from its body to its written
+/// answer; gives its slot and its memory charge back when dropped (for a
+/// review that missed its deadline and still runs on the blocking pool:
+/// when it ends).
 pub(crate) struct ReviewSlot {
     _review: OwnedSemaphorePermit,
-    body: Option<OwnedSemaphorePermit>,
+    charge: Option<OwnedSemaphorePermit>,
     memory: Arc<Semaphore>,
 }
 
 impl ReviewSlot {
-    /// Grows this review's share of the body memory to `bytes`; false when
-    /// the budget has no room.
+    /// Grows this review's charge to `bytes`; false when the budget has no
+    /// room.
     fn reserve(&mut self, bytes: usize) -> bool {
         let want = kib(bytes);
         let held = self
-            .body
+            .charge
             .as_ref()
             .map_or(0, |p| u32::try_from(p.num_permits()).unwrap_or(u32::MAX));
         if want <= held {
@@ -57,9 +64,9 @@ impl ReviewSlot {
         }
         match self.memory.clone().try_acquire_many_owned(want - held) {
             Ok(more) => {
-                match &mut self.body {
-                    Some(body) => body.merge(more),
-                    None => self.body = Some(more),
+                match &mut self.charge {
+                    Some(charge) => charge.merge(more),
+                    None => self.charge = Some(more),
                 }
                 true
             }
@@ -76,25 +83,37 @@ fn kib(bytes: usize) -> u32 {
 #[derive(Debug)]
 enum BodyError {
     TooLarge,
+    /// The budget has no room for the review's charge now.
     OverBudget,
+    /// The review's charge, in bytes, is more than the whole budget.
+    NeverFits(usize),
     Broken(String),
 }
 
 impl Intake {
     pub(crate) fn new(limits: &Limits, max_body: usize) -> Self {
         let max_reviews = limits.max_reviews.clamp(1, Semaphore::MAX_PERMITS);
-        // Never below the body limit: a body at the limit must fit alone.
-        let body_memory_bytes = limits.body_memory.max(max_body);
-        let budget_kib = usize::try_from(kib(body_memory_bytes)).unwrap_or(Semaphore::MAX_PERMITS);
+        // Never below the least charge of a body at the limit: such a body,
+        // without elements, must fit alone.
+        let memory_bytes = limits.review_memory.max(least_charge(max_body));
+        let budget_kib = usize::try_from(kib(memory_bytes)).unwrap_or(Semaphore::MAX_PERMITS);
         Intake {
             reviews: Arc::new(Semaphore::new(max_reviews)),
             max_reviews,
-            body_memory: Arc::new(Semaphore::new(budget_kib.min(Semaphore::MAX_PERMITS))),
-            body_memory_bytes,
+            memory: Arc::new(Semaphore::new(budget_kib.min(Semaphore::MAX_PERMITS))),
+            memory_bytes,
             max_body,
             body_timeout: limits.body_timeout,
             refusals: Throttle::default(),
         }
+    }
+
+    /// Bytes the reviews in progress are charged now (in whole KiB), and
+    /// the budget.
+    pub(crate) fn review_memory(&self) -> (usize, usize) {
+        let budget_kib = self.memory_bytes.div_ceil(KIB);
+        let held_kib = budget_kib.saturating_sub(self.memory.available_permits());
+        (held_kib * KIB, self.memory_bytes)
     }
 
     /// Reviews in progress now, and the cap.
@@ -103,8 +122,9 @@ impl Intake {
     }
 
     /// A slot and the whole body, or the answer to give instead: 503 when
-    /// the review cap or the body memory budget is full, 413 over the body
-    /// limit, 408 when the body does not arrive in time, 400 when the
+    /// the review cap or the review memory budget is full, 413 over the
+    /// body limit or when the review's charge is more than the whole
+    /// budget, 408 when the body does not arrive in time, 400 when the
     /// client broke off; each counted in `metrics`.
     pub(crate) async fn admit(
         &self,
@@ -112,19 +132,21 @@ impl Intake {
         endpoint: &'static str,
         request: Request,
     ) -> Result<(Vec<u8>, ReviewSlot), Response> {
-        let Some(mut slot) = self.slot() else {
-            let message = format!(
-                "overloaded: the cap of {} reviews in progress is reached; retry shortly",
-                self.max_reviews
-            );
-            return Err(self.refuse(metrics, endpoint, RejectReason::Overloaded, message));
-        };
         let h1 = request.version() <= Version::HTTP_11;
         let declared = request
             .headers()
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
+        let mut stream = request.into_body().into_data_stream();
+        let Some(mut slot) = self.slot() else {
+            let message = format!(
+                "overloaded: the cap of {} reviews in progress is reached; retry shortly",
+                self.max_reviews
+            );
+            self.discard_rest(h1, stream);
+            return Err(self.refuse(metrics, endpoint, RejectReason::Overloaded, message));
+        };
         let read = async {
             // Refused on the headers, before a byte of the body is held.
             if let Some(length) = declared {
@@ -132,14 +154,22 @@ impl Intake {
                 if length > self.max_body {
                     return Err(BodyError::TooLarge);
                 }
-                if !slot.reserve(length) {
+                if !slot.reserve(least_charge(length)) {
                     return Err(BodyError::OverBudget);
                 }
             }
             let capacity = declared.and_then(|l| usize::try_from(l).ok()).unwrap_or(0);
-            read_body(request.into_body(), capacity, self.max_body, &mut slot).await
+            read_body(&mut stream, capacity, self, &mut slot).await
         };
         let outcome = tokio::time::timeout(self.body_timeout, read).await;
+        if matches!(
+            outcome,
+            Ok(Err(BodyError::TooLarge
+                | BodyError::OverBudget
+                | BodyError::NeverFits(_)))
+        ) {
+            self.discard_rest(h1, stream);
+        }
         match outcome {
             Ok(Ok(body)) => Ok((body, slot)),
             Ok(Err(BodyError::TooLarge)) => {
@@ -150,10 +180,24 @@ impl Intake {
             }
             Ok(Err(BodyError::OverBudget)) => {
                 let message = format!(
-                    "overloaded: request bodies in progress hold the {}-byte body memory budget; retry shortly",
-                    self.body_memory_bytes
+                    "overloaded: reviews in progress hold the {}-byte review memory budget; retry shortly",
+                    self.memory_bytes
                 );
-                Err(self.refuse(metrics, endpoint, RejectReason::BodyMemory, message))
+                Err(self.refuse(metrics, endpoint, RejectReason::ReviewMemory, message))
+            }
+            Ok(Err(BodyError::NeverFits(charge))) => {
+                metrics.bad_request();
+                tracing::info!(
+                    endpoint,
+                    status = 413,
+                    charge,
+                    "request body decodes to more than the review memory budget; not read further"
+                );
+                let message = format!(
+                    "request body would take more than the {}-byte review memory budget to review",
+                    self.memory_bytes
+                );
+                Err((StatusCode::PAYLOAD_TOO_LARGE, message).into_response())
             }
             Ok(Err(BodyError::Broken(error))) => {
                 metrics.bad_request();
@@ -187,14 +231,32 @@ impl Intake {
         }
     }
 
-    /// A place under the review cap, holding no body memory yet; `None` at
+    /// HTTP/2: what is left of a body refused unread is read and thrown
+    /// away in the background, for at most the body timeout, holding no
+    /// memory. Dropped at once, the stream would be reset while the client
+    /// still sends, and clients such as curl (nghttp2) then report the
+    /// reset and lose the answer that came before it (issue 27: a body over
+    /// the limit got a stream reset, not a 413). HTTP/1.1 needs nothing:
+    /// hyper closes the connection after the answer.
+    fn discard_rest(&self, h1: bool, mut stream: BodyDataStream) {
+        if h1 {
+            return;
+        }
+        let within = self.body_timeout;
+        tokio::spawn(async move {
+            let drain = async { while let Some(Ok(_)) = stream.next().await {} };
+            let _ = tokio::time::timeout(within, drain).await;
+        });
+    }
+
+    /// A place under the review cap, holding no memory charge yet; `None` at
     /// the cap.
     fn slot(&self) -> Option<ReviewSlot> {
         let review = self.reviews.clone().try_acquire_owned().ok()?;
         Some(ReviewSlot {
             _review: review,
-            body: None,
-            memory: self.body_memory.clone(),
+            charge: None,
+            memory: self.memory.clone(),
         })
     }
 
@@ -210,18 +272,29 @@ impl Intake {
     }
 }
 
-/// The body, chunk by chunk, refused as soon as it passes `max` bytes or
-/// the memory budget has no room for it.
-async fn read_body(body: Body, capacity: usize, max: usize, slot: &mut ReviewSlot) -> Result<Vec<u8>, BodyError> {
-    let mut stream = body.into_data_stream();
+/// The body, chunk by chunk, refused as soon as it passes the body limit
+/// or its review's charge passes what the budget has room for.
+async fn read_body(
+    stream: &mut BodyDataStream,
+    capacity: usize,
+    intake: &Intake,
+    slot: &mut ReviewSlot,
+) -> Result<Vec<u8>, BodyError> {
+    let max = intake.max_body;
     let mut buffer = Vec::with_capacity(capacity.min(max));
+    let mut shape = Shape::default();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| BodyError::Broken(e.to_string()))?;
         let len = buffer.len().saturating_add(chunk.len());
         if len > max {
             return Err(BodyError::TooLarge);
         }
-        if !slot.reserve(len) {
+        shape.feed(&chunk);
+        let charge = shape.charge();
+        if charge > intake.memory_bytes {
+            return Err(BodyError::NeverFits(charge));
+        }
+        if !slot.reserve(charge) {
             return Err(BodyError::OverBudget);
         }
         buffer.extend_from_slice(&chunk);
@@ -265,10 +338,10 @@ impl Throttle {
 mod tests {
     use super::*;
 
-    fn intake(max_reviews: usize, body_memory: usize, max_body: usize) -> Intake {
+    fn intake(max_reviews: usize, review_memory: usize, max_body: usize) -> Intake {
         let limits = Limits {
             max_reviews,
-            body_memory,
+            review_memory,
             ..Limits::default()
         };
         Intake::new(&limits, max_body)
@@ -288,27 +361,44 @@ mod tests {
     }
 
     #[test]
-    fn body_memory_is_reserved_as_a_body_grows_and_given_back_with_its_slot() {
-        let intake = intake(4, 10 << 10, 4 << 10);
+    fn the_charge_is_reserved_as_a_body_grows_and_given_back_with_its_slot() {
+        let intake = intake(4, 40 << 10, 1024);
         let mut a = intake.slot().expect("a slot");
-        assert!(a.reserve(3000), "3 KiB of 10");
-        assert!(a.reserve(4 << 10), "grows to 4 KiB");
+        assert!(a.reserve(12 << 10), "12 KiB of 40");
+        assert!(a.reserve(16 << 10), "grows to 16 KiB");
         assert!(a.reserve(100), "already held: no change");
         let mut b = intake.slot().expect("a slot");
-        assert!(!b.reserve(7 << 10), "6 KiB left");
-        assert!(b.reserve(6 << 10));
+        assert!(!b.reserve(25 << 10), "24 KiB left");
+        assert!(b.reserve(24 << 10));
         let mut c = intake.slot().expect("a slot");
         assert!(!c.reserve(1), "the budget is full");
         drop(a);
-        assert!(c.reserve(4 << 10), "a's share came back with its slot");
+        assert!(c.reserve(16 << 10), "a's charge came back with its slot");
         assert!(c.reserve(0));
     }
 
-    #[test]
-    fn the_budget_never_falls_below_one_body_at_the_limit() {
-        let intake = intake(4, 1024, 3 << 20);
+    /// The charge goes with the answer's body, and comes back once the
+    /// body has been taken whole.
+    #[tokio::test]
+    async fn the_charge_is_held_until_the_answer_is_taken() {
+        let intake = intake(4, 1 << 20, 1024);
         let mut slot = intake.slot().expect("a slot");
-        assert!(slot.reserve(3 << 20), "a body at the limit fits alone");
+        assert!(slot.reserve(8 << 10));
+        let body = super::super::answer_body::AnswerBody::holding(slot, b"{}".to_vec());
+        assert_eq!(intake.review_memory(), (8 << 10, 1 << 20), "held by the body");
+        assert_eq!(intake.reviews_in_flight(), (1, 4));
+        let taken = axum::body::to_bytes(body, usize::MAX).await.expect("the answer");
+        assert_eq!(&taken[..], b"{}");
+        assert_eq!(intake.review_memory(), (0, 1 << 20), "given back");
+        assert_eq!(intake.reviews_in_flight(), (0, 4));
+    }
+
+    #[test]
+    fn the_budget_never_falls_below_the_least_charge_of_one_body_at_the_limit() {
+        let intake = intake(4, 1024, 3 << 20);
+        assert_eq!(intake.memory_bytes, least_charge(3 << 20));
+        let mut slot = intake.slot().expect("a slot");
+        assert!(slot.reserve(least_charge(3 << 20)), "a body at the limit fits alone");
         assert!(!intake.slot().expect("a slot").reserve(1));
     }
 }

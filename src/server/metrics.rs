@@ -57,8 +57,9 @@ struct EndpointLabels {
 pub(crate) enum RejectReason {
     /// HTTP 503: the cap on reviews in progress was reached.
     Overloaded,
-    /// HTTP 503: the bodies in progress hold the whole body memory budget.
-    BodyMemory,
+    /// HTTP 503: the reviews in progress hold the whole review memory
+    /// budget.
+    ReviewMemory,
     /// HTTP 408: the body did not arrive within the body timeout.
     BodyTimeout,
 }
@@ -66,14 +67,14 @@ pub(crate) enum RejectReason {
 impl RejectReason {
     const ALL: [RejectReason; 3] = [
         RejectReason::Overloaded,
-        RejectReason::BodyMemory,
+        RejectReason::ReviewMemory,
         RejectReason::BodyTimeout,
     ];
 
     pub(crate) fn label(self) -> &'static str {
         match self {
             RejectReason::Overloaded => "overloaded",
-            RejectReason::BodyMemory => "body_memory",
+            RejectReason::ReviewMemory => "review_memory",
             RejectReason::BodyTimeout => "body_timeout",
         }
     }
@@ -157,6 +158,8 @@ pub(crate) struct Capacity {
     pub(crate) connections: Box<dyn Fn() -> (usize, usize) + Send + Sync>,
     /// Reviews in progress and the cap.
     pub(crate) reviews: Box<dyn Fn() -> (usize, usize) + Send + Sync>,
+    /// Bytes the reviews in progress are charged, and the budget.
+    pub(crate) review_memory: Box<dyn Fn() -> (usize, usize) + Send + Sync>,
 }
 
 fn review_histogram() -> Histogram {
@@ -228,7 +231,7 @@ impl Metrics {
         registry.register(
             "draguard_reviews_rejected",
             "Requests to /validate and /mutate refused before their review, by reason: overloaded (HTTP 503, \
-             the cap on reviews in progress), body_memory (HTTP 503, the body memory budget), body_timeout \
+             the cap on reviews in progress), review_memory (HTTP 503, the review memory budget), body_timeout \
              (HTTP 408, the body did not arrive in time)",
             reviews_rejected.clone(),
         );
@@ -522,6 +525,7 @@ impl Collector for CapacityCollector {
         let gauge = |n: usize| ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX));
         let (open, max_connections) = (self.0.connections)();
         let (reviews, max_reviews) = (self.0.reviews)();
+        let (charged, budget) = (self.0.review_memory)();
         single(
             &mut encoder,
             "draguard_connections_open",
@@ -545,6 +549,18 @@ impl Collector for CapacityCollector {
             "draguard_reviews_max",
             "The cap on reviews in progress; beyond it the answer is HTTP 503.",
             gauge(max_reviews),
+        )?;
+        single(
+            &mut encoder,
+            "draguard_review_memory_bytes",
+            "Bytes the reviews in progress are charged, from their body to their written answer.",
+            gauge(charged),
+        )?;
+        single(
+            &mut encoder,
+            "draguard_review_memory_budget_bytes",
+            "The review memory budget; beyond it the answer is HTTP 503.",
+            gauge(budget),
         )
     }
 }
@@ -648,7 +664,7 @@ mod tests {
             "draguard_metrics_connections_closed_total{reason=\"first_request\"} 0",
             "draguard_metrics_connections_closed_total{reason=\"idle\"} 1",
             "draguard_reviews_rejected_total{reason=\"overloaded\"} 2",
-            "draguard_reviews_rejected_total{reason=\"body_memory\"} 0",
+            "draguard_reviews_rejected_total{reason=\"review_memory\"} 0",
             "draguard_reviews_rejected_total{reason=\"body_timeout\"} 1",
             "draguard_connection_timeouts_total{timeout=\"handshake\"} 0",
             "draguard_connection_timeouts_total{timeout=\"first_request\"} 1",
@@ -797,6 +813,7 @@ mod tests {
         m.watch_capacity(Capacity {
             connections: Box::new(|| (1, 896)),
             reviews: Box::new(|| (0, 256)),
+            review_memory: Box::new(|| (0, 96 << 20)),
         });
         m.answered("validate", "Pod", true, Duration::from_millis(1));
         let text = m.render();
@@ -847,6 +864,7 @@ mod tests {
         m.watch_capacity(Capacity {
             connections: Box::new(move || (reading.load(std::sync::atomic::Ordering::Relaxed), 896)),
             reviews: Box::new(|| (1, 256)),
+            review_memory: Box::new(|| (40 << 10, 96 << 20)),
         });
         let text = m.render();
         for line in [
@@ -854,6 +872,8 @@ mod tests {
             "draguard_connections_max 896",
             "draguard_reviews_in_flight 1",
             "draguard_reviews_max 256",
+            "draguard_review_memory_bytes 40960",
+            "draguard_review_memory_budget_bytes 100663296",
         ] {
             has(&text, line);
         }

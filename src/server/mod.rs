@@ -8,6 +8,7 @@
 //! they are done).
 
 mod activity;
+mod answer_body;
 pub mod certs;
 mod connection;
 mod connections;
@@ -19,11 +20,13 @@ pub mod limits;
 mod metrics;
 #[cfg(target_os = "linux")]
 mod process;
+mod review_memory;
 mod routes;
 mod tls;
 
 pub use fd_limit::{FdLimit, raise_fd_limit};
 pub use limits::Limits;
+pub use review_memory::review_charge;
 pub use tls::ManagedCert;
 
 use std::fmt;
@@ -366,10 +369,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     metrics.watch_certificate(prepared.store);
     metrics.watch_caches(config.cluster.clone());
     metrics.watch_apiserver_mismatch(config.apiserver_mismatch.clone());
-    let (reading_open, reading_intake) = (open.clone(), intake.clone());
+    let (reading_open, reading_intake, reading_memory) = (open.clone(), intake.clone(), intake.clone());
     metrics.watch_capacity(metrics::Capacity {
         connections: Box::new(move || reading_open.count()),
         reviews: Box::new(move || reading_intake.reviews_in_flight()),
+        review_memory: Box::new(move || reading_memory.review_memory()),
     });
     let metrics = Arc::new(metrics);
     let activity = Arc::new(activity::Activity::default());

@@ -11,9 +11,10 @@ use axum::routing::{get, post};
 
 use super::ReadyCheck;
 use super::activity::Activity;
+use super::answer_body::AnswerBody;
 use super::drain::{Draining, SHUTTING_DOWN};
 use super::duration::review_deadline;
-use super::intake::Intake;
+use super::intake::{Intake, ReviewSlot};
 use super::metrics::{self, Metrics};
 use crate::admission::Incoming;
 use crate::cluster::ClusterView;
@@ -126,7 +127,9 @@ const INLINE_REVIEW_MAX_BODY: usize = 32 << 10;
 
 /// Takes a slot under the review cap and reads the body (`intake`: 503,
 /// 413, 408 or 400 when that fails), reviews it (inline when short, else
-/// off the async workers under the apiserver's deadline), and answers.
+/// off the async workers under the apiserver's deadline), and answers. The
+/// slot, with the review's memory charge, is held until the answer is
+/// written (`answer_body`).
 async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, request: Request) -> Response {
     let (body, slot) = match state.intake.admit(&state.metrics, endpoint.name(), request).await {
         Ok(admitted) => admitted,
@@ -147,17 +150,16 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
             state.target,
             stop_at,
         );
-        drop(slot);
-        return respond(&state, endpoint, outcome, started.elapsed(), deadline);
+        return respond(&state, endpoint, outcome, slot, started.elapsed(), deadline);
     }
     let cluster = state.cluster.clone();
     let toleration_restriction = state.toleration_restriction.clone();
     let target = state.target;
     let task = tokio::task::spawn_blocking(move || {
         // Held until the review ends, even past its deadline: a review
-        // still running counts against the cap.
-        let _slot = slot;
-        decide(
+        // still running counts against the cap and the budget. The body
+        // goes first: only the answer is left to hold.
+        let outcome = decide(
             &body,
             endpoint,
             &*cluster,
@@ -165,10 +167,12 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
             toleration_restriction.as_deref(),
             target,
             stop_at,
-        )
+        );
+        drop(body);
+        (outcome, slot)
     });
-    let outcome = match tokio::time::timeout(deadline, task).await {
-        Ok(Ok(outcome)) => outcome,
+    let (outcome, slot) = match tokio::time::timeout(deadline, task).await {
+        Ok(Ok(done)) => done,
         Ok(Err(e)) => {
             let error = e.to_string();
             tracing::error!(endpoint = endpoint.name(), error = &*clip(&error), "review task failed");
@@ -176,7 +180,7 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
         }
         Err(_) => return missed_deadline(&state, endpoint, deadline),
     };
-    respond(&state, endpoint, outcome, started.elapsed(), deadline)
+    respond(&state, endpoint, outcome, slot, started.elapsed(), deadline)
 }
 
 /// The answer to a review past the apiserver's deadline. The apiserver has
@@ -196,6 +200,7 @@ fn respond(
     state: &AppState,
     endpoint: Endpoint,
     outcome: ReviewOutcome,
+    slot: ReviewSlot,
     took: Duration,
     deadline: Duration,
 ) -> Response {
@@ -246,7 +251,12 @@ fn respond(
             let denial_line = state.activity.answered(summary.allowed);
             summary.log(endpoint, took, denial_line);
             // One buffer with a known length: hyper sends it in one write.
-            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+            // The other answers are a line of text: the slot goes with them.
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                AnswerBody::holding(slot, body),
+            )
+                .into_response()
         }
     }
 }

@@ -221,3 +221,25 @@ impl draguard::cluster::ClusterView for HeldCluster {
         None
     }
 }
+
+/// A TLS connection to the server that chose HTTP/2 through ALPN.
+pub async fn h2_tls(server: &RunningServer) -> TlsStream<TcpStream> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_file(server.ca_file().expect("generated CA")).expect("CA"))
+        .expect("CA added");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let stream = tls(&TlsConnector::from(Arc::new(config)), server.local_addr()).await;
+    assert_eq!(
+        stream.get_ref().1.alpn_protocol(),
+        Some(&b"h2"[..]),
+        "the server chose h2"
+    );
+    stream
+}
