@@ -9,7 +9,7 @@
 # gpu.example.com devices (8 per node, N/8 ResourceSlices), N claims, each
 # allocated on its own device and reserved for its own pod (N pods), over
 # 1000 namespaces. Then:
-#   1. draguard serve runs under /work/shared/tools/memlimit.sh (a fresh
+#   1. draguard serve runs under scripts/memlimit.sh (a fresh
 #      memory cgroup of MEMORY_MB, default 256, as the kubelet enforces
 #      limits.memory), with a policy capping evictions at 1000 pods;
 #      ready_s and rss_ready_mb are taken when /readyz first answers 200;
@@ -40,7 +40,7 @@ load_seconds=${SECONDS_LOAD:-20}
 namespaces=1000
 port=${PORT:-18445}
 timeout=${TIMEOUT:-600}
-memlimit=${MEMLIMIT:-/work/shared/tools/memlimit.sh}
+memlimit=${MEMLIMIT:-scripts/memlimit.sh}
 
 if [ -z "${DRAGUARD:-}" ] || [ -z "${FAKE:-}" ]; then
   cargo build --release --locked --quiet --bin draguard --example scale_apiserver

@@ -8,7 +8,7 @@
 # requests (1.44 MB) and a Pod CREATE with 10,000 tolerations (0.87 MB).
 # Starts `draguard serve --no-cluster` (no policies, every other flag at its
 # default) on loopback inside a fresh memory cgroup of LIMIT_MIB (default
-# 256, deploy/base's limits.memory) through /work/shared/tools/memlimit.sh
+# 256, deploy/base's limits.memory) through scripts/memlimit.sh
 # (MEMLIMIT overrides its path), then for each body, endpoint (/mutate,
 # /validate) and concurrency (8, then 24) fires that many reviews at once,
 # ROUNDS times (default 5), one curl each. It prints how each round was
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 limit=${1:-256}
 rounds=${ROUNDS:-5}
 port=${REVIEW_MEMORY_PORT:-18453}
-memlimit=${MEMLIMIT:-/work/shared/tools/memlimit.sh}
+memlimit=${MEMLIMIT:-scripts/memlimit.sh}
 [ -x "$memlimit" ] || { echo "review-memory.sh: no memlimit tool at $memlimit (set MEMLIMIT)" >&2; exit 2; }
 
 if [ -n "${DRAGUARD_BIN:-}" ]; then
