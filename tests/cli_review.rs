@@ -34,6 +34,25 @@ fn denied_review_prints_the_causes_and_exits_1() {
     assert_eq!(causes[0]["reason"], "FieldValueNotSupported");
 }
 
+/// The answer the README shows for its sample review is the answer (its
+/// fields compared, not their order).
+#[test]
+fn the_readmes_sample_answer_is_the_real_one() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let after = readme
+        .split("The answer denies the claim")
+        .nth(1)
+        .expect("the README's sample");
+    let sample = after
+        .split("```json\n")
+        .nth(1)
+        .and_then(|block| block.split("\n```").next())
+        .expect("a JSON block after it");
+    let sample: Value = serde_json::from_str(sample).expect("the sample is JSON");
+    let out = draguard(&["review", "examples/review-claim-denied.json"], None);
+    assert_eq!(sample, stdout_json(&out));
+}
+
 #[test]
 fn allowed_review_from_stdin_exits_0() {
     let body = std::fs::read(concat!(
