@@ -314,36 +314,39 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
         namespace: &options.namespace,
         identities: !old.is_empty(),
     };
-    // Per document, a list of what it holds; a document's own object (most
-    // are) costs no list of its own.
-    let parsed: Vec<Read<Object>> = documents
-        .par_iter()
-        .enumerate()
-        .map(|(index, d)| {
-            read_document(d, &sources[d.source].name, |origin, value| {
-                Object::new(d.source, index, origin, value, reading)
-            })
-        })
-        .collect();
-    progress(documents.len(), documents.len());
-    // Sized once: grown by doubling, a 100,000-item List's objects would
-    // be copied as they grew, and a third of the room left unused.
-    let mut objects = Vec::with_capacity(parsed.iter().map(|read| read.len()).sum());
+    // Documents are read on every core a chunk at a time, and what they
+    // hold joins the objects' list before the next chunk is read: half a
+    // million one-object documents need no second list beside it.
+    let mut objects = Vec::with_capacity(documents.len());
     let mut unread = Unread::default();
-    for (index, results) in parsed.into_iter().enumerate() {
-        for result in results {
-            match result {
-                Ok(object) => objects.push(object),
-                // A document that does not parse, and is no manifest or is
-                // a template: counted, not a problem (unless asked).
-                Err(problem) => match documents.get(index).map(|d| unread::classify(d.text)) {
-                    Some(Some(class)) if !options.strict_inputs => {
-                        unread.add(class, &sources[documents[index].source].name)
-                    }
-                    _ => problems.push(problem),
-                },
+    for (first, chunk) in (0..).step_by(verdicts::CHUNK).zip(documents.chunks(verdicts::CHUNK)) {
+        let read: Vec<Read<Object>> = chunk
+            .par_iter()
+            .enumerate()
+            .map(|(i, d)| {
+                read_document(d, &sources[d.source].name, |origin, value| {
+                    Object::new(d.source, first + i, origin, value, reading)
+                })
+            })
+            .collect();
+        for (index, results) in (first..).zip(read) {
+            // A List's items, many at once: room for them once.
+            objects.reserve(results.len());
+            for result in results {
+                match result {
+                    Ok(object) => objects.push(object),
+                    // A document that does not parse, and is no manifest or
+                    // is a template: counted, not a problem (unless asked).
+                    Err(problem) => match documents.get(index).map(|d| unread::classify(d.text)) {
+                        Some(Some(class)) if !options.strict_inputs => {
+                            unread.add(class, &sources[documents[index].source].name)
+                        }
+                        _ => problems.push(problem),
+                    },
+                }
             }
         }
+        progress(first + chunk.len(), documents.len());
     }
     let mut old_objects = HashMap::new();
     for (i, source) in old.iter().enumerate() {

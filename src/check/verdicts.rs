@@ -11,9 +11,9 @@ use std::collections::HashMap;
 
 use super::{Judgement, NotKubernetes, ObjectReport};
 
-/// How many objects are judged (on every core) before their verdicts are
-/// folded in: enough to keep every core busy, few enough that a chunk's
-/// reports are a small, fixed part of the memory.
+/// How many documents are read, and objects judged (on every core), before
+/// what they give is folded in: enough to keep every core busy, few enough
+/// that a chunk's lists are a small, fixed part of the memory.
 pub(super) const CHUNK: usize = 4096;
 
 /// Verdicts by object number, and what was only counted.
