@@ -11,7 +11,7 @@ pub mod indexes;
 pub mod interner;
 pub mod live;
 pub mod slim;
-mod watch_error;
+pub(crate) mod watch_error;
 
 use std::collections::{BTreeMap, HashMap};
 

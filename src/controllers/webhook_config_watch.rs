@@ -22,6 +22,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 
 use super::webhook_certs::{WebhookEntry, mutating_entries, validating_entries};
 use crate::cluster::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
+use crate::cluster::watch_error;
 
 /// Which of the two configurations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,19 +122,36 @@ where
     watcher(api, config).default_backoff().filter_map(move |event| {
         let seen = match event {
             Ok(event) => {
-                if let Some(errors) = log.succeeded() {
+                // As the cluster watches (`cluster::index::spawn_watch`):
+                // kube-runtime announces each list attempt with `Init`
+                // before making it, failing ones included, so only what the
+                // apiserver sent shows the watch works again.
+                if !matches!(event, watcher::Event::Init)
+                    && let Some(errors) = log.succeeded()
+                {
                     tracing::info!(kind = kind.name(), errors, "webhook configuration watch recovered");
                 }
                 relist.on_event(kind, event, entries)
             }
             Err(e) => {
-                if let ErrorLineAction::Log { suppressed } = log.failed(Instant::now()) {
-                    tracing::warn!(
-                        kind = kind.name(),
-                        error = %e,
-                        suppressed,
-                        "webhook configuration watch failed; caBundle is still checked every minute (at most one line a minute; `suppressed` errors since the last)"
-                    );
+                let action = log.failed_with(Instant::now(), &watch_error::key(&e));
+                if let ErrorLineAction::Log { suppressed } = action {
+                    if watch_error::is_denied(&e) {
+                        tracing::error!(
+                            kind = kind.name(),
+                            error = %e,
+                            suppressed,
+                            "webhook configuration watch refused; this will not fix itself: grant list and watch on {} named draguard (deploy/base/rbac-webhook-certs.yaml); caBundle is still checked every minute (at most one line a minute; `suppressed` errors since the last)",
+                            kind.name()
+                        );
+                    } else {
+                        tracing::warn!(
+                            kind = kind.name(),
+                            error = %e,
+                            suppressed,
+                            "webhook configuration watch failed; caBundle is still checked every minute (at most one line a minute per distinct error; `suppressed` errors since the last)"
+                        );
+                    }
                 }
                 None
             }
