@@ -10,15 +10,20 @@ pub mod embedded_specs;
 mod facts;
 pub mod input;
 pub mod json;
+pub mod kept;
 mod object;
 mod old_shapes;
 pub mod pod_templates;
 pub mod render;
 pub mod skip;
+pub mod spool;
+mod tally;
+pub use tally::Tally;
 mod unknown_fields;
 mod unread;
 use unread::Unread;
 mod verdicts;
+pub use verdicts::Sink;
 pub mod workload_kinds;
 mod workloads;
 
@@ -91,14 +96,14 @@ impl Options {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Severity {
     Warning,
     Error,
 }
 
 /// One thing wrong (or worth a look) in one object.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Finding {
     pub severity: Severity,
     /// The field path in the manifest (`spec.template.spec.tolerations[0]`).
@@ -112,7 +117,7 @@ pub struct Finding {
 }
 
 /// `Kind/namespace/name`, or `Kind/name` for cluster-scoped objects.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ObjectId {
     pub kind: String,
     pub namespace: Option<String>,
@@ -132,7 +137,7 @@ impl fmt::Display for ObjectId {
 
 /// Whether draguard judged an object, and if not, why: nothing may pass
 /// unjudged in silence, so every format says which objects were not.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Judgement {
     /// Reviewed by the core: a kind draguard judges, or pod specs or
     /// toleration lists found in it.
@@ -161,7 +166,7 @@ pub enum Judgement {
 }
 
 /// The verdict on one object.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ObjectReport {
     pub source: usize,
     pub id: ObjectId,
@@ -194,11 +199,15 @@ impl ObjectReport {
 }
 
 /// Everything `check` found.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Report {
     /// Source names, indexed by `ObjectReport::source`.
     pub sources: Vec<String>,
+    /// The verdicts, when held ([`check`]); none when they were spooled.
     pub objects: Vec<ObjectReport>,
+    /// The verdicts, when spooled as they were made ([`check_into`] with a
+    /// [`kept::Kept`]), with what was counted over every object.
+    pub spooled: Option<Spooled>,
     /// Files that could not be read or parsed (their objects are unknown);
     /// every other file was checked.
     pub problems: Vec<FileProblem>,
@@ -231,30 +240,33 @@ pub struct NotKubernetes {
 }
 
 impl Report {
+    /// What is counted over every object, held or spooled.
+    pub fn tally(&self) -> std::borrow::Cow<'_, Tally> {
+        match &self.spooled {
+            Some(spooled) => std::borrow::Cow::Borrowed(&spooled.tally),
+            None => std::borrow::Cow::Owned(Tally::of(&self.objects)),
+        }
+    }
+
+    /// How many objects were judged (or found not judged).
+    pub fn object_count(&self) -> usize {
+        self.tally().objects
+    }
+
     /// Objects denied; not those that could not be judged at all
     /// ([`Report::unusable`]).
     pub fn denied(&self) -> usize {
-        self.objects
-            .iter()
-            .filter(|o| !o.allowed && o.judgement != Judgement::Unusable)
-            .count()
+        self.tally().denied
     }
 
     pub fn warnings(&self) -> usize {
-        self.objects
-            .iter()
-            .flat_map(|o| &o.findings)
-            .filter(|f| f.severity == Severity::Warning)
-            .count()
+        self.tally().warnings
     }
 
     /// Objects that could not be judged (a known kind in an unknown
     /// version): unusable input.
     pub fn unusable(&self) -> usize {
-        self.objects
-            .iter()
-            .filter(|o| o.judgement == Judgement::Unusable)
-            .count()
+        self.tally().unusable
     }
 
     /// Files that could not be read or parsed (one may have several
@@ -266,16 +278,26 @@ impl Report {
 
     /// The objects not judged, counted by kind, most first (then by name).
     pub fn skipped_by_kind(&self) -> Vec<(String, usize)> {
-        let mut counts: HashMap<&str, usize> = HashMap::new();
-        for o in &self.objects {
-            if let Judgement::Skipped { .. } = o.judgement {
-                *counts.entry(o.id.kind.as_str()).or_default() += 1;
-            }
-        }
-        let mut counts: Vec<(String, usize)> = counts.into_iter().map(|(k, n)| (k.to_owned(), n)).collect();
-        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        counts
+        self.tally().skipped_by_kind()
     }
+
+    /// The verdicts the report lists, in input order: those held, or those
+    /// spooled (every object, or, when no output lists every object, those
+    /// with something to say). A spool that cannot be read back ends with
+    /// the error.
+    pub fn each(&self) -> Box<dyn Iterator<Item = std::io::Result<std::borrow::Cow<'_, ObjectReport>>> + '_> {
+        match &self.spooled {
+            Some(spooled) => Box::new(spooled.spool.read().map(|v| v.map(std::borrow::Cow::Owned))),
+            None => Box::new(self.objects.iter().map(|o| Ok(std::borrow::Cow::Borrowed(o)))),
+        }
+    }
+}
+
+/// Verdicts spooled as they were made ([`kept::Kept`]), and their tally.
+#[derive(Debug)]
+pub struct Spooled {
+    pub spool: spool::Spool,
+    pub tally: Tally,
 }
 
 /// Checks already-read sources. `old` holds the previous versions for UPDATE
@@ -287,7 +309,23 @@ impl Report {
 /// too, except those quota charges where a limit may apply: claims are
 /// created in input order, so those are reviewed one after the other, each
 /// against the usage of the ones before it.
-pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress: impl FnMut(usize, usize)) -> Report {
+pub fn check(sources: &[Source], old: &[Source], options: &Options, progress: impl FnMut(usize, usize)) -> Report {
+    let mut objects = Vec::new();
+    let mut report = check_into(sources, old, options, progress, &mut objects);
+    report.objects = objects;
+    report
+}
+
+/// [`check`], handing each verdict to `sink` in input order as it is made
+/// instead of holding them: the report it returns holds no objects, and
+/// its memory does not grow with theirs.
+pub fn check_into(
+    sources: &[Source],
+    old: &[Source],
+    options: &Options,
+    mut progress: impl FnMut(usize, usize),
+    sink: &mut dyn Sink,
+) -> Report {
     use rayon::prelude::*;
     let mut problems = Vec::new();
     let mut documents: Vec<input::Document<'_>> = Vec::new();
@@ -374,6 +412,7 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     let mut report = Report {
         sources: sources.iter().map(|s| s.name.clone()).collect(),
         objects: Vec::new(),
+        spooled: None,
         problems,
         notes: Vec::new(),
         target: options.target,
@@ -424,39 +463,51 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, mut progress
     } else {
         HashMap::new()
     };
-    // Objects quota does not charge read no usage: judged in parallel, a
-    // chunk at a time, keeping only what their verdicts need.
-    let mut verdicts = verdicts::Verdicts::new(options.strict_inputs);
+    // Non-objects, counted per file before any is judged: the first of a
+    // file, reported under --strict-inputs, says how many its file holds.
+    let mut not_kubernetes: HashMap<usize, usize> = HashMap::new();
+    for object in objects.iter().filter(|o| o.not_kubernetes) {
+        *not_kubernetes.entry(object.source).or_default() += 1;
+    }
+    let mut verdicts = verdicts::Verdicts::new(options.strict_inputs, not_kubernetes, sink);
+    // Claims are created in input order: an admitted one uses quota, which
+    // the claims charged after it see (and only they: the others read no
+    // usage, and are judged against the cluster as the input leaves it).
+    let mut used = (!charges.is_empty()).then(|| cluster.clone());
+    // Objects quota does not charge are judged in parallel, a chunk at a
+    // time; those it charges one after the other, in input order; and the
+    // chunk's verdicts are handed on before the next chunk is judged.
     for (first, chunk) in (0..).step_by(verdicts::CHUNK).zip(objects.chunks(verdicts::CHUNK)) {
-        let judged: Vec<(usize, ObjectReport)> = chunk
+        let judged: Vec<(usize, Option<ObjectReport>)> = chunk
             .par_iter()
             .enumerate()
-            .map(|(i, object)| (first + i, object))
-            .filter(|(n, _)| !charges.contains_key(n))
-            .map(|(n, object)| (n, review_one(n, object, &cluster)))
+            .map(|(i, object)| {
+                let n = first + i;
+                (n, (!charges.contains_key(&n)).then(|| review_one(n, object, &cluster)))
+            })
             .collect();
         for (n, verdict) in judged {
-            verdicts.add(n, verdict);
+            let verdict = match (verdict, charges.get(&n), used.as_mut(), objects.get(n)) {
+                (Some(verdict), ..) => verdict,
+                (None, Some((ns, charge)), Some(used), Some(object)) => {
+                    let verdict = review_one(n, object, used);
+                    if verdict.allowed {
+                        used.usage
+                            .get_or_insert_with(HashMap::new)
+                            .entry(ns.clone())
+                            .or_default()
+                            .add(charge);
+                    }
+                    verdict
+                }
+                // A charged object is one of the objects, and `used` is
+                // made when any is charged.
+                (None, ..) => continue,
+            };
+            verdicts.add(verdict);
         }
     }
-    // Claims are created in input order: an admitted one uses quota.
-    let mut charged: Vec<(usize, (String, crate::quota::Charge))> = charges.into_iter().collect();
-    charged.sort_by_key(|(n, _)| *n);
-    for (n, (ns, charge)) in charged {
-        let Some(object) = objects.get(n) else { continue };
-        let verdict = review_one(n, object, &cluster);
-        if verdict.allowed {
-            cluster
-                .usage
-                .get_or_insert_with(HashMap::new)
-                .entry(ns)
-                .or_default()
-                .add(&charge);
-        }
-        verdicts.add(n, verdict);
-    }
-    let (judged, not_kubernetes) = verdicts.finish();
-    report.objects = judged;
+    let not_kubernetes = verdicts.finish();
     report.not_kubernetes = NotKubernetes {
         files: not_kubernetes.files + unread.not_kubernetes.len(),
         documents: not_kubernetes.documents + unread.not_kubernetes_documents,

@@ -36,6 +36,10 @@ pub(super) struct Object {
     raw: Option<Box<str>>,
     /// Whether the facts pass reads it (`facts::may_tell`).
     pub fact: bool,
+    /// It is no Kubernetes object (no apiVersion or kind), as its review
+    /// will find: known before any is judged, so the first of a file can
+    /// say how many its file holds when it is reported.
+    pub not_kubernetes: bool,
     /// Only when old versions are given (`check --old`).
     pub identity: Option<Box<Identity>>,
 }
@@ -88,7 +92,12 @@ impl Object {
     /// read here. The text is kept only for an object of a YAML document
     /// (`Origin::Path`): a JSON item is read again from its range.
     pub fn new(source: usize, document: usize, origin: Origin, json: String, reading: Reading<'_>) -> Self {
-        let (kind, identity) = match serde_json::from_str::<Head<'_>>(&json) {
+        // A struct reads from an array too: only an object is read as one.
+        let head = match json.trim_start().starts_with('{') {
+            true => serde_json::from_str::<Head<'_>>(&json),
+            false => Err(serde::de::Error::custom("not an object")),
+        };
+        let (kind, has_api_version, identity) = match head {
             Ok(head) => {
                 let meta = head.metadata.as_ref();
                 let identity = reading
@@ -103,7 +112,11 @@ impl Object {
                         )
                     })
                     .flatten();
-                (head.kind.map(std::borrow::Cow::into_owned), identity)
+                (
+                    head.kind.map(std::borrow::Cow::into_owned),
+                    head.api_version.is_some(),
+                    identity,
+                )
             }
             // A field of another type than a string (`kind: 3`): read the
             // way the review will read it.
@@ -113,9 +126,15 @@ impl Object {
                     .identities
                     .then(|| identity(&value, reading.namespace))
                     .flatten();
-                (text(&value, "/kind").map(str::to_owned), identity)
+                (
+                    text(&value, "/kind").map(str::to_owned),
+                    text(&value, "/apiVersion").is_some(),
+                    identity,
+                )
             }
         };
+        // The review's test (`check_object`): no kind, or no apiVersion.
+        let not_kubernetes = kind.as_deref().is_none_or(str::is_empty) || !has_api_version;
         let fact = facts::may_tell(kind.as_deref(), &json);
         Object {
             source,
@@ -126,6 +145,7 @@ impl Object {
             },
             origin,
             fact,
+            not_kubernetes,
             identity: identity.map(Box::new),
         }
     }

@@ -148,45 +148,57 @@ pub fn suppress(
 ) {
     let mut suppressed = 0;
     for object in &mut report.objects {
-        if skip_rules.is_empty() && object.ignore.is_empty() {
-            continue;
-        }
-        let skipped = |rule: &str| {
-            let listed = |list: &[String]| list.iter().any(|r| r == ALL_RULES || r == rule);
-            listed(skip_rules) || listed(&object.ignore)
-        };
-        let kind = object.id.kind.clone();
-        let before = object.findings.len();
-        object.findings.retain(|f| !skipped(rule_of(&kind, f)));
-        suppressed += before - object.findings.len();
-        if before > object.findings.len() {
-            readmit(object);
-        }
-        let unknown: Vec<&String> = object
-            .ignore
-            .iter()
-            .filter(|r| r.as_str() != ALL_RULES && !known(r))
-            .collect();
-        if !unknown.is_empty() {
-            let names: Vec<String> = unknown.iter().map(|r| format!("{r:?}")).collect();
-            object.findings.push(super::Finding {
-                severity: Severity::Warning,
-                field: Some(format!("metadata.annotations[{IGNORE_ANNOTATION}]")),
-                reason: "Warning".into(),
-                message: format!(
-                    "{IGNORE_ANNOTATION} names {} that draguard does not have (draguard rules lists them)",
-                    if names.len() == 1 {
-                        format!("a rule, {},", names[0])
-                    } else {
-                        format!("rules {}", names.join(", "))
-                    }
-                ),
-                position: object.position,
-                concept: None,
-            });
-        }
+        suppressed += suppress_in(object, skip_rules, &rule_of, &known);
     }
     report.suppressed += suppressed;
+}
+
+/// [`suppress`] on one object, as its verdict is made; how many findings
+/// it left out.
+pub fn suppress_in(
+    object: &mut super::ObjectReport,
+    skip_rules: &[String],
+    rule_of: impl Fn(&str, &super::Finding) -> &'static str,
+    known: impl Fn(&str) -> bool,
+) -> usize {
+    if skip_rules.is_empty() && object.ignore.is_empty() {
+        return 0;
+    }
+    let skipped = |rule: &str| {
+        let listed = |list: &[String]| list.iter().any(|r| r == ALL_RULES || r == rule);
+        listed(skip_rules) || listed(&object.ignore)
+    };
+    let kind = object.id.kind.clone();
+    let before = object.findings.len();
+    object.findings.retain(|f| !skipped(rule_of(&kind, f)));
+    let suppressed = before - object.findings.len();
+    if suppressed > 0 {
+        readmit(object);
+    }
+    let unknown: Vec<&String> = object
+        .ignore
+        .iter()
+        .filter(|r| r.as_str() != ALL_RULES && !known(r))
+        .collect();
+    if !unknown.is_empty() {
+        let names: Vec<String> = unknown.iter().map(|r| format!("{r:?}")).collect();
+        object.findings.push(super::Finding {
+            severity: Severity::Warning,
+            field: Some(format!("metadata.annotations[{IGNORE_ANNOTATION}]")),
+            reason: "Warning".into(),
+            message: format!(
+                "{IGNORE_ANNOTATION} names {} that draguard does not have (draguard rules lists them)",
+                if names.len() == 1 {
+                    format!("a rule, {},", names[0])
+                } else {
+                    format!("rules {}", names.join(", "))
+                }
+            ),
+            position: object.position,
+            concept: None,
+        });
+    }
+    suppressed
 }
 
 /// An object whose every error was left out is admitted.
@@ -212,14 +224,21 @@ fn readmit(object: &mut super::ObjectReport) {
 pub fn leave_out_placeholders(report: &mut Report, also: &[String]) {
     let mut left_out = 0;
     for object in &mut report.objects {
-        let before = object.findings.len();
-        object.findings.retain(|f| !about_a_placeholder(&f.message, also));
-        if before > object.findings.len() {
-            left_out += before - object.findings.len();
-            readmit(object);
-        }
+        left_out += leave_out_placeholders_in(object, also);
     }
     report.placeholders += left_out;
+}
+
+/// [`leave_out_placeholders`] on one object, as its verdict is made; how
+/// many findings it left out.
+pub fn leave_out_placeholders_in(object: &mut super::ObjectReport, also: &[String]) -> usize {
+    let before = object.findings.len();
+    object.findings.retain(|f| !about_a_placeholder(&f.message, also));
+    let left_out = before - object.findings.len();
+    if left_out > 0 {
+        readmit(object);
+    }
+    left_out
 }
 
 /// `Invalid value: "cnrm-${NAMESPACE?}": ...`: the value a message quotes

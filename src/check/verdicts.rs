@@ -1,76 +1,67 @@
-//! The verdicts `check` keeps, gathered as they come.
+//! The verdicts `check` hands on, in input order, as they are made.
 //!
-//! Objects are judged a chunk at a time, and each chunk's verdicts are
-//! folded in before the next is judged, so what a verdict does not need is
-//! never held for the whole input: a document that is no Kubernetes object
-//! (a values file, `{}`) is counted per file, and only the first of each
-//! file is kept, for `--strict-inputs`' warning. Half a million `---\n{}`
-//! documents cost a counter, not half a million reports.
+//! Objects are judged a chunk at a time, and each chunk's verdicts go to
+//! the [`Sink`] before the next is judged, so no verdict is held for the
+//! whole input here: what the sink keeps is its choice (all of them for
+//! [`super::check`], the findings and a spool for the command). A document
+//! that is no Kubernetes object (a values file, `{}`) is counted per file,
+//! and only the first of each file is handed on, for `--strict-inputs`'
+//! warning. Half a million `---\n{}` documents cost a counter.
 
 use std::collections::HashMap;
 
 use super::{Judgement, NotKubernetes, ObjectReport};
 
 /// How many documents are read, and objects judged (on every core), before
-/// what they give is folded in: enough to keep every core busy, few enough
+/// what they give is handed on: enough to keep every core busy, few enough
 /// that a chunk's lists are a small, fixed part of the memory.
 pub(super) const CHUNK: usize = 4096;
 
-/// Verdicts by object number, and what was only counted.
-#[derive(Default)]
-pub(super) struct Verdicts {
-    /// The verdicts kept, and their object numbers (one list each: the
-    /// reports become the report's list as they are, without a copy).
-    kept: Vec<ObjectReport>,
-    numbers: Vec<usize>,
-    /// Documents that are no Kubernetes objects, per source, in the order
-    /// their files first had one.
+/// Where `check` puts each verdict, in input order, as it is made.
+pub trait Sink {
+    fn take(&mut self, verdict: ObjectReport);
+}
+
+/// Every verdict, held: what [`super::check`] returns.
+impl Sink for Vec<ObjectReport> {
+    fn take(&mut self, verdict: ObjectReport) {
+        self.push(verdict);
+    }
+}
+
+/// Verdicts on their way to the sink, and the non-objects counted.
+pub(super) struct Verdicts<'s> {
+    sink: &'s mut dyn Sink,
+    /// Documents that are no Kubernetes objects, per source: counted while
+    /// reading, so the first of a file can say how many its file holds
+    /// when it is handed on.
     not_kubernetes: HashMap<usize, usize>,
+    /// Sources whose first non-object was seen.
+    seen: std::collections::HashSet<usize>,
     strict_inputs: bool,
 }
 
-impl Verdicts {
-    pub fn new(strict_inputs: bool) -> Self {
+impl<'s> Verdicts<'s> {
+    pub fn new(strict_inputs: bool, not_kubernetes: HashMap<usize, usize>, sink: &'s mut dyn Sink) -> Self {
         Verdicts {
+            sink,
+            not_kubernetes,
+            seen: std::collections::HashSet::new(),
             strict_inputs,
-            ..Verdicts::default()
         }
     }
 
-    /// Adds the verdict on object `n`. Verdicts of non-objects must come
-    /// in input order (the first of each file is the one kept).
-    pub fn add(&mut self, n: usize, verdict: ObjectReport) {
+    /// Hands on the next verdict, in input order. Under `--strict-inputs`
+    /// the first non-object of each file says how many its file holds: one
+    /// warning per file; otherwise non-objects are only counted.
+    pub fn add(&mut self, mut verdict: ObjectReport) {
         if verdict.judgement == Judgement::NotKubernetes {
-            let seen = self.not_kubernetes.entry(verdict.source).or_default();
-            *seen += 1;
-            if *seen > 1 || !self.strict_inputs {
+            if !self.strict_inputs || !self.seen.insert(verdict.source) {
                 return;
             }
-        }
-        self.kept.push(verdict);
-        self.numbers.push(n);
-    }
-
-    /// The verdicts in input order, and the non-objects counted. Under
-    /// `--strict-inputs` the first non-object of each file says how many
-    /// its file holds: one warning per file.
-    pub fn finish(mut self) -> (Vec<ObjectReport>, NotKubernetes) {
-        // Out of order only when quota charged some claims, judged last.
-        if !self.numbers.is_sorted() {
-            let mut order: Vec<usize> = (0..self.kept.len()).collect();
-            order.sort_by_key(|&i| self.numbers.get(i).copied().unwrap_or(usize::MAX));
-            let mut slots: Vec<Option<ObjectReport>> = self.kept.drain(..).map(Some).collect();
-            self.kept = order.into_iter().filter_map(|i| slots.get_mut(i)?.take()).collect();
-        }
-        let counted = NotKubernetes {
-            files: self.not_kubernetes.len(),
-            documents: self.not_kubernetes.values().sum(),
-        };
-        for verdict in &mut self.kept {
-            if verdict.judgement == Judgement::NotKubernetes
-                && let (Some(n), Some(f)) = (self.not_kubernetes.get(&verdict.source), verdict.findings.first_mut())
-            {
-                f.message = if *n == 1 {
+            let n = self.not_kubernetes.get(&verdict.source).copied().unwrap_or(1);
+            if let Some(f) = verdict.findings.first_mut() {
+                f.message = if n <= 1 {
                     "skipped: not a Kubernetes object (no apiVersion or kind)".into()
                 } else {
                     format!(
@@ -79,6 +70,14 @@ impl Verdicts {
                 };
             }
         }
-        (self.kept, counted)
+        self.sink.take(verdict);
+    }
+
+    /// The non-objects counted.
+    pub fn finish(self) -> NotKubernetes {
+        NotKubernetes {
+            files: self.not_kubernetes.len(),
+            documents: self.not_kubernetes.values().sum(),
+        }
     }
 }

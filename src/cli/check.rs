@@ -224,24 +224,50 @@ pub fn run(args: CheckArgs) -> ExitCode {
             eprint!("\rchecking: parsed {done}/{total} documents");
         }
     };
-    let mut report = check::check(&sources, &old.sources, &options, progress);
+    // Each verdict is settled, counted, trimmed and spooled as it is made:
+    // no verdict is held for the whole input.
+    let (mut placeholders, mut suppressed) = (0, 0);
+    let settle = |object: &mut check::ObjectReport| {
+        placeholders += check::skip::leave_out_placeholders_in(object, &settings.placeholders);
+        suppressed += check::skip::suppress_in(
+            object,
+            &settings.skip_rules,
+            |kind, finding| report::rules::rule_of(kind, finding).id,
+            |id| report::rules::ALL.iter().any(|r| r.id == id),
+        );
+    };
+    let (quiet, warnings_as_errors) = (args.quiet, args.warnings_as_errors);
+    // What fails the run stays under -q: warnings too under
+    // --warnings-as-errors. The counts are taken before.
+    let trim = move |object: &mut check::ObjectReport| {
+        if quiet {
+            object
+                .findings
+                .retain(|f| f.severity == check::Severity::Error || warnings_as_errors);
+        }
+    };
+    let every = settings
+        .outputs
+        .iter()
+        .any(|o| matches!(o.format, Format::Json | Format::Junit));
+    let mut kept = check::kept::Kept::new(every, Box::new(settle), Box::new(trim));
+    let mut report = check::check_into(&sources, &old.sources, &options, progress, &mut kept);
     if show_progress {
         eprint!("\r\x1b[2K");
     }
+    match kept.finish() {
+        Ok(spooled) => report.spooled = Some(spooled),
+        Err(e) => return unusable(&format!("cannot keep the verdicts: {e}")),
+    }
+    report.placeholders += placeholders;
+    report.suppressed += suppressed;
     // Files that could not be read come first, as the parser's do.
     report.problems.splice(0..0, inputs.problems);
     report.notes = inputs.notes;
-    crate::check::skip::leave_out_placeholders(&mut report, &settings.placeholders);
-    crate::check::skip::suppress(
-        &mut report,
-        &settings.skip_rules,
-        |kind, finding| report::rules::rule_of(kind, finding).id,
-        |id| report::rules::ALL.iter().any(|r| r.id == id),
-    );
     // The exit code is decided on the whole report, before --quiet trims it.
     let exit: u8 = if !report.problems.is_empty() || report.unusable() > 0 {
         2
-    } else if report.objects.is_empty() && report.notes.is_empty() {
+    } else if report.object_count() == 0 && report.notes.is_empty() {
         // (Charts and kustomizations skipped with a note are not an
         // empty input: the notes say what was not judged.)
         let mut not_kubernetes = String::new();
@@ -272,12 +298,6 @@ pub fn run(args: CheckArgs) -> ExitCode {
         None => report::summary(&report),
     };
     if args.quiet {
-        // What fails the run stays: warnings too under --warnings-as-errors.
-        for object in &mut report.objects {
-            object
-                .findings
-                .retain(|f| f.severity == check::Severity::Error || args.warnings_as_errors);
-        }
         if let Some(why) = report::failure(&report, exit, args.warnings_as_errors) {
             eprintln!("draguard check: {why}");
         }

@@ -10,25 +10,25 @@ use std::fmt::Write as _;
 use super::rules;
 use crate::check::{Report, Severity};
 
-pub fn render(report: &Report) -> String {
-    let mut out = String::new();
+pub fn render(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     for problem in &report.problems {
         let mut properties = format!("file={}", property(&problem.file));
         if problem.line > 0 {
             let _ = write!(properties, ",line={},col={}", problem.line, problem.column.max(1));
         }
-        let _ = writeln!(
+        writeln!(
             out,
             "::error {properties},title={}::{}",
             property(&format!("draguard {}", rules::FILE_UNREADABLE.id)),
             message(&problem.message)
-        );
+        )?;
     }
-    for object in &report.objects {
+    for object in report.each() {
+        let object = object?;
         let file = report.sources.get(object.source).map_or("-", String::as_str);
         let at = |line: u64, column: u64| format!("file={},line={},col={}", property(file), line.max(1), column.max(1));
         if let Some(reason) = object.unjudged_tolerations() {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "::notice {},title={}::{}",
                 at(object.position.line, object.position.column),
@@ -37,7 +37,7 @@ pub fn render(report: &Report) -> String {
                     "{}: not judged, though it holds tolerations: {reason}",
                     object.id
                 ))
-            );
+            )?;
         }
         for f in &object.findings {
             let level = match f.severity {
@@ -49,16 +49,16 @@ pub fn render(report: &Report) -> String {
                 Some(p) if !f.message.starts_with(p) => format!("{p}: "),
                 _ => String::new(),
             };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "::{level} {},title={}::{}",
                 at(f.position.line, f.position.column),
                 property(&format!("draguard {}", rule.id)),
                 message(&format!("{}: {field}{}", object.id, f.message))
-            );
+            )?;
         }
     }
-    out
+    Ok(())
 }
 
 /// A message (after `::`).

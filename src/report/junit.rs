@@ -6,8 +6,6 @@
 //! most one of these, so the suite's counts equal its elements, and they
 //! agree with the exit code.
 
-use std::fmt::Write as _;
-
 use crate::check::{Judgement, ObjectReport, Report, Severity};
 
 /// What an object's testcase holds besides its output.
@@ -29,35 +27,39 @@ fn outcome(object: &ObjectReport, warnings_as_errors: bool) -> Outcome {
     }
 }
 
-pub fn render(report: &Report, warnings_as_errors: bool) -> String {
-    let tests = report.objects.len() + report.problems.len();
-    let count = |wanted: Outcome| {
-        report
-            .objects
-            .iter()
-            .filter(|o| outcome(o, warnings_as_errors) == wanted)
-            .count()
-    };
-    let failures = count(Outcome::Failed);
-    let errors = report.problems.len() + count(Outcome::Error);
-    let skipped = count(Outcome::Skipped);
-    let time: f64 = report.objects.iter().map(|o| o.seconds).sum();
+/// Writes the report: its counts first, from a pass over the verdicts,
+/// then one testcase an object, from a second, so no verdict is held.
+pub fn render(report: &Report, warnings_as_errors: bool, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let (mut failures, mut errors, mut skipped, mut time) = (0, report.problems.len(), 0, 0.0_f64);
+    let mut objects = 0;
+    for object in report.each() {
+        let object = object?;
+        objects += 1;
+        time += object.seconds;
+        match outcome(&object, warnings_as_errors) {
+            Outcome::Failed => failures += 1,
+            Outcome::Error => errors += 1,
+            Outcome::Skipped => skipped += 1,
+            Outcome::Passed => {}
+        }
+    }
+    let tests = objects + report.problems.len();
     let counts =
         format!(r#"tests="{tests}" failures="{failures}" errors="{errors}" skipped="{skipped}" time="{time:.6}""#);
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(out, r#"<testsuites name="draguard check" {counts}>"#);
-    let _ = writeln!(out, r#"  <testsuite name="draguard" {counts}>"#);
+    out.write_all(b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")?;
+    writeln!(out, r#"<testsuites name="draguard check" {counts}>"#)?;
+    writeln!(out, r#"  <testsuite name="draguard" {counts}>"#)?;
     let target = &report.target;
-    let _ = writeln!(
+    writeln!(
         out,
         "    <properties>\n      <property name=\"kubernetes.version\" value=\"{}\"/>\n      \
          <property name=\"kubernetes.featureGates\" value=\"{}\"/>\n    </properties>",
         target.version,
         escape(&target.gates.changed_from_defaults(target.version))
-    );
+    )?;
     // Nothing in a file that could not be read was judged: an error.
     for problem in &report.problems {
-        let _ = writeln!(
+        writeln!(
             out,
             "    <testcase classname=\"{file}\" name=\"{file}\" file=\"{file}\" line=\"{}\" time=\"0\">\n      \
              <error message=\"{}\" type=\"unreadable\">{}</error>\n    </testcase>",
@@ -65,70 +67,77 @@ pub fn render(report: &Report, warnings_as_errors: bool) -> String {
             escape(&problem.message),
             escape(&problem.to_string()),
             file = escape(&problem.file),
-        );
+        )?;
     }
-    for object in &report.objects {
-        let file = report.sources.get(object.source).map_or("-", String::as_str);
-        let _ = write!(
+    for object in report.each() {
+        let object = object?;
+        testcase(report, &object, warnings_as_errors, out)?;
+    }
+    out.write_all(b"  </testsuite>\n</testsuites>\n")
+}
+
+fn testcase(
+    report: &Report,
+    object: &ObjectReport,
+    warnings_as_errors: bool,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let file = report.sources.get(object.source).map_or("-", String::as_str);
+    write!(
+        out,
+        r#"    <testcase classname="{}" name="{}" file="{}" line="{}" time="{:.6}""#,
+        escape(file),
+        escape(&object.id.to_string()),
+        escape(file),
+        object.position.line,
+        object.seconds
+    )?;
+    let lines: Vec<String> = object
+        .findings
+        .iter()
+        .map(|f| {
+            let field = f.field.as_deref().map(|p| format!("{p}: ")).unwrap_or_default();
+            format!("{file}:{}:{}: {field}{}", f.position.line, f.position.column, f.message)
+        })
+        .collect();
+    let outcome = outcome(object, warnings_as_errors);
+    if let (Outcome::Skipped, Judgement::Skipped { reason, .. }) = (outcome, &object.judgement) {
+        return writeln!(
             out,
-            r#"    <testcase classname="{}" name="{}" file="{}" line="{}" time="{:.6}""#,
-            escape(file),
-            escape(&object.id.to_string()),
-            escape(file),
-            object.position.line,
-            object.seconds
+            ">\n      <skipped message=\"not judged: {}\"/>\n    </testcase>",
+            escape(reason)
         );
-        let lines: Vec<String> = object
-            .findings
-            .iter()
-            .map(|f| {
-                let field = f.field.as_deref().map(|p| format!("{p}: ")).unwrap_or_default();
-                format!("{file}:{}:{}: {field}{}", f.position.line, f.position.column, f.message)
-            })
-            .collect();
-        let outcome = outcome(object, warnings_as_errors);
-        if let (Outcome::Skipped, Judgement::Skipped { reason, .. }) = (outcome, &object.judgement) {
-            let _ = writeln!(
-                out,
-                ">\n      <skipped message=\"not judged: {}\"/>\n    </testcase>",
-                escape(reason)
-            );
-            continue;
-        }
-        if outcome == Outcome::Passed && lines.is_empty() {
-            out.push_str("/>\n");
-            continue;
-        }
-        out.push_str(">\n");
-        if outcome == Outcome::Error {
-            let first = object.findings.first().map_or("", |f| f.message.as_str());
-            let _ = writeln!(
-                out,
-                r#"      <error message="{}" type="unknown-version">{}</error>"#,
-                escape(first),
-                escape(&lines.join("\n"))
-            );
-        } else if outcome == Outcome::Failed {
-            let (kind, first) = match object.findings.iter().find(|f| f.severity == Severity::Error) {
-                Some(f) => ("denied", f.message.as_str()),
-                None => (
-                    "warned",
-                    object.findings.first().map_or("warned", |f| f.message.as_str()),
-                ),
-            };
-            let _ = writeln!(
-                out,
-                r#"      <failure message="{}" type="{kind}">{}</failure>"#,
-                escape(first),
-                escape(&lines.join("\n"))
-            );
-        } else {
-            let _ = writeln!(out, "      <system-out>{}</system-out>", escape(&lines.join("\n")));
-        }
-        out.push_str("    </testcase>\n");
     }
-    out.push_str("  </testsuite>\n</testsuites>\n");
-    out
+    if outcome == Outcome::Passed && lines.is_empty() {
+        return out.write_all(b"/>\n");
+    }
+    out.write_all(b">\n")?;
+    if outcome == Outcome::Error {
+        let first = object.findings.first().map_or("", |f| f.message.as_str());
+        writeln!(
+            out,
+            r#"      <error message="{}" type="unknown-version">{}</error>"#,
+            escape(first),
+            escape(&lines.join("\n"))
+        )?;
+    } else if outcome == Outcome::Failed {
+        let (kind, first) = match object.findings.iter().find(|f| f.severity == Severity::Error) {
+            Some(f) => ("denied", f.message.as_str()),
+            None => (
+                "warned",
+                object.findings.first().map_or("warned", |f| f.message.as_str()),
+            ),
+        };
+        writeln!(
+            out,
+            r#"      <failure message="{}" type="{kind}">{}</failure>"#,
+            escape(first),
+            escape(&lines.join("\n"))
+        )?;
+    } else {
+        writeln!(out, "      <system-out>{}</system-out>", escape(&lines.join("\n")))?;
+    }
+    out.write_all(b"    </testcase>\n")
 }
 
 /// XML text and attribute escaping; control characters XML 1.0 forbids are dropped.

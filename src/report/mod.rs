@@ -59,14 +59,14 @@ pub fn render(report: &Report, format: Format, style: &Style) -> String {
 /// findings is never held as one tree.
 pub fn render_to(report: &Report, format: Format, style: &Style, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     match format {
-        Format::Text => out.write_all(text(report, style.color).as_bytes()),
+        Format::Text => text(report, style.color, out),
         Format::Json => pretty(out, &json_report(report, style)),
         Format::Sarif => pretty(
             out,
             &sarif::render(report, style.base_dir.as_deref().unwrap_or(std::path::Path::new("."))),
         ),
-        Format::Junit => out.write_all(junit::render(report, style.warnings_as_errors).as_bytes()),
-        Format::Github => out.write_all(github::render(report).as_bytes()),
+        Format::Junit => junit::render(report, style.warnings_as_errors, out),
+        Format::Github => github::render(report, out),
     }
 }
 
@@ -81,7 +81,7 @@ fn pretty(out: &mut dyn std::io::Write, v: &impl serde::Serialize) -> std::io::R
 /// (and their documents, when more), objects of unknown versions, kinds
 /// not judged, files that are not Kubernetes, and suppressed findings.
 pub fn summary(report: &Report) -> String {
-    let n = report.objects.len();
+    let n = report.object_count();
     let target = &report.target;
     let gates = target.gates.changed_from_defaults(target.version);
     let gates = if gates.is_empty() {
@@ -187,8 +187,9 @@ pub fn failure(report: &Report, exit_code: u8, warnings_as_errors: bool) -> Opti
     (exit_code != 0 && !why.is_empty()).then(|| format!("failed: {}", why.join(", ")))
 }
 
-/// `file:line:col: Kind/namespace/name: field: message`, one line a finding.
-fn text(report: &Report, color: bool) -> String {
+/// `file:line:col: Kind/namespace/name: field: message`, one line a finding,
+/// written as the verdicts are read.
+fn text(report: &Report, color: bool, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let paint = |code: &str, s: &str| {
         if color {
             format!("\x1b[{code}m{s}\x1b[0m")
@@ -196,41 +197,41 @@ fn text(report: &Report, color: bool) -> String {
             s.to_owned()
         }
     };
-    let mut out = String::new();
     for problem in &report.problems {
         let place = if problem.line == 0 {
             problem.file.clone()
         } else {
             format!("{}:{}:{}", problem.file, problem.line, problem.column)
         };
-        let _ = writeln!(
+        writeln!(
             out,
             "{}: {}: {}",
             paint("1", &place),
             paint("1;31", "error"),
             problem.message
-        );
+        )?;
     }
     for note in &report.notes {
-        let _ = writeln!(
+        writeln!(
             out,
             "{}: {}: {}",
             paint("1", &note.path),
             paint("1;36", "note"),
             note.message
-        );
+        )?;
     }
-    for object in &report.objects {
+    for object in report.each() {
+        let object = object?;
         let file = report.sources.get(object.source).map_or("-", String::as_str);
         if let Some(reason) = object.unjudged_tolerations() {
             let place = format!("{file}:{}:{}", object.position.line, object.position.column);
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{}: {}: {}: not judged, though it holds tolerations: {reason}",
                 paint("1", &place),
                 paint("1;36", "note"),
                 object.id
-            );
+            )?;
         }
         for f in &object.findings {
             let place = format!("{file}:{}:{}", f.position.line, f.position.column);
@@ -242,16 +243,16 @@ fn text(report: &Report, color: bool) -> String {
                 Some(p) if !f.message.starts_with(p) => format!("{p}: "),
                 _ => String::new(),
             };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{}: {label}: {}: {field}{}",
                 paint("1", &place),
                 object.id,
                 f.message
-            );
+            )?;
         }
     }
-    out
+    Ok(())
 }
 
 /// The rules the verdicts followed: `{"version": "1.37", "featureGates":
@@ -277,7 +278,8 @@ struct JsonReport<O, P> {
 }
 
 fn json_report<'r>(report: &'r Report, style: &Style) -> impl serde::Serialize + 'r {
-    let objects = report.objects.iter().map(|o| {
+    let objects = report.each().map(|o| {
+        let o = o?;
         let findings: Vec<Value> = o
             .findings
             .iter()
@@ -300,7 +302,7 @@ fn json_report<'r>(report: &'r Report, style: &Style) -> impl serde::Serialize +
             Judgement::Unusable => ("unusable", None),
             Judgement::NotKubernetes => ("not-kubernetes", None),
         };
-        json!({
+        Ok::<_, std::io::Error>(json!({
             "file": report.sources.get(o.source),
             "line": o.position.line,
             "column": o.position.column,
@@ -311,12 +313,11 @@ fn json_report<'r>(report: &'r Report, style: &Style) -> impl serde::Serialize +
             "judged": judged,
             "notJudgedBecause": reason,
             "findings": findings,
-        })
+        }))
     });
-    let problems = report
-        .problems
-        .iter()
-        .map(|p| json!({"file": p.file, "line": p.line, "column": p.column, "message": p.message}));
+    let problems = report.problems.iter().map(|p| {
+        Ok::<_, std::io::Error>(json!({"file": p.file, "line": p.line, "column": p.column, "message": p.message}))
+    });
     JsonReport {
         kubernetes: kubernetes(report),
         notes: report
@@ -326,7 +327,7 @@ fn json_report<'r>(report: &'r Report, style: &Style) -> impl serde::Serialize +
             .collect(),
         objects: streamed::Streamed::new(objects),
         summary: json!({
-            "objects": report.objects.len(),
+            "objects": report.object_count(),
             "denied": report.denied(),
             "warnings": report.warnings(),
             "unreadable": report.unreadable_files(),

@@ -123,24 +123,28 @@ pub fn render<'r>(report: &'r Report, base: &Path) -> impl serde::Serialize + 'r
             location["physicalLocation"]["region"] =
                 json!({"startLine": problem.line, "startColumn": problem.column.max(1)});
         }
-        unreadable.push(json!({
+        unreadable.push(Ok::<_, std::io::Error>(json!({
             "ruleId": rules::FILE_UNREADABLE.id,
             "ruleIndex": index(&rules::FILE_UNREADABLE),
             "level": "error",
             "message": {"text": problem.message},
             "locations": [location],
-        }));
+        })));
     }
     let base_uri = locator.base_uri();
     // Results are deduplicated per rule, place and message.
     let mut seen = HashSet::new();
-    let findings = report.objects.iter().flat_map(move |object| {
+    let findings = report.each().flat_map(move |object| {
+        let object = match object {
+            Ok(object) => object,
+            Err(e) => return vec![Err(e)],
+        };
         let file = report.sources.get(object.source).map_or("-", String::as_str);
         let mut results = Vec::new();
         // A custom kind that holds tolerations draguard could not judge: a
         // note, so that it does not pass in silence.
         if let Some(reason) = object.unjudged_tolerations() {
-            results.push(json!({
+            results.push(Ok(json!({
                 "ruleId": rules::NOT_JUDGED.id,
                 "ruleIndex": index(&rules::NOT_JUDGED),
                 "level": "note",
@@ -152,7 +156,7 @@ pub fn render<'r>(report: &'r Report, base: &Path) -> impl serde::Serialize + 'r
                     },
                     "logicalLocations": [{"fullyQualifiedName": object.id.to_string()}],
                 }],
-            }));
+            })));
         }
         for f in &object.findings {
             let rule = rules::rule_of(&object.id.kind, f);
@@ -171,7 +175,7 @@ pub fn render<'r>(report: &'r Report, base: &Path) -> impl serde::Serialize + 'r
                 Some(p) => format!("{}:{p}", object.id),
                 None => object.id.to_string(),
             };
-            results.push(json!({
+            results.push(Ok(json!({
                 "ruleId": rule.id,
                 "ruleIndex": index(rule),
                 "level": match f.severity { Severity::Error => "error", Severity::Warning => "warning" },
@@ -183,7 +187,7 @@ pub fn render<'r>(report: &'r Report, base: &Path) -> impl serde::Serialize + 'r
                     },
                     "logicalLocations": [{"fullyQualifiedName": logical}],
                 }],
-            }));
+            })));
         }
         results
     });

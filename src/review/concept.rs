@@ -3,7 +3,7 @@
 //! from the concept, never from the wording of a message.
 
 /// The rule behind a violation, whatever policy or mode raised it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Concept {
     /// A toleration a toleration policy does not allow.
     TolerationPolicy,

@@ -158,7 +158,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
 }
 
 /// Where a field is: 1-based line and column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Position {
     pub line: u64,
     pub column: u64,
