@@ -232,3 +232,86 @@ fn verdicts_past_the_memory_part_of_the_spool_report_the_same() {
     }];
     assert_same_reports(&sources, &[]);
 }
+
+#[test]
+fn documents_are_told_non_objects_while_read_as_their_review_would() {
+    // Non-objects are counted, and dropped, as they are read: the test
+    // there must be the review's own (no kind, or no apiVersion).
+    let text = r#"
+kind: Pod
+---
+apiVersion: v1
+---
+{apiVersion: v1, kind: ""}
+---
+{apiVersion: v1, kind: 3}
+---
+{apiVersion: 3, kind: Pod}
+---
+{apiVersion: null, kind: Pod}
+---
+{apiVersion: "", kind: Pod, metadata: {name: empty-version}}
+---
+{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: i}]}}
+"#;
+    let json = r#"{"kind":"Pod"}
+{"apiVersion":"v1","kind":3}
+{"apiVersion":"","kind":"Pod","metadata":{"name":"empty-version"}}
+"#;
+    let sources = [
+        Source {
+            name: "docs.yaml".into(),
+            text: text.into(),
+        },
+        Source {
+            name: "items.jsonl".into(),
+            text: json.into(),
+        },
+    ];
+    for strict_inputs in [false, true] {
+        let mut options = options();
+        options.strict_inputs = strict_inputs;
+        let report = check(&sources, &[], &options, |_, _| {});
+        assert_eq!(
+            (report.not_kubernetes.files, report.not_kubernetes.documents),
+            (2, 8),
+            "strict inputs: {strict_inputs}"
+        );
+        let judged: Vec<String> = report
+            .objects
+            .iter()
+            .filter(|o| o.judgement != draguard::check::Judgement::NotKubernetes)
+            .map(|o| format!("{}:{}", report.sources[o.source], o.id))
+            .collect();
+        assert_eq!(
+            judged,
+            [
+                "docs.yaml:Pod/default/empty-version",
+                "docs.yaml:Pod/default/p",
+                "items.jsonl:Pod/default/empty-version"
+            ],
+            "strict inputs: {strict_inputs}"
+        );
+        let first_of_each: Vec<(String, &str)> = report
+            .objects
+            .iter()
+            .filter(|o| o.judgement == draguard::check::Judgement::NotKubernetes)
+            .map(|o| (report.sources[o.source].clone(), o.findings[0].message.as_str()))
+            .collect();
+        let expected: Vec<(String, &str)> = if strict_inputs {
+            vec![
+                (
+                    "docs.yaml".into(),
+                    "skipped: 6 documents or items of this file are not Kubernetes objects (no apiVersion or kind)",
+                ),
+                (
+                    "items.jsonl".into(),
+                    "skipped: 2 documents or items of this file are not Kubernetes objects (no apiVersion or kind)",
+                ),
+            ]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(first_of_each, expected);
+    }
+}

@@ -357,6 +357,10 @@ pub fn check_into(
     // million one-object documents need no second list beside it.
     let mut objects = Vec::with_capacity(documents.len());
     let mut unread = Unread::default();
+    // Non-objects (a values file, `{}`), counted per file as they are read:
+    // only the first of a file is kept, and only for --strict-inputs'
+    // warning, which says how many its file holds.
+    let mut not_kubernetes: HashMap<usize, usize> = HashMap::new();
     for (first, chunk) in (0..).step_by(verdicts::CHUNK).zip(documents.chunks(verdicts::CHUNK)) {
         let read: Vec<Read<Object>> = chunk
             .par_iter()
@@ -372,6 +376,13 @@ pub fn check_into(
             objects.reserve(results.len());
             for result in results {
                 match result {
+                    Ok(object) if object.not_kubernetes => {
+                        let seen = not_kubernetes.entry(object.source).or_default();
+                        *seen += 1;
+                        if options.strict_inputs && *seen == 1 {
+                            objects.push(object);
+                        }
+                    }
                     Ok(object) => objects.push(object),
                     // A document that does not parse, and is no manifest or
                     // is a template: counted, not a problem (unless asked).
@@ -463,12 +474,6 @@ pub fn check_into(
     } else {
         HashMap::new()
     };
-    // Non-objects, counted per file before any is judged: the first of a
-    // file, reported under --strict-inputs, says how many its file holds.
-    let mut not_kubernetes: HashMap<usize, usize> = HashMap::new();
-    for object in objects.iter().filter(|o| o.not_kubernetes) {
-        *not_kubernetes.entry(object.source).or_default() += 1;
-    }
     let mut verdicts = verdicts::Verdicts::new(options.strict_inputs, not_kubernetes, sink);
     // Claims are created in input order: an admitted one uses quota, which
     // the claims charged after it see (and only they: the others read no

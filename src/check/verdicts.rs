@@ -33,8 +33,9 @@ impl Sink for Vec<ObjectReport> {
 pub(super) struct Verdicts<'s> {
     sink: &'s mut dyn Sink,
     /// Documents that are no Kubernetes objects, per source: counted while
-    /// reading, so the first of a file can say how many its file holds
-    /// when it is handed on.
+    /// reading (`Object::not_kubernetes`, which is the review's own test),
+    /// so the first of a file can say how many its file holds when it is
+    /// handed on.
     not_kubernetes: HashMap<usize, usize>,
     /// Sources whose first non-object was seen.
     seen: std::collections::HashSet<usize>,
