@@ -1,3 +1,5 @@
+//! Hand-written: no published crate prints as apimachinery does (`kube_quantity` prints its decimal as parsed).
+//!
 //! Kubernetes resource quantities (`resource.Quantity`), held and printed
 //! exactly as the kube-apiserver holds and prints them.
 //!
