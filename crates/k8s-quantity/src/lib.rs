@@ -57,6 +57,17 @@ pub enum QuantityError {
     Numeric,
 }
 
+/// Why a quantity is not a `u64` ([`Quantity::as_u64`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotU64 {
+    #[error("the quantity is negative")]
+    Negative,
+    #[error("the quantity is not a whole number")]
+    Fraction,
+    #[error("the quantity is larger than 18446744073709551615")]
+    TooLarge,
+}
+
 /// How a quantity is printed: the kind of suffix it was written with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
@@ -258,6 +269,41 @@ impl Quantity {
         };
         i64::try_from(&milli).ok()?;
         Some(self.scaled_value(-3))
+    }
+
+    /// The value when it is a whole number from 0 to `u64::MAX`: the
+    /// unsigned counterpart of Go's `q.AsInt64()`, which stops at the int64
+    /// maximum. Counts and byte sizes are read with it. Exact, whatever the
+    /// representation; the value is the one parsing kept (Go rounds a value
+    /// with more than nine decimal places up to the ninth).
+    pub fn as_u64(&self) -> Result<u64, NotU64> {
+        let (mantissa, exponent) = self.amount.decimal();
+        match mantissa.sign() {
+            Sign::NoSign => return Ok(0),
+            Sign::Minus => return Err(NotU64::Negative),
+            Sign::Plus => {}
+        }
+        let digits = decimal_digits(mantissa.magnitude());
+        let whole = if exponent >= 0 {
+            // Over 20 digits cannot fit; checked before any power is built.
+            if digits.saturating_add(exponent.unsigned_abs()) > 20 {
+                return Err(NotU64::TooLarge);
+            }
+            mantissa * pow10(exponent.unsigned_abs())
+        } else {
+            let drop = exponent.unsigned_abs();
+            if drop >= digits {
+                // Fewer digits than places to drop: between 0 and 1.
+                return Err(NotU64::Fraction);
+            }
+            let divisor = pow10(drop);
+            let quotient = &mantissa / &divisor;
+            if &quotient * &divisor != mantissa {
+                return Err(NotU64::Fraction);
+            }
+            quotient
+        };
+        u64::try_from(&whole).map_err(|_| NotU64::TooLarge)
     }
 
     /// Go's q.AsDec().String() (inf.Dec's String, e.g. "1073741824" for 1Gi,
@@ -2265,6 +2311,47 @@ mod tests {
             .expect_err("suffix")
             .to_string();
         assert!(error.starts_with("unable to parse quantity's suffix"), "{error}");
+    }
+
+    /// Reasoned: `as_u64` is draguard's (Go's AsInt64 is signed); each
+    /// case is the exact value apimachinery holds after parsing.
+    #[test]
+    fn whole_values_as_u64() {
+        for (text, want) in [
+            ("0", Ok(0)),
+            ("-0", Ok(0)),
+            ("0.000m", Ok(0)),
+            ("8", Ok(8)),
+            ("1k", Ok(1_000)),
+            ("1.5k", Ok(1_500)),
+            ("2000m", Ok(2)),
+            ("2.0", Ok(2)),
+            ("1Ki", Ok(1024)),
+            ("0.5Ki", Ok(512)),
+            ("1Ei", Ok(1 << 60)),
+            // Go caps a BinarySI value at the int64 maximum.
+            ("8Ei", Ok(i64::MAX.unsigned_abs())),
+            ("16Ei", Ok(i64::MAX.unsigned_abs())),
+            ("1e3", Ok(1_000)),
+            ("1E", Ok(1_000_000_000_000_000_000)),
+            ("18446744073709551615", Ok(u64::MAX)),
+            ("18446744073709551.615k", Ok(u64::MAX)),
+            // Go rounds up to nine places: ten nines after the point are 1.
+            ("0.9999999999", Ok(1)),
+            ("18446744073709551616", Err(NotU64::TooLarge)),
+            ("1e20", Err(NotU64::TooLarge)),
+            ("1e9000", Err(NotU64::TooLarge)),
+            ("2.5", Err(NotU64::Fraction)),
+            ("2500m", Err(NotU64::Fraction)),
+            ("1n", Err(NotU64::Fraction)),
+            ("1.0000000001", Err(NotU64::Fraction)),
+            ("-1", Err(NotU64::Negative)),
+            ("-0.5", Err(NotU64::Negative)),
+        ] {
+            assert_eq!(q(text).as_u64(), want, "{text}");
+        }
+        assert_eq!(Quantity::default().as_u64(), Ok(0));
+        assert_eq!(q("1Gi").add(&q("1")).as_u64(), Ok((1 << 30) + 1));
     }
 
     #[test]
