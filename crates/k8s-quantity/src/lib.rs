@@ -8,7 +8,7 @@
 //! canonical form (`1Gi`, `100m`, `1e3`), the canonical form otherwise
 //! (`1024Mi` prints `1Gi`, `0.5` prints `500m`, `1.5Gi` prints `1536Mi`).
 //! Which of the two a quantity prints depends on how apimachinery parsed
-//! it, so draguard keeps a quantity the way Go does: an int64 with a
+//! it, so this crate keeps a quantity the way Go does: an int64 with a
 //! decimal scale when the text allows that fast path, an exact decimal (an
 //! `inf.Dec`, unscaled integer and scale) otherwise, the format its suffix
 //! chose, and the text itself when Go keeps it.
@@ -22,7 +22,7 @@
 //! One deliberate difference: Go sets no bound on the size of a quantity,
 //! and spends time and memory growing with it (for exponents near the
 //! int32 limit it computes powers of ten with billions of digits and never
-//! answers). draguard refuses, as [`QuantityError::Numeric`], a quantity
+//! answers). This crate refuses, as [`QuantityError::Numeric`], a quantity
 //! whose exact decimal form would need more than [`MAX_DIGITS`] digits, so
 //! that no request can make it compute with such numbers.
 
@@ -51,7 +51,7 @@ pub enum QuantityError {
     /// `ErrSuffix`.
     #[error("unable to parse quantity's suffix")]
     Suffix,
-    /// `ErrNumeric`; also draguard's answer to a quantity beyond
+    /// `ErrNumeric`; also this crate's answer to a quantity beyond
     /// [`MAX_DIGITS`].
     #[error("unable to parse numeric part of quantity")]
     Numeric,
@@ -712,7 +712,7 @@ fn parse_exact(s: &Scanned<'_>, suffix: Suffix) -> Result<Quantity, QuantityErro
     })
 }
 
-/// draguard's bound (see the module's comment): the exact decimal form of
+/// This crate's bound (see the module's comment): the exact decimal form of
 /// `amount` may not need more than [`MAX_DIGITS`] digits.
 fn within_bounds(amount: &Amount) -> Result<(), QuantityError> {
     let (digits, places) = match amount {
@@ -2313,7 +2313,7 @@ mod tests {
         assert!(error.starts_with("unable to parse quantity's suffix"), "{error}");
     }
 
-    /// Reasoned: `as_u64` is draguard's (Go's AsInt64 is signed); each
+    /// Reasoned: `as_u64` is this crate's (Go's AsInt64 is signed); each
     /// case is the exact value apimachinery holds after parsing.
     #[test]
     fn whole_values_as_u64() {
@@ -2362,7 +2362,7 @@ mod tests {
 
     #[test]
     fn refuses_quantities_too_large_to_compute_with() {
-        // draguard's bound, not Go's: Go accepts these and takes time and
+        // This crate's bound, not Go's: Go accepts these and takes time and
         // memory growing with them (for 1e-2147483648 without end).
         assert_eq!(Quantity::parse("1e10001").err(), Some(QuantityError::Numeric));
         assert_eq!(Quantity::parse("1e-2147483648").err(), Some(QuantityError::Numeric));
