@@ -10,9 +10,9 @@
 //! - HEAD (moves on checkout) and the one ref it points to (moves on
 //!   commit). Not `refs/heads` as a whole: another worktree committing to
 //!   its own branch must not rebuild this one.
-//! - The binary's inputs (`src`, the manifests, this file), for `-dirty`. An
-//!   edit there recompiles the crate anyway, so rerunning this script then
-//!   costs one `git status` on a few hundred files, nothing more.
+//! - The binary's inputs (`src`, `crates`, the manifests, this file), for
+//!   `-dirty`. An edit there recompiles the crate anyway, so rerunning this
+//!   script then costs one `git status` on a few hundred files, nothing more.
 //! - Not `.git/index`: `git status`, editors and prompts rewrite it without
 //!   any change to the sources, and every such rewrite rebuilt draguard.
 //!   Nothing is lost: staging changes nothing `-dirty` reports; a commit
@@ -29,7 +29,8 @@ use std::path::Path;
 use std::process::Command;
 
 /// What the binary is compiled from. An edit outside these cannot change it.
-const INPUTS: [&str; 4] = ["src", "Cargo.toml", "Cargo.lock", "build.rs"];
+/// `crates` holds the workspace's libraries the binary links.
+const INPUTS: [&str; 5] = ["src", "crates", "Cargo.toml", "Cargo.lock", "build.rs"];
 
 fn main() {
     println!("cargo:rerun-if-env-changed=DRAGUARD_GIT_COMMIT");

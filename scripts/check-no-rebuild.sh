@@ -5,11 +5,11 @@
 # `git status` and touches the index the way git does when it refreshes it,
 # builds again and fails if cargo compiles anything. Then it requires
 # `draguard --version` to name HEAD's commit, with `-dirty` exactly when
-# src/, Cargo.toml, Cargo.lock or build.rs differ from it (what build.rs
-# reports).
+# src/, crates/, Cargo.toml, Cargo.lock or build.rs differ from it (what
+# build.rs reports).
 #
 #   bash scripts/check-no-rebuild.sh            # cargo build --release (the README's)
-#   bash scripts/check-no-rebuild.sh --tests    # cargo test --no-run: free right after `cargo test`
+#   bash scripts/check-no-rebuild.sh --tests    # cargo test --workspace --no-run: free after the tests
 #
 # The build scripts/image.sh runs is the first one (the same command and
 # environment), so after it this check costs seconds; .ci/run runs both.
@@ -24,7 +24,7 @@ case ${1:-} in
     --tests)
         # The binary the integration tests run (CARGO_BIN_EXE_draguard) is
         # built in the dev profile.
-        build=(cargo test --locked --no-run)
+        build=(cargo test --workspace --locked --no-run)
         binary=${CARGO_TARGET_DIR:-target}/debug/draguard
         ;;
     *)
@@ -69,7 +69,7 @@ fi
 printf '   nothing compiled (%s s)\n' "$((SECONDS - started))"
 
 commit=$(git rev-parse --short=12 HEAD)
-if [[ -n $(git status --porcelain --untracked-files=normal -- src Cargo.toml Cargo.lock build.rs) ]]; then
+if [[ -n $(git status --porcelain --untracked-files=normal -- src crates Cargo.toml Cargo.lock build.rs) ]]; then
     commit="$commit-dirty"
 fi
 version_out=$("$binary" --version) || fail "$binary --version failed"

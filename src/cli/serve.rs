@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use k8s_quantity::Quantity;
+
 use crate::cluster::apiserver::{self, Apiserver, Recheck};
 use crate::cluster::live::LiveView;
 use crate::controllers::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
@@ -466,28 +468,38 @@ async fn draguard_sync(client: kube::Client, policies: crate::policy::reload::Po
     crate::controllers::quota_sync::run(client, policies, view, SYNC_QUOTAS_EVERY).await;
 }
 
-/// `3145728`, `3Mi`, `512Ki`, `1G`: a byte count for `--max-body`.
+/// `3145728`, `3Mi`, `512Ki`, `1G`: a byte count for `--max-body`,
+/// `--review-memory` and check's `--max-file-size`. A quantity, narrower
+/// than apimachinery's and with its own messages: whole digits that fit a
+/// `usize`, then one of the suffixes the message names (`K` too, which
+/// apimachinery does not know).
 pub(super) fn parse_size(text: &str) -> Result<usize, String> {
     let text = text.trim();
     let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, suffix) = text.split_at(digits);
-    let number: usize = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size (examples: 1048576, 512Ki, 3Mi)"))?;
-    let unit: usize = match suffix {
-        "" => 1,
-        "Ki" => 1 << 10,
-        "Mi" => 1 << 20,
-        "Gi" => 1 << 30,
-        "k" | "K" => 1_000,
-        "M" => 1_000_000,
-        "G" => 1_000_000_000,
+    if number.parse::<usize>().is_err() {
+        return Err(format!("{text:?} is not a size (examples: 1048576, 512Ki, 3Mi)"));
+    }
+    // A binary suffix is applied here: Go caps a binary quantity at the
+    // int64 maximum, and a size has always reached usize's.
+    let (decimal, binary) = match suffix {
+        "" => ("", 0),
+        "Ki" => ("", 10),
+        "Mi" => ("", 20),
+        "Gi" => ("", 30),
+        "k" | "K" => ("k", 0),
+        "M" => ("M", 0),
+        "G" => ("G", 0),
         _ => {
             return Err(format!("unknown size suffix {suffix:?} (use Ki, Mi, Gi, k, M or G)"));
         }
     };
-    let size = number
-        .checked_mul(unit)
+    // Whole digits and a known suffix: only the size itself can fail.
+    let size = Quantity::parse(&format!("{number}{decimal}"))
+        .ok()
+        .and_then(|q| q.as_u64().ok())
+        .and_then(|n| n.checked_mul(1 << binary))
+        .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| format!("{text:?} is too large"))?;
     if size == 0 {
         return Err("the size must be above zero".into());
@@ -619,6 +631,43 @@ mod tests {
         assert!(parse_size("Mi").is_err());
         assert!(parse_size("0").is_err());
         assert!(parse_size("99999999999999999999Gi").is_err());
+    }
+
+    /// Each message, and the inputs apimachinery would read otherwise.
+    #[test]
+    fn size_messages() {
+        assert_eq!(parse_size(" 2K "), Ok(2000), "K, which apimachinery lacks");
+        assert_eq!(parse_size("9999999999Gi"), Ok(9999999999 << 30), "past Go's int64 cap");
+        assert_eq!(parse_size("18446744073709551615"), Ok(usize::MAX));
+        assert_eq!(
+            parse_size("16777215Ti").err(),
+            Some(r#"unknown size suffix "Ti" (use Ki, Mi, Gi, k, M or G)"#.into())
+        );
+        assert_eq!(
+            parse_size("1.5Mi").err(),
+            Some(r#"unknown size suffix ".5Mi" (use Ki, Mi, Gi, k, M or G)"#.into())
+        );
+        assert_eq!(
+            parse_size("1e3").err(),
+            Some(r#"unknown size suffix "e3" (use Ki, Mi, Gi, k, M or G)"#.into())
+        );
+        assert_eq!(
+            parse_size("+1Mi").err(),
+            Some(r#""+1Mi" is not a size (examples: 1048576, 512Ki, 3Mi)"#.into())
+        );
+        assert_eq!(
+            parse_size("Mi").err(),
+            Some(r#""Mi" is not a size (examples: 1048576, 512Ki, 3Mi)"#.into())
+        );
+        assert_eq!(
+            parse_size("99999999999999999999").err(),
+            Some(r#""99999999999999999999" is not a size (examples: 1048576, 512Ki, 3Mi)"#.into())
+        );
+        assert_eq!(
+            parse_size("18446744073709551615k").err(),
+            Some(r#""18446744073709551615k" is too large"#.into())
+        );
+        assert_eq!(parse_size("0Gi").err(), Some("the size must be above zero".into()));
     }
 
     #[test]

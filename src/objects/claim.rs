@@ -67,7 +67,7 @@ pub struct DeviceSubRequest {
 #[serde(rename_all = "camelCase", default)]
 pub struct CapacityRequirements {
     #[serde(deserialize_with = "nullable")]
-    pub requests: std::collections::BTreeMap<String, super::quantity::Quantity>,
+    pub requests: std::collections::BTreeMap<String, k8s_quantity::Quantity>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]

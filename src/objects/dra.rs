@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use k8s_quantity::Quantity;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::quantity::Quantity;
 use super::{DecodeError, nullable};
 
 /// A device taint (`DeviceTaint`): ResourceSlice devices, DeviceTaintRules,

@@ -11,7 +11,6 @@ pub mod meta;
 pub mod patch;
 pub mod patch_crd;
 pub mod pod;
-pub mod quantity;
 pub mod strict;
 
 use serde::de::DeserializeOwned;

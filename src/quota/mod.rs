@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+mod count;
 pub mod desired;
 pub mod extended;
 pub mod ledger;
@@ -12,6 +13,8 @@ pub mod ledger;
 pub use extended::{DeviceClassFacts, QuotaKeys};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use count::parse_count;
 
 use crate::objects::claim::{ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec};
 
@@ -416,110 +419,6 @@ impl Limits {
             source: format!("ResourceQuota {name:?}"),
             hard,
         })
-    }
-}
-
-/// A ResourceQuota `hard` quantity as a device or claim count, in any form
-/// `resource.Quantity` takes: decimal (`m`, `k`, `M`, `G`, `T`, `P`, `E`)
-/// and binary (`Ki` to `Ei`) suffixes, exponents (`1e3`, `5E2`) and
-/// decimal points (`1.5k`); a value past `u64::MAX` saturates there. A
-/// value that is not a whole number (`1.5`, `2500m`), a sign or garbage is
-/// not a count, and the limit is left out.
-fn parse_count(q: &str) -> Option<u64> {
-    let q = q.trim();
-    let number_end = q
-        .char_indices()
-        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.'))
-        .map_or(q.len(), |(i, _)| i);
-    let (number, suffix) = q.split_at(number_end);
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
-        return None;
-    }
-    // value = digits × 10^exp10 × 2^exp2, digits read without the point.
-    let (mut exp10, exp2): (i32, u32) = match suffix {
-        "" => (0, 0),
-        "m" => (-3, 0),
-        "k" => (3, 0),
-        "M" => (6, 0),
-        "G" => (9, 0),
-        "T" => (12, 0),
-        "P" => (15, 0),
-        "E" => (18, 0),
-        "Ki" => (0, 10),
-        "Mi" => (0, 20),
-        "Gi" => (0, 30),
-        "Ti" => (0, 40),
-        "Pi" => (0, 50),
-        "Ei" => (0, 60),
-        exponent => {
-            let digits = exponent.strip_prefix(['e', 'E'])?;
-            (digits.parse::<i32>().ok().filter(|e| e.abs() <= 40)?, 0)
-        }
-    };
-    exp10 -= i32::try_from(fraction.len()).ok()?;
-    // Leading zeros are harmless; more than 38 significant digits are not a
-    // count anyone writes.
-    let digits = format!("{whole}{fraction}");
-    let digits = digits.trim_start_matches('0');
-    if digits.len() > 38 {
-        return Some(u64::MAX);
-    }
-    let mut value: u128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
-    while exp10 < 0 && value > 0 {
-        if !value.is_multiple_of(10) {
-            return None;
-        }
-        value /= 10;
-        exp10 += 1;
-    }
-    let scaled = (0..exp10.max(0))
-        .try_fold(value, |v, _| v.checked_mul(10))
-        .and_then(|v| v.checked_mul(1u128 << exp2));
-    Some(scaled.map_or(u64::MAX, |v| u64::try_from(v).unwrap_or(u64::MAX)))
-}
-
-#[cfg(test)]
-mod count_tests {
-    use super::parse_count;
-
-    #[test]
-    fn quantities_read_as_whole_counts() {
-        for (text, want) in [
-            ("8", Some(8)),
-            (" 10 ", Some(10)),
-            ("1k", Some(1_000)),
-            ("2M", Some(2_000_000)),
-            ("1G", Some(1_000_000_000)),
-            ("3T", Some(3_000_000_000_000)),
-            ("1E", Some(1_000_000_000_000_000_000)),
-            ("1Ki", Some(1024)),
-            ("2Mi", Some(2 << 20)),
-            ("2Gi", Some(2 << 30)),
-            ("1Ei", Some(1 << 60)),
-            ("1e3", Some(1_000)),
-            ("5E2", Some(500)),
-            ("1.5k", Some(1_500)),
-            ("2.0", Some(2)),
-            ("2000m", Some(2)),
-            ("2.5", None),
-            ("2500m", None),
-            ("999m", None),
-            (".5k", Some(500)),
-            ("007", Some(7)),
-            ("16Ei", Some(u64::MAX)),
-            ("1e40", Some(u64::MAX)),
-            ("99999999999999999999999999999999999999999", Some(u64::MAX)),
-            ("-1", None),
-            ("+1", None),
-            ("1.2.3", None),
-            ("1x", None),
-            ("k", None),
-            ("", None),
-            ("1e999", None),
-        ] {
-            assert_eq!(parse_count(text), want, "{text:?}");
-        }
     }
 }
 

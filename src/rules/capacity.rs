@@ -12,10 +12,11 @@
 
 use std::cmp::Ordering;
 
+use k8s_quantity::Quantity;
+
 use crate::field::{At, FieldError};
 use crate::kubernetes::{Gate, KubeVersion, Target};
 use crate::objects::dra::{CapacityRequestPolicy, CapacityRequestPolicyRange, DeviceCapacity};
-use crate::objects::quantity::Quantity;
 use crate::rules::validate_set;
 
 /// `CapacityRequestPolicyDiscreteMaxOptions`.

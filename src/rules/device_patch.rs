@@ -2,6 +2,7 @@
 //! ResourceSlices and claims, attributes and capacity as in ResourceSlices
 //! (fully qualified names), taints as ResourceSlice taints.
 
+use k8s_quantity::{Quantity, QuantityError};
 use serde_json::Value;
 
 use crate::field::{At, BadValue, FieldError};
@@ -157,23 +158,30 @@ fn validate_capacity(v: &Value, path: At<'_>) -> Vec<FieldError> {
     }
 }
 
-/// A Kubernetes quantity: number, then an optional binary (`Ki`..`Ei`),
-/// decimal (`n u m k M G T P E`) or exponent (`e3`) suffix.
+/// A Kubernetes quantity, as apimachinery parses it, with the differences
+/// this check always had: a number needs a digit (Go reads `k`, `+` and
+/// `.` as zero), and an exponent beyond int64 (`1e99999999999999999999`)
+/// or past the digits `k8s_quantity` computes with still passes.
 pub fn is_quantity(q: &str) -> bool {
-    let s = q.strip_prefix(['+', '-']).unwrap_or(q);
-    let digits_end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (number, suffix) = s.split_at(digits_end);
-    if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+    let unsigned = q.strip_prefix(['+', '-']).unwrap_or(q);
+    let number_end = unsigned
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(unsigned.len());
+    let (number, suffix) = unsigned.split_at(number_end);
+    if !number.bytes().any(|b| b.is_ascii_digit()) {
         return false;
     }
-    match suffix {
-        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E" => true,
-        e => {
-            let exp = e
-                .strip_prefix(['e', 'E'])
-                .map(|x| x.strip_prefix(['+', '-']).unwrap_or(x));
-            exp.is_some_and(|x| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()))
-        }
+    match Quantity::parse(q) {
+        Ok(_) => true,
+        Err(QuantityError::FormatWrong) => false,
+        // A suffix apimachinery does not know: kept only when it is an
+        // exponent, which then does not fit an int64.
+        Err(QuantityError::Suffix) => suffix
+            .strip_prefix(['e', 'E'])
+            .map(|e| e.strip_prefix(['+', '-']).unwrap_or(e))
+            .is_some_and(|e| !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit())),
+        // Past k8s_quantity's digit bound: the shape and suffix were right.
+        Err(QuantityError::Numeric) => true,
     }
 }
 
@@ -289,6 +297,23 @@ mod tests {
             assert!(is_quantity(ok), "{ok}");
         }
         for bad in ["", "Gi", "1GB", "1..2", "1e", "one"] {
+            assert!(!is_quantity(bad), "{bad}");
+        }
+    }
+
+    /// Where apimachinery parses otherwise, the check keeps its answer.
+    #[test]
+    fn quantities_where_apimachinery_differs() {
+        // Go reads a number without a digit as zero.
+        for bad in ["k", "+", "-", ".", "+Mi", "e3"] {
+            assert!(!is_quantity(bad), "{bad}");
+        }
+        // Go refuses an exponent beyond int64; k8s_quantity one past its bound.
+        for ok in ["1e99999999999999999999", "1E-99999999999999999999", "1e10001"] {
+            assert!(is_quantity(ok), "{ok}");
+        }
+        // Still refused, as before: a suffix that is no exponent.
+        for bad in ["1Ki5", "1ee5", "1e+", "1.2.3", "1 k"] {
             assert!(!is_quantity(bad), "{bad}");
         }
     }

@@ -1,3 +1,5 @@
+//! Hand-written: no published crate prints as apimachinery does (`kube_quantity` prints its decimal as parsed).
+//!
 //! Kubernetes resource quantities (`resource.Quantity`), held and printed
 //! exactly as the kube-apiserver holds and prints them.
 //!
@@ -6,7 +8,7 @@
 //! canonical form (`1Gi`, `100m`, `1e3`), the canonical form otherwise
 //! (`1024Mi` prints `1Gi`, `0.5` prints `500m`, `1.5Gi` prints `1536Mi`).
 //! Which of the two a quantity prints depends on how apimachinery parsed
-//! it, so draguard keeps a quantity the way Go does: an int64 with a
+//! it, so this crate keeps a quantity the way Go does: an int64 with a
 //! decimal scale when the text allows that fast path, an exact decimal (an
 //! `inf.Dec`, unscaled integer and scale) otherwise, the format its suffix
 //! chose, and the text itself when Go keeps it.
@@ -20,7 +22,7 @@
 //! One deliberate difference: Go sets no bound on the size of a quantity,
 //! and spends time and memory growing with it (for exponents near the
 //! int32 limit it computes powers of ten with billions of digits and never
-//! answers). draguard refuses, as [`QuantityError::Numeric`], a quantity
+//! answers). This crate refuses, as [`QuantityError::Numeric`], a quantity
 //! whose exact decimal form would need more than [`MAX_DIGITS`] digits, so
 //! that no request can make it compute with such numbers.
 
@@ -49,10 +51,21 @@ pub enum QuantityError {
     /// `ErrSuffix`.
     #[error("unable to parse quantity's suffix")]
     Suffix,
-    /// `ErrNumeric`; also draguard's answer to a quantity beyond
+    /// `ErrNumeric`; also this crate's answer to a quantity beyond
     /// [`MAX_DIGITS`].
     #[error("unable to parse numeric part of quantity")]
     Numeric,
+}
+
+/// Why a quantity is not a `u64` ([`Quantity::as_u64`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotU64 {
+    #[error("the quantity is negative")]
+    Negative,
+    #[error("the quantity is not a whole number")]
+    Fraction,
+    #[error("the quantity is larger than 18446744073709551615")]
+    TooLarge,
 }
 
 /// How a quantity is printed: the kind of suffix it was written with.
@@ -256,6 +269,41 @@ impl Quantity {
         };
         i64::try_from(&milli).ok()?;
         Some(self.scaled_value(-3))
+    }
+
+    /// The value when it is a whole number from 0 to `u64::MAX`: the
+    /// unsigned counterpart of Go's `q.AsInt64()`, which stops at the int64
+    /// maximum. Counts and byte sizes are read with it. Exact, whatever the
+    /// representation; the value is the one parsing kept (Go rounds a value
+    /// with more than nine decimal places up to the ninth).
+    pub fn as_u64(&self) -> Result<u64, NotU64> {
+        let (mantissa, exponent) = self.amount.decimal();
+        match mantissa.sign() {
+            Sign::NoSign => return Ok(0),
+            Sign::Minus => return Err(NotU64::Negative),
+            Sign::Plus => {}
+        }
+        let digits = decimal_digits(mantissa.magnitude());
+        let whole = if exponent >= 0 {
+            // Over 20 digits cannot fit; checked before any power is built.
+            if digits.saturating_add(exponent.unsigned_abs()) > 20 {
+                return Err(NotU64::TooLarge);
+            }
+            mantissa * pow10(exponent.unsigned_abs())
+        } else {
+            let drop = exponent.unsigned_abs();
+            if drop >= digits {
+                // Fewer digits than places to drop: between 0 and 1.
+                return Err(NotU64::Fraction);
+            }
+            let divisor = pow10(drop);
+            let quotient = &mantissa / &divisor;
+            if &quotient * &divisor != mantissa {
+                return Err(NotU64::Fraction);
+            }
+            quotient
+        };
+        u64::try_from(&whole).map_err(|_| NotU64::TooLarge)
     }
 
     /// Go's q.AsDec().String() (inf.Dec's String, e.g. "1073741824" for 1Gi,
@@ -664,7 +712,7 @@ fn parse_exact(s: &Scanned<'_>, suffix: Suffix) -> Result<Quantity, QuantityErro
     })
 }
 
-/// draguard's bound (see the module's comment): the exact decimal form of
+/// This crate's bound (see the module's comment): the exact decimal form of
 /// `amount` may not need more than [`MAX_DIGITS`] digits.
 fn within_bounds(amount: &Amount) -> Result<(), QuantityError> {
     let (digits, places) = match amount {
@@ -2265,6 +2313,47 @@ mod tests {
         assert!(error.starts_with("unable to parse quantity's suffix"), "{error}");
     }
 
+    /// Reasoned: `as_u64` is this crate's (Go's AsInt64 is signed); each
+    /// case is the exact value apimachinery holds after parsing.
+    #[test]
+    fn whole_values_as_u64() {
+        for (text, want) in [
+            ("0", Ok(0)),
+            ("-0", Ok(0)),
+            ("0.000m", Ok(0)),
+            ("8", Ok(8)),
+            ("1k", Ok(1_000)),
+            ("1.5k", Ok(1_500)),
+            ("2000m", Ok(2)),
+            ("2.0", Ok(2)),
+            ("1Ki", Ok(1024)),
+            ("0.5Ki", Ok(512)),
+            ("1Ei", Ok(1 << 60)),
+            // Go caps a BinarySI value at the int64 maximum.
+            ("8Ei", Ok(i64::MAX.unsigned_abs())),
+            ("16Ei", Ok(i64::MAX.unsigned_abs())),
+            ("1e3", Ok(1_000)),
+            ("1E", Ok(1_000_000_000_000_000_000)),
+            ("18446744073709551615", Ok(u64::MAX)),
+            ("18446744073709551.615k", Ok(u64::MAX)),
+            // Go rounds up to nine places: ten nines after the point are 1.
+            ("0.9999999999", Ok(1)),
+            ("18446744073709551616", Err(NotU64::TooLarge)),
+            ("1e20", Err(NotU64::TooLarge)),
+            ("1e9000", Err(NotU64::TooLarge)),
+            ("2.5", Err(NotU64::Fraction)),
+            ("2500m", Err(NotU64::Fraction)),
+            ("1n", Err(NotU64::Fraction)),
+            ("1.0000000001", Err(NotU64::Fraction)),
+            ("-1", Err(NotU64::Negative)),
+            ("-0.5", Err(NotU64::Negative)),
+        ] {
+            assert_eq!(q(text).as_u64(), want, "{text}");
+        }
+        assert_eq!(Quantity::default().as_u64(), Ok(0));
+        assert_eq!(q("1Gi").add(&q("1")).as_u64(), Ok((1 << 30) + 1));
+    }
+
     #[test]
     fn from_str_is_parse() {
         assert_eq!("1Gi".parse::<Quantity>().map(|x| x.to_string()), Ok("1Gi".to_owned()));
@@ -2273,7 +2362,7 @@ mod tests {
 
     #[test]
     fn refuses_quantities_too_large_to_compute_with() {
-        // draguard's bound, not Go's: Go accepts these and takes time and
+        // This crate's bound, not Go's: Go accepts these and takes time and
         // memory growing with them (for 1e-2147483648 without end).
         assert_eq!(Quantity::parse("1e10001").err(), Some(QuantityError::Numeric));
         assert_eq!(Quantity::parse("1e-2147483648").err(), Some(QuantityError::Numeric));
