@@ -30,7 +30,9 @@ impl Formatter for GoEscape {
     }
 
     /// Backspace and form feed as `\u0008` and `\u000c`, like every other
-    /// control character but `\n`, `\r` and `\t` (which keep their names).
+    /// control character but `\n`, `\r` and `\t` (which keep their names):
+    /// the printer this replaced did so. Go 1.22 and later write `\b` and
+    /// `\f`; matching that is a change of output, left to its own issue.
     fn write_char_escape<W>(&mut self, writer: &mut W, char_escape: CharEscape) -> io::Result<()>
     where
         W: ?Sized + io::Write,
