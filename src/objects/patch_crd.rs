@@ -1,3 +1,6 @@
+//! Hand-written, not `kube::CustomResource`-derived: derived from the lenient decode model it
+//! gains apiserver-applied `default`s and `nullable: true` on every field (issue 28 report).
+//!
 //! The CustomResourceDefinition that serves ResourceSlicePatch as
 //! `draguard.dev/v1alpha1`. `deploy/base/crd-resourceslicepatch.yaml` is this
 //! value; a test keeps the two equal, and another that the schema admits

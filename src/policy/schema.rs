@@ -1,153 +1,57 @@
 //! The JSON Schema of TolerationPolicy files, for yaml-language-server
-//! (`# yaml-language-server: $schema=...`) and other editors.
+//! (`# yaml-language-server: $schema=...`) and other editors: derived by
+//! `schemars` from the serde model in `model.rs`, so a field added there is
+//! in the schema too. Descriptions and constraints sit on the model's fields
+//! as `#[schemars(...)]` attributes.
 
-use serde_json::{Value, json};
+use schemars::Schema;
+use schemars::generate::SchemaSettings;
+use schemars::transform::{Transform, transform_subschemas};
+use serde_json::Value;
 
-fn toleration() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-            "key": {"type": "string", "description": "Taint key; empty with operator Exists matches every key."},
-            "operator": {"type": "string", "enum": ["Equal", "Exists"], "description": "Equal (default) or Exists."},
-            "value": {"type": "string"},
-            "effect": {"type": "string", "description": "Empty matches every effect. Node: NoSchedule, PreferNoSchedule, NoExecute. Device: None, NoSchedule, NoExecute."},
-            "tolerationSeconds": {"type": "integer", "description": "With effect NoExecute: the longest a matching toleration may tolerate."}
-        }
-    })
-}
+use super::model::TolerationPolicy;
 
-fn rules(extra: Value) -> Value {
-    let mut properties = json!({
-        "allow": {"type": "array", "items": toleration(), "description": "Each toleration must be covered by one entry; empty restricts nothing."},
-        "deny": {"type": "array", "items": toleration(), "description": "A covered toleration is rejected, whatever allow says."},
-        "defaults": {"type": "array", "items": toleration(), "description": "Added on CREATE unless already covered; must pass allow and deny."}
-    });
-    if let (Some(p), Some(x)) = (properties.as_object_mut(), extra.as_object()) {
-        p.extend(x.clone());
-    }
-    json!({"type": "object", "additionalProperties": false, "properties": properties})
-}
-
-fn strings() -> Value {
-    json!({"type": "array", "items": {"type": "string"}})
-}
-
-fn metadata() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["name"],
-        "properties": {
-            "name": {"type": "string", "minLength": 1},
-            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "annotations": {"type": "object", "additionalProperties": {"type": "string"}}
-        }
-    })
-}
-
-fn selector() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-            "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "matchExpressions": {"type": "array", "items": {
-                "type": "object",
-                "additionalProperties": false,
-                "required": ["key", "operator"],
-                "properties": {
-                    "key": {"type": "string"},
-                    "operator": {"enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
-                    "values": strings()
-                }
-            }}
-        }
-    })
-}
-
-fn namespaces() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "description": "Selected when names or selector match, minus exclude; neither names nor selector selects every namespace.",
-        "properties": {
-            "names": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Names or globs (* and ?)."},
-            "selector": selector(),
-            "exclude": {"type": "array", "items": {"type": "string", "minLength": 1}}
-        }
-    })
-}
-
-fn subjects(description: &str) -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "description": description,
-        "properties": {
-            "users": strings(),
-            "groups": strings(),
-            "serviceAccounts": {"type": "array", "items": {"type": "string", "pattern": "^[^/]+/[^/]+$"}, "description": "namespace/name"}
-        }
-    })
-}
-
-fn quota() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-            "claims": {"type": "integer", "minimum": 0},
-            "devices": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}, "description": "Device class name -> devices."}
-        }
-    })
-}
-
-fn spec() -> Value {
-    let platform = json!({"allowPlatformDefaults": {"type": "boolean", "default": true, "description": "Admit the apiserver's not-ready/unreachable tolerations (at most 300 s) unless denied."}});
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-            "mode": {"enum": ["Enforce", "Warn", "Audit"], "description": "Enforce denies (403), Warn admits with a warning, Audit admits and records."},
-            "namespaces": namespaces(),
-            "exempt": subjects("Requesters the policy does not apply to."),
-            "pods": rules(platform),
-            "devices": rules(json!({})),
-            "quota": quota(),
-            "patches": {"type": "object", "additionalProperties": false, "properties": {
-                "denyPriorityTies": {"type": "boolean", "description": "Deny ResourceSlicePatches whose priority ties with another's on a shared attribute or capacity (default: warn)."}
-            }},
-            "taintRules": {"type": "object", "additionalProperties": false, "properties": {
-                "maxEvictedPods": {"type": "integer", "minimum": 0, "description": "A DeviceTaintRule may evict at most this many pods."},
-                "maxAffectedNamespaces": {"type": "integer", "minimum": 0, "description": "... in at most this many namespaces."},
-                "protectedNamespaces": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Namespaces (names or globs) a DeviceTaintRule may evict nothing from."},
-                "requireDryRunFirst": {"type": "boolean", "description": "NoExecute only on a rule that existed with effect None, the same selector and taint key."}
-            }, "description": "Caps on DeviceTaintRules; draguard.dev/acknowledge-evictions: \"<count>\" goes past the eviction caps."},
-            "namespaceGuards": {"type": "object", "additionalProperties": false, "properties": {
-                "allow": subjects("Who may add, change or remove a guarded key."),
-                "labels": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Label keys guarded besides resource.kubernetes.io/admin-access and draguard.dev/ignore."},
-                "annotations": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Annotation keys guarded besides the PodTolerationRestriction ones (scheduler.alpha.kubernetes.io/defaultTolerations, tolerationsWhitelist)."}
-            }, "description": "Who may change the Namespace labels and annotations that grant privilege; only in a policy that selects no namespaces."},
-            "message": {"type": "string", "description": "Appended to denials and warnings."}
-        }
-    })
-}
+/// `$id` of the published schema; editors cache by it.
+const ID: &str = "https://draguard.dev/schemas/tolerationpolicy-v1alpha1.json";
 
 pub fn schema() -> Value {
-    json!({
-        "$schema": "http://json-schema.org/draft-07/schema#",
-        "$id": "https://draguard.dev/schemas/tolerationpolicy-v1alpha1.json",
-        "title": "draguard TolerationPolicy",
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["apiVersion", "kind", "metadata"],
-        "properties": {
-            "apiVersion": {"const": "policy.draguard.dev/v1alpha1"},
-            "kind": {"const": "TolerationPolicy"},
-            "metadata": metadata(),
-            "spec": spec()
+    let mut settings = SchemaSettings::draft07();
+    // One self-contained document: editors and `jsonschema` need no
+    // `definitions` lookups, and it reads as the file it describes.
+    settings.inline_subschemas = true;
+    settings.transforms.push(Box::new(ScalarDefaultsOnly));
+    let mut schema = settings.into_generator().into_root_schema_for::<TolerationPolicy>();
+    schema.insert("$id".into(), ID.into());
+    schema.insert("title".into(), "draguard TolerationPolicy".into());
+    schema.to_value()
+}
+
+/// schemars writes a `default` for every `#[serde(default)]` field. The
+/// scalar ones tell an editor something (`mode: Enforce`,
+/// `allowPlatformDefaults: true`); `[]`, `{}`, whole sub-objects and `null`
+/// only restate absence, and `selector: null` would be a completion the
+/// schema itself refuses.
+#[derive(Clone)]
+struct ScalarDefaultsOnly;
+
+impl Transform for ScalarDefaultsOnly {
+    fn transform(&mut self, schema: &mut Schema) {
+        if schema
+            .get("default")
+            .is_some_and(|d| d.is_null() || d.is_array() || d.is_object())
+        {
+            schema.remove("default");
         }
+        transform_subschemas(self, schema);
+    }
+}
+
+/// `spec.mode`: `Mode`'s variants as a plain `enum` with one description.
+/// Derived, its documented variants would become a `oneOf` of `const`s.
+pub(super) fn mode(_: &mut schemars::SchemaGenerator) -> Schema {
+    schemars::json_schema!({
+        "enum": ["Enforce", "Warn", "Audit"],
+        "description": "Enforce denies (403), Warn admits with a warning, Audit admits and records."
     })
 }
 
@@ -187,6 +91,65 @@ spec:
         let value = serde_json::to_value(&policy).expect("json");
         let schema = schema();
         check(&value, &schema, "");
+    }
+
+    /// The constraints written as attributes on the model reach the schema:
+    /// each bad document fails at the path and keyword the attribute names.
+    #[test]
+    fn attribute_constraints_are_enforced() {
+        let validator = jsonschema::validator_for(&schema()).expect("the schema compiles");
+        let base = |spec: Value| {
+            serde_json::json!({
+                "apiVersion": "policy.draguard.dev/v1alpha1",
+                "kind": "TolerationPolicy",
+                "metadata": {"name": "p"},
+                "spec": spec
+            })
+        };
+        assert!(validator.is_valid(&base(serde_json::json!({}))));
+        for (spec, path, keyword) in [
+            (serde_json::json!({"mode": "Deny"}), "/spec/mode", "enum"),
+            (
+                serde_json::json!({"pods": {"allow": [{"operator": "In"}]}}),
+                "/spec/pods/allow/0/operator",
+                "enum",
+            ),
+            (
+                serde_json::json!({"exempt": {"serviceAccounts": ["sa"]}}),
+                "/spec/exempt/serviceAccounts/0",
+                "pattern",
+            ),
+            (
+                serde_json::json!({"namespaces": {"names": [""]}}),
+                "/spec/namespaces/names/0",
+                "minLength",
+            ),
+            (
+                serde_json::json!({"namespaces": {"selector": null}}),
+                "/spec/namespaces/selector",
+                "type",
+            ),
+            (
+                serde_json::json!({"quota": {"claims": -1}}),
+                "/spec/quota/claims",
+                "minimum",
+            ),
+            (
+                serde_json::json!({"taintRules": {"maxPods": 1}}),
+                "/spec/taintRules",
+                "additionalProperties",
+            ),
+        ] {
+            let document = base(spec.clone());
+            let errors: Vec<(String, String)> = validator
+                .iter_errors(&document)
+                .map(|e| (e.instance_path().to_string(), e.kind().keyword().to_owned()))
+                .collect();
+            assert_eq!(errors, vec![(path.to_owned(), keyword.to_owned())], "{spec}");
+        }
+        let mut wrong_kind = base(serde_json::json!({}));
+        wrong_kind["kind"] = "Policy".into();
+        assert!(!validator.is_valid(&wrong_kind));
     }
 
     fn check(value: &Value, schema: &Value, at: &str) {

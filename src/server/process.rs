@@ -1,3 +1,6 @@
+//! Hand-written, not `procfs`: its parsers need every field of a file (one line missing loses the
+//! metric), and its fd count leaves out the counting descriptor (issue 28 report).
+//!
 //! The standard `process_*` metrics, read from `/proc/self` at scrape time
 //! (Linux only). Every read and parse may fail on an odd kernel or a
 //! restricted `/proc`: a metric that cannot be read is left out, never
