@@ -4,6 +4,7 @@
 //! one direction: `cli` → `controllers` → `server`, `cluster`, `quota`.
 
 pub mod mutate_conditions;
+pub mod mutate_conditions_sync;
 pub mod quota_sync;
 pub mod webhook_certs;
 pub mod webhook_config_watch;
