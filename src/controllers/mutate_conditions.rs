@@ -121,7 +121,9 @@ fn selects(p: &TolerationPolicy) -> String {
     };
     let mut terms = Vec::new();
     if !excluded.is_empty() {
-        terms.push(format!("!{}", any(excluded.into_iter())));
+        // Parenthesised: a single `a == b` is not parenthesised by `any`,
+        // and `!` binds tighter than `==`.
+        terms.push(format!("!({})", any(excluded.into_iter())));
     }
     terms.push(chosen);
     all(terms)

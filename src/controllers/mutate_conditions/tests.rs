@@ -222,6 +222,8 @@ fn selectors_names_and_exclusions_translate_exactly() {
                 ("xml-train", None, false),
             ],
         ),
+        // One exclusion, no names: every namespace but it.
+        ("{exclude: [ml-sandbox]}", &[("ml-sandbox", None, false), ("ml", None, true)]),
         // Regular-expression characters in a glob are literal.
         (
             "{names: [\"a.b*\", \"(x)+\"]}",
