@@ -45,7 +45,9 @@ spec:
 fn policy_sets() -> Vec<(String, PolicySet)> {
     let mut sets = vec![(
         "policies/".to_owned(),
-        load_dir(&Path::new(ROOT).join("policies")).expect("shipped policies").set,
+        load_dir(&Path::new(ROOT).join("policies"))
+            .expect("shipped policies")
+            .set,
     )];
     let examples = Path::new(ROOT).join("examples/policy-test");
     if let Ok(loaded) = load_dir(&examples) {
@@ -60,7 +62,11 @@ fn policy_sets() -> Vec<(String, PolicySet)> {
 }
 
 /// (name, labels, annotations)
-type Namespace = (&'static str, &'static [(&'static str, &'static str)], &'static [(&'static str, &'static str)]);
+type Namespace = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [(&'static str, &'static str)],
+);
 
 const NAMESPACES: &[Namespace] = &[
     ("default", &[], &[]),
@@ -71,7 +77,11 @@ const NAMESPACES: &[Namespace] = &[
     ("research", &[("gpu", ""), ("tier", "gold")], &[]),
     ("frozen", &[("gpu", "a100"), ("frozen", "yes")], &[]),
     ("web", &[("tier", "gold"), ("team", "web")], &[]),
-    ("restricted", &[], &[(DEFAULT_TOLERATIONS, r#"[{"key": "r", "operator": "Exists"}]"#)]),
+    (
+        "restricted",
+        &[],
+        &[(DEFAULT_TOLERATIONS, r#"[{"key": "r", "operator": "Exists"}]"#)],
+    ),
 ];
 
 /// The claim, template and Pod requests the apiserver sent to `/mutate`,
@@ -125,7 +135,12 @@ fn sent(expression: &str, request: &Value, namespace_object: &Value) -> bool {
 }
 
 /// draguard's own `/mutate` answer: how many patch operations.
-fn patch_len(request: &Value, view: &StaticView, policies: &PolicySet, restriction: Option<&TolerationRestrictionConfig>) -> usize {
+fn patch_len(
+    request: &Value,
+    view: &StaticView,
+    policies: &PolicySet,
+    restriction: Option<&TolerationRestrictionConfig>,
+) -> usize {
     let ctx = Context {
         now: "2026-11-21T10:00:00Z".parse().expect("time"),
         cluster: view,
@@ -147,8 +162,10 @@ fn the_condition_sends_every_write_draguard_would_patch() {
         let mut all: Vec<(&str, &str)> = labels.to_vec();
         all.push(("kubernetes.io/metadata.name", name));
         view = view.with_namespace(name, &all);
-        let annotations: BTreeMap<String, String> =
-            annotations.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let annotations: BTreeMap<String, String> = annotations
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         view.annotations.insert((*name).to_owned(), annotations);
     }
     let restriction = TolerationRestrictionConfig::default();
@@ -162,7 +179,8 @@ fn the_condition_sends_every_write_draguard_would_patch() {
                 let mut labels: BTreeMap<&str, &str> = labels.iter().copied().collect();
                 labels.insert("kubernetes.io/metadata.name", name);
                 let annotations: BTreeMap<&str, &str> = annotations.iter().copied().collect();
-                let namespace_object = json!({"metadata": {"name": name, "labels": labels, "annotations": annotations}});
+                let namespace_object =
+                    json!({"metadata": {"name": name, "labels": labels, "annotations": annotations}});
                 for (file, request) in &requests {
                     let request = in_namespace(request, name);
                     let patch = patch_len(&request, &view, &set, restricted);

@@ -223,7 +223,10 @@ fn selectors_names_and_exclusions_translate_exactly() {
             ],
         ),
         // One exclusion, no names: every namespace but it.
-        ("{exclude: [ml-sandbox]}", &[("ml-sandbox", None, false), ("ml", None, true)]),
+        (
+            "{exclude: [ml-sandbox]}",
+            &[("ml-sandbox", None, false), ("ml", None, true)],
+        ),
         // Regular-expression characters in a glob are literal.
         (
             "{names: [\"a.b*\", \"(x)+\"]}",
