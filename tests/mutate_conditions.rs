@@ -185,6 +185,13 @@ fn the_condition_sends_every_write_draguard_would_patch() {
                     let request = in_namespace(request, name);
                     let patch = patch_len(&request, &view, &set, restricted);
                     let is_sent = sent(&condition, &request, &namespace_object);
+                    // As a real apiserver evaluates a webhook's
+                    // matchConditions: without the namespace.
+                    let sent_blind = sent(&condition, &request, &Value::Null);
+                    assert!(
+                        patch == 0 || sent_blind,
+                        "{set_name}: {file} in {name} is patched, but not sent without namespaceObject: {condition}"
+                    );
                     assert!(
                         patch == 0 || is_sent,
                         "{set_name} (toleration restriction {}): {file} in {name} gets {patch} patch operations, but is not sent: {condition}",

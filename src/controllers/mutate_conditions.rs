@@ -4,6 +4,9 @@
 //! a namespace where some policy in force has default tolerations for it,
 //! or a Pod CREATE when `--toleration-restriction` is on. Every other claim
 //! and Pod write reaches the validating entry alone: one call, not two.
+//! Where the apiserver does not bind `namespaceObject` (a webhook's
+//! matchConditions, see [`expression`]), "in a namespace where" widens to
+//! "anywhere, if some policy has defaults for that kind".
 //!
 //! The condition must never be narrower than the truth (a write draguard
 //! would patch must still reach it), so it is built from what
@@ -56,9 +59,14 @@ pub fn condition(set: &PolicySet, toleration_restriction: bool) -> MatchConditio
 }
 
 /// The CEL expression, over the admission variables `request` and
-/// `namespaceObject` (k8s.io/apiserver pkg/admission/plugin/webhook/matchconditions).
-/// `namespaceObject` is null only for a cluster-scoped object, which these
-/// kinds are not; were it null, the write is sent (never narrower).
+/// `namespaceObject`. The apiserver declares `namespaceObject` for every
+/// admission CEL expression (kubernetes v1.36
+/// staging/src/k8s.io/apiserver/pkg/admission/plugin/cel/compile.go,
+/// `createEnvForOpts`), but a webhook's matchConditions are evaluated
+/// without a namespace (pkg/admission/plugin/webhook/matchconditions/matcher.go
+/// passes none), so there it is null: a policy whose selection needs the
+/// namespace then counts as selecting it. What is exact whatever the
+/// namespace: a kind no policy in force has defaults for is never sent.
 pub fn expression(set: &PolicySet, toleration_restriction: bool) -> String {
     let policies = || {
         set.policies
@@ -76,8 +84,7 @@ pub fn expression(set: &PolicySet, toleration_restriction: bool) -> String {
         "!((request.resource.group == '' && request.resource.resource == 'pods') || \
          (request.resource.group == 'resource.k8s.io' && \
          request.resource.resource in ['resourceclaims', 'resourceclaimtemplates'])) || \
-         (request.operation == 'CREATE' && (namespaceObject == null || \
-         (request.resource.resource == 'pods' ? {pods} : {claims})))"
+         (request.operation == 'CREATE' && (request.resource.resource == 'pods' ? {pods} : {claims}))"
     );
     if text.len() > MAX_EXPRESSION_LEN {
         "true".to_owned()
@@ -126,7 +133,11 @@ fn selects(p: &TolerationPolicy) -> String {
         terms.push(format!("!({})", any(excluded.into_iter())));
     }
     terms.push(chosen);
-    all(terms)
+    match all(terms) {
+        every if every == "true" => every,
+        // Unknown namespace: the policy may select it.
+        some => format!("(namespaceObject == null || {some})"),
+    }
 }
 
 /// The namespace's name. Not `request.namespace`: `namespace` is a CEL

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::admissionregistration::v1::{RuleWithOperations, ServiceReference, WebhookClientConfig};
 use kube_cel::cel::{Context, Program, Value as CelValue};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::policy::load::parse;
@@ -54,6 +54,12 @@ fn claim<'a>(namespace: &'a str, labels: Option<&'a [(&'a str, &'a str)]>) -> Wr
 }
 
 fn sent(expression: &str, w: &Write<'_>) -> bool {
+    sent_with(expression, w, true)
+}
+
+/// `with_namespace: false`: `namespaceObject` is null, as the apiserver
+/// binds it for a webhook's matchConditions.
+fn sent_with(expression: &str, w: &Write<'_>, with_namespace: bool) -> bool {
     let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
     let mut metadata = json!({"name": w.namespace});
     if let Some(labels) = w.labels {
@@ -67,7 +73,12 @@ fn sent(expression: &str, w: &Write<'_>) -> bool {
         "userInfo": {"username": "alice"},
     });
     let mut ctx = Context::default();
-    for (name, value) in [("request", request), ("namespaceObject", json!({"metadata": metadata}))] {
+    let namespace = if with_namespace {
+        json!({"metadata": metadata})
+    } else {
+        Value::Null
+    };
+    for (name, value) in [("request", request), ("namespaceObject", namespace)] {
         ctx.add_variable_from_value(name, kube_cel::cel::to_value(&value).expect("CEL value"));
     }
     match program.execute(&ctx) {
@@ -350,4 +361,26 @@ fn the_patch_adds_or_replaces_only_our_condition_in_our_defaulting_entry() {
     // Full: a 65th would be refused, so the entry is left as it is.
     entries[1].match_conditions = Some((0..64).map(|i| cond(&format!("c{i}"), "true")).collect());
     assert!(plan(&entries, "draguard", "draguard", &desired).is_empty());
+}
+
+/// As a real apiserver evaluates a webhook's matchConditions: no
+/// namespace. A kind no policy has defaults for is still never sent; a
+/// policy that selects namespaces sends its kind everywhere.
+#[test]
+fn without_the_namespace_only_kinds_without_defaults_are_skipped() {
+    let pods_in_ml = set(&format!(
+        "{HEAD}metadata: {{name: ml}}\nspec:\n  namespaces: {{names: [ml], selector: {{matchLabels: {{team: ml}}}}, exclude: [x]}}\n  pods:\n    defaults: [{{key: a, operator: Exists}}]\n"
+    ));
+    let e = expression(&pods_in_ml, false);
+    assert!(
+        sent_with(&e, &pod("web", None), false),
+        "the namespace is unknown: sent"
+    );
+    assert!(
+        !sent_with(&e, &claim("web", None), false),
+        "no device defaults: never sent"
+    );
+    assert!(!sent(&e, &pod("web", None)), "with the namespace: exact");
+    let everywhere = expression(&with_defaults("{}"), false);
+    assert!(!everywhere.contains("namespaceObject"), "{everywhere}");
 }
