@@ -1336,3 +1336,128 @@ fn workload_updates_are_sent_only_when_the_pod_template_changes() {
         assert_eq!(sent(&tolerating, &object), [WORKLOADS], "{kind}: a toleration changed");
     }
 }
+
+/// A claim or template CREATE costs one webhook call once draguard has
+/// written its managed condition (src/controllers/mutate_conditions.rs)
+/// into mutate.draguard.dev, where no policy in force has device
+/// defaults: two before. With the shipped policies (Pod defaults in `ml`,
+/// `ml-*` and `team=ml` namespaces; no device defaults), every claim and
+/// template CREATE the apiserver sent reaches the validating entry alone;
+/// a Pod still reaches /mutate too, in every namespace, since a webhook's
+/// matchConditions do not see the namespace's name or labels.
+#[test]
+fn a_create_no_policy_defaults_reaches_one_entry_with_the_managed_condition() {
+    let Some(mut docs) = render(&overlay("base")) else {
+        return;
+    };
+    let policies = draguard::policy::load::load_dir(&Path::new(ROOT).join("policies"))
+        .expect("the shipped policies")
+        .set;
+    let creates: Vec<(String, Value)> = apiserver_requests()
+        .into_iter()
+        .filter(|(file, endpoint, request)| {
+            endpoint.starts_with("/mutate")
+                && request["operation"] == "CREATE"
+                && ["pod-", "resourceclaim-", "resourceclaimtemplate-"]
+                    .iter()
+                    .any(|k| file.starts_with(k))
+        })
+        .map(|(file, _, request)| (file, request))
+        .collect();
+    assert!(creates.len() >= 30, "{}", creates.len());
+    let calls = |docs: &[Value], ns: &str| -> Vec<(String, usize, usize)> {
+        creates
+            .iter()
+            .map(|(file, request)| {
+                let mut request = request.clone();
+                request["namespace"] = json!(ns);
+                request["object"]["metadata"]["namespace"] = json!(ns);
+                let stored = json!({"metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}}});
+                let reached = reached_with_namespace(docs, &request, &stored);
+                (file.clone(), reached.len(), draguard_patches(&request))
+            })
+            .collect()
+    };
+    let before = calls(&docs, "default");
+    assert!(before.iter().all(|(_, n, _)| *n == 2), "before: {before:?}");
+    // What `serve --manage-webhook-certs` writes.
+    let managed = draguard::controllers::mutate_conditions::condition(&policies, false);
+    let config = docs
+        .iter_mut()
+        .find(|d| d["kind"] == "MutatingWebhookConfiguration")
+        .expect("the MutatingWebhookConfiguration");
+    let entry = config["webhooks"]
+        .as_array_mut()
+        .expect("webhooks")
+        .iter_mut()
+        .find(|w| w["name"] == "mutate.draguard.dev")
+        .expect("mutate.draguard.dev");
+    entry["matchConditions"]
+        .as_array_mut()
+        .expect("conditions")
+        .push(serde_json::to_value(&managed).expect("JSON"));
+    for ns in ["default", "ml"] {
+        for (file, n, patches) in calls(&docs, ns) {
+            let want = if file.starts_with("pod-") { 2 } else { 1 };
+            assert_eq!(n, want, "{file} in {ns}");
+            assert!(
+                patches == 0 || want == 2,
+                "{file} in {ns}: {patches} patch operations, not sent"
+            );
+        }
+    }
+    let after = calls(&docs, "default");
+    eprintln!(
+        "webhook calls for {} claim/template/Pod CREATEs in `default`: {} before, {} after",
+        creates.len(),
+        before.iter().map(|(_, n, _)| n).sum::<usize>(),
+        after.iter().map(|(_, n, _)| n).sum::<usize>()
+    );
+}
+
+/// [`reached`], with `namespaceObject` declared as the apiserver declares
+/// it for a webhook's matchConditions (the managed condition reads it).
+fn reached_with_namespace<'a>(docs: &'a [Value], request: &Value, stored: &Value) -> Vec<(&'a Value, &'a Value)> {
+    let labels = selector_labels(request, stored);
+    let sent = |expression: &str| {
+        let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
+        let mut ctx = Context::default();
+        // The apiserver binds no namespace for a webhook's matchConditions
+        // (the managed condition's doc comment): null, as there.
+        let variables = [request, &request["object"], &request["oldObject"], &Value::Null];
+        for (name, value) in MATCH_CONDITION_VARIABLES
+            .into_iter()
+            .chain(["namespaceObject"])
+            .zip(variables)
+        {
+            ctx.add_variable_from_value(name, kube_cel::cel::to_value(value).expect("CEL value"));
+        }
+        match program.execute(&ctx) {
+            Ok(CelValue::Bool(b)) => b,
+            other => panic!("{expression}: {other:?}"),
+        }
+    };
+    webhooks(docs)
+        .into_iter()
+        .filter(|(_, w)| {
+            w["rules"]
+                .as_array()
+                .expect("rules")
+                .iter()
+                .any(|r| rule_matches(r, request))
+        })
+        .filter(|(_, w)| {
+            let borrowed: Option<BTreeMap<&str, &str>> = labels
+                .as_ref()
+                .map(|l| l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect());
+            borrowed.is_none_or(|l| selects(&w["namespaceSelector"], &l))
+        })
+        .filter(|(_, w)| {
+            w["matchConditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|c| sent(c["expression"].as_str().expect("expression")))
+        })
+        .collect()
+}

@@ -9,6 +9,7 @@ use k8s_quantity::Quantity;
 
 use crate::cluster::apiserver::{self, Apiserver, Recheck};
 use crate::cluster::live::LiveView;
+use crate::controllers::mutate_conditions_sync::MutateConditions;
 use crate::controllers::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
 use crate::kubernetes::apiserver_report::Mismatch;
 use crate::policy::toleration_restriction::TolerationRestrictionConfigError;
@@ -293,6 +294,15 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
                 webhook_config = %settings.webhook_config,
                 "managing the webhook certificate and caBundle"
             );
+            // The same rights keep the defaulting entry's matchCondition
+            // in step with the policies: /mutate is called only where a
+            // default can apply.
+            let conditions = MutateConditions::new(
+                client.clone(),
+                settings.clone(),
+                config.policies.clone(),
+                config.toleration_restriction.is_some(),
+            );
             let manager = WebhookCerts::new(client.clone(), settings, cert);
             let certs_ready = manager.readiness();
             let cluster_ready = config.ready.clone();
@@ -302,7 +312,7 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
                 // certificate: the apiserver cannot call this replica then.
                 certs_ready.check()
             });
-            Some(manager)
+            Some((manager, conditions))
         }
         (Some(_), None) => {
             return Err(StartupError::NeedsCluster {
@@ -313,8 +323,9 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     };
     let policies = config.policies.clone();
     let running = server::start(config).await?;
-    if let Some(manager) = cert_manager {
+    if let Some((manager, conditions)) = cert_manager {
         tokio::spawn(manager.run());
+        tokio::spawn(conditions.run());
     }
     if args.sync_quotas {
         let Some((view, client)) = cluster else {

@@ -1,0 +1,282 @@
+//! The `matchConditions` entry draguard keeps on its own defaulting webhook
+//! (`mutate.draguard.dev`), so that the apiserver calls `/mutate` only for
+//! a write draguard could change: a claim, claim template or Pod CREATE in
+//! a namespace where some policy in force has default tolerations for it,
+//! or a Pod CREATE when `--toleration-restriction` is on. Every other claim
+//! and Pod write reaches the validating entry alone: one call, not two.
+//! Where the apiserver does not bind `namespaceObject` (a webhook's
+//! matchConditions, see [`expression`]), "in a namespace where" widens to
+//! "anywhere, if some policy has defaults for that kind".
+//!
+//! The condition must never be narrower than the truth (a write draguard
+//! would patch must still reach it), so it is built from what
+//! `review::mutate` really does on these kinds and errs towards `true`:
+//! - Claims, templates and Pods get no `timeAdded` stamp (only slices,
+//!   DeviceTaintRules and ResourceSlicePatches do, through another entry),
+//!   and no default on UPDATE: only a CREATE can be patched.
+//! - A policy adds defaults where it selects the namespace, is not in
+//!   Audit mode and has `pods.defaults` (Pods) or `devices.defaults`
+//!   (claims, templates). Exemptions are left out of the condition: they
+//!   only ever remove a default, so leaving them out costs a call, never a
+//!   default.
+//! - PodTolerationRestriction's merge adds the memory-pressure toleration
+//!   to every Pod that is not BestEffort, whatever the namespace's
+//!   annotations say, so with the flag on every Pod CREATE is sent.
+//! - Any other resource the entry is sent (an overlay that widens its
+//!   rules) is always sent: the condition judges only these three.
+//!
+//! Pure: the controller in `mutate_conditions_sync` does the IO.
+
+use k8s_openapi::api::admissionregistration::v1::{MatchCondition, MutatingWebhook};
+use serde_json::{Value, json};
+
+use crate::policy::model::{LabelSelector, SelectorOperator};
+use crate::policy::{Mode, PolicySet, TolerationPolicy};
+
+/// The name of draguard's managed condition; any other condition of the
+/// entry (the manifest's `not-a-kubelet`) is left as it is.
+pub const CONDITION_NAME: &str = "draguard-policies-in-force";
+
+/// The most conditions one webhook entry may hold (k8s.io/api
+/// admissionregistration/v1 types.go, `MatchConditions` "maximum of 64",
+/// enforced in kubernetes v1.36 pkg/apis/admissionregistration/validation/validation.go).
+pub const MAX_MATCH_CONDITIONS: usize = 64;
+
+/// Past this length the expression is replaced by `true` (always call
+/// `/mutate`, as without a managed condition): a policy set of thousands of
+/// selectors must not make a configuration the apiserver refuses for its
+/// size or CEL cost. 32 KiB of `||`-joined comparisons costs far below the
+/// apiserver's per-expression budget (kubernetes v1.36
+/// staging/src/k8s.io/apiserver/pkg/apis/cel/config.go, PerCallLimit 1e6).
+pub const MAX_EXPRESSION_LEN: usize = 32 * 1024;
+
+/// The managed condition for the policies in force.
+pub fn condition(set: &PolicySet, toleration_restriction: bool) -> MatchCondition {
+    MatchCondition {
+        name: CONDITION_NAME.to_owned(),
+        expression: expression(set, toleration_restriction),
+    }
+}
+
+/// The CEL expression, over the admission variables `request` and
+/// `namespaceObject`. The apiserver declares `namespaceObject` for every
+/// admission CEL expression (kubernetes v1.36
+/// staging/src/k8s.io/apiserver/pkg/admission/plugin/cel/compile.go,
+/// `createEnvForOpts`), but a webhook's matchConditions are evaluated
+/// without a namespace (pkg/admission/plugin/webhook/matchconditions/matcher.go
+/// passes none), so there it is null: a policy whose selection needs the
+/// namespace then counts as selecting it. What is exact whatever the
+/// namespace: a kind no policy in force has defaults for is never sent.
+pub fn expression(set: &PolicySet, toleration_restriction: bool) -> String {
+    let policies = || {
+        set.policies
+            .iter()
+            .map(|l| &l.policy)
+            .filter(|p| p.spec.mode != Mode::Audit)
+    };
+    let pods = if toleration_restriction {
+        "true".to_owned()
+    } else {
+        any(policies().filter(|p| !p.spec.pods.defaults.is_empty()).map(selects))
+    };
+    let claims = any(policies().filter(|p| !p.spec.devices.defaults.is_empty()).map(selects));
+    let text = format!(
+        "!((request.resource.group == '' && request.resource.resource == 'pods') || \
+         (request.resource.group == 'resource.k8s.io' && \
+         request.resource.resource in ['resourceclaims', 'resourceclaimtemplates'])) || \
+         (request.operation == 'CREATE' && (request.resource.resource == 'pods' ? {pods} : {claims}))"
+    );
+    if text.len() > MAX_EXPRESSION_LEN {
+        "true".to_owned()
+    } else {
+        text
+    }
+}
+
+/// `a || b || …`, parenthesised; `false` for none.
+fn any(terms: impl Iterator<Item = String>) -> String {
+    let terms: Vec<String> = terms.collect();
+    match terms.len() {
+        0 => "false".to_owned(),
+        1 => terms.concat(),
+        _ => format!("({})", terms.join(" || ")),
+    }
+}
+
+/// `a && b && …`, parenthesised; `true` for none.
+fn all(terms: Vec<String>) -> String {
+    match terms.len() {
+        0 => "true".to_owned(),
+        1 => terms.concat(),
+        _ => format!("({})", terms.join(" && ")),
+    }
+}
+
+/// [`TolerationPolicy::selects`] as CEL: names or selector, minus
+/// exclusions; neither names nor selector means every namespace.
+fn selects(p: &TolerationPolicy) -> String {
+    let sel = &p.spec.namespaces;
+    let excluded = sel.exclude.iter().map(|g| name_matches(g)).collect::<Vec<_>>();
+    let chosen = if sel.names.is_empty() && sel.selector.is_none() {
+        "true".to_owned()
+    } else {
+        any(sel
+            .names
+            .iter()
+            .map(|g| name_matches(g))
+            .chain(sel.selector.as_ref().map(selector)))
+    };
+    let mut terms = Vec::new();
+    if !excluded.is_empty() {
+        // Parenthesised: a single `a == b` is not parenthesised by `any`,
+        // and `!` binds tighter than `==`.
+        terms.push(format!("!({})", any(excluded.into_iter())));
+    }
+    terms.push(chosen);
+    match all(terms) {
+        every if every == "true" => every,
+        // Unknown namespace: the policy may select it.
+        some => format!("(namespaceObject == null || {some})"),
+    }
+}
+
+/// The namespace's name. Not `request.namespace`: `namespace` is a CEL
+/// reserved word, which Kubernetes' CEL reaches only as `__namespace__`
+/// (the escaping rules of k8s.io/apiserver v0.36 pkg/cel/escaping.go).
+const NAME: &str = "namespaceObject.metadata.name";
+
+/// `crate::policy::glob_match` of the request's namespace: a glob without
+/// `*` or `?` is an equality, any other an anchored RE2 pattern.
+fn name_matches(glob: &str) -> String {
+    if !glob.contains(['*', '?']) {
+        return format!("{NAME} == {}", quote(glob));
+    }
+    let mut pattern = String::from("^");
+    for c in glob.chars() {
+        match c {
+            '*' => pattern.push_str(".*"),
+            '?' => pattern.push('.'),
+            // RE2's metacharacters (Go regexp.QuoteMeta's set), escaped.
+            '\\' | '.' | '+' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$' => {
+                pattern.push('\\');
+                pattern.push(c);
+            }
+            c => pattern.push(c),
+        }
+    }
+    pattern.push('$');
+    format!("{NAME}.matches({})", quote(&pattern))
+}
+
+/// A Kubernetes LabelSelector on the namespace's labels, as draguard
+/// evaluates it (`crate::policy::selector_matches`), which mirrors
+/// k8s.io/apimachinery v0.36 pkg/labels/selector.go `Requirement.Matches`:
+/// `In` needs the key with a listed value, `NotIn` passes an absent key,
+/// `Exists`/`DoesNotExist` look at the key only, and an empty selector
+/// matches every namespace. A namespace without labels has no key.
+fn selector(s: &LabelSelector) -> String {
+    let has = |key: &str| {
+        format!(
+            "(has(namespaceObject.metadata.labels) && {} in namespaceObject.metadata.labels)",
+            quote(key)
+        )
+    };
+    let value = |key: &str| format!("namespaceObject.metadata.labels[{}]", quote(key));
+    let list = |values: &[String]| format!("[{}]", values.iter().map(|v| quote(v)).collect::<Vec<_>>().join(", "));
+    let mut terms: Vec<String> = s
+        .match_labels
+        .iter()
+        .map(|(k, v)| format!("({} && {} == {})", has(k), value(k), quote(v)))
+        .collect();
+    for e in &s.match_expressions {
+        let is_in = || format!("({} && {} in {})", has(&e.key), value(&e.key), list(&e.values));
+        terms.push(match e.operator {
+            SelectorOperator::In if e.values.is_empty() => "false".to_owned(),
+            SelectorOperator::In => is_in(),
+            SelectorOperator::NotIn if e.values.is_empty() => "true".to_owned(),
+            SelectorOperator::NotIn => format!("!{}", is_in()),
+            SelectorOperator::Exists => has(&e.key),
+            SelectorOperator::DoesNotExist => format!("!{}", has(&e.key)),
+        });
+    }
+    all(terms)
+}
+
+/// A CEL single-quoted string literal (cel-spec syntax: `\\`, `\'` and the
+/// control characters escaped).
+fn quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Whether an entry is draguard's defaulting entry: it calls our service
+/// and its rules can send claims, claim templates or Pods (the entry that
+/// stamps device taints is left alone).
+pub fn is_defaulting_entry(webhook: &MutatingWebhook, namespace: &str, service: &str) -> bool {
+    let ours = webhook
+        .client_config
+        .service
+        .as_ref()
+        .is_some_and(|s| s.namespace == namespace && s.name == service);
+    let sends = webhook.rules.iter().flatten().any(|rule| {
+        rule.resources
+            .iter()
+            .flatten()
+            .any(|r| matches!(r.as_str(), "*" | "pods" | "resourceclaims" | "resourceclaimtemplates"))
+    });
+    ours && sends
+}
+
+/// JSON patch operations that put `desired` into every defaulting entry of
+/// `webhooks` (the configuration's list, in order), each guarded by a
+/// `test` of the entry's name and, when one is replaced, of the condition's
+/// (a list reordered meanwhile fails the patch instead of touching another
+/// entry). Other entries and other conditions are untouched. Empty when
+/// every such entry already has it. An entry already holding 64 conditions
+/// without ours is left as it is: the apiserver would refuse a 65th.
+pub fn plan(webhooks: &[MutatingWebhook], namespace: &str, service: &str, desired: &MatchCondition) -> Vec<Value> {
+    let mut ops = Vec::new();
+    for (i, webhook) in webhooks.iter().enumerate() {
+        if !is_defaulting_entry(webhook, namespace, service) {
+            continue;
+        }
+        let entry = format!("/webhooks/{i}");
+        let name_test = json!({"op": "test", "path": format!("{entry}/name"), "value": webhook.name});
+        let Some(conditions) = &webhook.match_conditions else {
+            ops.push(name_test);
+            ops.push(json!({"op": "add", "path": format!("{entry}/matchConditions"), "value": [desired]}));
+            continue;
+        };
+        match conditions.iter().position(|c| c.name == desired.name) {
+            Some(j) if conditions[j].expression == desired.expression => {}
+            Some(j) => {
+                let path = format!("{entry}/matchConditions/{j}");
+                ops.push(name_test);
+                ops.push(json!({"op": "test", "path": format!("{path}/name"), "value": desired.name}));
+                ops.push(json!({"op": "replace", "path": format!("{path}/expression"), "value": desired.expression}));
+            }
+            None if conditions.len() >= MAX_MATCH_CONDITIONS => {}
+            None => {
+                ops.push(name_test);
+                ops.push(json!({"op": "add", "path": format!("{entry}/matchConditions/-"), "value": desired}));
+            }
+        }
+    }
+    ops
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,210 @@
+//! The managed matchCondition is never narrower than the truth: for every
+//! policy set (the shipped policies/, the examples, and sets covering each
+//! selector form), every claim, claim template and Pod a real kube-apiserver
+//! sent (tests/fixtures/apiserver), and a set of namespaces, the condition
+//! is true whenever draguard's own `/mutate` answer would carry a patch.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use draguard::cluster::StaticView;
+use draguard::controllers::mutate_conditions::expression;
+use draguard::policy::PolicySet;
+use draguard::policy::load::{load_dir, parse};
+use draguard::policy::toleration_restriction::{DEFAULT_TOLERATIONS, TolerationRestrictionConfig};
+use draguard::review::{Context, Phase};
+use kube_cel::cel::{Context as CelContext, Program, Value as CelValue};
+use serde_json::{Value, json};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Policy sets with defaults for Pods and devices behind each selector
+/// form, besides the shipped and example ones.
+const SETS: &[&str] = &[
+    "metadata: {name: gpu}
+spec:
+  namespaces: {selector: {matchExpressions: [{key: gpu, operator: Exists}, {key: frozen, operator: DoesNotExist}]}}
+  devices: {defaults: [{key: gpu.example.com/maintenance, operator: Exists, effect: NoSchedule}]}
+  pods: {defaults: [{key: gpu, operator: Exists, effect: NoSchedule}]}",
+    "metadata: {name: tiers}
+spec:
+  mode: Warn
+  namespaces: {selector: {matchExpressions: [{key: tier, operator: In, values: [gold]}, {key: team, operator: NotIn, values: [web]}]}}
+  devices: {defaults: [{key: tier, operator: Equal, value: gold, effect: NoSchedule}]}",
+    "metadata: {name: everywhere-but}
+spec:
+  namespaces: {exclude: [\"ml-*\", kube-system]}
+  pods: {defaults: [{key: everywhere, operator: Exists}]}",
+    "metadata: {name: audit-only}
+spec:
+  mode: Audit
+  devices: {defaults: [{key: audit, operator: Exists}]}
+  pods: {defaults: [{key: audit, operator: Exists}]}",
+];
+
+fn policy_sets() -> Vec<(String, PolicySet)> {
+    let mut sets = vec![(
+        "policies/".to_owned(),
+        load_dir(&Path::new(ROOT).join("policies"))
+            .expect("shipped policies")
+            .set,
+    )];
+    let examples = Path::new(ROOT).join("examples/policy-test");
+    if let Ok(loaded) = load_dir(&examples) {
+        sets.push(("examples/policy-test/".to_owned(), loaded.set));
+    }
+    for yaml in SETS {
+        let text = format!("apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\n{yaml}\n");
+        let policies = parse("set.yaml", &text).unwrap_or_else(|e| panic!("{yaml}: {e:?}"));
+        sets.push((policies[0].policy.metadata.name.clone(), PolicySet { policies }));
+    }
+    sets
+}
+
+/// (name, labels, annotations)
+type Namespace = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [(&'static str, &'static str)],
+);
+
+const NAMESPACES: &[Namespace] = &[
+    ("default", &[], &[]),
+    ("ml", &[], &[]),
+    ("ml-train", &[("team", "ml")], &[]),
+    ("ml-sandbox", &[("team", "ml")], &[]),
+    ("ops", &[("team", "ml")], &[]),
+    ("research", &[("gpu", ""), ("tier", "gold")], &[]),
+    ("frozen", &[("gpu", "a100"), ("frozen", "yes")], &[]),
+    ("web", &[("tier", "gold"), ("team", "web")], &[]),
+    (
+        "restricted",
+        &[],
+        &[(DEFAULT_TOLERATIONS, r#"[{"key": "r", "operator": "Exists"}]"#)],
+    ),
+];
+
+/// The claim, template and Pod requests the apiserver sent to `/mutate`,
+/// CREATEs and UPDATEs.
+fn requests() -> Vec<(String, Value)> {
+    let dir = Path::new(ROOT).join("tests/fixtures/apiserver");
+    let index: Value = serde_json::from_slice(&std::fs::read(dir.join("index.json")).expect("index")).expect("JSON");
+    index
+        .as_array()
+        .expect("index")
+        .iter()
+        .filter_map(|e| {
+            let file = e["file"].as_str()?;
+            let kinds = ["pod-", "resourceclaim-", "resourceclaimtemplate-"];
+            if !kinds.iter().any(|k| file.starts_with(k)) || !e["webhook"].as_str()?.starts_with("/mutate") {
+                return None;
+            }
+            let review: Value = serde_json::from_slice(&std::fs::read(dir.join(file)).ok()?).ok()?;
+            Some((file.to_owned(), review["request"].clone()))
+        })
+        .collect()
+}
+
+fn in_namespace(request: &Value, ns: &str) -> Value {
+    let mut request = request.clone();
+    request["namespace"] = json!(ns);
+    for object in ["object", "oldObject"] {
+        if request[object].is_object() {
+            request[object]["metadata"]["namespace"] = json!(ns);
+        }
+    }
+    request
+}
+
+fn sent(expression: &str, request: &Value, namespace_object: &Value) -> bool {
+    let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
+    let mut ctx = CelContext::default();
+    let variables = [
+        ("request", request),
+        ("object", &request["object"]),
+        ("oldObject", &request["oldObject"]),
+        ("namespaceObject", namespace_object),
+    ];
+    for (name, value) in variables {
+        ctx.add_variable_from_value(name, kube_cel::cel::to_value(value).expect("CEL value"));
+    }
+    match program.execute(&ctx) {
+        Ok(CelValue::Bool(b)) => b,
+        other => panic!("{expression}: {other:?}"),
+    }
+}
+
+/// draguard's own `/mutate` answer: how many patch operations.
+fn patch_len(
+    request: &Value,
+    view: &StaticView,
+    policies: &PolicySet,
+    restriction: Option<&TolerationRestrictionConfig>,
+) -> usize {
+    let ctx = Context {
+        now: "2026-11-21T10:00:00Z".parse().expect("time"),
+        cluster: view,
+        policies,
+        toleration_restriction: restriction,
+        phase: Phase::Mutate,
+        deadline: None,
+        target: Default::default(),
+    };
+    let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request});
+    let incoming = draguard::admission::Incoming::parse(&serde_json::to_vec(&review).expect("JSON")).expect("review");
+    incoming.answer(&ctx).0.patch.len()
+}
+
+#[test]
+fn the_condition_sends_every_write_draguard_would_patch() {
+    let mut view = StaticView::default();
+    for (name, labels, annotations) in NAMESPACES {
+        let mut all: Vec<(&str, &str)> = labels.to_vec();
+        all.push(("kubernetes.io/metadata.name", name));
+        view = view.with_namespace(name, &all);
+        let annotations: BTreeMap<String, String> = annotations
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        view.annotations.insert((*name).to_owned(), annotations);
+    }
+    let restriction = TolerationRestrictionConfig::default();
+    let requests = requests();
+    assert!(requests.len() >= 30, "fixtures: {}", requests.len());
+    let (mut patched, mut skipped) = (0, 0);
+    for (set_name, set) in policy_sets() {
+        for restricted in [None, Some(&restriction)] {
+            let condition = expression(&set, restricted.is_some());
+            for (name, labels, annotations) in NAMESPACES {
+                let mut labels: BTreeMap<&str, &str> = labels.iter().copied().collect();
+                labels.insert("kubernetes.io/metadata.name", name);
+                let annotations: BTreeMap<&str, &str> = annotations.iter().copied().collect();
+                let namespace_object =
+                    json!({"metadata": {"name": name, "labels": labels, "annotations": annotations}});
+                for (file, request) in &requests {
+                    let request = in_namespace(request, name);
+                    let patch = patch_len(&request, &view, &set, restricted);
+                    let is_sent = sent(&condition, &request, &namespace_object);
+                    // As a real apiserver evaluates a webhook's
+                    // matchConditions: without the namespace.
+                    let sent_blind = sent(&condition, &request, &Value::Null);
+                    assert!(
+                        patch == 0 || sent_blind,
+                        "{set_name}: {file} in {name} is patched, but not sent without namespaceObject: {condition}"
+                    );
+                    assert!(
+                        patch == 0 || is_sent,
+                        "{set_name} (toleration restriction {}): {file} in {name} gets {patch} patch operations, but is not sent: {condition}",
+                        restricted.is_some()
+                    );
+                    patched += usize::from(patch > 0);
+                    skipped += usize::from(!is_sent);
+                }
+            }
+        }
+    }
+    // Neither side is empty: the check above is not vacuous, and the
+    // condition does skip writes.
+    assert!(patched > 100, "patched {patched}");
+    assert!(skipped > 100, "skipped {skipped}");
+}

@@ -1,0 +1,156 @@
+//! The defaulting webhook's managed matchCondition against a fake API
+//! server: written at start, put back after someone removes it, rewritten
+//! after a policy reload, and — when RBAC refuses the patch — left to the
+//! manifest's own conditions, so every CREATE still reaches /mutate.
+
+mod support {
+    pub mod fake_apiserver;
+}
+
+use std::time::Duration;
+
+use draguard::controllers::mutate_conditions::{CONDITION_NAME, expression};
+use draguard::controllers::mutate_conditions_sync::MutateConditions;
+use draguard::controllers::webhook_certs::Settings;
+use draguard::policy::PolicySet;
+use draguard::policy::load::parse;
+use draguard::policy::reload::PolicyStore;
+use serde_json::{Value, json};
+use support::fake_apiserver::{FakeApiServer, Objects};
+
+const KUBELET: &str = "!request.userInfo.username.startsWith('system:node:')";
+
+fn policies(namespace: &str) -> PolicySet {
+    let yaml = format!(
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: ml}}\nspec:\n  namespaces: {{names: [{namespace}]}}\n  pods:\n    defaults: [{{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}}]\n"
+    );
+    PolicySet {
+        policies: parse("ml.yaml", &yaml).expect("valid policy"),
+    }
+}
+
+/// The MutatingWebhookConfiguration as deploy/base ships it: the
+/// defaulting entry with its static condition, the stamping entry, and
+/// someone else's entry calling another service.
+fn objects() -> Objects {
+    let service = |path: &str| json!({"service": {"name": "draguard", "namespace": "draguard", "path": path}});
+    let mut objects = Objects::default();
+    objects.lists.insert(
+        "mutatingwebhookconfigurations".into(),
+        vec![json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "draguard", "resourceVersion": "5"},
+            "webhooks": [
+                {"name": "other.example.com", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                 "clientConfig": {"service": {"name": "other", "namespace": "other"}},
+                 "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
+                {"name": "mutate.draguard.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                 "clientConfig": service("/mutate"),
+                 "matchConditions": [{"name": "not-a-kubelet", "expression": KUBELET}],
+                 "rules": [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["*"], "operations": ["CREATE"],
+                            "resources": ["resourceclaims", "resourceclaimtemplates"]},
+                           {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
+                {"name": "admin.mutate.draguard.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                 "clientConfig": service("/mutate"),
+                 "rules": [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["*"], "operations": ["CREATE"],
+                            "resources": ["resourceslices"]}]},
+            ]})],
+    );
+    objects
+}
+
+fn conditions(api: &FakeApiServer, i: usize) -> Value {
+    let config = api
+        .webhook_config("mutatingwebhookconfigurations", "draguard")
+        .expect("config");
+    config["webhooks"][i]["matchConditions"].clone()
+}
+
+fn with_ours(expression: &str) -> Value {
+    json!([{"name": "not-a-kubelet", "expression": KUBELET}, {"name": CONDITION_NAME, "expression": expression}])
+}
+
+async fn within(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Duration> {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if done() {
+            return Some(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+fn settings() -> Settings {
+    Settings::new("draguard-tls", "draguard", "draguard", "draguard")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_condition_is_written_restored_and_follows_a_reload() {
+    let api = FakeApiServer::start(objects()).await;
+    let store = PolicyStore::new(policies("ml"));
+    let controller = MutateConditions::new(api.client(), settings(), store.clone(), false);
+    let task = tokio::spawn(controller.run());
+
+    // At start: ours joins the static condition in the defaulting entry.
+    let ml = expression(&policies("ml"), false);
+    within(Duration::from_secs(5), || conditions(&api, 1) == with_ours(&ml))
+        .await
+        .unwrap_or_else(|| panic!("written at start: {}", conditions(&api, 1)));
+    assert_eq!(conditions(&api, 0), Value::Null, "someone else's entry is untouched");
+    assert_eq!(conditions(&api, 2), Value::Null, "the stamping entry is untouched");
+    assert_eq!(api.writes_of("PATCH").len(), 1, "one write");
+
+    // Edited away (a `kubectl apply` of the manifests): put back by the watch.
+    let mut config = api
+        .webhook_config("mutatingwebhookconfigurations", "draguard")
+        .expect("config");
+    config["webhooks"][1]["matchConditions"] = json!([{"name": "not-a-kubelet", "expression": KUBELET}]);
+    api.apply("mutatingwebhookconfigurations", config);
+    let took = within(Duration::from_secs(5), || conditions(&api, 1) == with_ours(&ml))
+        .await
+        .unwrap_or_else(|| panic!("restored: {}", conditions(&api, 1)));
+    assert!(
+        took < Duration::from_secs(2),
+        "restored by the watch, not the minute's check: {took:?}"
+    );
+
+    // A reload to other policies: the expression follows.
+    store.replace(policies("research"));
+    let research = expression(&policies("research"), false);
+    assert_ne!(research, ml);
+    within(Duration::from_secs(5), || conditions(&api, 1) == with_ours(&research))
+        .await
+        .unwrap_or_else(|| panic!("follows the reload: {}", conditions(&api, 1)));
+    assert_eq!(api.writes_of("PATCH").len(), 3, "one write per change, no loop");
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forbidden_patch_leaves_the_static_conditions() {
+    let mut objects = objects();
+    objects.forbid_webhook_patches = true;
+    let api = FakeApiServer::start(objects).await;
+    let controller = MutateConditions::new(api.client(), settings(), PolicyStore::new(policies("ml")), false);
+    let error = controller
+        .ensure(&draguard::controllers::mutate_conditions::condition(
+            &policies("ml"),
+            false,
+        ))
+        .await
+        .expect_err("RBAC refuses the patch");
+    assert!(
+        error
+            .to_string()
+            .starts_with("cannot patch MutatingWebhookConfiguration draguard: "),
+        "{error}"
+    );
+    assert_eq!(
+        api.refused_of("PATCH"),
+        ["403 Forbidden mutatingwebhookconfigurations/draguard"]
+    );
+    // Every CREATE still reaches /mutate through the manifest's condition.
+    assert_eq!(
+        conditions(&api, 1),
+        json!([{"name": "not-a-kubelet", "expression": KUBELET}])
+    );
+}
