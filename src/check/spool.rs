@@ -150,7 +150,7 @@ mod tests {
                 line: i as u64 + 1,
                 column: 3,
             },
-            judgement: if i % 2 == 0 {
+            judgement: if i.is_multiple_of(2) {
                 Judgement::Judged
             } else {
                 Judgement::Skipped {
@@ -159,7 +159,7 @@ mod tests {
                 }
             },
             ignore: vec!["all".into()],
-            allowed: i % 5 != 0,
+            allowed: !i.is_multiple_of(5),
             seconds: 1.0 / (i as f64 + 3.0),
             findings: vec![Finding {
                 severity: Severity::Error,
@@ -167,7 +167,7 @@ mod tests {
                 reason: "FieldValueNotSupported".into(),
                 message: "Unsupported value: \"Bogus\"".into(),
                 position: Position { line: 9, column: 7 },
-                concept: (i % 4 == 0).then_some(crate::review::Concept::Quota),
+                concept: i.is_multiple_of(4).then_some(crate::review::Concept::Quota),
             }],
         }
     }

@@ -297,10 +297,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Some(note) => format!("{}; {note}", report::summary(&report)),
         None => report::summary(&report),
     };
-    if args.quiet {
-        if let Some(why) = report::failure(&report, exit, args.warnings_as_errors) {
-            eprintln!("draguard check: {why}");
-        }
+    if args.quiet
+        && let Some(why) = report::failure(&report, exit, args.warnings_as_errors)
+    {
+        eprintln!("draguard check: {why}");
     }
     let style = report::Style {
         color: false,
