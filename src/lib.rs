@@ -26,4 +26,5 @@ pub mod report;
 pub mod review;
 pub mod rules;
 pub mod server;
+pub mod verdict;
 pub mod yaml;

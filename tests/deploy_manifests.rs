@@ -909,7 +909,7 @@ fn worst_wait(entries: &[(&Value, &Value)]) -> u64 {
 
 /// draguard's own `/mutate` answer on `request`, with the shipped policies.
 fn draguard_patches(request: &Value) -> usize {
-    use draguard::review::Phase;
+    use draguard::verdict::Phase;
     let policies = draguard::policy::load::load_dir(&Path::new(ROOT).join("policies"))
         .expect("the shipped policies")
         .set;

@@ -36,7 +36,8 @@ use crate::kubernetes::Target;
 use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
-use crate::review::{Context, Denial, Envelope, Phase, Request, ReviewError, review};
+use crate::review::{Context, review};
+use crate::verdict::{Denial, Envelope, Phase, Request, ReviewError};
 use crate::yaml::Position;
 pub use input::{FileProblem, Inputs, Source, Walk};
 use object::{Object, Origin, Tree};
@@ -108,7 +109,7 @@ pub struct Finding {
     pub message: String,
     pub position: Position,
     /// The rule a policy violation broke (its SARIF rule comes from it).
-    pub concept: Option<crate::review::Concept>,
+    pub concept: Option<crate::verdict::Concept>,
 }
 
 /// `Kind/namespace/name`, or `Kind/name` for cluster-scoped objects.
@@ -856,7 +857,7 @@ impl Place<'_> {
     }
 
     /// The decision's causes, audit entries and warnings, as findings.
-    fn record(&self, decision: &crate::review::Decision, findings: &mut Vec<Finding>) {
+    fn record(&self, decision: &crate::verdict::Decision, findings: &mut Vec<Finding>) {
         let mut cause = |reason: &str, field: Option<&Path>, message: String, concept| {
             findings.push(Finding {
                 concept,

@@ -13,8 +13,9 @@ use crate::field::{FieldError, Path};
 use crate::kubernetes::KubeVersion;
 use crate::objects::claim_status::{Allocation, ClaimStatus};
 use crate::objects::{DecodeError, ObjectJson, nullable};
-use crate::review::{Context, Decision, Denial, ObjectRef, Phase, Request, ReviewError};
+use crate::review::Context;
 use crate::rules::tolerations::validate_device_toleration;
+use crate::verdict::{Decision, Denial, ObjectRef, Phase, Request, ReviewError};
 
 #[derive(Deserialize, Default)]
 #[serde(default)]

@@ -11,8 +11,8 @@ use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::Path;
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::objects::{DecodeError, ObjectJson, Whole};
-use crate::review::Warning;
 use crate::rules;
+use crate::verdict::Warning;
 
 pub const ROW: KindRow = KindRow {
     group: "resource.k8s.io",

@@ -35,8 +35,9 @@ use crate::objects::{DecodeError, ObjectJson};
 use crate::policy::apply::TolerationList;
 use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::quota::Charge;
-use crate::review::{Context, Decision, Request, Warning};
+use crate::review::Context;
 use crate::rules::cel::CompileBudget;
+use crate::verdict::{Decision, Request, Warning};
 
 /// One kind as the API serves it, and the pipeline that judges it.
 #[derive(Debug)]

@@ -56,7 +56,8 @@ mod tests {
     use crate::admission::Incoming;
     use crate::check::{Options, Source, check};
     use crate::cluster::NoCluster;
-    use crate::review::{Context, Phase};
+    use crate::review::Context;
+    use crate::verdict::Phase;
 
     fn now() -> jiff::Timestamp {
         "2026-11-21T10:00:00Z".parse().expect("time")

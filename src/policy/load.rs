@@ -608,7 +608,7 @@ spec:
         let loaded = parse("p.yaml", GOOD).expect("valid");
         let names: Vec<&str> = loaded.iter().map(|l| l.policy.metadata.name.as_str()).collect();
         assert_eq!(names, vec!["ml-gpus", "maintenance"]);
-        assert_eq!(loaded[1].policy.spec.mode, super::super::Mode::Warn);
+        assert_eq!(loaded[1].policy.spec.mode, crate::verdict::Mode::Warn);
         assert!(loaded[0].policy.spec.pods.allow_platform_defaults);
     }
 

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::authentication::v1::UserInfo;
 
-pub use model::{Mode, Toleration, TolerationPolicy};
+pub use model::{Toleration, TolerationPolicy};
 
 /// The policies in force, each with the file it came from.
 #[derive(Debug, Clone, Default)]

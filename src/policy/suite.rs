@@ -19,7 +19,8 @@ use super::PolicySet;
 use crate::cluster::StaticView;
 use crate::kubernetes::Target;
 use crate::objects::ObjectJson;
-use crate::review::{Context, Decision, Denial, Envelope, Phase, Request};
+use crate::review::Context;
+use crate::verdict::{Decision, Denial, Envelope, Phase, Request};
 
 pub const API_VERSION: &str = "policy.draguard.dev/v1alpha1";
 pub const KIND: &str = "PolicyTest";

@@ -11,23 +11,17 @@
 //! between CEL compiles), and stops once it has passed: the server has
 //! stopped waiting for it.
 
-mod concept;
-mod decision;
-mod error;
+mod context;
 mod mutate;
 mod namespace_guards;
 mod policies;
 mod quota;
-mod request;
 mod subject;
 mod taint_rule_impact;
 mod ties;
 mod validate;
 
-pub use concept::Concept;
-pub use decision::{Decision, Denial, ObjectRef, Warning};
-pub use error::ReviewError;
-pub use request::{Context, Envelope, Phase, Request, operation_name};
+pub use context::Context;
 pub use subject::ReviewSubject;
 
 use kube::core::admission::Operation;
@@ -35,6 +29,7 @@ use kube::core::admission::Operation;
 use crate::kinds::{AdmittedKind, Routed};
 use crate::policy::applicable::Applicable;
 use crate::rules::cel::CompileBudget;
+use crate::verdict::{Decision, Denial, Phase, Request, ReviewError};
 
 /// Decides one admission request.
 pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {

@@ -23,7 +23,8 @@ use crate::log_field::clip;
 use crate::policy::PolicySet;
 use crate::policy::reload::PolicyStore;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
-use crate::review::{Context, Decision, Phase, operation_name};
+use crate::review::Context;
+use crate::verdict::{Decision, Phase, operation_name};
 
 /// What the handlers share; built once by `server::start`.
 #[derive(Clone)]
