@@ -531,7 +531,7 @@ fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
 /// Kinds that live outside namespaces: those the registry says so of, and
 /// others draguard may see in a manifest.
 fn cluster_scoped(kind: &str) -> bool {
-    if let Some(row) = crate::kinds::KINDS.iter().find(|r| r.kind == kind) {
+    if let Some(row) = crate::review::registry::rows().find(|r| r.kind == kind) {
         return !row.namespaced;
     }
     matches!(
@@ -614,8 +614,8 @@ fn admission_request(uid: usize, object: Value, old: Option<Value>, namespace: O
     let api_version = text(&object, "/apiVersion").unwrap_or("");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let kind = text(&object, "/kind").unwrap_or("");
-    let resource =
-        crate::kinds::find(group, kind).map_or_else(|| format!("{}s", kind.to_lowercase()), |r| r.plural.to_owned());
+    let resource = crate::review::registry::find(group, kind)
+        .map_or_else(|| format!("{}s", kind.to_lowercase()), |r| r.plural.to_owned());
     let envelope = Envelope {
         uid: format!("draguard-check-{uid}"),
         kind: GroupVersionKind::gvk(group, version, kind),
@@ -736,13 +736,13 @@ fn check_object(
         };
         return report;
     }
-    let routed = crate::kinds::route(group, version, &kind).is_some();
+    let routed = crate::review::registry::route(group, version, &kind).is_some();
     // A kind draguard judges, in a version it does not know: the
     // apiserver would not take it either, and nothing here may pass
     // unjudged.
     // `extensions/v1beta1` workloads: the group moved to `apps`, whose
     // versions the message names.
-    let known = crate::kinds::find(group, &kind).or_else(|| skip::moved_group(group, &kind));
+    let known = crate::review::registry::find(group, &kind).or_else(|| skip::moved_group(group, &kind));
     if let (false, Some(row)) = (routed, known) {
         let at = located.locate(&prefix, &[Segment::Field("apiVersion".into())]);
         report.judgement = Judgement::Unusable;

@@ -300,7 +300,7 @@ fn request(case: &Case, mut object: Value) -> Request {
     let api_version = text(&object, "/apiVersion");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
     let kind = text(&object, "/kind");
-    let row = crate::kinds::find(group, &kind);
+    let row = crate::review::registry::find(group, &kind);
     let namespaced = row.is_none_or(|r| r.namespaced);
     let namespace = namespaced.then(|| {
         let ns = text(&object, "/metadata/namespace");

@@ -340,7 +340,7 @@ impl Summary {
         Summary {
             uid: incoming.uid().to_owned(),
             handled: kind
-                .and_then(|k| crate::kinds::route(&k.group, &k.version, &k.kind))
+                .and_then(|k| crate::review::registry::route(&k.group, &k.version, &k.kind))
                 .map(|r| r.row.kind),
             kind: kind.map(|k| k.kind.clone()).unwrap_or_default(),
             decoded: request.is_some(),
