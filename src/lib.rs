@@ -21,6 +21,7 @@ pub mod mutate;
 pub mod objects;
 pub mod pki;
 pub mod policy;
+pub mod policy_files;
 pub mod quota;
 pub mod report;
 pub mod review;

@@ -9,9 +9,7 @@ pub mod enforce;
 pub mod load;
 pub mod model;
 pub mod namespace_guards;
-pub mod reload;
 pub mod schema;
-pub mod suite;
 pub mod toleration_restriction;
 
 use std::collections::BTreeMap;

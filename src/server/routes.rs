@@ -21,8 +21,8 @@ use crate::cluster::ClusterView;
 use crate::kubernetes::Target;
 use crate::log_field::clip;
 use crate::policy::PolicySet;
-use crate::policy::reload::PolicyStore;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
+use crate::policy_files::reload::PolicyStore;
 use crate::review::Context;
 use crate::verdict::{Decision, Phase, operation_name};
 
