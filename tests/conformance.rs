@@ -13,7 +13,8 @@ use draguard::admission::status;
 use draguard::cluster::{ClusterView, NoCluster, StaticView};
 use draguard::kubernetes::{KubeVersion, Target};
 use draguard::policy::toleration_restriction::TolerationRestrictionConfig;
-use draguard::review::{Context, Decision, Phase};
+use draguard::review::Context;
+use draguard::verdict::{Decision, Phase};
 use serde_json::Value;
 
 /// Kinds whose rules are not built yet, each with the capability it waits

@@ -643,7 +643,7 @@ fn every_overlay_builds() {
 /// nothing is sent (or read) that the registry does not know.
 #[test]
 fn manifests_agree_with_the_kind_registry() {
-    use draguard::kinds::KINDS;
+    use draguard::review::registry::rows;
     let Some(docs) = render(&overlay("base")) else { return };
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
@@ -662,8 +662,7 @@ fn manifests_agree_with_the_kind_registry() {
                         // A subresource is judged as its kind (the
                         // Namespace guards' status and finalize).
                         let resource = resource.split('/').next().unwrap_or_default().to_owned();
-                        let row = KINDS
-                            .iter()
+                        let row = rows()
                             .find(|r| r.group == group && r.plural == resource)
                             .unwrap_or_else(|| panic!("{}: {group}/{resource} is not in the registry", w["name"]));
                         for v in versions.iter().filter(|v| *v != "*") {
@@ -678,7 +677,7 @@ fn manifests_agree_with_the_kind_registry() {
             }
         }
     }
-    for row in KINDS {
+    for row in rows() {
         for version in row.versions {
             assert!(
                 sent.iter()
@@ -690,8 +689,7 @@ fn manifests_agree_with_the_kind_registry() {
         }
     }
     let crd = find(&docs, "CustomResourceDefinition", "resourceslicepatches.draguard.dev").expect("the CRD");
-    let row = KINDS
-        .iter()
+    let row = rows()
         .find(|r| r.group == "draguard.dev" && r.kind == "ResourceSlicePatch")
         .expect("the CRD's kind in the registry");
     assert_eq!(crd["spec"]["group"], row.group);
@@ -719,7 +717,7 @@ fn manifests_agree_with_the_kind_registry() {
     let mut read_not_judged = Vec::new();
     for rule in role["rules"].as_array().expect("rules") {
         for group in strings(&rule["apiGroups"]) {
-            if group.is_empty() || !KINDS.iter().any(|r| r.group == group) {
+            if group.is_empty() || !rows().any(|r| r.group == group) {
                 continue;
             }
             for resource in strings(&rule["resources"]) {
@@ -729,7 +727,7 @@ fn manifests_agree_with_the_kind_registry() {
                     continue;
                 }
                 assert!(
-                    KINDS.iter().any(|r| r.group == group && r.plural == resource),
+                    rows().any(|r| r.group == group && r.plural == resource),
                     "the ClusterRole reads {group}/{resource}, which the registry does not know"
                 );
             }
@@ -909,7 +907,7 @@ fn worst_wait(entries: &[(&Value, &Value)]) -> u64 {
 
 /// draguard's own `/mutate` answer on `request`, with the shipped policies.
 fn draguard_patches(request: &Value) -> usize {
-    use draguard::review::Phase;
+    use draguard::verdict::Phase;
     let policies = draguard::policy::load::load_dir(&Path::new(ROOT).join("policies"))
         .expect("the shipped policies")
         .set;

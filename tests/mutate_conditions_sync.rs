@@ -14,7 +14,7 @@ use draguard::controllers::mutate_conditions_sync::MutateConditions;
 use draguard::controllers::webhook_certs::Settings;
 use draguard::policy::PolicySet;
 use draguard::policy::load::parse;
-use draguard::policy::reload::PolicyStore;
+use draguard::policy_files::reload::PolicyStore;
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
 

@@ -5,7 +5,8 @@ use draguard::admission::Incoming;
 use draguard::cluster::{ClusterView, NoCluster, StaticView};
 use draguard::policy::PolicySet;
 use draguard::policy::load::parse;
-use draguard::review::{Context, Decision, Phase};
+use draguard::review::Context;
+use draguard::verdict::{Decision, Phase};
 use serde_json::{Value, json};
 
 fn policies(yaml: &str) -> PolicySet {

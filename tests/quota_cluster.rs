@@ -45,7 +45,7 @@ async fn ml_with_eight_gpus(claims: Vec<Value>) -> (FakeApiServer, LiveView) {
 }
 
 /// `/validate`'s verdict on creating `claim` in `ml`, with no policies.
-fn decide_with(view: &LiveView, claim: Value) -> (draguard::review::Decision, Value) {
+fn decide_with(view: &LiveView, claim: Value) -> (draguard::verdict::Decision, Value) {
     let policies = PolicySet::default();
     let ctx = support::context::validate(view, &policies, Default::default());
     Incoming::parse(&reviews::claim_create(claim))

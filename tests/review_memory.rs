@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use draguard::admission::Incoming;
 use draguard::cluster::NoCluster;
-use draguard::review::{Context, Phase};
+use draguard::review::Context;
+use draguard::verdict::Phase;
 use serde_json::{Value, json};
 
 /// The system allocator, counting the bytes live and their peak.

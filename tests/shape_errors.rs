@@ -7,7 +7,8 @@ use draguard::admission::Incoming;
 use draguard::cluster::StaticView;
 use draguard::policy::PolicySet;
 use draguard::policy::toleration_restriction::TolerationRestrictionConfig;
-use draguard::review::{Context, Phase};
+use draguard::review::Context;
+use draguard::verdict::Phase;
 use serde_json::{Value, json};
 
 const PHASES: [Phase; 3] = [Phase::Mutate, Phase::Validate, Phase::Both];

@@ -328,7 +328,7 @@ fn envelope(value: &mut Value, rng: &mut Rng) {
     };
     match rng.below(5) {
         0 => {
-            let row = rng.pick(draguard::kinds::KINDS);
+            let row = &rng.pick(draguard::review::registry::KINDS).row;
             let version = *rng.pick(row.versions);
             request.insert(
                 "kind".into(),

@@ -15,7 +15,8 @@ use draguard::admission::Incoming;
 use draguard::cluster::NoCluster;
 use draguard::kubernetes::{KubeVersion, Target};
 use draguard::policy::PolicySet;
-use draguard::review::{Context, Decision, Denial, Phase, ReviewError};
+use draguard::review::Context;
+use draguard::verdict::{Decision, Denial, Phase, ReviewError};
 use json_patch::PatchOperation;
 use serde_json::Value;
 

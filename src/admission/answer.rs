@@ -15,7 +15,7 @@ use kube::core::response::Status;
 use serde::Serialize;
 
 use super::status::{MAX_CAUSE_MESSAGE_BYTES, MAX_CAUSES, MAX_MESSAGE_BYTES, status, truncate};
-use crate::review::{Decision, Phase};
+use crate::verdict::{Decision, Phase};
 
 /// `{"apiVersion", "kind", "response"}`: what a webhook answers.
 #[derive(Debug, Serialize)]
@@ -127,7 +127,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::review::{ReviewError, Warning};
+    use crate::verdict::{ReviewError, Warning};
 
     fn allowed() -> Decision {
         Decision::allow()

@@ -15,7 +15,8 @@ pub use answer::AdmissionAnswer;
 pub use status::status;
 
 use crate::objects::ObjectJson;
-use crate::review::{Context, Decision, Envelope, Request, ReviewError, review};
+use crate::review::{Context, review};
+use crate::verdict::{Decision, Envelope, Request, ReviewError};
 
 /// A body that is not an AdmissionReview at all: answered with HTTP 400.
 #[derive(Debug, thiserror::Error, PartialEq)]

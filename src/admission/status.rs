@@ -4,8 +4,8 @@
 use kube::core::response::{Status, StatusCause, StatusDetails, StatusSummary};
 
 use crate::field::FieldError;
-use crate::policy::enforce::Violation;
-use crate::review::{Denial, ObjectRef};
+use crate::verdict::Violation;
+use crate::verdict::{Denial, ObjectRef};
 
 /// The most causes a Status lists; the rest are counted in its message.
 pub const MAX_CAUSES: usize = 100;

@@ -115,7 +115,7 @@ pub(super) fn of(v: Value, options: &Options) -> Vec<Fact> {
 fn stamps(v: &Value, group: &str, kind: &str, namespace: String, options: &Options) -> Vec<Fact> {
     let version = text(v, "/apiVersion").map_or("", |a| a.rsplit_once('/').map_or(a, |(_, v)| v));
     // The pod specs of the object, and how many Pods each runs at once.
-    let pod_specs: Vec<(&Value, u64)> = match crate::kinds::route(group, version, kind) {
+    let pod_specs: Vec<(&Value, u64)> = match crate::review::registry::route(group, version, kind) {
         Some(routed) => routed
             .row
             .pod_spec_of(v)
@@ -211,7 +211,7 @@ pub(super) fn charge_of(
 ) -> Option<(String, crate::quota::Charge)> {
     let api_version = text(&v, "/apiVersion")?;
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let routed = crate::kinds::route(group, version, text(&v, "/kind")?)?;
+    let routed = crate::review::registry::route(group, version, text(&v, "/kind")?)?;
     // Only kinds quota counts are decoded.
     let charge = routed.row.charge?;
     let ns = namespace_of(&v, default_namespace).to_owned();

@@ -41,7 +41,8 @@ use crate::kubernetes::Target;
 use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
-use crate::review::{Context, Denial, Envelope, Phase, Request, ReviewError, review};
+use crate::review::{Context, review};
+use crate::verdict::{Denial, Envelope, Phase, Request, ReviewError};
 use crate::yaml::Position;
 pub use input::{FileProblem, Inputs, Source, Walk};
 use object::{Object, Origin, Tree};
@@ -113,7 +114,7 @@ pub struct Finding {
     pub message: String,
     pub position: Position,
     /// The rule a policy violation broke (its SARIF rule comes from it).
-    pub concept: Option<crate::review::Concept>,
+    pub concept: Option<crate::verdict::Concept>,
 }
 
 /// `Kind/namespace/name`, or `Kind/name` for cluster-scoped objects.
@@ -586,7 +587,7 @@ fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
 /// Kinds that live outside namespaces: those the registry says so of, and
 /// others draguard may see in a manifest.
 fn cluster_scoped(kind: &str) -> bool {
-    if let Some(row) = crate::kinds::KINDS.iter().find(|r| r.kind == kind) {
+    if let Some(row) = crate::review::registry::rows().find(|r| r.kind == kind) {
         return !row.namespaced;
     }
     matches!(
@@ -669,8 +670,8 @@ fn admission_request(uid: usize, object: Value, old: Option<Value>, namespace: O
     let api_version = text(&object, "/apiVersion").unwrap_or("");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let kind = text(&object, "/kind").unwrap_or("");
-    let resource =
-        crate::kinds::find(group, kind).map_or_else(|| format!("{}s", kind.to_lowercase()), |r| r.plural.to_owned());
+    let resource = crate::review::registry::find(group, kind)
+        .map_or_else(|| format!("{}s", kind.to_lowercase()), |r| r.plural.to_owned());
     let envelope = Envelope {
         uid: format!("draguard-check-{uid}"),
         kind: GroupVersionKind::gvk(group, version, kind),
@@ -791,13 +792,13 @@ fn check_object(
         };
         return report;
     }
-    let routed = crate::kinds::route(group, version, &kind).is_some();
+    let routed = crate::review::registry::route(group, version, &kind).is_some();
     // A kind draguard judges, in a version it does not know: the
     // apiserver would not take it either, and nothing here may pass
     // unjudged.
     // `extensions/v1beta1` workloads: the group moved to `apps`, whose
     // versions the message names.
-    let known = crate::kinds::find(group, &kind).or_else(|| skip::moved_group(group, &kind));
+    let known = crate::review::registry::find(group, &kind).or_else(|| skip::moved_group(group, &kind));
     if let (false, Some(row)) = (routed, known) {
         let at = located.locate(&prefix, &[Segment::Field("apiVersion".into())]);
         report.judgement = Judgement::Unusable;
@@ -912,7 +913,7 @@ impl Place<'_> {
     }
 
     /// The decision's causes, audit entries and warnings, as findings.
-    fn record(&self, decision: &crate::review::Decision, findings: &mut Vec<Finding>) {
+    fn record(&self, decision: &crate::verdict::Decision, findings: &mut Vec<Finding>) {
         let mut cause = |reason: &str, field: Option<&Path>, message: String, concept| {
             findings.push(Finding {
                 concept,

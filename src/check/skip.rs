@@ -115,7 +115,7 @@ const BUILT_IN_GROUPS: &[&str] = &[
 /// applied, so it is unusable input, not a kind draguard does not know.
 pub fn moved_group(group: &str, kind: &str) -> Option<&'static crate::kinds::KindRow> {
     match (group, kind) {
-        ("extensions", "Deployment" | "DaemonSet" | "ReplicaSet") => crate::kinds::find("apps", kind),
+        ("extensions", "Deployment" | "DaemonSet" | "ReplicaSet") => crate::review::registry::find("apps", kind),
         _ => None,
     }
 }

@@ -167,7 +167,7 @@ mod tests {
                 reason: "FieldValueNotSupported".into(),
                 message: "Unsupported value: \"Bogus\"".into(),
                 position: Position { line: 9, column: 7 },
-                concept: i.is_multiple_of(4).then_some(crate::review::Concept::Quota),
+                concept: i.is_multiple_of(4).then_some(crate::verdict::Concept::Quota),
             }],
         }
     }

@@ -5,7 +5,7 @@
 //! and a test in `tests` below (README, "Adding a workload kind").
 //!
 //! Kinds draguard judges natively (Pod, Deployment, Job, ...: the kind
-//! registry, `crate::kinds::KINDS`) are not here.
+//! registry, `crate::review::registry::KINDS`) are not here.
 
 use super::pod_templates::{ListRole, Replicas, TemplateKind, TemplatePath, builtin_path as path};
 

@@ -188,7 +188,7 @@ impl Judge<'_, '_> {
     fn review(&self, routed: Routed, embedded: Value, findings: &mut Vec<Finding>) -> bool {
         let embedded = in_namespace(embedded, self.namespace.unwrap_or(""));
         let request = admission_request(self.n, embedded, None, self.namespace);
-        let decision = (routed.row.review)(routed, &request, self.ctx);
+        let decision = crate::review::registry::review_routed(routed, &request, self.ctx);
         self.place.record(&decision, findings);
         decision.allowed
     }
@@ -210,8 +210,8 @@ impl Judge<'_, '_> {
             return true;
         }
         let (group, version, kind) = gvk(object);
-        if crate::kinds::route(group, version, kind).is_none() {
-            if let Some(row) = crate::kinds::find(group, kind) {
+        if crate::review::registry::route(group, version, kind).is_none() {
+            if let Some(row) = crate::review::registry::find(group, kind) {
                 let field = joined(at, &[Segment::Field("apiVersion".into())]);
                 findings.push(error_finding(
                     "UnknownVersion",

@@ -111,7 +111,7 @@ fn lint(paths: &[PathBuf]) -> ExitCode {
 }
 
 fn test(path: &std::path::Path, output: TestFormat) -> ExitCode {
-    use crate::policy::suite;
+    use crate::policy_files::suite;
     let suites = match suite::load(path) {
         Ok(s) => s,
         Err(e) => {
@@ -154,7 +154,7 @@ fn test(path: &std::path::Path, output: TestFormat) -> ExitCode {
 }
 
 /// A testcase per case, a failure with the differences.
-fn junit(results: &[crate::policy::suite::CaseResult]) -> String {
+fn junit(results: &[crate::policy_files::suite::CaseResult]) -> String {
     let failed = results.iter().filter(|r| !r.passed()).count();
     let time: f64 = results.iter().map(|r| r.seconds).sum();
     let mut out = format!(

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 
 use crate::admission::Incoming;
 use crate::cluster::NoCluster;
-use crate::review::{Context, Phase};
+use crate::review::Context;
+use crate::verdict::Phase;
 
 #[derive(Debug, clap::Args)]
 pub struct ReviewArgs {

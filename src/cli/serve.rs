@@ -475,7 +475,7 @@ async fn cluster_config(args: &ServeArgs) -> Result<Option<kube::Config>, Startu
 /// How often `--sync-quotas` reconciles (policy changes apply within this).
 const SYNC_QUOTAS_EVERY: Duration = Duration::from_secs(30);
 
-async fn draguard_sync(client: kube::Client, policies: crate::policy::reload::PolicyStore, view: LiveView) {
+async fn draguard_sync(client: kube::Client, policies: crate::policy_files::reload::PolicyStore, view: LiveView) {
     crate::controllers::quota_sync::run(client, policies, view, SYNC_QUOTAS_EVERY).await;
 }
 

@@ -31,7 +31,8 @@ use k8s_openapi::api::admissionregistration::v1::{MatchCondition, MutatingWebhoo
 use serde_json::{Value, json};
 
 use crate::policy::model::{LabelSelector, SelectorOperator};
-use crate::policy::{Mode, PolicySet, TolerationPolicy};
+use crate::policy::{PolicySet, TolerationPolicy};
+use crate::verdict::Mode;
 
 /// The name of draguard's managed condition; any other condition of the
 /// entry (the manifest's `not-a-kubelet`) is left as it is.

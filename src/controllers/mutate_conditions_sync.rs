@@ -30,7 +30,7 @@ use super::webhook_certs::{Settings, backoff};
 use crate::cluster::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
 use crate::cluster::watch_error;
 use crate::policy::PolicySet;
-use crate::policy::reload::PolicyStore;
+use crate::policy_files::reload::PolicyStore;
 
 /// How often the policies in force are compared with those last written:
 /// a pointer comparison, then a rebuild of the condition only on a reload.

@@ -17,7 +17,7 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 
 use crate::cluster::live::LiveView;
-use crate::policy::reload::PolicyStore;
+use crate::policy_files::reload::PolicyStore;
 use crate::quota::desired::{Desired, MANAGED_BY, MANAGER, POLICY_LABEL, desired};
 
 /// What one reconciliation did.

@@ -12,18 +12,14 @@ use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::quota::{Charge, claim_charge};
 use crate::rules;
 
-pub const ROW: KindRow = KindRow {
-    group: "resource.k8s.io",
-    kind: "ResourceClaim",
-    versions: &["v1", "v1beta2", "v1beta1"],
-    plural: "resourceclaims",
-    namespaced: true,
-    pod_spec: None,
-    pod_count: None,
-    review: crate::review::pipeline::<ClaimKind>,
-    status: Some(super::claim_status::review),
-    charge: Some(super::charge::<ClaimKind>),
-};
+pub const ROW: KindRow = KindRow::new(
+    "resource.k8s.io",
+    "ResourceClaim",
+    &["v1", "v1beta2", "v1beta1"],
+    "resourceclaims",
+)
+.with_namespaced(true)
+.with_charge(super::charge::<ClaimKind>);
 
 pub struct ClaimKind;
 

@@ -13,18 +13,14 @@ use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::quota::{Charge, charge};
 use crate::rules;
 
-pub const ROW: KindRow = KindRow {
-    group: "resource.k8s.io",
-    kind: "ResourceClaimTemplate",
-    versions: &["v1", "v1beta2", "v1beta1"],
-    plural: "resourceclaimtemplates",
-    namespaced: true,
-    pod_spec: None,
-    pod_count: None,
-    review: crate::review::pipeline::<ClaimTemplateKind>,
-    status: None,
-    charge: Some(super::charge::<ClaimTemplateKind>),
-};
+pub const ROW: KindRow = KindRow::new(
+    "resource.k8s.io",
+    "ResourceClaimTemplate",
+    &["v1", "v1beta2", "v1beta1"],
+    "resourceclaimtemplates",
+)
+.with_namespaced(true)
+.with_charge(super::charge::<ClaimTemplateKind>);
 
 pub struct ClaimTemplateKind;
 

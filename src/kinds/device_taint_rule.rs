@@ -11,21 +11,15 @@ use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::Path;
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::objects::{DecodeError, ObjectJson, Whole};
-use crate::review::Warning;
 use crate::rules;
+use crate::verdict::Warning;
 
-pub const ROW: KindRow = KindRow {
-    group: "resource.k8s.io",
-    kind: "DeviceTaintRule",
-    versions: &["v1", "v1beta2", "v1alpha3"],
-    plural: "devicetaintrules",
-    namespaced: false,
-    pod_spec: None,
-    pod_count: None,
-    review: crate::review::pipeline::<DeviceTaintRuleKind>,
-    status: None,
-    charge: None,
-};
+pub const ROW: KindRow = KindRow::new(
+    "resource.k8s.io",
+    "DeviceTaintRule",
+    &["v1", "v1beta2", "v1alpha3"],
+    "devicetaintrules",
+);
 
 pub struct DeviceTaintRuleKind;
 

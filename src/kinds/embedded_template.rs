@@ -1,6 +1,6 @@
 //! A pod template inside a custom workload (a JobSet's replicated job, a
 //! RayCluster's worker group: `crate::check::pod_templates`), judged by
-//! `check` as a Deployment's template is. Not in [`super::KINDS`]: the
+//! `check` as a Deployment's template is. Not in [`crate::review::registry::KINDS`]: the
 //! webhook is never sent these kinds, it judges the Pods their controllers
 //! create. `check` builds the object it reviews: the workload's metadata,
 //! the pod spec, and where the spec is in the workload, so every finding
@@ -20,18 +20,7 @@ use crate::rules;
 pub const GROUP: &str = "check.draguard.dev";
 pub const KIND: &str = "EmbeddedPodTemplate";
 
-pub const ROW: KindRow = KindRow {
-    group: GROUP,
-    kind: KIND,
-    versions: &["v1"],
-    plural: "embeddedpodtemplates",
-    namespaced: true,
-    pod_spec: None,
-    pod_count: None,
-    review: crate::review::pipeline::<EmbeddedTemplateKind>,
-    status: None,
-    charge: None,
-};
+pub const ROW: KindRow = KindRow::new(GROUP, KIND, &["v1"], "embeddedpodtemplates").with_namespaced(true);
 
 /// The object `check` reviews for the pod spec at `at` in `workload`.
 pub fn object(workload: &Value, at: &[Segment], spec: &Value) -> Value {

@@ -5,7 +5,7 @@
 //! templates (`crate::check::workload_kinds`). `check` judges each list
 //! with the rules of the field it becomes, a Pod's `spec.tolerations` or a
 //! Node's taints, so the messages are the apiserver's; the findings name
-//! the list's own path in the object. Not in [`super::KINDS`]: the webhook
+//! the list's own path in the object. Not in [`crate::review::registry::KINDS`]: the webhook
 //! judges the Pods and Nodes these lists end up in.
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
@@ -25,26 +25,12 @@ pub const GROUP: &str = "check.draguard.dev";
 pub const KIND: &str = "EmbeddedTolerations";
 
 /// For lists in namespaced objects: the namespace's policies apply.
-pub const ROW: KindRow = KindRow {
-    group: GROUP,
-    kind: KIND,
-    versions: &["v1"],
-    plural: "embeddedtolerations",
-    namespaced: true,
-    pod_spec: None,
-    pod_count: None,
-    review: crate::review::pipeline::<EmbeddedTolerationsKind>,
-    status: None,
-    charge: None,
-};
+pub const ROW: KindRow = KindRow::new(GROUP, KIND, &["v1"], "embeddedtolerations").with_namespaced(true);
 
 /// For lists in cluster-scoped objects (a ResourceFlavor): their Pods may
 /// be in any namespace, so only the policies that select every namespace
 /// apply, as for any cluster-scoped object.
-pub const CLUSTER_ROW: KindRow = KindRow {
-    namespaced: false,
-    ..ROW
-};
+pub const CLUSTER_ROW: KindRow = ROW.with_namespaced(false);
 
 /// What the list becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,27 +1,28 @@
 //! The kind registry: every kind draguard admits, declared once.
 //!
-//! A [`KindRow`] says where a kind lives in the API (group, served
-//! versions, plural, scope, where its pod spec is) and which typed view
-//! judges it. Routing, the metric label, `check`'s kind map and the review
-//! pipeline all read this table; a test checks the webhook rules, the RBAC
-//! and the CRD in `deploy/` against it. A new kind is one file here that
-//! implements [`AdmittedKind`], plus one row in [`KINDS`].
+//! A [`KindRow`] is plain data: where a kind lives in the API (group,
+//! served versions, plural, scope, where its pod spec is) and what it
+//! costs in quota. `review/registry.rs` binds each row to the pipeline of
+//! its typed view; routing, the metric label, `check`'s kind map and the
+//! review pipeline all read that table, and a test checks the webhook
+//! rules, the RBAC and the CRD in `deploy/` against it. A new kind is one
+//! file here that implements [`AdmittedKind`] and declares its row, plus
+//! one line in the registry.
 
-mod claim;
-mod claim_status;
-mod claim_template;
-mod device_taint_rule;
+pub(crate) mod claim;
+pub(crate) mod claim_template;
+pub(crate) mod device_taint_rule;
 pub mod embedded_template;
 pub mod embedded_tolerations;
-mod namespace;
-mod node;
-mod pod;
-mod resource_slice;
+pub(crate) mod namespace;
+pub(crate) mod node;
+pub(crate) mod pod;
+pub(crate) mod resource_slice;
 mod shared;
-mod slice_patch;
+pub(crate) mod slice_patch;
 #[cfg(test)]
-mod toy;
-mod workload;
+pub(crate) mod toy;
+pub(crate) mod workload;
 
 use json_patch::PatchOperation;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -35,11 +36,14 @@ use crate::objects::{DecodeError, ObjectJson};
 use crate::policy::apply::TolerationList;
 use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::quota::Charge;
-use crate::review::{Context, Decision, Request, Warning};
 use crate::rules::cel::CompileBudget;
+use crate::verdict::Warning;
 
-/// One kind as the API serves it, and the pipeline that judges it.
-#[derive(Debug)]
+/// One kind as the API serves it: plain data, so that the kinds need not
+/// know the review that runs them (`review/registry.rs` binds the two).
+/// Built with [`KindRow::new`] and the `with_*` setters: a new field gets
+/// its default in `new` and touches no row that does not need it.
+#[derive(Debug, Clone, Copy)]
 pub struct KindRow {
     pub group: &'static str,
     pub kind: &'static str,
@@ -56,15 +60,6 @@ pub struct KindRow {
     /// (`replicas`, a Job's `parallelism`); `None` for one (a Pod, and a
     /// DaemonSet, whose node count no manifest tells).
     pub pod_count: Option<&'static [&'static str]>,
-    /// The review pipeline, instantiated for the kind's typed view.
-    pub review: fn(Routed, &Request, &Context<'_>) -> Decision,
-    /// The review of an UPDATE of the `status` subresource, for kinds whose
-    /// status the apiserver validates in a way draguard reproduces; other
-    /// subresource writes are not judged (but for the namespace guards,
-    /// [`AdmittedKind::NAMESPACE_GUARDS`]). deploy/ routes no other
-    /// subresource: status is written by the control plane (the scheduler
-    /// allocates claims), which must keep working while draguard is down.
-    pub status: Option<fn(Routed, &Request, &Context<'_>) -> Decision>,
     /// What creating an object of the kind costs in quota, for kinds quota
     /// counts (`check` charges the whole input before judging any object).
     pub charge: Option<ChargeFn>,
@@ -84,6 +79,60 @@ pub fn charge<K: AdmittedKind>(
 }
 
 impl KindRow {
+    /// A cluster-scoped kind with no pod spec, one Pod at most, and no
+    /// quota charge; the `with_*` setters say otherwise.
+    pub const fn new(
+        group: &'static str,
+        kind: &'static str,
+        versions: &'static [&'static str],
+        plural: &'static str,
+    ) -> KindRow {
+        KindRow {
+            group,
+            kind,
+            versions,
+            plural,
+            namespaced: false,
+            pod_spec: None,
+            pod_count: None,
+            charge: None,
+        }
+    }
+
+    /// The same kind in another API group (an alpha group it was served in).
+    pub const fn with_group(self, group: &'static str) -> KindRow {
+        KindRow { group, ..self }
+    }
+
+    pub const fn with_versions(self, versions: &'static [&'static str]) -> KindRow {
+        KindRow { versions, ..self }
+    }
+
+    pub const fn with_namespaced(self, namespaced: bool) -> KindRow {
+        KindRow { namespaced, ..self }
+    }
+
+    pub const fn with_pod_spec(self, tokens: &'static [&'static str]) -> KindRow {
+        KindRow {
+            pod_spec: Some(tokens),
+            ..self
+        }
+    }
+
+    pub const fn with_pod_count(self, tokens: &'static [&'static str]) -> KindRow {
+        KindRow {
+            pod_count: Some(tokens),
+            ..self
+        }
+    }
+
+    pub const fn with_charge(self, charge: ChargeFn) -> KindRow {
+        KindRow {
+            charge: Some(charge),
+            ..self
+        }
+    }
+
     /// The pod spec of `object`, for kinds that carry one.
     pub fn pod_spec_of<'v>(&self, object: &'v Value) -> Option<&'v Value> {
         crate::objects::value_at(object, self.pod_spec?)
@@ -114,51 +163,6 @@ impl KindRow {
 pub struct Routed {
     pub row: &'static KindRow,
     pub version: &'static str,
-}
-
-/// Every kind draguard judges. Order matters only for readers.
-pub static KINDS: &[KindRow] = &[
-    claim::ROW,
-    claim_template::ROW,
-    resource_slice::ROW,
-    device_taint_rule::ROW,
-    slice_patch::ROW,
-    slice_patch::ROW_KEP,
-    pod::ROW,
-    node::ROW,
-    namespace::ROW,
-    workload::DEPLOYMENT,
-    workload::REPLICA_SET,
-    workload::STATEFUL_SET,
-    workload::DAEMON_SET,
-    workload::JOB,
-    workload::CRON_JOB,
-    #[cfg(test)]
-    toy::ROW,
-];
-
-/// The row and served version for a group/version/kind; `None` means
-/// draguard has nothing to say about it (allowed, no patch).
-pub fn route(group: &str, version: &str, kind: &str) -> Option<Routed> {
-    route_in(KINDS, group, version, kind)
-}
-
-/// [`route`] over any table: tests route toy kinds through their own.
-pub fn route_in(table: &'static [KindRow], group: &str, version: &str, kind: &str) -> Option<Routed> {
-    table
-        .iter()
-        .find(|r| r.group == group && r.kind == kind)
-        .and_then(|row| {
-            row.versions
-                .iter()
-                .find(|v| **v == version)
-                .map(|version| Routed { row, version })
-        })
-}
-
-/// The row of a kind by group and name, whatever the version.
-pub fn find(group: &str, kind: &str) -> Option<&'static KindRow> {
-    KINDS.iter().find(|r| r.group == group && r.kind == kind)
 }
 
 /// What validation found: errors deny (422), warnings are passed on.

@@ -8,18 +8,7 @@ use serde::de::IgnoredAny;
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict};
 use crate::objects::{DecodeError, ObjectJson, Whole};
 
-pub const ROW: KindRow = KindRow {
-    group: "",
-    kind: "Namespace",
-    versions: &["v1"],
-    plural: "namespaces",
-    namespaced: false,
-    pod_spec: None,
-    pod_count: None,
-    review: crate::review::pipeline::<NamespaceKind>,
-    status: None,
-    charge: None,
-};
+pub const ROW: KindRow = KindRow::new("", "Namespace", &["v1"], "namespaces");
 
 pub struct NamespaceKind;
 

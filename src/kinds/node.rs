@@ -7,18 +7,7 @@ use crate::objects::pod::NodeSpecView;
 use crate::objects::{DecodeError, ObjectJson, Whole};
 use crate::rules;
 
-pub const ROW: KindRow = KindRow {
-    group: "",
-    kind: "Node",
-    versions: &["v1"],
-    plural: "nodes",
-    namespaced: false,
-    pod_spec: None,
-    pod_count: None,
-    review: crate::review::pipeline::<NodeKind>,
-    status: None,
-    charge: None,
-};
+pub const ROW: KindRow = KindRow::new("", "Node", &["v1"], "nodes");
 
 pub struct NodeKind;
 

@@ -9,18 +9,9 @@ use crate::policy::apply::{self, TolerationList};
 use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::rules;
 
-pub const ROW: KindRow = KindRow {
-    group: "",
-    kind: "Pod",
-    versions: &["v1"],
-    plural: "pods",
-    namespaced: true,
-    pod_spec: Some(&["spec"]),
-    pod_count: None,
-    review: crate::review::pipeline::<PodKind>,
-    status: None,
-    charge: None,
-};
+pub const ROW: KindRow = KindRow::new("", "Pod", &["v1"], "pods")
+    .with_namespaced(true)
+    .with_pod_spec(&["spec"]);
 
 pub struct PodKind;
 

@@ -10,18 +10,12 @@ use crate::objects::dra::SliceSpec;
 use crate::objects::{DecodeError, ObjectJson, Whole};
 use crate::rules;
 
-pub const ROW: KindRow = KindRow {
-    group: "resource.k8s.io",
-    kind: "ResourceSlice",
-    versions: &["v1", "v1beta2", "v1beta1"],
-    plural: "resourceslices",
-    namespaced: false,
-    pod_spec: None,
-    pod_count: None,
-    review: crate::review::pipeline::<ResourceSliceKind>,
-    status: None,
-    charge: None,
-};
+pub const ROW: KindRow = KindRow::new(
+    "resource.k8s.io",
+    "ResourceSlice",
+    &["v1", "v1beta2", "v1beta1"],
+    "resourceslices",
+);
 
 pub struct ResourceSliceKind;
 

@@ -14,25 +14,15 @@ use crate::objects::patch::PatchSpec;
 use crate::objects::{DecodeError, ObjectJson, Whole};
 use crate::rules;
 
-pub const ROW: KindRow = KindRow {
-    group: "draguard.dev",
-    kind: "ResourceSlicePatch",
-    versions: &["v1alpha1"],
-    plural: "resourceslicepatches",
-    namespaced: false,
-    pod_spec: None,
-    pod_count: None,
-    review: crate::review::pipeline::<SlicePatchKind>,
-    status: None,
-    charge: None,
-};
+pub const ROW: KindRow = KindRow::new(
+    "draguard.dev",
+    "ResourceSlicePatch",
+    &["v1alpha1"],
+    "resourceslicepatches",
+);
 
 /// The same kind as KEP-5027 names it.
-pub const ROW_KEP: KindRow = KindRow {
-    group: "resource.k8s.io",
-    versions: &["v1alpha3"],
-    ..ROW
-};
+pub const ROW_KEP: KindRow = ROW.with_group("resource.k8s.io").with_versions(&["v1alpha3"]);
 
 pub struct SlicePatchKind;
 

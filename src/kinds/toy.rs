@@ -1,5 +1,5 @@
 //! A toy kind, compiled into unit tests only: it proves that a kind is
-//! added by one file and one row of [`super::KINDS`], and is then routed,
+//! added by one file and one line of [`crate::review::registry::KINDS`], and is then routed,
 //! validated and mapped by `check` with nothing else changed.
 
 use serde::Deserialize;
@@ -8,18 +8,7 @@ use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::{FieldError, Path};
 use crate::objects::{DecodeError, ObjectJson, Whole};
 
-pub const ROW: KindRow = KindRow {
-    group: "toy.draguard.dev",
-    kind: "Widget",
-    versions: &["v1"],
-    plural: "widgets",
-    namespaced: true,
-    pod_spec: None,
-    pod_count: None,
-    review: crate::review::pipeline::<WidgetKind>,
-    status: None,
-    charge: None,
-};
+pub const ROW: KindRow = KindRow::new("toy.draguard.dev", "Widget", &["v1"], "widgets").with_namespaced(true);
 
 pub struct WidgetKind;
 
@@ -56,7 +45,8 @@ mod tests {
     use crate::admission::Incoming;
     use crate::check::{Options, Source, check};
     use crate::cluster::NoCluster;
-    use crate::review::{Context, Phase};
+    use crate::review::Context;
+    use crate::verdict::Phase;
 
     fn now() -> jiff::Timestamp {
         "2026-11-21T10:00:00Z".parse().expect("time")
@@ -64,9 +54,9 @@ mod tests {
 
     #[test]
     fn routed_by_the_registry() {
-        let routed = super::super::route("toy.draguard.dev", "v1", "Widget").expect("routed");
+        let routed = crate::review::registry::route("toy.draguard.dev", "v1", "Widget").expect("routed");
         assert_eq!((routed.row.plural, routed.version), ("widgets", "v1"));
-        assert!(super::super::route("toy.draguard.dev", "v2", "Widget").is_none());
+        assert!(crate::review::registry::route("toy.draguard.dev", "v2", "Widget").is_none());
     }
 
     #[test]

@@ -24,18 +24,13 @@ const fn row(
     plural: &'static str,
     pod_count: Option<&'static [&'static str]>,
 ) -> KindRow {
-    KindRow {
-        group,
-        kind,
-        // `apps/v1` and `batch/v1` are the only served versions.
-        versions: &["v1"],
-        plural,
-        namespaced: true,
-        pod_spec: Some(TEMPLATE),
-        pod_count,
-        review: crate::review::pipeline::<WorkloadKind>,
-        status: None,
-        charge: None,
+    // `apps/v1` and `batch/v1` are the only served versions.
+    let row = KindRow::new(group, kind, &["v1"], plural)
+        .with_namespaced(true)
+        .with_pod_spec(TEMPLATE);
+    match pod_count {
+        Some(tokens) => row.with_pod_count(tokens),
+        None => row,
     }
 }
 
@@ -45,15 +40,13 @@ pub const STATEFUL_SET: KindRow = row("apps", "StatefulSet", "statefulsets", Som
 /// One Pod per node, which no manifest tells: counted as one.
 pub const DAEMON_SET: KindRow = row("apps", "DaemonSet", "daemonsets", None);
 pub const JOB: KindRow = row("batch", "Job", "jobs", Some(&["spec", "parallelism"]));
-pub const CRON_JOB: KindRow = KindRow {
-    pod_spec: Some(&["spec", "jobTemplate", "spec", "template", "spec"]),
-    ..row(
-        "batch",
-        "CronJob",
-        "cronjobs",
-        Some(&["spec", "jobTemplate", "spec", "parallelism"]),
-    )
-};
+pub const CRON_JOB: KindRow = row(
+    "batch",
+    "CronJob",
+    "cronjobs",
+    Some(&["spec", "jobTemplate", "spec", "parallelism"]),
+)
+.with_pod_spec(&["spec", "jobTemplate", "spec", "template", "spec"]);
 
 pub struct WorkloadKind;
 

@@ -6,9 +6,10 @@ use k8s_openapi::api::authentication::v1::UserInfo;
 
 use super::applicable::Applicable;
 use super::cover::{covers, describe, is_platform_default};
-use super::model::{Mode, Toleration};
+use super::model::Toleration;
 use super::{PolicySet, Selection, TolerationPolicy};
 use crate::field::Path;
+use crate::verdict::{Mode, Violation};
 
 /// Node tolerations of Pods, or DRA device tolerations of claims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,18 +26,6 @@ pub struct PolicySubject<'a> {
     pub target: TolerationTarget,
     /// Every toleration with its field path.
     pub tolerations: Vec<(Path, Toleration)>,
-}
-
-/// One toleration a policy does not admit (or a policy that cannot be
-/// evaluated: `field` is then `None`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Violation {
-    pub policy: String,
-    pub mode: Mode,
-    /// The kind of rule broken, for reports that group by it.
-    pub concept: crate::review::Concept,
-    pub field: Option<Path>,
-    pub message: String,
 }
 
 /// What all selecting policies say: Enforce violations deny, Warn ones
@@ -82,7 +71,7 @@ pub fn judge_all(
                 String::new()
             };
             outcome.violations.push(Violation {
-                concept: crate::review::Concept::TolerationPolicy,
+                concept: crate::verdict::Concept::TolerationPolicy,
                 policy: p.metadata.name.clone(),
                 mode: p.spec.mode,
                 field: Some(path.clone()),

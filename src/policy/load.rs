@@ -259,6 +259,10 @@ pub fn parse_file(file: &str, text: &str) -> Result<Parsed, Vec<PolicyError>> {
     if errors.is_empty() { Ok(parsed) } else { Err(errors) }
 }
 
+/// The kind of a `policy test` suite: its documents may share a folder
+/// with the policies, and are neither policies nor foreign.
+pub const SUITE_KIND: &str = "PolicyTest";
+
 /// `apiVersion kind` of a document that is not a policy: one of another
 /// API group, or a suite of `draguard policy test` (kept beside the
 /// policies it tests, as its docs suggest). `None` for draguard's group
@@ -269,7 +273,7 @@ fn foreign(doc: &serde_json::Value) -> Option<String> {
     let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
     let ours = API_VERSION.rsplit_once('/').map_or("", |(group, _)| group);
     let kind = doc.get("kind").and_then(serde_json::Value::as_str);
-    if group == ours && kind != Some(crate::policy::suite::KIND) {
+    if group == ours && kind != Some(SUITE_KIND) {
         return None;
     }
     Some(format!("{api_version} {}", kind.unwrap_or("(no kind)")))
@@ -608,7 +612,7 @@ spec:
         let loaded = parse("p.yaml", GOOD).expect("valid");
         let names: Vec<&str> = loaded.iter().map(|l| l.policy.metadata.name.as_str()).collect();
         assert_eq!(names, vec!["ml-gpus", "maintenance"]);
-        assert_eq!(loaded[1].policy.spec.mode, super::super::Mode::Warn);
+        assert_eq!(loaded[1].policy.spec.mode, crate::verdict::Mode::Warn);
         assert!(loaded[0].policy.spec.pods.allow_platform_defaults);
     }
 

@@ -9,16 +9,14 @@ pub mod enforce;
 pub mod load;
 pub mod model;
 pub mod namespace_guards;
-pub mod reload;
 pub mod schema;
-pub mod suite;
 pub mod toleration_restriction;
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::authentication::v1::UserInfo;
 
-pub use model::{Mode, Toleration, TolerationPolicy};
+pub use model::{Toleration, TolerationPolicy};
 
 /// The policies in force, each with the file it came from.
 #[derive(Debug, Clone, Default)]

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::verdict::Mode;
+
 pub const API_VERSION: &str = "policy.draguard.dev/v1alpha1";
 pub const KIND: &str = "TolerationPolicy";
 
@@ -30,17 +32,6 @@ pub struct PolicyMeta {
     pub labels: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-pub enum Mode {
-    /// Deny (HTTP 403).
-    #[default]
-    Enforce,
-    /// Admit with a warning.
-    Warn,
-    /// Admit; log and count.
-    Audit,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize, JsonSchema)]

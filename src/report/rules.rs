@@ -5,7 +5,7 @@
 //! docs/check-rules.md documents each (a test keeps the two equal).
 
 use crate::check::{Finding, Severity};
-use crate::review::Concept;
+use crate::verdict::Concept;
 
 /// One rule: its id, what it means in a line, and how to fix it.
 #[derive(Debug, PartialEq, Eq)]

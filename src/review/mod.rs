@@ -11,23 +11,19 @@
 //! between CEL compiles), and stops once it has passed: the server has
 //! stopped waiting for it.
 
-mod concept;
-mod decision;
-mod error;
+mod claim_status;
+mod context;
 mod mutate;
 mod namespace_guards;
 mod policies;
 mod quota;
-mod request;
+pub mod registry;
 mod subject;
 mod taint_rule_impact;
 mod ties;
 mod validate;
 
-pub use concept::Concept;
-pub use decision::{Decision, Denial, ObjectRef, Warning};
-pub use error::ReviewError;
-pub use request::{Context, Envelope, Phase, Request, operation_name};
+pub use context::Context;
 pub use subject::ReviewSubject;
 
 use kube::core::admission::Operation;
@@ -35,6 +31,7 @@ use kube::core::admission::Operation;
 use crate::kinds::{AdmittedKind, Routed};
 use crate::policy::applicable::Applicable;
 use crate::rules::cel::CompileBudget;
+use crate::verdict::{Decision, Denial, Phase, Request, ReviewError};
 
 /// Decides one admission request.
 pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
@@ -42,18 +39,20 @@ pub fn review(req: &Request, ctx: &Context<'_>) -> Decision {
     if matches!(env.operation, Operation::Delete | Operation::Connect) {
         return Decision::allow();
     }
-    let Some(routed) = crate::kinds::route(&env.kind.group, &env.kind.version, &env.kind.kind) else {
+    let Some((entry, routed)) =
+        registry::registered(registry::KINDS, &env.kind.group, &env.kind.version, &env.kind.kind)
+    else {
         return Decision::allow();
     };
     match env.sub_resource.as_deref() {
-        None => (routed.row.review)(routed, req, ctx),
-        Some("status") if env.operation == Operation::Update => match routed.row.status {
+        None => entry.review(routed, req, ctx),
+        Some("status") if env.operation == Operation::Update => match entry.status() {
             Some(status) => status(routed, req, ctx),
-            None => (routed.row.review)(routed, req, ctx),
+            None => entry.review(routed, req, ctx),
         },
         // Other subresource writes reach the kind's pipeline, which judges
         // them only where they can change what a guard protects.
-        Some(_) => (routed.row.review)(routed, req, ctx),
+        Some(_) => entry.review(routed, req, ctx),
     }
 }
 

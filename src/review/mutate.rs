@@ -7,12 +7,13 @@
 use json_patch::PatchOperation;
 use serde_json::Value;
 
-use super::{Context, ReviewError, ReviewSubject, Warning};
+use super::{Context, ReviewSubject};
 use crate::kinds::AdmittedKind;
 use crate::objects::ObjectJson;
 use crate::policy::applicable::Applicable;
 use crate::policy::apply;
 use crate::policy::toleration_restriction;
+use crate::verdict::{ReviewError, Warning};
 
 /// What `/mutate` adds, and the warnings about what it chose not to add.
 #[derive(Debug, Default)]

@@ -4,11 +4,12 @@
 //! it, and who asked. A write that touches no guarded key is never judged
 //! here (and the webhook's matchConditions do not even send it).
 
-use super::{Context, Phase, ReviewSubject, Warning};
+use super::{Context, ReviewSubject};
 use crate::kinds::{AdmittedKind, ObjectView};
 use crate::policy::applicable::Applicable;
-use crate::policy::enforce::Violation;
 use crate::policy::namespace_guards::{describe_requester, describe_subjects};
+use crate::verdict::Violation;
+use crate::verdict::{Phase, Warning};
 
 pub fn namespace_guards<K: AdmittedKind>(
     subject: &ReviewSubject<'_, K>,
@@ -45,7 +46,7 @@ pub fn namespace_guards<K: AdmittedKind>(
             );
             if !requester_known && !from_an_apiserver {
                 warnings.push(Warning {
-                    concept: Some(crate::review::Concept::NamespaceGuard),
+                    concept: Some(crate::verdict::Concept::NamespaceGuard),
                     ..Warning::at(
                         change.field(),
                         format!("toleration policy {name:?}: {rule}; the write is denied to anyone else"),
@@ -58,7 +59,7 @@ pub fn namespace_guards<K: AdmittedKind>(
                     "a request that names no user".to_owned()
                 };
                 violations.push(Violation {
-                    concept: crate::review::Concept::NamespaceGuard,
+                    concept: crate::verdict::Concept::NamespaceGuard,
                     policy: name.clone(),
                     mode: policy.spec.mode,
                     field: Some(change.field()),

@@ -6,9 +6,9 @@ use super::{Context, ReviewSubject};
 use crate::kinds::AdmittedKind;
 use crate::policy::applicable::Applicable;
 use crate::policy::apply;
-use crate::policy::enforce::Violation;
-use crate::policy::model::Mode;
 use crate::policy::toleration_restriction;
+use crate::verdict::Mode;
+use crate::verdict::Violation;
 
 /// Every violation, PodTolerationRestriction's first (the in-tree plugin
 /// runs before any webhook).
@@ -41,7 +41,7 @@ fn toleration_restriction_whitelist<K: AdmittedKind>(
     toleration_restriction::verify(&tolerations, annotations.as_ref(), config)
         .err()
         .map(|message| Violation {
-            concept: crate::review::Concept::TolerationWhitelist,
+            concept: crate::verdict::Concept::TolerationWhitelist,
             policy: "PodTolerationRestriction".into(),
             mode: Mode::Enforce,
             field: None,

@@ -2,15 +2,16 @@
 //! every limit of the applying policies and of the namespace's
 //! ResourceQuotas.
 
-use super::{Context, ReviewSubject, Warning};
+use super::{Context, ReviewSubject};
 use crate::cluster::{NotSynced, QuotaUsage};
 use crate::kinds::AdmittedKind;
 use crate::kubernetes::Gate;
 use crate::policy::Selection;
 use crate::policy::applicable::Applicable;
-use crate::policy::enforce::Violation;
-use crate::policy::model::Mode;
 use crate::quota::{Charge, Limits, QuotaKeys, excesses};
+use crate::verdict::Mode;
+use crate::verdict::Violation;
+use crate::verdict::Warning;
 
 /// One source of limits: a policy's `quota` (with its mode and message,
 /// and whether it applies only if the unknown labels say so) or a
@@ -44,7 +45,7 @@ pub fn quota<K: AdmittedKind>(
         // The apiserver enforces the ResourceQuotas this replica cannot see
         // yet; admitting here would only defer the denial, or miss it.
         violations.push(Violation {
-            concept: crate::review::Concept::Quota,
+            concept: crate::verdict::Concept::Quota,
             policy: "ResourceQuota".to_owned(),
             mode: Mode::Enforce,
             field: None,
@@ -71,7 +72,7 @@ pub fn quota<K: AdmittedKind>(
             // a correct Service sends it nothing anyway.
             for source in &sources {
                 violations.push(Violation {
-                    concept: crate::review::Concept::Quota,
+                    concept: crate::verdict::Concept::Quota,
                     policy: source.limits.source.clone(),
                     mode: source.mode,
                     field: None,
@@ -100,7 +101,7 @@ pub fn quota<K: AdmittedKind>(
             };
             let text = format!("{excess}{caveat}");
             violations.push(Violation {
-                concept: crate::review::Concept::Quota,
+                concept: crate::verdict::Concept::Quota,
                 policy: source.limits.source.clone(),
                 mode: source.mode,
                 field: None,

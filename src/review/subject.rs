@@ -6,9 +6,9 @@ use std::borrow::Cow;
 use kube::core::admission::Operation;
 use serde_json::Value;
 
-use super::{ObjectRef, Request, ReviewError, operation_name};
 use crate::kinds::{AdmittedKind, ObjectView, Routed};
 use crate::objects::ObjectJson;
+use crate::verdict::{ObjectRef, Request, ReviewError, operation_name};
 
 /// One object under review: where it is routed, its JSON and its typed
 /// view, and the same for the stored object on UPDATE.

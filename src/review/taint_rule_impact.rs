@@ -12,16 +12,17 @@
 //! a rule that may evict every pod must not pass them unchecked. (The
 //! webhook entry for DeviceTaintRules fails closed for the same reason.)
 
-use super::{Context, ReviewSubject, Warning};
+use super::{Context, ReviewSubject};
 use crate::cluster::TaintRuleImpact;
 use crate::field::Path;
 use crate::impact::ImpactCounts;
 use crate::kinds::{AdmittedKind, ObjectView};
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::policy::applicable::Applicable;
-use crate::policy::enforce::Violation;
 use crate::policy::glob_match;
 use crate::policy::model::{TaintRuleCaps, TolerationPolicy};
+use crate::verdict::Violation;
+use crate::verdict::Warning;
 
 /// With the exact count of pods the rule evicts, goes past the eviction caps.
 pub const ACKNOWLEDGE_EVICTIONS: &str = "draguard.dev/acknowledge-evictions";
@@ -116,7 +117,7 @@ pub fn taint_rule_impact<K: AdmittedKind>(
 
 fn violation(policy: &TolerationPolicy, field: Path, message: String) -> Violation {
     Violation {
-        concept: crate::review::Concept::TaintRuleCap,
+        concept: crate::verdict::Concept::TaintRuleCap,
         policy: policy.metadata.name.clone(),
         mode: policy.spec.mode,
         field: Some(field),

@@ -2,11 +2,12 @@
 //! overlapping one is warned about, or denied where an applying policy
 //! sets `patches.denyPriorityTies`.
 
-use super::{Context, ReviewSubject, Warning};
+use super::{Context, ReviewSubject};
 use crate::field::Path;
 use crate::kinds::AdmittedKind;
 use crate::policy::applicable::Applicable;
-use crate::policy::enforce::Violation;
+use crate::verdict::Violation;
+use crate::verdict::Warning;
 
 pub fn priority_ties<K: AdmittedKind>(
     subject: &ReviewSubject<'_, K>,
@@ -24,7 +25,7 @@ pub fn priority_ties<K: AdmittedKind>(
             let violations = ties
                 .into_iter()
                 .map(|message| Violation {
-                    concept: crate::review::Concept::PriorityTie,
+                    concept: crate::verdict::Concept::PriorityTie,
                     policy: p.metadata.name.clone(),
                     mode: p.spec.mode,
                     field: Some(field.clone()),

@@ -26,7 +26,7 @@ use crate::cluster::ClusterView;
 use crate::kubernetes::KubeVersion;
 use crate::kubernetes::Target;
 use crate::kubernetes::apiserver_report::Mismatch;
-use crate::policy::reload::PolicyStore;
+use crate::policy_files::reload::PolicyStore;
 
 /// What `/metrics` answers with: prometheus-client writes OpenMetrics 1.0.
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

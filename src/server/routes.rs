@@ -21,9 +21,10 @@ use crate::cluster::ClusterView;
 use crate::kubernetes::Target;
 use crate::log_field::clip;
 use crate::policy::PolicySet;
-use crate::policy::reload::PolicyStore;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
-use crate::review::{Context, Decision, Phase, operation_name};
+use crate::policy_files::reload::PolicyStore;
+use crate::review::Context;
+use crate::verdict::{Decision, Phase, operation_name};
 
 /// What the handlers share; built once by `server::start`.
 #[derive(Clone)]
@@ -339,7 +340,7 @@ impl Summary {
         Summary {
             uid: incoming.uid().to_owned(),
             handled: kind
-                .and_then(|k| crate::kinds::route(&k.group, &k.version, &k.kind))
+                .and_then(|k| crate::review::registry::route(&k.group, &k.version, &k.kind))
                 .map(|r| r.row.kind),
             kind: kind.map(|k| k.kind.clone()).unwrap_or_default(),
             decoded: request.is_some(),

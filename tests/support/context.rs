@@ -8,7 +8,8 @@ use draguard::admission::Incoming;
 use draguard::cluster::ClusterView;
 use draguard::kubernetes::Target;
 use draguard::policy::PolicySet;
-use draguard::review::{Context, Phase};
+use draguard::review::Context;
+use draguard::verdict::Phase;
 
 pub fn validate<'a>(cluster: &'a dyn ClusterView, policies: &'a PolicySet, target: Target) -> Context<'a> {
     Context {

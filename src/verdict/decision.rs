@@ -4,9 +4,8 @@
 
 use kube::core::GroupVersionResource;
 
-use super::ReviewError;
+use super::{Concept, Mode, ReviewError, Violation};
 use crate::field::{FieldError, Path};
-use crate::policy::enforce::Violation;
 
 /// The verdict on one request.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -45,7 +44,7 @@ pub struct Warning {
     pub field: Option<Path>,
     pub message: String,
     /// The rule a Warn-mode violation broke; `None` for other warnings.
-    pub concept: Option<super::Concept>,
+    pub concept: Option<Concept>,
 }
 
 impl Warning {
@@ -154,7 +153,6 @@ impl Decision {
         mut warnings: Vec<Warning>,
         violations: Vec<Violation>,
     ) -> Decision {
-        use crate::policy::model::Mode;
         let mut audit = Vec::new();
         let mut denials = Vec::new();
         for v in violations {

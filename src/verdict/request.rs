@@ -1,18 +1,12 @@
-//! What the core is asked: the request envelope, the object as raw JSON,
-//! and what the core may know besides.
-
-use std::time::Instant;
+//! What the core is asked: the request envelope and the object as raw
+//! JSON. What it may know besides is review's `Context`.
 
 use k8s_openapi::api::authentication::v1::UserInfo;
 use kube::core::admission::Operation;
 use kube::core::{GroupVersionKind, GroupVersionResource};
 use serde::Deserialize;
 
-use crate::cluster::ClusterView;
-use crate::kubernetes::Target;
 use crate::objects::ObjectJson;
-use crate::policy::PolicySet;
-use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 
 /// What the apiserver sent, with the object kept as JSON: each kind's
 /// stages read a typed view decoded from it once, patches are computed
@@ -60,33 +54,6 @@ pub enum Phase {
     Validate,
     /// `check` and `review --mutate`: mutate, then validate the result.
     Both,
-}
-
-/// Everything the core may know besides the request itself.
-pub struct Context<'a> {
-    pub now: jiff::Timestamp,
-    pub cluster: &'a dyn ClusterView,
-    pub policies: &'a PolicySet,
-    /// PodTolerationRestriction compatibility, when enabled: the plugin's
-    /// cluster configuration (namespace annotations come from `cluster`).
-    pub toleration_restriction: Option<&'a TolerationRestrictionConfig>,
-    pub phase: Phase,
-    /// When the server stops waiting for this review (the apiserver's
-    /// `?timeout=`): past it the review stops between stages and between
-    /// CEL compiles, its answer no longer read. `None` (the CLI): it runs
-    /// to the end.
-    pub deadline: Option<Instant>,
-    /// The Kubernetes release whose rules judge the object: its version
-    /// and feature gates.
-    pub target: Target,
-}
-
-impl Context<'_> {
-    /// Whether the deadline has passed. The one clock the core reads: a
-    /// monotonic one, and only to stop work nobody waits for.
-    pub fn past_deadline(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
-    }
 }
 
 /// The operation as the AdmissionReview spells it.

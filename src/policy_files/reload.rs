@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::PolicySet;
-use super::load::{load_dir, policy_files};
+use crate::policy::PolicySet;
+use crate::policy::load::{Skipped, load_dir, policy_files};
 
 /// The current policies, shared by every request; swapped whole on reload.
 #[derive(Clone, Default)]
@@ -111,7 +111,7 @@ pub fn fingerprint(dir: &Path) -> u64 {
 }
 
 /// Documents of the folder that are not draguard policies, one line each.
-pub fn log_skipped(skipped: &[super::load::Skipped]) {
+pub fn log_skipped(skipped: &[Skipped]) {
     for s in skipped {
         tracing::info!(note = %s, "skipped a document that is not a draguard policy");
     }

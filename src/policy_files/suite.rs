@@ -15,14 +15,15 @@ use kube::core::{GroupVersionKind, GroupVersionResource};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::PolicySet;
 use crate::cluster::StaticView;
 use crate::kubernetes::Target;
 use crate::objects::ObjectJson;
-use crate::review::{Context, Decision, Denial, Envelope, Phase, Request};
+use crate::policy::PolicySet;
+use crate::review::Context;
+use crate::verdict::{Decision, Denial, Envelope, Phase, Request};
 
 pub const API_VERSION: &str = "policy.draguard.dev/v1alpha1";
-pub const KIND: &str = "PolicyTest";
+use crate::policy::load::SUITE_KIND;
 
 /// The clock of every case unless the suite sets `now`.
 pub const DEFAULT_NOW: &str = "2026-01-01T00:00:00Z";
@@ -169,7 +170,7 @@ pub fn load(path: &Path) -> Result<Vec<Suite>, String> {
             )
         })?;
         for doc in docs {
-            if doc.get("kind").and_then(Value::as_str) != Some(KIND) {
+            if doc.get("kind").and_then(Value::as_str) != Some(SUITE_KIND) {
                 continue;
             }
             let test: PolicyTest = crate::objects::decode(&doc).map_err(|e| format!("{}: {e}", file.display()))?;
@@ -187,7 +188,7 @@ pub fn load(path: &Path) -> Result<Vec<Suite>, String> {
         }
     }
     if suites.is_empty() {
-        return Err(format!("{}: no {KIND} suite found", path.display()));
+        return Err(format!("{}: no {SUITE_KIND} suite found", path.display()));
     }
     Ok(suites)
 }
@@ -257,11 +258,11 @@ fn load_policies(suite: &Suite) -> Result<PolicySet, String> {
     for path in &suite.test.spec.policies {
         let path = suite.resolve(path);
         if path.is_dir() {
-            let folder = super::load::load_dir(&path).map_err(|e| e.to_string())?;
+            let folder = crate::policy::load::load_dir(&path).map_err(|e| e.to_string())?;
             set.policies.extend(folder.set.policies);
         } else {
             let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-            let parsed = super::load::parse_file(&path.display().to_string(), &text)
+            let parsed = crate::policy::load::parse_file(&path.display().to_string(), &text)
                 .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))?;
             set.policies.extend(parsed.policies);
         }
@@ -299,7 +300,7 @@ fn request(case: &Case, mut object: Value) -> Request {
     let api_version = text(&object, "/apiVersion");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
     let kind = text(&object, "/kind");
-    let row = crate::kinds::find(group, &kind);
+    let row = crate::review::registry::find(group, &kind);
     let namespaced = row.is_none_or(|r| r.namespaced);
     let namespace = namespaced.then(|| {
         let ns = text(&object, "/metadata/namespace");

@@ -8,13 +8,14 @@
 
 use serde::Deserialize;
 
-use super::Routed;
+use super::Context;
 use crate::field::{FieldError, Path};
+use crate::kinds::Routed;
 use crate::kubernetes::KubeVersion;
 use crate::objects::claim_status::{Allocation, ClaimStatus};
 use crate::objects::{DecodeError, ObjectJson, nullable};
-use crate::review::{Context, Decision, Denial, ObjectRef, Phase, Request, ReviewError};
 use crate::rules::tolerations::validate_device_toleration;
+use crate::verdict::{Decision, Denial, ObjectRef, Phase, Request, ReviewError};
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
