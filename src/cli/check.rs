@@ -257,7 +257,14 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
     match kept.finish() {
         Ok(spooled) => report.spooled = Some(spooled),
-        Err(e) => return unusable(&format!("cannot keep the verdicts: {e}")),
+        // Past a few MiB the verdicts go to a temporary file: a full or
+        // read-only temporary directory is what fails here.
+        Err(e) => {
+            return unusable(&format!(
+                "cannot spool the verdicts to a temporary file in {} (set TMPDIR to a writable directory with room): {e}",
+                std::env::temp_dir().display()
+            ));
+        }
     }
     report.placeholders += placeholders;
     report.suppressed += suppressed;
