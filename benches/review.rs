@@ -3,9 +3,9 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use draguard::admission::Incoming;
-use draguard::cluster::NoCluster;
 use draguard::review::Context;
 use draguard::verdict::Phase;
+use draguard::view::NoCluster;
 use serde_json::json;
 
 /// A typical claim: one exact GPU request with a CEL selector and a

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use draguard::cluster::live::LiveView;
-use draguard::cluster::{ClusterView, QuotaUsage};
 use draguard::quota::Charge;
 use draguard::server::{self, RunningServer, ServerConfig, TlsSource};
+use draguard::view::{ClusterView, QuotaUsage};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};

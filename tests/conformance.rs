@@ -10,11 +10,11 @@ use draguard::admission::Incoming;
 use std::collections::BTreeMap;
 
 use draguard::admission::status;
-use draguard::cluster::{ClusterView, NoCluster, StaticView};
 use draguard::kubernetes::{KubeVersion, Target};
 use draguard::policy::toleration_restriction::TolerationRestrictionConfig;
 use draguard::review::Context;
 use draguard::verdict::{Decision, Phase};
+use draguard::view::{ClusterView, NoCluster, StaticView};
 use serde_json::Value;
 
 /// Kinds whose rules are not built yet, each with the capability it waits

@@ -911,7 +911,7 @@ fn draguard_patches(request: &Value) -> usize {
     let policies = draguard::policy::load::load_dir(&Path::new(ROOT).join("policies"))
         .expect("the shipped policies")
         .set;
-    let view = draguard::cluster::StaticView::default();
+    let view = draguard::view::StaticView::default();
     let ctx = draguard::review::Context {
         now: "2026-11-21T10:00:00Z".parse().expect("time"),
         cluster: &view,

@@ -446,7 +446,7 @@ async fn shutdown_stops_accepting() {
 /// Answers after a delay, to push a review past its deadline.
 struct SlowCluster;
 
-impl draguard::cluster::ClusterView for SlowCluster {
+impl draguard::view::ClusterView for SlowCluster {
     fn namespace_labels(&self, _: &str) -> Option<std::collections::BTreeMap<String, String>> {
         std::thread::sleep(Duration::from_millis(700));
         None

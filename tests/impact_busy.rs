@@ -9,10 +9,10 @@ mod support {
 use std::collections::BTreeMap;
 
 use draguard::admission::Incoming;
-use draguard::cluster::{ClusterView, TaintRuleImpact};
 use draguard::kubernetes::{KubeVersion, Target};
 use draguard::objects::dra::DeviceTaintRuleSpec;
 use draguard::policy::PolicySet;
+use draguard::view::{ClusterView, TaintRuleImpact};
 use serde_json::{Value, json};
 
 /// A cluster whose impact slots are all taken.

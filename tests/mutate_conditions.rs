@@ -7,13 +7,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use draguard::cluster::StaticView;
 use draguard::controllers::mutate_conditions::expression;
 use draguard::policy::PolicySet;
 use draguard::policy::load::{load_dir, parse};
 use draguard::policy::toleration_restriction::{DEFAULT_TOLERATIONS, TolerationRestrictionConfig};
 use draguard::review::Context;
 use draguard::verdict::Phase;
+use draguard::view::StaticView;
 use kube_cel::cel::{Context as CelContext, Program, Value as CelValue};
 use serde_json::{Value, json};
 

@@ -7,8 +7,8 @@ mod support {
 }
 
 use draguard::admission::Incoming;
-use draguard::cluster::StaticView;
 use draguard::policy::PolicySet;
+use draguard::view::StaticView;
 use serde_json::{Value, json};
 use support::context::{validate, verdict};
 

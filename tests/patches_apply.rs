@@ -21,11 +21,11 @@ use std::sync::OnceLock;
 
 use base64::Engine as _;
 use draguard::admission::Incoming;
-use draguard::cluster::StaticView;
 use draguard::policy::PolicySet;
 use draguard::policy::toleration_restriction::TolerationRestrictionConfig;
 use draguard::review::Context;
 use draguard::verdict::{Decision, Denial, Phase};
+use draguard::view::StaticView;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};

@@ -2,11 +2,11 @@
 //! patches, modes, exemptions, namespace labels.
 
 use draguard::admission::Incoming;
-use draguard::cluster::{ClusterView, NoCluster, StaticView};
 use draguard::policy::PolicySet;
 use draguard::policy::load::parse;
 use draguard::review::Context;
 use draguard::verdict::{Decision, Phase};
+use draguard::view::{ClusterView, NoCluster, StaticView};
 use serde_json::{Value, json};
 
 fn policies(yaml: &str) -> PolicySet {

@@ -195,7 +195,7 @@ async fn patch_ties_with_watched_patches_warn() {
     );
     // The patch cache fills on its own schedule: wait for it.
     for _ in 0..100 {
-        if !draguard::cluster::ClusterView::slice_patches(&view).is_empty() {
+        if !draguard::view::ClusterView::slice_patches(&view).is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -11,11 +11,11 @@ mod support {
 
 use std::time::Duration;
 
-use draguard::cluster::ClusterView;
 use draguard::cluster::live::LiveView;
 use draguard::kubernetes::{KubeVersion, Target};
 use draguard::policy::PolicySet;
 use draguard::quota::DeviceClassFacts;
+use draguard::view::ClusterView;
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
 use support::reviews;

@@ -13,9 +13,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use draguard::admission::Incoming;
-use draguard::cluster::NoCluster;
 use draguard::review::Context;
 use draguard::verdict::Phase;
+use draguard::view::NoCluster;
 use serde_json::{Value, json};
 
 /// The system allocator, counting the bytes live and their peak.

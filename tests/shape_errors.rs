@@ -4,11 +4,11 @@
 //! decode get patches written into the shapes they have.
 
 use draguard::admission::Incoming;
-use draguard::cluster::StaticView;
 use draguard::policy::PolicySet;
 use draguard::policy::toleration_restriction::TolerationRestrictionConfig;
 use draguard::review::Context;
 use draguard::verdict::Phase;
+use draguard::view::StaticView;
 use serde_json::{Value, json};
 
 const PHASES: [Phase; 3] = [Phase::Mutate, Phase::Validate, Phase::Both];

@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::{Options, group_kind, namespace_of, text};
-use crate::cluster::StaticView;
 use crate::objects::ObjectJson;
+use crate::view::StaticView;
 
 /// Kinds whose objects tell facts about the others; a workload whose pods
 /// use a claim template tells one too.

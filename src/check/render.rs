@@ -765,7 +765,7 @@ impl Kustomization {
         let mut text = String::new();
         let read = std::fs::File::open(file).and_then(|f| f.take(MAX_KUSTOMIZATION).read_to_string(&mut text));
         let Ok(_) = read else { return k };
-        let Ok(value) = serde_saphyr::from_str_with_options::<serde_json::Value>(&text, super::input::yaml_options())
+        let Ok(value) = serde_saphyr::from_str_with_options::<serde_json::Value>(&text, crate::yaml::yaml_options())
         else {
             return k;
         };

@@ -399,7 +399,7 @@ struct Settings {
     skip_rules: Vec<String>,
     placeholders: Vec<String>,
     namespace: String,
-    namespace_labels: crate::cluster::StaticView,
+    namespace_labels: crate::view::StaticView,
     pod_templates: Vec<crate::check::pod_templates::TemplateKind>,
     embedded_pod_specs: crate::check::embedded_specs::EmbeddedPodSpecs,
     base_dir: Option<PathBuf>,
@@ -511,7 +511,7 @@ impl Settings {
             .clone()
             .or_else(|| config.and_then(|l| l.config.namespace.clone()))
             .unwrap_or_else(|| "default".to_owned());
-        let mut namespace_labels = crate::cluster::StaticView::default();
+        let mut namespace_labels = crate::view::StaticView::default();
         for (ns, labels) in config.map(|l| &l.config.namespace_labels).into_iter().flatten() {
             namespace_labels.namespaces.insert(ns.clone(), labels.clone());
         }

@@ -56,7 +56,7 @@ pub fn run(args: ImpactArgs) -> ExitCode {
         let snapshot = if args.cluster {
             read_cluster(args.kubeconfig.as_deref(), args.context.as_deref())?
         } else {
-            crate::impact::snapshot_stream::read(&args.snapshot)?
+            crate::check::snapshot_file::read(&args.snapshot)?
         };
         for skipped in &snapshot.skipped {
             eprintln!("draguard impact: left out {skipped}");

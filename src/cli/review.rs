@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::admission::Incoming;
-use crate::cluster::NoCluster;
 use crate::review::Context;
 use crate::verdict::Phase;
+use crate::view::NoCluster;
 
 #[derive(Debug, clap::Args)]
 pub struct ReviewArgs {

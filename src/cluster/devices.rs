@@ -10,9 +10,9 @@ use std::sync::Arc;
 use super::slim::SlimObject;
 
 use super::index::WatchIndex;
-use super::interner::Interner;
 use crate::impact::snapshot::{allocated_claim, slice_devices};
 use crate::impact::{AllocatedClaim, AllocatedDevice, DeviceId, ImpactCounter, Reader, SliceDevice, reaches};
+use crate::interner::Interner;
 use crate::kubernetes::KubeVersion;
 use crate::objects::claim::DeviceToleration;
 use crate::objects::dra::DeviceTaintSelector;

@@ -21,9 +21,9 @@ use kube::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 
-use super::CacheState;
 use super::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
 use super::watch_error;
+use crate::view::CacheState;
 
 /// What one concern keeps of its objects.
 pub trait WatchIndex: Default + Send + Sync + 'static {

@@ -16,12 +16,12 @@ use super::impact_permits::ImpactPermits;
 use super::index::{Watched, spawn_watch};
 use super::indexes::{ClaimIndexes, DeviceClassIndex, NamespaceIndex, PatchIndex, QuotaIndex};
 use super::slim::SlimObject;
-use super::{CacheState, ClusterView, NotSynced, QuotaUsage, TaintRuleImpact};
 use crate::impact::ImpactCounter;
 use crate::kubernetes::KubeVersion;
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::objects::patch::PatchSpec;
 use crate::quota::{DeviceClassFacts, Limits};
+use crate::view::{CacheState, ClusterView, NotSynced, QuotaUsage, TaintRuleImpact};
 
 const READY_POLL: Duration = Duration::from_millis(50);
 

@@ -12,7 +12,6 @@ pub mod counts;
 pub mod reach;
 pub mod render;
 pub mod snapshot;
-pub mod snapshot_stream;
 pub mod tolerance;
 
 use std::collections::BTreeSet;

@@ -13,7 +13,7 @@ use crate::objects::dra::DeviceTaintSelector;
 /// A device by the names a DeviceTaintRule selects on. Shared strings: a
 /// cluster repeats a few drivers, one pool per node and a few device names
 /// over and over, and the live indexes hold each once
-/// ([`crate::cluster::interner`]); a clone costs three reference counts.
+/// ([`crate::interner`]); a clone costs three reference counts.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DeviceId {
     pub driver: Arc<str>,

@@ -5,7 +5,7 @@
 //! counted, so a partial snapshot still answers and says what it left out.
 //!
 //! A snapshot of a large cluster is one List of 100,000s of objects: it is
-//! read one object at a time ([`super::snapshot_stream`]), each reduced to
+//! read one object at a time ((`check::snapshot_file`)), each reduced to
 //! what a rule reads and dropped, with repeated names held once.
 
 use std::collections::HashMap;
@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::cluster::interner::Interner;
+use crate::interner::Interner;
 
 use super::{AllocatedClaim, AllocatedDevice, DeviceId, SliceDevice};
 use crate::objects::claim_status::ClaimStatus;

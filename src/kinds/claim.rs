@@ -4,13 +4,13 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
-use crate::cluster::ClusterView;
 use crate::field::{BadValue, Declared, FieldError, Path};
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, ObjectJson, Whole};
 use crate::policy::apply::{self, TolerationList};
 use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::quota::{Charge, claim_charge};
 use crate::rules;
+use crate::view::ClusterView;
 
 pub const ROW: KindRow = KindRow::new(
     "resource.k8s.io",

@@ -28,7 +28,6 @@ use json_patch::PatchOperation;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use crate::cluster::ClusterView;
 use crate::field::FieldError;
 use crate::kubernetes::Target;
 use crate::objects::pod::PodSpecView;
@@ -38,6 +37,7 @@ use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::quota::Charge;
 use crate::rules::cel::CompileBudget;
 use crate::verdict::Warning;
+use crate::view::ClusterView;
 
 /// One kind as the API serves it: plain data, so that the kinds need not
 /// know the review that runs them (`review/registry.rs` binds the two).

@@ -8,11 +8,11 @@ use json_patch::PatchOperation;
 use serde_json::Value;
 
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
-use crate::cluster::ClusterView;
 use crate::field::Path;
 use crate::objects::patch::PatchSpec;
 use crate::objects::{DecodeError, ObjectJson, Whole};
 use crate::rules;
+use crate::view::ClusterView;
 
 pub const ROW: KindRow = KindRow::new(
     "draguard.dev",

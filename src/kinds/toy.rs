@@ -44,9 +44,9 @@ mod tests {
 
     use crate::admission::Incoming;
     use crate::check::{Options, Source, check};
-    use crate::cluster::NoCluster;
     use crate::review::Context;
     use crate::verdict::Phase;
+    use crate::view::NoCluster;
 
     fn now() -> jiff::Timestamp {
         "2026-11-21T10:00:00Z".parse().expect("time")

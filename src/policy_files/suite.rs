@@ -15,12 +15,12 @@ use kube::core::{GroupVersionKind, GroupVersionResource};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::cluster::StaticView;
 use crate::kubernetes::Target;
 use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
 use crate::review::Context;
 use crate::verdict::{Decision, Denial, Envelope, Phase, Request};
+use crate::view::StaticView;
 
 pub const API_VERSION: &str = "policy.draguard.dev/v1alpha1";
 use crate::policy::load::SUITE_KIND;

@@ -5,11 +5,11 @@
 
 use std::time::Instant;
 
-use crate::cluster::ClusterView;
 use crate::kubernetes::Target;
 use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::verdict::Phase;
+use crate::view::ClusterView;
 
 /// Everything the core may know besides the request itself.
 pub struct Context<'a> {

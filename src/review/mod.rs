@@ -190,9 +190,9 @@ mod tests {
 
     use super::*;
     use crate::admission::Incoming;
-    use crate::cluster::StaticView;
     use crate::policy::PolicySet;
     use crate::policy::toleration_restriction::{DEFAULT_TOLERATIONS, TolerationRestrictionConfig};
+    use crate::view::StaticView;
 
     /// An AdmissionReview of a CREATE of `object` by `user`.
     fn create(resource: (&str, &str, &str, &str), namespace: Option<&str>, user: &str, object: Value) -> Vec<u8> {

@@ -3,7 +3,6 @@
 //! ResourceQuotas.
 
 use super::{Context, ReviewSubject};
-use crate::cluster::{NotSynced, QuotaUsage};
 use crate::kinds::AdmittedKind;
 use crate::kubernetes::Gate;
 use crate::policy::Selection;
@@ -12,6 +11,7 @@ use crate::quota::{Charge, Limits, QuotaKeys, excesses};
 use crate::verdict::Mode;
 use crate::verdict::Violation;
 use crate::verdict::Warning;
+use crate::view::{NotSynced, QuotaUsage};
 
 /// One source of limits: a policy's `quota` (with its mode and message,
 /// and whether it applies only if the unknown labels say so) or a

@@ -13,7 +13,6 @@
 //! webhook entry for DeviceTaintRules fails closed for the same reason.)
 
 use super::{Context, ReviewSubject};
-use crate::cluster::TaintRuleImpact;
 use crate::field::Path;
 use crate::impact::ImpactCounts;
 use crate::kinds::{AdmittedKind, ObjectView};
@@ -23,6 +22,7 @@ use crate::policy::glob_match;
 use crate::policy::model::{TaintRuleCaps, TolerationPolicy};
 use crate::verdict::Violation;
 use crate::verdict::Warning;
+use crate::view::TaintRuleImpact;
 
 /// With the exact count of pods the rule evicts, goes past the eviction caps.
 pub const ACKNOWLEDGE_EVICTIONS: &str = "draguard.dev/acknowledge-evictions";

@@ -21,12 +21,12 @@ use prometheus_client::registry::Registry;
 
 use super::tls::CertStore;
 use crate::build_info;
-use crate::cluster::ClusterView;
 #[cfg(test)]
 use crate::kubernetes::KubeVersion;
 use crate::kubernetes::Target;
 use crate::kubernetes::apiserver_report::Mismatch;
 use crate::policy_files::reload::PolicyStore;
+use crate::view::ClusterView;
 
 /// What `/metrics` answers with: prometheus-client writes OpenMetrics 1.0.
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -579,7 +579,7 @@ impl Collector for CacheCollector {
         if caches.is_empty() {
             return Ok(());
         }
-        let by_cache = |value: fn(&crate::cluster::CacheState) -> i64| {
+        let by_cache = |value: fn(&crate::view::CacheState) -> i64| {
             caches
                 .iter()
                 .map(move |c| ([("cache", c.name)], ConstGauge::new(value(c))))
@@ -627,7 +627,7 @@ impl Collector for CacheCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::CacheState;
+    use crate::view::CacheState;
 
     fn has(text: &str, line: &str) {
         assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
@@ -896,7 +896,7 @@ mod tests {
     #[test]
     fn no_cluster_no_cache_series() {
         let mut m = Metrics::new(Target::default());
-        m.watch_caches(Arc::new(crate::cluster::NoCluster));
+        m.watch_caches(Arc::new(crate::view::NoCluster));
         let text = m.render();
         lacks(&text, "draguard_cache_");
     }

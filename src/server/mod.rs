@@ -43,9 +43,9 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::cluster::live::LiveView;
-use crate::cluster::{ClusterView, NoCluster};
 use crate::policy::load::load_dir;
 use crate::policy_files::reload::{self, PolicyStore};
+use crate::view::{ClusterView, NoCluster};
 
 /// The apiserver caps an AdmissionReview at 3 MiB of object; the default
 /// body limit matches it.

@@ -17,7 +17,6 @@ use super::duration::review_deadline;
 use super::intake::{Intake, ReviewSlot};
 use super::metrics::{self, Metrics};
 use crate::admission::Incoming;
-use crate::cluster::ClusterView;
 use crate::kubernetes::Target;
 use crate::log_field::clip;
 use crate::policy::PolicySet;
@@ -25,6 +24,7 @@ use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::policy_files::reload::PolicyStore;
 use crate::review::Context;
 use crate::verdict::{Decision, Phase, operation_name};
+use crate::view::ClusterView;
 
 /// What the handlers share; built once by `server::start`.
 #[derive(Clone)]

@@ -96,9 +96,8 @@ mod tests {
     use super::*;
 
     fn error_of(text: &str) -> String {
-        let error =
-            serde_saphyr::from_multiple_with_options::<serde_json::Value>(text, crate::check::input::yaml_options())
-                .expect_err("refused");
+        let error = serde_saphyr::from_multiple_with_options::<serde_json::Value>(text, crate::yaml::yaml_options())
+            .expect_err("refused");
         message(&error, text)
     }
 

@@ -5,11 +5,11 @@
 //! without a deadline.
 
 use draguard::admission::Incoming;
-use draguard::cluster::ClusterView;
 use draguard::kubernetes::Target;
 use draguard::policy::PolicySet;
 use draguard::review::Context;
 use draguard::verdict::Phase;
+use draguard::view::ClusterView;
 
 pub fn validate<'a>(cluster: &'a dyn ClusterView, policies: &'a PolicySet, target: Target) -> Context<'a> {
     Context {

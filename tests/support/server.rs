@@ -214,7 +214,7 @@ pub fn held_cluster() -> (HeldCluster, Hold) {
     )
 }
 
-impl draguard::cluster::ClusterView for HeldCluster {
+impl draguard::view::ClusterView for HeldCluster {
     fn namespace_labels(&self, _: &str) -> Option<std::collections::BTreeMap<String, String>> {
         let _ = self.entered.lock().expect("lock").send(());
         let _ = self.release.lock().expect("lock").recv();

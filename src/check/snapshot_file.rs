@@ -17,8 +17,8 @@ use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::snapshot::Snapshot;
-use crate::check::input;
+use super::input;
+use crate::impact::snapshot::Snapshot;
 
 /// The objects of `paths` (files, folders, `-`), read into one snapshot.
 pub fn read(paths: &[PathBuf]) -> Result<Snapshot, String> {
@@ -45,7 +45,7 @@ pub fn read_text(name: &str, text: &str, snapshot: &mut Snapshot) -> Result<(), 
             return Ok(());
         }
     }
-    let parts: Vec<Document> = serde_saphyr::from_multiple_with_options(text, input::yaml_options())
+    let parts: Vec<Document> = serde_saphyr::from_multiple_with_options(text, crate::yaml::yaml_options())
         .map_err(|e| format!("{name}: {}", crate::yaml::messages::message(&e, text)))?;
     for part in parts {
         snapshot.merge(part.0);
