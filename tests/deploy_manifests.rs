@@ -908,7 +908,7 @@ fn worst_wait(entries: &[(&Value, &Value)]) -> u64 {
 /// draguard's own `/mutate` answer on `request`, with the shipped policies.
 fn draguard_patches(request: &Value) -> usize {
     use draguard::verdict::Phase;
-    let policies = draguard::policy::load::load_dir(&Path::new(ROOT).join("policies"))
+    let policies = draguard::policy_files::load::load_dir(&Path::new(ROOT).join("policies"))
         .expect("the shipped policies")
         .set;
     let view = draguard::view::StaticView::default();
@@ -1348,7 +1348,7 @@ fn a_create_no_policy_defaults_reaches_one_entry_with_the_managed_condition() {
     let Some(mut docs) = render(&overlay("base")) else {
         return;
     };
-    let policies = draguard::policy::load::load_dir(&Path::new(ROOT).join("policies"))
+    let policies = draguard::policy_files::load::load_dir(&Path::new(ROOT).join("policies"))
         .expect("the shipped policies")
         .set;
     let creates: Vec<(String, Value)> = apiserver_requests()

@@ -9,8 +9,9 @@ use std::path::Path;
 
 use draguard::controllers::mutate_conditions::expression;
 use draguard::policy::PolicySet;
-use draguard::policy::load::{load_dir, parse};
+use draguard::policy::load::parse;
 use draguard::policy::toleration_restriction::{DEFAULT_TOLERATIONS, TolerationRestrictionConfig};
+use draguard::policy_files::load::load_dir;
 use draguard::review::Context;
 use draguard::verdict::Phase;
 use draguard::view::StaticView;

@@ -59,7 +59,7 @@ fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
     WORLD.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let examples = draguard::policy::load::load_dir(&root.join("policies"))
+        let examples = draguard::policy_files::load::load_dir(&root.join("policies"))
             .expect("the example policies load")
             .set;
         let defaults = PolicySet {

@@ -94,7 +94,7 @@ impl TolerationRestrictionArgs {
     /// The configuration to apply, or `None` when compatibility is off.
     pub fn load(&self) -> Result<Option<TolerationRestrictionConfig>, TolerationRestrictionConfigError> {
         match &self.pod_toleration_restriction_config {
-            Some(path) => TolerationRestrictionConfig::load(path).map(Some),
+            Some(path) => crate::policy_files::toleration_restriction::load(path).map(Some),
             None if self.pod_toleration_restriction => Ok(Some(Default::default())),
             None => Ok(None),
         }
@@ -109,7 +109,7 @@ pub fn load_policies(tool: &str, dir: Option<&std::path::Path>) -> Result<Policy
     let Some(dir) = dir else {
         return Ok(PolicySet::default());
     };
-    let folder = crate::policy::load::load_dir(dir)?;
+    let folder = crate::policy_files::load::load_dir(dir)?;
     for skipped in &folder.skipped {
         eprintln!("{tool}: note: {skipped}");
     }

@@ -61,7 +61,7 @@ fn lint(paths: &[PathBuf]) -> ExitCode {
     let mut errors = Vec::new();
     for path in paths {
         if path.is_dir() {
-            match load::load_dir(path) {
+            match crate::policy_files::load::load_dir(path) {
                 Ok(folder) => {
                     for skipped in &folder.skipped {
                         println!("{skipped}");

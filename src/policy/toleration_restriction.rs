@@ -33,13 +33,10 @@ pub struct TolerationRestrictionConfig {
 }
 
 impl TolerationRestrictionConfig {
-    /// Reads the plugin's configuration file (YAML or JSON).
-    pub fn load(path: &Path) -> Result<Self, TolerationRestrictionConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TolerationRestrictionConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        serde_saphyr::from_str(&text).map_err(|source| TolerationRestrictionConfigError::Parse {
+    /// Parses the text of the plugin's configuration file (YAML or JSON)
+    /// read from `path` (`policy_files::toleration_restriction` reads it).
+    pub fn parse(path: &Path, text: &str) -> Result<Self, TolerationRestrictionConfigError> {
+        serde_saphyr::from_str(text).map_err(|source| TolerationRestrictionConfigError::Parse {
             path: path.to_owned(),
             source: Box::new(source),
         })
@@ -270,36 +267,6 @@ mod tests {
         ];
         for (result, message) in cases {
             assert_eq!(result.expect_err("refused").to_string(), message);
-        }
-    }
-
-    #[test]
-    fn config_files() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let good = dir.path().join("good.yaml");
-        std::fs::write(
-            &good,
-            "apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\n\
-             whitelist: [{key: a, operator: Exists}]\n",
-        )
-        .expect("write");
-        let config = TolerationRestrictionConfig::load(&good).expect("loads");
-        assert_eq!(config.whitelist.len(), 1);
-        assert_eq!(config.whitelist[0].key, "a");
-
-        let unknown = dir.path().join("unknown.yaml");
-        std::fs::write(&unknown, "defaults: []\n").expect("write");
-        let missing = dir.path().join("missing.yaml");
-        let cases = [
-            (&missing, format!("{}: cannot read: ", missing.display())),
-            (&unknown, format!("{}: unknown field `defaults`", unknown.display())),
-        ];
-        for (path, start) in cases {
-            let message = TolerationRestrictionConfig::load(path)
-                .expect_err("refused")
-                .to_string();
-            assert!(message.starts_with(&start), "{message:?} does not start with {start:?}");
-            assert!(!message.contains('\n'), "one line: {message:?}");
         }
     }
 

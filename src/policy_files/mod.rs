@@ -1,7 +1,10 @@
 //! Policies as files: the doors between the policy folder on disk and the
-//! pure policy core. `reload` watches the folder and swaps the set in
-//! force; `suite` runs `draguard policy test` over manifests. Parsing and
-//! linting a policy's text stay in `policy/`, which reads no file.
+//! pure policy core. `load` reads the folder, `reload` watches it and swaps
+//! the set in force, `suite` runs `draguard policy test` over manifests and
+//! `toleration_restriction` reads PodTolerationRestriction's configuration.
+//! Parsing and linting their text stay in `policy/`, which reads no file.
 
+pub mod load;
 pub mod reload;
 pub mod suite;
+pub mod toleration_restriction;

@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::load::{load_dir, policy_files};
 use crate::policy::PolicySet;
-use crate::policy::load::{Skipped, load_dir, policy_files};
+use crate::policy::load::Skipped;
 
 /// The current policies, shared by every request; swapped whole on reload.
 #[derive(Clone, Default)]

@@ -258,7 +258,7 @@ fn load_policies(suite: &Suite) -> Result<PolicySet, String> {
     for path in &suite.test.spec.policies {
         let path = suite.resolve(path);
         if path.is_dir() {
-            let folder = crate::policy::load::load_dir(&path).map_err(|e| e.to_string())?;
+            let folder = crate::policy_files::load::load_dir(&path).map_err(|e| e.to_string())?;
             set.policies.extend(folder.set.policies);
         } else {
             let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;

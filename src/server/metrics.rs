@@ -730,7 +730,7 @@ mod tests {
         lacks(&text, "draguard_policy_last_reload_success_timestamp_seconds ");
 
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
-        let set = crate::policy::load::load_dir(&dir)
+        let set = crate::policy_files::load::load_dir(&dir)
             .expect("the example policies load")
             .set;
         let count = set.policies.len();

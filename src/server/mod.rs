@@ -43,7 +43,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::cluster::live::LiveView;
-use crate::policy::load::load_dir;
+use crate::policy_files::load::load_dir;
 use crate::policy_files::reload::{self, PolicyStore};
 use crate::view::{ClusterView, NoCluster};
 
