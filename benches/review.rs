@@ -3,7 +3,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use draguard::admission::Incoming;
-use draguard::review::Context;
+use draguard::review::Engine;
 use draguard::verdict::Phase;
 use draguard::view::NoCluster;
 use serde_json::json;
@@ -55,15 +55,8 @@ fn typical_claim_review() -> Vec<u8> {
 fn bench_review(c: &mut Criterion) {
     let body = typical_claim_review();
     let now: jiff::Timestamp = "2026-11-21T10:00:00Z".parse().expect("time");
-    let ctx = Context {
-        now,
-        cluster: &NoCluster,
-        policies: &draguard::policy::PolicySet::default(),
-        toleration_restriction: None,
-        phase: Phase::Validate,
-        deadline: None,
-        target: Default::default(),
-    };
+    let policies = draguard::policy::PolicySet::default();
+    let ctx = Engine::new(&policies, &NoCluster, Default::default()).context(now, Phase::Validate, None);
     // Guard the benchmark against measuring a denial path by accident.
     let (decision, _) = Incoming::parse(&body).expect("review").answer(&ctx);
     assert!(

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use draguard::admission::status;
 use draguard::kubernetes::{KubeVersion, Target};
 use draguard::policy::toleration_restriction::TolerationRestrictionConfig;
-use draguard::review::Context;
+use draguard::review::Engine;
 use draguard::verdict::{Decision, Phase};
 use draguard::view::{ClusterView, NoCluster, StaticView};
 use serde_json::Value;
@@ -114,15 +114,10 @@ fn decide_under(
 ) -> (Decision, Value) {
     let body = serde_json::to_vec(review).expect("serializable");
     let incoming = Incoming::parse(&body).expect("an AdmissionReview");
-    let ctx = Context {
-        now: now(),
-        cluster,
-        policies: &draguard::policy::PolicySet::default(),
-        toleration_restriction,
-        phase,
-        deadline: None,
-        target,
-    };
+    let policies = draguard::policy::PolicySet::default();
+    let ctx = Engine::new(&policies, cluster, target)
+        .with_toleration_restriction(toleration_restriction)
+        .context(now(), phase, None);
     incoming.answer(&ctx)
 }
 

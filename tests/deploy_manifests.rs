@@ -912,15 +912,11 @@ fn draguard_patches(request: &Value) -> usize {
         .expect("the shipped policies")
         .set;
     let view = draguard::view::StaticView::default();
-    let ctx = draguard::review::Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster: &view,
-        policies: &policies,
-        toleration_restriction: None,
-        phase: Phase::Mutate,
-        deadline: None,
-        target: Default::default(),
-    };
+    let ctx = draguard::review::Engine::new(&policies, &view, Default::default()).context(
+        "2026-11-21T10:00:00Z".parse().expect("time"),
+        Phase::Mutate,
+        None,
+    );
     let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request});
     let incoming = draguard::admission::Incoming::parse(&serde_json::to_vec(&review).expect("JSON")).expect("review");
     incoming.answer(&ctx).0.patch.len()

@@ -12,7 +12,7 @@ use draguard::policy::PolicySet;
 use draguard::policy::load::parse;
 use draguard::policy::toleration_restriction::{DEFAULT_TOLERATIONS, TolerationRestrictionConfig};
 use draguard::policy_files::load::load_dir;
-use draguard::review::Context;
+use draguard::review::Engine;
 use draguard::verdict::Phase;
 use draguard::view::StaticView;
 use kube_cel::cel::{Context as CelContext, Program, Value as CelValue};
@@ -143,15 +143,9 @@ fn patch_len(
     policies: &PolicySet,
     restriction: Option<&TolerationRestrictionConfig>,
 ) -> usize {
-    let ctx = Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster: view,
-        policies,
-        toleration_restriction: restriction,
-        phase: Phase::Mutate,
-        deadline: None,
-        target: Default::default(),
-    };
+    let ctx = Engine::new(policies, view, Default::default())
+        .with_toleration_restriction(restriction)
+        .context("2026-11-21T10:00:00Z".parse().expect("time"), Phase::Mutate, None);
     let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request});
     let incoming = draguard::admission::Incoming::parse(&serde_json::to_vec(&review).expect("JSON")).expect("review");
     incoming.answer(&ctx).0.patch.len()

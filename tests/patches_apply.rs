@@ -23,7 +23,7 @@ use base64::Engine as _;
 use draguard::admission::Incoming;
 use draguard::policy::PolicySet;
 use draguard::policy::toleration_restriction::TolerationRestrictionConfig;
-use draguard::review::Context;
+use draguard::review::Engine;
 use draguard::verdict::{Decision, Denial, Phase};
 use draguard::view::StaticView;
 use proptest::prelude::*;
@@ -240,15 +240,13 @@ fn settings_for(review: &Value) -> Vec<Setting> {
 
 fn decide(world: &World, setting: Setting, body: &[u8], phase: Phase) -> Result<(Decision, Value), String> {
     let incoming = Incoming::parse(body).map_err(|e| format!("not an AdmissionReview: {e}"))?;
-    let ctx = Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster: &world.cluster,
-        policies: &world.policy_sets[setting.policies].1,
-        toleration_restriction: setting.restriction.then_some(&world.restriction),
-        phase,
-        deadline: None,
-        target: Default::default(),
-    };
+    let ctx = Engine::new(
+        &world.policy_sets[setting.policies].1,
+        &world.cluster,
+        Default::default(),
+    )
+    .with_toleration_restriction(setting.restriction.then_some(&world.restriction))
+    .context("2026-11-21T10:00:00Z".parse().expect("time"), phase, None);
     Ok(incoming.answer(&ctx))
 }
 

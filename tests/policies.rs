@@ -4,7 +4,7 @@
 use draguard::admission::Incoming;
 use draguard::policy::PolicySet;
 use draguard::policy::load::parse;
-use draguard::review::Context;
+use draguard::review::Engine;
 use draguard::verdict::{Decision, Phase};
 use draguard::view::{ClusterView, NoCluster, StaticView};
 use serde_json::{Value, json};
@@ -81,15 +81,11 @@ fn pod(ns: &str, tolerations: Value) -> Value {
 fn decide_with(body: &Value, set: &PolicySet, cluster: &dyn ClusterView, phase: Phase) -> (Decision, Value) {
     let bytes = serde_json::to_vec(body).expect("json");
     let incoming = Incoming::parse(&bytes).expect("review");
-    let ctx = Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster,
-        policies: set,
-        toleration_restriction: None,
+    let ctx = Engine::new(set, cluster, Default::default()).context(
+        "2026-11-21T10:00:00Z".parse().expect("time"),
         phase,
-        deadline: None,
-        target: Default::default(),
-    };
+        None,
+    );
     incoming.answer(&ctx)
 }
 
@@ -310,15 +306,10 @@ fn ptr_patch(file: &str) -> Value {
     let (review, view, config) = ptr_case(file);
     let bytes = serde_json::to_vec(&review).expect("json");
     let incoming = Incoming::parse(&bytes).expect("review");
-    let ctx = Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster: &view,
-        policies: &PolicySet::default(),
-        toleration_restriction: Some(&config),
-        phase: Phase::Mutate,
-        deadline: None,
-        target: Default::default(),
-    };
+    let policies = PolicySet::default();
+    let ctx = Engine::new(&policies, &view, Default::default())
+        .with_toleration_restriction(Some(&config))
+        .context("2026-11-21T10:00:00Z".parse().expect("time"), Phase::Mutate, None);
     serde_json::to_value(&incoming.answer(&ctx).0.patch).expect("json")
 }
 

@@ -13,7 +13,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use draguard::admission::Incoming;
-use draguard::review::Context;
+use draguard::review::Engine;
 use draguard::verdict::Phase;
 use draguard::view::NoCluster;
 use serde_json::{Value, json};
@@ -74,15 +74,12 @@ static ALLOCATOR: Counting = Counting;
 /// before it, the body included: the server holds the body from its first
 /// byte to the answer.
 fn peak_of_review(body: &[u8], phase: Phase) -> (usize, usize) {
-    let ctx = Context {
-        now: "2026-11-21T10:00:00Z".parse().expect("time"),
-        cluster: &NoCluster,
-        policies: &draguard::policy::PolicySet::default(),
-        toleration_restriction: None,
+    let policies = draguard::policy::PolicySet::default();
+    let ctx = Engine::new(&policies, &NoCluster, Default::default()).context(
+        "2026-11-21T10:00:00Z".parse().expect("time"),
         phase,
-        deadline: None,
-        target: Default::default(),
-    };
+        None,
+    );
     let before = LIVE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
     let answer_len = {

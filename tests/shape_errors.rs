@@ -6,7 +6,7 @@
 use draguard::admission::Incoming;
 use draguard::policy::PolicySet;
 use draguard::policy::toleration_restriction::TolerationRestrictionConfig;
-use draguard::review::Context;
+use draguard::review::Engine;
 use draguard::verdict::Phase;
 use draguard::view::StaticView;
 use serde_json::{Value, json};
@@ -84,15 +84,9 @@ fn answers(body: &[u8]) -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for phase in PHASES {
         for (label, policies, restriction) in [("bare", &none, None), ("defaults", &with_defaults, Some(&config))] {
-            let ctx = Context {
-                now: "2026-11-21T10:00:00Z".parse().expect("time"),
-                cluster: &view,
-                policies,
-                toleration_restriction: restriction,
-                phase,
-                deadline: None,
-                target: Default::default(),
-            };
+            let ctx = Engine::new(policies, &view, Default::default())
+                .with_toleration_restriction(restriction)
+                .context("2026-11-21T10:00:00Z".parse().expect("time"), phase, None);
             out.push((format!("{phase:?} {label}"), incoming.answer(&ctx).1));
         }
     }

@@ -12,11 +12,11 @@ use std::sync::OnceLock;
 
 use base64::Engine as _;
 use draguard::admission::Incoming;
-use draguard::cluster::NoCluster;
 use draguard::kubernetes::{KubeVersion, Target};
 use draguard::policy::PolicySet;
-use draguard::review::Context;
+use draguard::review::{Context, Engine};
 use draguard::verdict::{Decision, Denial, Phase, ReviewError};
+use draguard::view::NoCluster;
 use json_patch::PatchOperation;
 use serde_json::Value;
 
@@ -95,7 +95,7 @@ pub fn example_policies() -> &'static PolicySet {
     static POLICIES: OnceLock<PolicySet> = OnceLock::new();
     POLICIES.get_or_init(|| {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
-        match draguard::policy::load::load_dir(&dir) {
+        match draguard::policy_files::load::load_dir(&dir) {
             Ok(folder) if !folder.set.is_empty() => folder.set,
             Ok(_) => panic!("fuzz setup: {} holds no policy", dir.display()),
             Err(e) => panic!("fuzz setup: cannot load {}: {e}", dir.display()),
@@ -107,15 +107,7 @@ pub fn example_policies() -> &'static PolicySet {
 /// cluster (as `serve --no-cluster` and `review`), the given policies, the
 /// fixed clock.
 pub fn context(phase: Phase, policies: &PolicySet, version: KubeVersion) -> Context<'_> {
-    Context {
-        now: now(),
-        cluster: &NoCluster,
-        policies,
-        toleration_restriction: None,
-        phase,
-        deadline: None,
-        target: Target::new(version),
-    }
+    Engine::new(policies, &NoCluster, Target::new(version)).context(now(), phase, None)
 }
 
 /// Every supported rule set gets inputs: the body's length picks one, so a

@@ -41,6 +41,7 @@ use crate::kubernetes::Target;
 use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
+use crate::review::Engine;
 use crate::review::{Context, review};
 use crate::verdict::{Denial, Envelope, Phase, Request, ReviewError};
 use crate::view::StaticView;
@@ -437,15 +438,9 @@ pub fn check_into(
     };
     let old_of = |object: &Object| object.identity.as_ref().and_then(|k| old_objects.get(&**k));
     let review_one = |n: usize, object: &Object, cluster: &StaticView| {
-        let ctx = Context {
-            now: options.now,
-            cluster,
-            policies: &options.policies,
-            toleration_restriction: options.toleration_restriction.as_ref(),
-            phase: Phase::Both,
-            deadline: None,
-            target: options.target,
-        };
+        let ctx = Engine::new(&options.policies, cluster, options.target)
+            .with_toleration_restriction(options.toleration_restriction.as_ref())
+            .context(options.now, Phase::Both, None);
         let old = old_of(object);
         let started = std::time::Instant::now();
         let mut verdict = check_object(n, object, old, options, &ctx, &documents, &trees);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::admission::Incoming;
-use crate::review::Context;
+use crate::review::Engine;
 use crate::verdict::Phase;
 use crate::view::NoCluster;
 
@@ -65,15 +65,10 @@ pub fn run(args: ReviewArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let ctx = Context {
-        now: jiff::Timestamp::now(),
-        cluster: &NoCluster,
-        policies: &policies,
-        toleration_restriction: toleration_restriction.as_ref(),
-        phase: if args.mutate { Phase::Mutate } else { Phase::Both },
-        deadline: None,
-        target,
-    };
+    let phase = if args.mutate { Phase::Mutate } else { Phase::Both };
+    let ctx = Engine::new(&policies, &NoCluster, target)
+        .with_toleration_restriction(toleration_restriction.as_ref())
+        .context(jiff::Timestamp::now(), phase, None);
     let decision = incoming.decide(&ctx);
     match serde_json::to_string_pretty(&incoming.answer_with(&decision, &ctx)) {
         Ok(text) => println!("{text}"),

@@ -190,7 +190,7 @@ pub struct Facts<'a> {
     pub namespace: &'a str,
     pub cluster: &'a dyn ClusterView,
     /// What this request may spend compiling CEL selectors, and its deadline.
-    pub cel: &'a CompileBudget,
+    pub cel: &'a CompileBudget<'a>,
     /// The Kubernetes release whose rules apply.
     pub target: Target,
 }

@@ -44,7 +44,7 @@ mod tests {
 
     use crate::admission::Incoming;
     use crate::check::{Options, Source, check};
-    use crate::review::Context;
+    use crate::review::Engine;
     use crate::verdict::Phase;
     use crate::view::NoCluster;
 
@@ -74,15 +74,7 @@ mod tests {
         });
         let bytes = serde_json::to_vec(&body).expect("json");
         let policies = crate::policy::PolicySet::default();
-        let ctx = Context {
-            now: now(),
-            cluster: &NoCluster,
-            policies: &policies,
-            toleration_restriction: None,
-            phase: Phase::Validate,
-            deadline: None,
-            target: Default::default(),
-        };
+        let ctx = Engine::new(&policies, &NoCluster, Default::default()).context(now(), Phase::Validate, None);
         let (decision, response) = Incoming::parse(&bytes).expect("review").answer(&ctx);
         assert_eq!(decision.cause_fields(), vec!["spec.size"]);
         assert_eq!(

@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::kubernetes::Target;
 use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
-use crate::review::Context;
+use crate::review::Engine;
 use crate::verdict::{Decision, Denial, Envelope, Phase, Request};
 use crate::view::StaticView;
 
@@ -227,15 +227,7 @@ pub fn run(suite: &Suite) -> Result<Vec<CaseResult>, String> {
         namespaces: spec.namespace_labels.clone().into_iter().collect(),
         ..StaticView::default()
     };
-    let ctx = Context {
-        now,
-        cluster: &cluster,
-        policies: &policies,
-        toleration_restriction: None,
-        phase: Phase::Both,
-        deadline: None,
-        target,
-    };
+    let ctx = Engine::new(&policies, &cluster, target).context(now, Phase::Both, None);
     spec.cases
         .iter()
         .map(|case| {

@@ -1,5 +1,6 @@
 //! What the core may know besides the request itself: the time, the
-//! cluster, the policies, the phase, the deadline and the target release.
+//! cluster, the policies, the phase, the deadline, the target release and
+//! the CEL compiler. Built by `crate::review::Engine` only.
 //! It names the policies and the cluster, so it sits above them, in review,
 //! while the request it accompanies is vocabulary (`verdict`).
 
@@ -8,6 +9,7 @@ use std::time::Instant;
 use crate::kubernetes::Target;
 use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
+use crate::rules::cel::CelCompiler;
 use crate::verdict::Phase;
 use crate::view::ClusterView;
 
@@ -28,6 +30,8 @@ pub struct Context<'a> {
     /// The Kubernetes release whose rules judge the object: its version
     /// and feature gates.
     pub target: Target,
+    /// What compiles the object's CEL selectors.
+    pub cel: &'a dyn CelCompiler,
 }
 
 impl Context<'_> {

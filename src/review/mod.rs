@@ -13,6 +13,7 @@
 
 mod claim_status;
 mod context;
+mod engine;
 mod mutate;
 mod namespace_guards;
 mod policies;
@@ -24,6 +25,7 @@ mod ties;
 mod validate;
 
 pub use context::Context;
+pub use engine::Engine;
 pub use subject::ReviewSubject;
 
 use kube::core::admission::Operation;
@@ -99,7 +101,7 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
     if ctx.past_deadline() {
         return Decision::deadline_passed();
     }
-    let cel = CompileBudget::new(ctx.deadline);
+    let cel = CompileBudget::new(ctx.deadline, ctx.cel);
     let mut verdict = validate::validate(&subject, ctx, &cel);
     // What validation found is incomplete when it stopped at the deadline.
     if cel.cancelled() || ctx.past_deadline() {
@@ -230,14 +232,10 @@ mod tests {
         );
         let config = TolerationRestrictionConfig::default();
         let policies = PolicySet::default();
-        let ctx = |phase| Context {
-            now: "2026-11-21T10:00:00Z".parse().expect("time"),
-            cluster: &view,
-            policies: &policies,
-            toleration_restriction: Some(&config),
-            phase,
-            deadline: None,
-            target: Default::default(),
+        let ctx = |phase| {
+            Engine::new(&policies, &view, Default::default())
+                .with_toleration_restriction(Some(&config))
+                .context("2026-11-21T10:00:00Z".parse().expect("time"), phase, None)
         };
         let incoming = Incoming::parse(&pod_create("broken")).expect("review");
         let (mutated, _) = incoming.answer(&ctx(Phase::Mutate));
@@ -295,15 +293,11 @@ mod tests {
             )
             .expect("valid policy"),
         };
-        let ctx = Context {
-            now: "2026-11-21T10:00:00Z".parse().expect("time"),
-            cluster: &view,
-            policies: &policies,
-            toleration_restriction: None,
-            phase: Phase::Validate,
-            deadline: None,
-            target: Default::default(),
-        };
+        let ctx = Engine::new(&policies, &view, Default::default()).context(
+            "2026-11-21T10:00:00Z".parse().expect("time"),
+            Phase::Validate,
+            None,
+        );
         let whole = patch_create("alice");
         let (decision, _) = Incoming::parse(&whole).expect("review").answer(&ctx);
         assert_eq!(decision.cause_fields(), vec!["spec.devices.priority"]);
@@ -344,15 +338,11 @@ mod tests {
         ];
         for (spec, user, allowed) in cases {
             let policies = strict(spec);
-            let ctx = Context {
-                now: "2026-11-21T10:00:00Z".parse().expect("time"),
-                cluster: &view,
-                policies: &policies,
-                toleration_restriction: None,
-                phase: Phase::Validate,
-                deadline: None,
-                target: Default::default(),
-            };
+            let ctx = Engine::new(&policies, &view, Default::default()).context(
+                "2026-11-21T10:00:00Z".parse().expect("time"),
+                Phase::Validate,
+                None,
+            );
             let (decision, _) = Incoming::parse(&patch_create(user)).expect("review").answer(&ctx);
             assert_eq!(decision.allowed, allowed, "{spec:?} {user}: {:?}", decision.denial);
             if allowed {
@@ -402,14 +392,12 @@ mod tests {
             .expect("valid policy"),
         };
         let view = StaticView::default();
-        let ctx = |phase| Context {
-            now: "2026-11-21T10:00:00Z".parse().expect("time"),
-            cluster: &view,
-            policies: &policies,
-            toleration_restriction: None,
-            phase,
-            deadline: None,
-            target: Default::default(),
+        let ctx = |phase| {
+            Engine::new(&policies, &view, Default::default()).context(
+                "2026-11-21T10:00:00Z".parse().expect("time"),
+                phase,
+                None,
+            )
         };
         let warning = "policy \"gpu-defaults\": default toleration example.com/maintenance:NoSchedule not added: spec.devices.requests[0].exactly.tolerations would then hold more than 16 tolerations";
         let full = Incoming::parse(&claim_create(16)).expect("review");
@@ -446,14 +434,12 @@ mod tests {
     fn a_review_past_its_deadline_stops() {
         let view = StaticView::default();
         let policies = PolicySet::default();
-        let ctx = |phase, deadline| Context {
-            now: "2026-11-21T10:00:00Z".parse().expect("time"),
-            cluster: &view,
-            policies: &policies,
-            toleration_restriction: None,
-            phase,
-            deadline,
-            target: Default::default(),
+        let ctx = |phase, deadline| {
+            Engine::new(&policies, &view, Default::default()).context(
+                "2026-11-21T10:00:00Z".parse().expect("time"),
+                phase,
+                deadline,
+            )
         };
         let incoming =
             Incoming::parse(&claim_with_selectors(&["device.driver == \"gpu.example.com\""])).expect("review");
@@ -477,23 +463,15 @@ mod tests {
         let slow = format!("{}2,{}", "[".repeat(249), "1,".repeat(4800));
         let after = "device.driver == \"after-the-deadline.example.com\"";
         let incoming = Incoming::parse(&claim_with_selectors(&[&slow, after])).expect("review");
-        let ctx = Context {
-            now: "2026-11-21T10:00:00Z".parse().expect("time"),
-            cluster: &view,
-            policies: &policies,
-            toleration_restriction: None,
-            phase: Phase::Validate,
-            // Passed before the review starts: the slow selector's compile
-            // may be quick to refuse ("try again", while other tests hold
-            // the long-compile lane), so only a deadline already gone makes
-            // the test independent of the machine's load.
-            deadline: Some(std::time::Instant::now()),
-            target: Default::default(),
-        };
+        let ctx = Engine::new(&policies, &view, Default::default()).context(
+            "2026-11-21T10:00:00Z".parse().expect("time"),
+            Phase::Validate,
+            Some(std::time::Instant::now()),
+        );
         let decision = incoming.decide(&ctx);
         assert!(decision.missed_deadline(), "{decision:?}");
         assert!(
-            !crate::rules::cel::remembered(after),
+            !crate::rules::cel::CelCompiler::remembered(crate::rules::cel::shared(), after),
             "the selector after the deadline was compiled"
         );
     }

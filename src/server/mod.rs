@@ -9,6 +9,7 @@
 
 mod activity;
 mod answer_body;
+mod cel_compiler;
 pub mod certs;
 mod connection;
 mod connections;

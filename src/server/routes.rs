@@ -12,6 +12,7 @@ use axum::routing::{get, post};
 use super::ReadyCheck;
 use super::activity::Activity;
 use super::answer_body::AnswerBody;
+use super::cel_compiler::OffTheAsyncWorker;
 use super::drain::{Draining, SHUTTING_DOWN};
 use super::duration::review_deadline;
 use super::intake::{Intake, ReviewSlot};
@@ -19,10 +20,9 @@ use super::metrics::{self, Metrics};
 use crate::admission::Incoming;
 use crate::kubernetes::Target;
 use crate::log_field::clip;
-use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::policy_files::reload::PolicyStore;
-use crate::review::Context;
+use crate::review::Engine;
 use crate::verdict::{Decision, Phase, operation_name};
 use crate::view::ClusterView;
 
@@ -142,15 +142,10 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
     // Both paths hand the review its deadline: it stops there by itself.
     let stop_at = started + deadline;
     if body.len() <= INLINE_REVIEW_MAX_BODY && state.cluster.answers_from_memory() {
-        let outcome = decide(
-            &body,
-            endpoint,
-            &*state.cluster,
-            &policies,
-            state.toleration_restriction.as_deref(),
-            state.target,
-            stop_at,
-        );
+        let engine = Engine::new(&policies, &*state.cluster, state.target)
+            .with_toleration_restriction(state.toleration_restriction.as_deref())
+            .with_cel(&OffTheAsyncWorker);
+        let outcome = decide(&body, endpoint, &engine, stop_at);
         return respond(&state, endpoint, outcome, slot, started.elapsed(), deadline);
     }
     let cluster = state.cluster.clone();
@@ -160,15 +155,10 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
         // Held until the review ends, even past its deadline: a review
         // still running counts against the cap and the budget. The body
         // goes first: only the answer is left to hold.
-        let outcome = decide(
-            &body,
-            endpoint,
-            &*cluster,
-            &policies,
-            toleration_restriction.as_deref(),
-            target,
-            stop_at,
-        );
+        let engine = Engine::new(&policies, &*cluster, target)
+            .with_toleration_restriction(toleration_restriction.as_deref())
+            .with_cel(&OffTheAsyncWorker);
+        let outcome = decide(&body, endpoint, &engine, stop_at);
         drop(body);
         (outcome, slot)
     });
@@ -274,28 +264,12 @@ enum ReviewOutcome {
 }
 
 /// The whole review: parse, judge, serialize.
-fn decide(
-    body: &[u8],
-    endpoint: Endpoint,
-    cluster: &dyn ClusterView,
-    policies: &PolicySet,
-    toleration_restriction: Option<&TolerationRestrictionConfig>,
-    target: Target,
-    deadline: Instant,
-) -> ReviewOutcome {
+fn decide(body: &[u8], endpoint: Endpoint, engine: &Engine<'_>, deadline: Instant) -> ReviewOutcome {
     let incoming = match Incoming::parse(body) {
         Ok(incoming) => incoming,
         Err(e) => return ReviewOutcome::NotAReview(e.to_string()),
     };
-    let ctx = Context {
-        now: jiff::Timestamp::now(),
-        cluster,
-        policies,
-        toleration_restriction,
-        phase: endpoint.phase(),
-        deadline: Some(deadline),
-        target,
-    };
+    let ctx = engine.context(jiff::Timestamp::now(), endpoint.phase(), Some(deadline));
     let decision = incoming.decide(&ctx);
     if decision.missed_deadline() {
         return ReviewOutcome::MissedDeadline;

@@ -7,20 +7,16 @@
 use draguard::admission::Incoming;
 use draguard::kubernetes::Target;
 use draguard::policy::PolicySet;
-use draguard::review::Context;
+use draguard::review::{Context, Engine};
 use draguard::verdict::Phase;
 use draguard::view::ClusterView;
 
 pub fn validate<'a>(cluster: &'a dyn ClusterView, policies: &'a PolicySet, target: Target) -> Context<'a> {
-    Context {
-        now: "2026-11-21T10:00:00Z".parse().unwrap_or_default(),
-        cluster,
-        policies,
-        toleration_restriction: None,
-        phase: Phase::Validate,
-        deadline: None,
-        target,
-    }
+    Engine::new(policies, cluster, target).context(
+        "2026-11-21T10:00:00Z".parse().unwrap_or_default(),
+        Phase::Validate,
+        None,
+    )
 }
 
 /// The verdict on the AdmissionReview `review` in `ctx`: allowed, or the

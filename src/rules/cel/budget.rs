@@ -28,6 +28,7 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::CelCompiler;
 use crate::field::{At, FieldError};
 
 /// CEL source a request may have compiled: twice the apiserver's request
@@ -42,9 +43,11 @@ pub const TIME_MAX: Duration = Duration::from_secs(1);
 pub const YIELDED: &str =
     "selector not checked: the CEL compiler is busy and this request has had its share; try again";
 
-/// One review's CEL compile budget. Shared by reference through the
-/// validation of one object; each review makes its own.
-pub struct CompileBudget {
+/// One review's CEL compile budget, and the compiler it compiles on.
+/// Shared by reference through the validation of one object; each review
+/// makes its own.
+pub struct CompileBudget<'c> {
+    compiler: &'c dyn CelCompiler,
     source_max: usize,
     time_max: Duration,
     deadline: Option<Instant>,
@@ -73,20 +76,29 @@ pub enum Admission {
     Refuse(FieldError),
 }
 
-impl CompileBudget {
+impl<'c> CompileBudget<'c> {
     /// The standard budget, for a review that must stop at `deadline`
-    /// (`None`: the CLI, which has none).
-    pub fn new(deadline: Option<Instant>) -> Self {
-        Self::with_limits(SOURCE_MAX, TIME_MAX, deadline)
+    /// (`None`: the CLI, which has none), compiling on `compiler`.
+    pub fn new(deadline: Option<Instant>, compiler: &'c dyn CelCompiler) -> Self {
+        CompileBudget {
+            compiler,
+            ..Self::with_limits(SOURCE_MAX, TIME_MAX, deadline)
+        }
     }
 
+    /// A budget of other limits, on the process's compiler (tests).
     pub fn with_limits(source_max: usize, time_max: Duration, deadline: Option<Instant>) -> Self {
         CompileBudget {
+            compiler: super::shared(),
             source_max,
             time_max,
             deadline,
             spent: Mutex::default(),
         }
+    }
+
+    pub fn compiler(&self) -> &'c dyn CelCompiler {
+        self.compiler
     }
 
     pub fn deadline(&self) -> Option<Instant> {
@@ -158,10 +170,10 @@ impl CompileBudget {
     }
 }
 
-impl Default for CompileBudget {
-    /// The standard budget without a deadline.
+impl Default for CompileBudget<'static> {
+    /// The standard budget without a deadline, on the process's compiler.
     fn default() -> Self {
-        Self::new(None)
+        Self::new(None, super::shared())
     }
 }
 
@@ -260,7 +272,7 @@ mod tests {
 
     #[test]
     fn a_passed_deadline_cancels() {
-        let budget = CompileBudget::new(Some(Instant::now() - Duration::from_millis(1)));
+        let budget = CompileBudget::new(Some(Instant::now() - Duration::from_millis(1)), super::super::shared());
         let root = Path::new("s");
         assert_eq!(outcome(budget.admit(At::new(&root), 1, || false)), "skip");
         assert!(budget.cancelled());

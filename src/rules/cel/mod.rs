@@ -14,6 +14,11 @@
 //! fixed pool of big-stack threads whose lanes keep slow expressions from
 //! starving short ones (`pool`); and a request that has had its share of
 //! the compiler yields to others (`budget`).
+//!
+//! The rules reach the compiler through [`CelCompiler`], which each review
+//! carries in its budget: the CLI and tests wait for the pool as it is
+//! ([`Compiler`]); the server waits without holding up its async workers
+//! (`server::cel_compiler`), which is the only place that knows of them.
 
 mod budget;
 mod memo;
@@ -41,12 +46,17 @@ pub const CEL_SELECTOR_EXPRESSION_MAX_LENGTH: usize = 10 * 1024;
 const DECLARED_VARIABLES: &[&str] = &["device"];
 
 /// Validates one selector expression at `path` (`...selectors[k].cel.expression`),
-/// charging it to the request's `budget`.
+/// charging it to the request's `budget`, on the budget's compiler.
 pub fn validate_expression<'p>(expression: &str, path: impl Into<At<'p>>, budget: &CompileBudget) -> Vec<FieldError> {
-    validate_with(compiler(), expression, path.into(), budget)
+    validate_with(budget.compiler(), expression, path.into(), budget)
 }
 
-fn validate_with(compiler: &Compiler, expression: &str, path: At<'_>, budget: &CompileBudget) -> Vec<FieldError> {
+fn validate_with(
+    compiler: &dyn CelCompiler,
+    expression: &str,
+    path: At<'_>,
+    budget: &CompileBudget,
+) -> Vec<FieldError> {
     if expression.len() > CEL_SELECTOR_EXPRESSION_MAX_LENGTH {
         // Like the apiserver: too long is not compiled.
         return vec![FieldError::too_long(path, CEL_SELECTOR_EXPRESSION_MAX_LENGTH)];
@@ -96,20 +106,50 @@ impl CompileError {
 }
 
 /// Parses `expression` and rejects references to undeclared variables,
-/// on the compiler pool. Verdicts are remembered (see `memo`).
+/// on the process's compiler pool. Verdicts are remembered (see `memo`).
 pub fn compile(expression: &str) -> Result<(), CompileError> {
-    compiler().check(expression, None).0
+    shared().check(expression, None).0
 }
 
-/// The compiler pool and the memo of its verdicts.
-struct Compiler {
+/// What checks a selector for a review: a verdict, remembered or new, and
+/// the parser time it cost.
+pub trait CelCompiler: Send + Sync {
+    /// Whether compiling `expression` now would make other compiles wait.
+    fn contended(&self, expression: &str) -> bool;
+
+    /// The verdict on `expression`, and the parser time it took (none when
+    /// remembered). Waits at most until `deadline`.
+    fn check(&self, expression: &str, deadline: Option<Instant>) -> (Result<(), CompileError>, Duration);
+
+    /// Whether the verdict on `expression` is remembered.
+    fn remembered(&self, expression: &str) -> bool;
+}
+
+/// The compiler pool and the memo of its verdicts. As a [`CelCompiler`] it
+/// waits for the pool on the calling thread.
+pub struct Compiler {
     pool: CompilePool,
     memo: Mutex<Memo>,
 }
 
-fn compiler() -> &'static Compiler {
+/// The process's compiler: one pool and one memo, whoever waits for them.
+pub fn shared() -> &'static Compiler {
     static COMPILER: OnceLock<Compiler> = OnceLock::new();
     COMPILER.get_or_init(|| Compiler::new(CompilePool::new(pool::THREADS, pool::STACK, pool::QUEUE)))
+}
+
+impl CelCompiler for Compiler {
+    fn contended(&self, expression: &str) -> bool {
+        Compiler::contended(self, expression)
+    }
+
+    fn check(&self, expression: &str, deadline: Option<Instant>) -> (Result<(), CompileError>, Duration) {
+        self.check_waiting(expression, deadline, &mut |wait| wait())
+    }
+
+    fn remembered(&self, expression: &str) -> bool {
+        self.memo().get(expression).is_some()
+    }
 }
 
 impl Compiler {
@@ -127,16 +167,23 @@ impl Compiler {
     /// Whether compiling `expression` now would make other compiles wait:
     /// its lane has a queue. Never for what costs no parsing (remembered,
     /// or past the nesting limit).
-    fn contended(&self, expression: &str) -> bool {
+    pub fn contended(&self, expression: &str) -> bool {
         let depth = nesting::depth(expression);
         !nesting::too_deep(depth)
             && self.memo().get(expression).is_none()
             && self.pool.contended(Lane::of(expression.len(), depth))
     }
 
-    /// The verdict on `expression`, and the parser time it took (none when
-    /// remembered). Waits at most until `deadline`.
-    fn check(&self, expression: &str, deadline: Option<Instant>) -> (Result<(), CompileError>, Duration) {
+    /// [`CelCompiler::check`], with the wait for the pool (a miss of the
+    /// memo) run through `waiting`, which must call the closure it is given
+    /// exactly once: the server hands its async worker's other tasks to
+    /// another thread meanwhile.
+    pub fn check_waiting(
+        &self,
+        expression: &str,
+        deadline: Option<Instant>,
+        waiting: &mut dyn FnMut(&mut dyn FnMut()),
+    ) -> (Result<(), CompileError>, Duration) {
         // Linear, and cheaper than a memo lookup: never queued, never parsed.
         let depth = nesting::depth(expression);
         if nesting::too_deep(depth) {
@@ -146,7 +193,13 @@ impl Compiler {
             return (verdict_result(verdict), Duration::ZERO);
         }
         let lane = Lane::of(expression.len(), depth);
-        match off_the_async_worker(|| self.pool.compile(expression, lane, deadline)) {
+        let mut compiled = None;
+        waiting(&mut || compiled = Some(self.pool.compile(expression, lane, deadline)));
+        let Some(compiled) = compiled else {
+            // A `waiting` that did not run the wait: nothing is known.
+            return (Err(CompileError::NotRun(NotRun::Busy)), Duration::ZERO);
+        };
+        match compiled {
             Ok(Compiled { result, took }) => {
                 match &result {
                     Ok(()) => self.memo().remember(expression, None),
@@ -163,31 +216,10 @@ impl Compiler {
     }
 }
 
-/// Whether the process-wide memo knows `expression`: tests show with it
-/// that a review stopped before compiling an expression.
-#[cfg(test)]
-pub(crate) fn remembered(expression: &str) -> bool {
-    compiler().memo().get(expression).is_some()
-}
-
 fn verdict_result(verdict: &Verdict) -> Result<(), CompileError> {
     match verdict {
         None => Ok(()),
         Some(detail) => Err(CompileError::Invalid(detail.to_string())),
-    }
-}
-
-/// The server reviews short requests inline on its async workers, and a
-/// compile is the one step of a review that can take milliseconds. On a
-/// worker of a multi-threaded tokio runtime the wait for the compiler pool
-/// therefore hands the worker's other tasks to another thread
-/// (`block_in_place`); anywhere else (the CLI, tests, a `spawn_blocking`
-/// thread) it just waits.
-fn off_the_async_worker<T>(work: impl FnOnce() -> T) -> T {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(work),
-        _ => work(),
     }
 }
 
@@ -264,37 +296,6 @@ fn parse_and_check(expression: &str) -> Result<Expression, CompileError> {
 mod tests {
     use super::*;
     use crate::field::Path;
-
-    /// Each place a review runs: an async worker of the server's runtime,
-    /// its blocking pool, a single-threaded runtime, no runtime at all. An
-    /// unseen expression compiles (and a bad one is rejected) in every one,
-    /// without `block_in_place`'s panic outside a multi-threaded worker.
-    #[test]
-    fn compiles_wherever_a_review_runs() {
-        let multi = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .build()
-            .expect("runtime");
-        let on_worker = multi.block_on(async {
-            tokio::spawn(async { compile("device.driver == \"on-a-worker.example.com\"") })
-                .await
-                .expect("task")
-        });
-        assert_eq!(on_worker, Ok(()));
-        let on_blocking_pool = multi.block_on(async {
-            tokio::task::spawn_blocking(|| compile("device.driver == \"in-the-pool.example.com\""))
-                .await
-                .expect("task")
-        });
-        assert_eq!(on_blocking_pool, Ok(()));
-        let single = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
-        let on_single = single.block_on(async { compile("device.driver == ") });
-        assert!(
-            matches!(on_single, Err(CompileError::Invalid(ref m)) if m.starts_with("compilation failed: ERROR: <input>:1:18")),
-            "{on_single:?}"
-        );
-        assert_eq!(compile("device.driver == \"no-runtime.example.com\""), Ok(()));
-    }
 
     #[test]
     fn accepts_dra_selectors() {
@@ -434,7 +435,7 @@ mod tests {
     fn past_the_deadline_nothing_is_compiled() {
         let compiler = Compiler::new(CompilePool::new(1, pool::STACK, 4));
         let root = Path::new("s");
-        let passed = CompileBudget::new(Some(Instant::now() - Duration::from_millis(1)));
+        let passed = CompileBudget::new(Some(Instant::now() - Duration::from_millis(1)), &compiler);
         let errors = validate_with(&compiler, "device.driver ==", At::new(&root), &passed);
         assert_eq!(messages(errors), Vec::<String>::new());
         assert!(passed.cancelled());
