@@ -1,33 +1,25 @@
 //! draguard: a Kubernetes admission webhook and CI checker for taints,
 //! tolerations and Dynamic Resource Allocation device requests.
 //!
-//! One pure decision core ([`review::review`]) answers every question; the
-//! HTTPS server ([`server`]) and the command line are doors into it.
+//! One pure decision core, the `draguard-core` crate ([`review::review`]),
+//! answers every question; the HTTPS server ([`server`]) and the command
+//! line are doors into it. The core's modules are re-exported here under
+//! their own names, so a door reads `crate::review` wherever it lives.
 
-pub mod admission;
+pub use draguard_core::{
+    admission, field, impact, interner, kinds, kubernetes, mutate, objects, policy, quota, review, rules, verdict,
+    view, yaml,
+};
+
 pub mod build_info;
 pub mod check;
 pub mod cli;
 pub mod cluster;
 pub mod controllers;
 pub mod explain;
-pub mod field;
-pub mod impact;
-pub mod interner;
-pub mod kinds;
-pub mod kubernetes;
 pub mod log_field;
 pub(crate) mod log_quiet;
-pub mod mutate;
-pub mod objects;
 pub mod pki;
-pub mod policy;
 pub mod policy_files;
-pub mod quota;
 pub mod report;
-pub mod review;
-pub mod rules;
 pub mod server;
-pub mod verdict;
-pub mod view;
-pub mod yaml;

@@ -677,7 +677,9 @@ fn manifests_agree_with_the_kind_registry() {
             }
         }
     }
-    for row in rows() {
+    // The toy kind (on in tests through draguard-core's `toy-kind`
+    // feature) proves the registry and is served by no manifest.
+    for row in rows().filter(|r| r.group != draguard::kinds::toy::ROW.group) {
         for version in row.versions {
             assert!(
                 sent.iter()

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
-use kube::core::response::Status;
+use kube_core::response::Status;
 use serde::Serialize;
 
 use super::status::{MAX_CAUSE_MESSAGE_BYTES, MAX_CAUSES, MAX_MESSAGE_BYTES, status, truncate};

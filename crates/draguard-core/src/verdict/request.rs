@@ -2,8 +2,8 @@
 //! JSON. What it may know besides is review's `Context`.
 
 use k8s_openapi::api::authentication::v1::UserInfo;
-use kube::core::admission::Operation;
-use kube::core::{GroupVersionKind, GroupVersionResource};
+use kube_core::admission::Operation;
+use kube_core::{GroupVersionKind, GroupVersionResource};
 use serde::Deserialize;
 
 use crate::objects::ObjectJson;

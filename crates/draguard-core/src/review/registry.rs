@@ -74,7 +74,7 @@ pub static KINDS: &[Registered] = &[
     Registered::of::<workload::WorkloadKind>(workload::DAEMON_SET),
     Registered::of::<workload::WorkloadKind>(workload::JOB),
     Registered::of::<workload::WorkloadKind>(workload::CRON_JOB),
-    #[cfg(test)]
+    #[cfg(any(test, feature = "toy-kind"))]
     Registered::of::<crate::kinds::toy::WidgetKind>(crate::kinds::toy::ROW),
 ];
 

@@ -1,7 +1,7 @@
 //! The Kubernetes `Status` of a denial, built as the apiserver builds it:
 //! the one place a [`Denial`] becomes text, causes and an HTTP code.
 
-use kube::core::response::{Status, StatusCause, StatusDetails, StatusSummary};
+use kube_core::response::{Status, StatusCause, StatusDetails, StatusSummary};
 
 use crate::field::FieldError;
 use crate::verdict::Violation;
@@ -170,7 +170,7 @@ fn invalid(object: &ObjectRef, errs: &[FieldError]) -> Status {
 
 /// `apierrors.NewForbidden`: HTTP 403, reason Forbidden, one cause per
 /// refused toleration.
-fn forbidden(object: &ObjectRef, resource: &kube::core::GroupVersionResource, violations: &[Violation]) -> Status {
+fn forbidden(object: &ObjectRef, resource: &kube_core::GroupVersionResource, violations: &[Violation]) -> Status {
     let qualified = if resource.group.is_empty() {
         resource.resource.clone()
     } else {

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use kube::core::admission::Operation;
+use kube_core::admission::Operation;
 use serde_json::Value;
 
 use crate::kinds::{AdmittedKind, ObjectView, Routed};

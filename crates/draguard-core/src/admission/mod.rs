@@ -51,15 +51,15 @@ struct WireReview {
 #[serde(rename_all = "camelCase")]
 struct WireRequest {
     uid: String,
-    kind: kube::core::GroupVersionKind,
-    resource: kube::core::GroupVersionResource,
+    kind: kube_core::GroupVersionKind,
+    resource: kube_core::GroupVersionResource,
     #[serde(default)]
     sub_resource: Option<String>,
     #[serde(default)]
     name: String,
     #[serde(default)]
     namespace: Option<String>,
-    operation: kube::core::admission::Operation,
+    operation: kube_core::admission::Operation,
     #[serde(default)]
     user_info: k8s_openapi::api::authentication::v1::UserInfo,
     #[serde(default)]

@@ -20,8 +20,8 @@ pub(crate) mod pod;
 pub(crate) mod resource_slice;
 mod shared;
 pub(crate) mod slice_patch;
-#[cfg(test)]
-pub(crate) mod toy;
+#[cfg(any(test, feature = "toy-kind"))]
+pub mod toy;
 pub(crate) mod workload;
 
 use json_patch::PatchOperation;

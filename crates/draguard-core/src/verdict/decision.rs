@@ -2,7 +2,7 @@
 //! violations behind a denial, the patch, the warnings. The doors render
 //! it: `admission.rs` into a Kubernetes `Status`, `check` into findings.
 
-use kube::core::GroupVersionResource;
+use kube_core::GroupVersionResource;
 
 use super::{Concept, Mode, ReviewError, Violation};
 use crate::field::{FieldError, Path};

@@ -108,7 +108,10 @@ mod tests {
 
     #[test]
     fn deploy_file_is_the_generated_crd() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/base/crd-resourceslicepatch.yaml");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/base/crd-resourceslicepatch.yaml"
+        );
         let text = std::fs::read_to_string(path).expect("the CRD in deploy/");
         let on_disk: Value = serde_saphyr::from_str(&text).expect("YAML");
         assert_eq!(
