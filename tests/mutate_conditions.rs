@@ -36,6 +36,15 @@ spec:
 spec:
   namespaces: {exclude: [\"ml-*\", kube-system]}
   pods: {defaults: [{key: everywhere, operator: Exists}]}",
+    "metadata: {name: by-name-label}
+spec:
+  namespaces: {selector: {matchLabels: {team: ml}, matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [ml-sandbox, ops]}]}}
+  devices: {defaults: [{key: named, operator: Exists}]}
+  pods: {defaults: [{key: named, operator: Exists}]}",
+    "metadata: {name: name-label-in}
+spec:
+  namespaces: {selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [research, web]}]}}
+  pods: {defaults: [{key: named, operator: Exists}]}",
     "metadata: {name: audit-only}
 spec:
   mode: Audit

@@ -7,8 +7,10 @@
 //! The apiserver evaluates a webhook's matchConditions without the
 //! namespace's labels (see [`expression`]), but the object being created
 //! carries its namespace's name: a policy that selects namespaces by names,
-//! globs and exclusions is exact; one that also selects by label selector
-//! widens to "every namespace its exclusions leave".
+//! globs and exclusions is exact, and so is a selector's requirement on the
+//! `kubernetes.io/metadata.name` label; one that also selects by other
+//! labels widens to "every namespace its exclusions and name requirements
+//! leave".
 //!
 //! The condition must never be narrower than the truth (a write draguard
 //! would patch must still reach it), so it is built from what
@@ -136,7 +138,8 @@ fn all(terms: Vec<String>) -> String {
 /// [`TolerationPolicy::selects`] as CEL: names or selector, minus
 /// exclusions; neither names nor selector means every namespace. Names,
 /// globs and exclusions read the object's namespace; the selector reads
-/// `namespaceObject`, and counts as matching where that is null.
+/// `namespaceObject`, and where that is null, only its requirements on the
+/// name label (see [`selector_by_name`]).
 fn selects(p: &TolerationPolicy) -> String {
     let sel = &p.spec.namespaces;
     let excluded = sel.exclude.iter().map(|g| name_matches(g)).collect::<Vec<_>>();
@@ -148,10 +151,13 @@ fn selects(p: &TolerationPolicy) -> String {
             .iter()
             .map(|g| name_matches(g))
             .chain(sel.selector.as_ref().map(|s| {
+                let by_name = selector_by_name(s);
                 match selector(s) {
                     every if every == "true" => every,
-                    // Unknown namespace: the selector may match it.
-                    some => format!("(namespaceObject == null || {some})"),
+                    // Unknown labels: the selector may match, but for
+                    // what it says of the name.
+                    some if by_name == "true" => format!("(namespaceObject == null || {some})"),
+                    some => format!("(namespaceObject == null ? {by_name} : {some})"),
                 }
             })))
     };
@@ -239,6 +245,39 @@ fn selector(s: &LabelSelector) -> String {
             SelectorOperator::NotIn => format!("!{}", is_in()),
             SelectorOperator::Exists => has(&e.key),
             SelectorOperator::DoesNotExist => format!("!{}", has(&e.key)),
+        });
+    }
+    all(terms)
+}
+
+/// The label every namespace carries with its own name: the apiserver
+/// sets it on every create and update (kubernetes v1.36
+/// pkg/apis/core/v1/defaults.go `SetDefaults_Namespace`, kept by
+/// pkg/registry/core/namespace/strategy.go `Canonicalize`, KEP-2161), and
+/// draguard's namespace cache keeps every label.
+const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// What a LabelSelector can say from the namespace's name alone: its
+/// requirements on [`NAME_LABEL`], each as [`selector`] would evaluate it
+/// on a namespace that carries that label with its own name; every other
+/// requirement may hold (`true`), so this is never narrower than
+/// [`selector`].
+fn selector_by_name(s: &LabelSelector) -> String {
+    let list = |values: &[String]| format!("[{}]", values.iter().map(|v| quote(v)).collect::<Vec<_>>().join(", "));
+    let mut terms: Vec<String> = s
+        .match_labels
+        .iter()
+        .filter(|(k, _)| k.as_str() == NAME_LABEL)
+        .map(|(_, v)| format!("{NAME} == {}", quote(v)))
+        .collect();
+    for e in s.match_expressions.iter().filter(|e| e.key == NAME_LABEL) {
+        terms.push(match e.operator {
+            SelectorOperator::In if e.values.is_empty() => "false".to_owned(),
+            SelectorOperator::In => format!("{NAME} in {}", list(&e.values)),
+            SelectorOperator::NotIn if e.values.is_empty() => "true".to_owned(),
+            SelectorOperator::NotIn => format!("!({NAME} in {})", list(&e.values)),
+            SelectorOperator::Exists => "true".to_owned(),
+            SelectorOperator::DoesNotExist => "false".to_owned(),
         });
     }
     all(terms)

@@ -549,3 +549,62 @@ fn several_policies_send_the_union_of_what_they_select() {
         assert_eq!(sent_with(&e, &pod(ns, None), false), want, "Pod in {ns}: {e}");
     }
 }
+
+/// A selector's requirements on `kubernetes.io/metadata.name` (a label
+/// every namespace carries with its own name) are exact without
+/// namespaceObject; other requirements may hold.
+#[test]
+fn without_the_namespace_object_a_selector_on_the_name_label_is_exact() {
+    type Labels = &'static [(&'static str, &'static str)];
+    let namespaces: &[(&str, Labels)] = &[
+        ("ml", &[("team", "ml")]),
+        ("ml-sandbox", &[("team", "ml")]),
+        ("web", &[("team", "web")]),
+        ("default", &[]),
+    ];
+    let specs: &[(&str, &[&str])] = &[
+        ("{selector: {matchLabels: {kubernetes.io/metadata.name: ml}}}", &["ml"]),
+        (
+            "{selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [ml, web]}]}}",
+            &["ml", "web"],
+        ),
+        (
+            "{selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [ml-sandbox]}]}}",
+            &["ml", "web", "default"],
+        ),
+        (
+            "{selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: DoesNotExist}]}}",
+            &[],
+        ),
+        (
+            "{selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: Exists}]}}",
+            &["ml", "ml-sandbox", "web", "default"],
+        ),
+        // team=ml cannot be read: every namespace but ml-sandbox is sent.
+        (
+            "{selector: {matchLabels: {team: ml}, matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [ml-sandbox]}]}}",
+            &["ml", "web", "default"],
+        ),
+    ];
+    for (spec, blind_sent) in specs {
+        let policies = pod_defaults(spec, "Enforce");
+        let policy = &policies.policies[0].policy;
+        let e = expression(&policies, false);
+        for (ns, labels) in namespaces {
+            let mut owned: BTreeMap<String, String> =
+                labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            owned.insert("kubernetes.io/metadata.name".to_owned(), (*ns).to_owned());
+            let truth = policy.selects(ns, Some(&owned)) == crate::policy::Selection::Selected;
+            let mut with_name: Vec<(&str, &str)> = labels.to_vec();
+            with_name.push(("kubernetes.io/metadata.name", ns));
+            let blind = sent_with(&e, &pod(ns, Some(&with_name)), false);
+            assert_eq!(blind, blind_sent.contains(ns), "{spec} in {ns}: {e}");
+            assert!(blind || !truth, "{spec} in {ns}: selected but not sent: {e}");
+            assert_eq!(
+                sent(&e, &pod(ns, Some(&with_name))),
+                truth,
+                "{spec} in {ns} with labels: {e}"
+            );
+        }
+    }
+}
