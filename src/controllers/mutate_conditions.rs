@@ -181,11 +181,12 @@ fn selects(p: &TolerationPolicy) -> String {
 /// cel-go refuses `namespace` only as an identifier, not as a field
 /// (`VisitIdentOrGlobalCall` checks its reserved words, a selection does
 /// not), and the apiserver declares the request's field `namespace`
-/// unescaped (compile.go `BuildRequestType`), so it would compile; but
-/// `namespace` is a CEL reserved word, which other CEL implementations
-/// (and Kubernetes' own escaping of object fields, k8s.io/apiserver v0.36
-/// pkg/cel/escaping.go, `__namespace__`) treat apart. `object` is
-/// dynamically typed, so this cannot fail to compile.
+/// unescaped (compile.go `BuildRequestType`), so it should compile; but
+/// `namespace` is a CEL reserved word, an object field of that name is
+/// reached as `__namespace__` (k8s.io/apiserver v0.36 pkg/cel/escaping.go),
+/// and which spelling reaches the request's field is easy to get wrong,
+/// which only a running apiserver would tell. `object` is dynamically
+/// typed, so `object.metadata.namespace` cannot fail to compile.
 const NAME: &str = "object.metadata.namespace";
 
 /// True when the object carries no namespace name: `has` on each level, so
