@@ -909,12 +909,14 @@ fn worst_wait(entries: &[(&Value, &Value)]) -> u64 {
 
 /// draguard's own `/mutate` answer on `request`, with the shipped policies.
 fn draguard_patches(request: &Value) -> usize {
+    draguard_patches_with(request, &shipped_policies())
+}
+
+/// draguard's own `/mutate` answer on `request`: how many patch operations.
+fn draguard_patches_with(request: &Value, policies: &draguard::policy::PolicySet) -> usize {
     use draguard::verdict::Phase;
-    let policies = draguard::policy_files::load::load_dir(&Path::new(ROOT).join("policies"))
-        .expect("the shipped policies")
-        .set;
     let view = draguard::view::StaticView::default();
-    let ctx = draguard::review::Engine::new(&policies, &view, Default::default()).context(
+    let ctx = draguard::review::Engine::new(policies, &view, Default::default()).context(
         "2026-11-21T10:00:00Z".parse().expect("time"),
         Phase::Mutate,
         None,
@@ -1339,17 +1341,111 @@ fn workload_updates_are_sent_only_when_the_pod_template_changes() {
 /// defaults: two before. With the shipped policies (Pod defaults in `ml`,
 /// `ml-*` and `team=ml` namespaces; no device defaults), every claim and
 /// template CREATE the apiserver sent reaches the validating entry alone;
-/// a Pod still reaches /mutate too, in every namespace, since a webhook's
-/// matchConditions do not see the namespace's name or labels.
+/// a Pod still reaches /mutate too, in every namespace but `ml-sandbox`,
+/// since a webhook's matchConditions do not see the namespace's labels.
 #[test]
 fn a_create_no_policy_defaults_reaches_one_entry_with_the_managed_condition() {
-    let Some(mut docs) = render(&overlay("base")) else {
+    let Some(docs) = render(&overlay("base")) else {
         return;
     };
-    let policies = draguard::policy_files::load::load_dir(&Path::new(ROOT).join("policies"))
+    let policies = shipped_policies();
+    let creates = mutate_creates();
+    assert!(creates.len() >= 30, "{}", creates.len());
+    let before = create_calls(&docs, &creates, "default", &policies);
+    assert!(before.iter().all(|(_, n, _)| *n == 2), "before: {before:?}");
+    let docs = with_managed_condition(docs, &policies);
+    for ns in ["default", "ml"] {
+        for (file, n, patches) in create_calls(&docs, &creates, ns, &policies) {
+            let want = if file.starts_with("pod-") { 2 } else { 1 };
+            assert_eq!(n, want, "{file} in {ns}");
+            assert!(
+                patches == 0 || want == 2,
+                "{file} in {ns}: {patches} patch operations, not sent"
+            );
+        }
+    }
+    let after = create_calls(&docs, &creates, "default", &policies);
+    eprintln!(
+        "webhook calls for {} claim/template/Pod CREATEs in `default`: {} before, {} after",
+        creates.len(),
+        before.iter().map(|(_, n, _)| n).sum::<usize>(),
+        after.iter().map(|(_, n, _)| n).sum::<usize>()
+    );
+}
+
+/// The webhook calls the apiserver's claim, template and Pod CREATEs cost,
+/// per namespace, without and with the managed condition, for the shipped
+/// policies and for the same policies selecting by names only (no
+/// `team=ml` selector): a namespace no defaulting policy names costs one
+/// call per CREATE. `scripts/webhook-calls.sh` prints the table.
+#[test]
+fn webhook_calls_per_create_by_namespace_and_policy_set() {
+    let Some(docs) = render(&overlay("base")) else {
+        return;
+    };
+    let shipped = shipped_policies();
+    let mut by_name = shipped.clone();
+    for loaded in &mut by_name.policies {
+        loaded.policy.spec.namespaces.selector = None;
+    }
+    let creates = mutate_creates();
+    let pods = creates.iter().filter(|(f, _)| f.starts_with("pod-")).count();
+    let n = creates.len();
+    assert!(n >= 30 && pods > 0, "{n} CREATEs, {pods} Pods");
+    let total = |calls: &[(String, usize, usize)]| calls.iter().map(|(_, n, _)| n).sum::<usize>();
+    let mut table = vec![format!(
+        "{n} claim/template/Pod CREATEs ({pods} Pods) the apiserver sent, webhook calls before -> after the managed condition:"
+    )];
+    for (name, policies, expected) in [
+        (
+            "policies/ (names, globs, a team=ml selector, ml-sandbox excluded)",
+            &shipped,
+            [
+                ("default", n + pods),
+                ("ml", n + pods),
+                ("ml-train", n + pods),
+                ("ml-sandbox", n),
+            ],
+        ),
+        (
+            "policies/ selecting by names and globs only",
+            &by_name,
+            [
+                ("default", n),
+                ("ml", n + pods),
+                ("ml-train", n + pods),
+                ("ml-sandbox", n),
+            ],
+        ),
+    ] {
+        let managed = with_managed_condition(docs.clone(), policies);
+        table.push(format!("  {name}:"));
+        for (ns, want) in expected {
+            let before = create_calls(&docs, &creates, ns, policies);
+            let after = create_calls(&managed, &creates, ns, policies);
+            for (file, reached, patches) in &after {
+                assert!(
+                    *patches == 0 || *reached == 2,
+                    "{name}: {file} in {ns} gets {patches} patch operations, but is not sent to /mutate"
+                );
+            }
+            assert_eq!(total(&before), 2 * n, "{name} in {ns}, before");
+            assert_eq!(total(&after), want, "{name} in {ns}, after");
+            table.push(format!("    {ns:<10} {} -> {}", total(&before), total(&after)));
+        }
+    }
+    eprintln!("{}", table.join("\n"));
+}
+
+fn shipped_policies() -> draguard::policy::PolicySet {
+    draguard::policy_files::load::load_dir(&Path::new(ROOT).join("policies"))
         .expect("the shipped policies")
-        .set;
-    let creates: Vec<(String, Value)> = apiserver_requests()
+        .set
+}
+
+/// The claim, template and Pod CREATEs the apiserver sent to /mutate.
+fn mutate_creates() -> Vec<(String, Value)> {
+    apiserver_requests()
         .into_iter()
         .filter(|(file, endpoint, request)| {
             endpoint.starts_with("/mutate")
@@ -1359,25 +1455,13 @@ fn a_create_no_policy_defaults_reaches_one_entry_with_the_managed_condition() {
                     .any(|k| file.starts_with(k))
         })
         .map(|(file, _, request)| (file, request))
-        .collect();
-    assert!(creates.len() >= 30, "{}", creates.len());
-    let calls = |docs: &[Value], ns: &str| -> Vec<(String, usize, usize)> {
-        creates
-            .iter()
-            .map(|(file, request)| {
-                let mut request = request.clone();
-                request["namespace"] = json!(ns);
-                request["object"]["metadata"]["namespace"] = json!(ns);
-                let stored = json!({"metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}}});
-                let reached = reached_with_namespace(docs, &request, &stored);
-                (file.clone(), reached.len(), draguard_patches(&request))
-            })
-            .collect()
-    };
-    let before = calls(&docs, "default");
-    assert!(before.iter().all(|(_, n, _)| *n == 2), "before: {before:?}");
-    // What `serve --manage-webhook-certs` writes.
-    let managed = draguard::controllers::mutate_conditions::condition(&policies, false);
+        .collect()
+}
+
+/// `docs` with the condition `serve --manage-webhook-certs` writes into
+/// mutate.draguard.dev for `policies`.
+fn with_managed_condition(mut docs: Vec<Value>, policies: &draguard::policy::PolicySet) -> Vec<Value> {
+    let managed = draguard::controllers::mutate_conditions::condition(policies, false);
     let config = docs
         .iter_mut()
         .find(|d| d["kind"] == "MutatingWebhookConfiguration")
@@ -1392,23 +1476,29 @@ fn a_create_no_policy_defaults_reaches_one_entry_with_the_managed_condition() {
         .as_array_mut()
         .expect("conditions")
         .push(serde_json::to_value(&managed).expect("JSON"));
-    for ns in ["default", "ml"] {
-        for (file, n, patches) in calls(&docs, ns) {
-            let want = if file.starts_with("pod-") { 2 } else { 1 };
-            assert_eq!(n, want, "{file} in {ns}");
-            assert!(
-                patches == 0 || want == 2,
-                "{file} in {ns}: {patches} patch operations, not sent"
-            );
-        }
-    }
-    let after = calls(&docs, "default");
-    eprintln!(
-        "webhook calls for {} claim/template/Pod CREATEs in `default`: {} before, {} after",
-        creates.len(),
-        before.iter().map(|(_, n, _)| n).sum::<usize>(),
-        after.iter().map(|(_, n, _)| n).sum::<usize>()
-    );
+    docs
+}
+
+/// Each CREATE moved into `ns` (request and object, as the apiserver
+/// sends it): the entries it reaches and the patch operations draguard's
+/// `/mutate` would answer with `policies`.
+fn create_calls(
+    docs: &[Value],
+    creates: &[(String, Value)],
+    ns: &str,
+    policies: &draguard::policy::PolicySet,
+) -> Vec<(String, usize, usize)> {
+    creates
+        .iter()
+        .map(|(file, request)| {
+            let mut request = request.clone();
+            request["namespace"] = json!(ns);
+            request["object"]["metadata"]["namespace"] = json!(ns);
+            let stored = json!({"metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}}});
+            let reached = reached_with_namespace(docs, &request, &stored);
+            (file.clone(), reached.len(), draguard_patches_with(&request, policies))
+        })
+        .collect()
 }
 
 /// [`reached`], with `namespaceObject` declared as the apiserver declares

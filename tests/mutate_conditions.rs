@@ -37,6 +37,15 @@ spec:
 spec:
   namespaces: {exclude: [\"ml-*\", kube-system]}
   pods: {defaults: [{key: everywhere, operator: Exists}]}",
+    "metadata: {name: by-name-label}
+spec:
+  namespaces: {selector: {matchLabels: {team: ml}, matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [ml-sandbox, ops]}]}}
+  devices: {defaults: [{key: named, operator: Exists}]}
+  pods: {defaults: [{key: named, operator: Exists}]}",
+    "metadata: {name: name-label-in}
+spec:
+  namespaces: {selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [research, web]}]}}
+  pods: {defaults: [{key: named, operator: Exists}]}",
     "metadata: {name: audit-only}
 spec:
   mode: Audit
@@ -168,7 +177,15 @@ fn the_condition_sends_every_write_draguard_would_patch() {
     let requests = requests();
     assert!(requests.len() >= 30, "fixtures: {}", requests.len());
     let (mut patched, mut skipped) = (0, 0);
+    // Pod CREATEs skipped as the apiserver evaluates the condition (no
+    // namespaceObject) although a policy in force has Pod defaults: the
+    // namespace's name alone rules them out.
+    let mut pods_skipped_blind = 0;
     for (set_name, set) in policy_sets() {
+        let pod_defaults = set
+            .policies
+            .iter()
+            .any(|l| l.policy.spec.mode != draguard::verdict::Mode::Audit && !l.policy.spec.pods.defaults.is_empty());
         for restricted in [None, Some(&restriction)] {
             let condition = expression(&set, restricted.is_some());
             for (name, labels, annotations) in NAMESPACES {
@@ -195,6 +212,8 @@ fn the_condition_sends_every_write_draguard_would_patch() {
                     );
                     patched += usize::from(patch > 0);
                     skipped += usize::from(!is_sent);
+                    let pod_create = file.starts_with("pod-") && request["operation"] == "CREATE";
+                    pods_skipped_blind += usize::from(pod_defaults && pod_create && !sent_blind);
                 }
             }
         }
@@ -203,4 +222,9 @@ fn the_condition_sends_every_write_draguard_would_patch() {
     // condition does skip writes.
     assert!(patched > 100, "patched {patched}");
     assert!(skipped > 100, "skipped {skipped}");
+    assert!(
+        pods_skipped_blind > 10,
+        "Pod CREATEs skipped by name: {pods_skipped_blind}"
+    );
+    eprintln!("Pod CREATEs skipped by the namespace's name alone: {pods_skipped_blind}");
 }

@@ -4,9 +4,13 @@
 //! a namespace where some policy in force has default tolerations for it,
 //! or a Pod CREATE when `--toleration-restriction` is on. Every other claim
 //! and Pod write reaches the validating entry alone: one call, not two.
-//! Where the apiserver does not bind `namespaceObject` (a webhook's
-//! matchConditions, see [`expression`]), "in a namespace where" widens to
-//! "anywhere, if some policy has defaults for that kind".
+//! The apiserver evaluates a webhook's matchConditions without the
+//! namespace's labels (see [`expression`]), but the object being created
+//! carries its namespace's name: a policy that selects namespaces by names,
+//! globs and exclusions is exact, and so is a selector's requirement on the
+//! `kubernetes.io/metadata.name` label; one that also selects by other
+//! labels widens to "every namespace its exclusions and name requirements
+//! leave".
 //!
 //! The condition must never be narrower than the truth (a write draguard
 //! would patch must still reach it), so it is built from what
@@ -59,15 +63,29 @@ pub fn condition(set: &PolicySet, toleration_restriction: bool) -> MatchConditio
     }
 }
 
-/// The CEL expression, over the admission variables `request` and
-/// `namespaceObject`. The apiserver declares `namespaceObject` for every
-/// admission CEL expression (kubernetes v1.36
+/// The CEL expression, over the admission variables `request`, `object`
+/// and `namespaceObject`.
+///
+/// The apiserver declares `namespaceObject` for every admission CEL
+/// expression (kubernetes v1.36
 /// staging/src/k8s.io/apiserver/pkg/admission/plugin/cel/compile.go,
-/// `createEnvForOpts`), but a webhook's matchConditions are evaluated
-/// without a namespace (pkg/admission/plugin/webhook/matchconditions/matcher.go
-/// passes none), so there it is null: a policy whose selection needs the
-/// namespace then counts as selecting it. What is exact whatever the
-/// namespace: a kind no policy in force has defaults for is never sent.
+/// `createEnvForOpts`), but evaluates a webhook's matchConditions without a
+/// namespace (pkg/admission/plugin/webhook/matchconditions/matcher.go
+/// passes none), so there it is null, and a label selector counts as
+/// selecting every namespace.
+///
+/// The namespace's name is exact all the same: only a CREATE is judged,
+/// and the create handler sets `metadata.namespace` of the object to the
+/// request's namespace (or refuses a different one) before any admission
+/// plugin sees it (kubernetes v1.36
+/// staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go,
+/// `rest.EnsureObjectNamespaceMatchesRequestNamespace` with
+/// `rest.ExpectedNamespaceForResource`, ahead of `mutatingAdmission.Admit`;
+/// a server-side apply that creates does the same in handlers/patch.go,
+/// where `patcher.applyPatch` ensures it on the object `createNewObject`
+/// made, ahead of `patcher.applyAdmission`).
+/// An object without it (which would be stored in the request's
+/// namespace) is sent, whatever the policies.
 pub fn expression(set: &PolicySet, toleration_restriction: bool) -> String {
     let policies = || {
         set.policies
@@ -94,9 +112,12 @@ pub fn expression(set: &PolicySet, toleration_restriction: bool) -> String {
     }
 }
 
-/// `a || b || …`, parenthesised; `false` for none.
+/// `a || b || …`, parenthesised; `false` for none, `true` when a term is.
 fn any(terms: impl Iterator<Item = String>) -> String {
     let terms: Vec<String> = terms.collect();
+    if terms.iter().any(|t| t == "true") {
+        return "true".to_owned();
+    }
     match terms.len() {
         0 => "false".to_owned(),
         1 => terms.concat(),
@@ -104,8 +125,9 @@ fn any(terms: impl Iterator<Item = String>) -> String {
     }
 }
 
-/// `a && b && …`, parenthesised; `true` for none.
+/// `a && b && …`, parenthesised; `true` for none (a `true` term is left out).
 fn all(terms: Vec<String>) -> String {
+    let terms: Vec<String> = terms.into_iter().filter(|t| t != "true").collect();
     match terms.len() {
         0 => "true".to_owned(),
         1 => terms.concat(),
@@ -114,7 +136,10 @@ fn all(terms: Vec<String>) -> String {
 }
 
 /// [`TolerationPolicy::selects`] as CEL: names or selector, minus
-/// exclusions; neither names nor selector means every namespace.
+/// exclusions; neither names nor selector means every namespace. Names,
+/// globs and exclusions read the object's namespace; the selector reads
+/// `namespaceObject`, and where that is null, only its requirements on the
+/// name label (see [`selector_by_name`]).
 fn selects(p: &TolerationPolicy) -> String {
     let sel = &p.spec.namespaces;
     let excluded = sel.exclude.iter().map(|g| name_matches(g)).collect::<Vec<_>>();
@@ -125,7 +150,16 @@ fn selects(p: &TolerationPolicy) -> String {
             .names
             .iter()
             .map(|g| name_matches(g))
-            .chain(sel.selector.as_ref().map(selector)))
+            .chain(sel.selector.as_ref().map(|s| {
+                let by_name = selector_by_name(s);
+                match selector(s) {
+                    every if every == "true" => every,
+                    // Unknown labels: the selector may match, but for
+                    // what it says of the name.
+                    some if by_name == "true" => format!("(namespaceObject == null || {some})"),
+                    some => format!("(namespaceObject == null ? {by_name} : {some})"),
+                }
+            })))
     };
     let mut terms = Vec::new();
     if !excluded.is_empty() {
@@ -136,15 +170,29 @@ fn selects(p: &TolerationPolicy) -> String {
     terms.push(chosen);
     match all(terms) {
         every if every == "true" => every,
-        // Unknown namespace: the policy may select it.
-        some => format!("(namespaceObject == null || {some})"),
+        // No name on the object: it may be in any namespace.
+        some if some.contains(NAME) => format!("({NAME_MISSING} || {some})"),
+        some => some,
     }
 }
 
-/// The namespace's name. Not `request.namespace`: `namespace` is a CEL
-/// reserved word, which Kubernetes' CEL reaches only as `__namespace__`
-/// (the escaping rules of k8s.io/apiserver v0.36 pkg/cel/escaping.go).
-const NAME: &str = "namespaceObject.metadata.name";
+/// The namespace's name, from the object (set on every CREATE: see
+/// [`expression`]). Not `request.namespace`, which holds the same name:
+/// cel-go refuses `namespace` only as an identifier, not as a field
+/// (`VisitIdentOrGlobalCall` checks its reserved words, a selection does
+/// not), and the apiserver declares the request's field `namespace`
+/// unescaped (compile.go `BuildRequestType`), so it should compile; but
+/// `namespace` is a CEL reserved word, an object field of that name is
+/// reached as `__namespace__` (k8s.io/apiserver v0.36 pkg/cel/escaping.go),
+/// and which spelling reaches the request's field is easy to get wrong,
+/// which only a running apiserver would tell. `object` is dynamically
+/// typed, so `object.metadata.namespace` cannot fail to compile.
+const NAME: &str = "object.metadata.namespace";
+
+/// True when the object carries no namespace name: `has` on each level, so
+/// that an error (which an `Ignore` webhook turns into "not sent") cannot
+/// happen.
+const NAME_MISSING: &str = "!has(object.metadata) || !has(object.metadata.namespace)";
 
 /// `crate::policy::glob_match` of the request's namespace: a glob without
 /// `*` or `?` is an equality, any other an anchored RE2 pattern.
@@ -198,6 +246,39 @@ fn selector(s: &LabelSelector) -> String {
             SelectorOperator::NotIn => format!("!{}", is_in()),
             SelectorOperator::Exists => has(&e.key),
             SelectorOperator::DoesNotExist => format!("!{}", has(&e.key)),
+        });
+    }
+    all(terms)
+}
+
+/// The label every namespace carries with its own name: the apiserver
+/// sets it on every create and update (kubernetes v1.36
+/// pkg/apis/core/v1/defaults.go `SetDefaults_Namespace`, kept by
+/// pkg/registry/core/namespace/strategy.go `Canonicalize`, KEP-2161), and
+/// draguard's namespace cache keeps every label.
+const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// What a LabelSelector can say from the namespace's name alone: its
+/// requirements on [`NAME_LABEL`], each as [`selector`] would evaluate it
+/// on a namespace that carries that label with its own name; every other
+/// requirement may hold (`true`), so this is never narrower than
+/// [`selector`].
+fn selector_by_name(s: &LabelSelector) -> String {
+    let list = |values: &[String]| format!("[{}]", values.iter().map(|v| quote(v)).collect::<Vec<_>>().join(", "));
+    let mut terms: Vec<String> = s
+        .match_labels
+        .iter()
+        .filter(|(k, _)| k.as_str() == NAME_LABEL)
+        .map(|(_, v)| format!("{NAME} == {}", quote(v)))
+        .collect();
+    for e in s.match_expressions.iter().filter(|e| e.key == NAME_LABEL) {
+        terms.push(match e.operator {
+            SelectorOperator::In if e.values.is_empty() => "false".to_owned(),
+            SelectorOperator::In => format!("{NAME} in {}", list(&e.values)),
+            SelectorOperator::NotIn if e.values.is_empty() => "true".to_owned(),
+            SelectorOperator::NotIn => format!("!({NAME} in {})", list(&e.values)),
+            SelectorOperator::Exists => "true".to_owned(),
+            SelectorOperator::DoesNotExist => "false".to_owned(),
         });
     }
     all(terms)

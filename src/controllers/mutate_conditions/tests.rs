@@ -1,5 +1,5 @@
 //! The condition evaluated as the apiserver would: CEL (the `cel` crate)
-//! over `request` and `namespaceObject` as Kubernetes binds them.
+//! over `request`, `object` and `namespaceObject` as Kubernetes binds them.
 
 use std::collections::BTreeMap;
 
@@ -26,13 +26,16 @@ fn with_defaults(namespaces: &str) -> PolicySet {
 }
 
 /// Where a write goes: the resource, the operation, the namespace's name
-/// and labels (`None`: the Namespace has no `labels` field at all).
+/// and labels (`None`: the Namespace has no `labels` field at all), and
+/// whether the object carries that name in `metadata.namespace` (the
+/// apiserver sets it on every CREATE before admission).
 struct Write<'a> {
     group: &'a str,
     resource: &'a str,
     operation: &'a str,
     namespace: &'a str,
     labels: Option<&'a [(&'a str, &'a str)]>,
+    named: bool,
 }
 
 fn pod<'a>(namespace: &'a str, labels: Option<&'a [(&'a str, &'a str)]>) -> Write<'a> {
@@ -42,6 +45,7 @@ fn pod<'a>(namespace: &'a str, labels: Option<&'a [(&'a str, &'a str)]>) -> Writ
         operation: "CREATE",
         namespace,
         labels,
+        named: true,
     }
 }
 
@@ -72,13 +76,18 @@ fn sent_with(expression: &str, w: &Write<'_>, with_namespace: bool) -> bool {
         "resource": {"group": w.group, "version": "v1", "resource": w.resource},
         "userInfo": {"username": "alice"},
     });
+    let object = if w.named {
+        json!({"metadata": {"name": "x", "namespace": w.namespace}})
+    } else {
+        json!({"metadata": {"name": "x"}})
+    };
     let mut ctx = Context::default();
     let namespace = if with_namespace {
         json!({"metadata": metadata})
     } else {
         Value::Null
     };
-    for (name, value) in [("request", request), ("namespaceObject", namespace)] {
+    for (name, value) in [("request", request), ("object", object), ("namespaceObject", namespace)] {
         ctx.add_variable_from_value(name, kube_cel::cel::to_value(&value).expect("CEL value"));
     }
     match program.execute(&ctx) {
@@ -365,7 +374,8 @@ fn the_patch_adds_or_replaces_only_our_condition_in_our_defaulting_entry() {
 
 /// As a real apiserver evaluates a webhook's matchConditions: no
 /// namespace. A kind no policy has defaults for is still never sent; a
-/// policy that selects namespaces sends its kind everywhere.
+/// policy that selects namespaces by label sends its kind wherever its
+/// exclusions leave.
 #[test]
 fn without_the_namespace_only_kinds_without_defaults_are_skipped() {
     let pods_in_ml = set(&format!(
@@ -383,4 +393,218 @@ fn without_the_namespace_only_kinds_without_defaults_are_skipped() {
     assert!(!sent(&e, &pod("web", None)), "with the namespace: exact");
     let everywhere = expression(&with_defaults("{}"), false);
     assert!(!everywhere.contains("namespaceObject"), "{everywhere}");
+}
+
+/// A policy with Pod defaults only, selecting `namespaces`, in `mode`.
+fn pod_defaults(namespaces: &str, mode: &str) -> PolicySet {
+    set(&format!(
+        "{HEAD}metadata: {{name: p}}\nspec:\n  mode: {mode}\n  namespaces: {namespaces}\n  pods:\n    defaults: [{{key: a, operator: Exists}}]\n"
+    ))
+}
+
+/// As the apiserver evaluates a webhook's matchConditions (no
+/// namespaceObject), a policy that selects by names, globs and exclusions
+/// sends a Pod CREATE exactly where it selects the namespace.
+#[test]
+fn without_the_namespace_object_names_globs_and_exclusions_are_exact() {
+    let e = expression(
+        &pod_defaults("{names: [ml, \"ml-*\", \"t?am\"], exclude: [ml-sandbox]}", "Enforce"),
+        false,
+    );
+    for (ns, want) in [
+        ("ml", true),
+        ("ml-train", true),
+        ("ml-", true),
+        ("team", true),
+        ("ml-sandbox", false),
+        ("default", false),
+        ("web", false),
+        ("xml", false),
+        ("teams", false),
+    ] {
+        assert_eq!(sent_with(&e, &pod(ns, None), false), want, "Pod in {ns}: {e}");
+        assert!(
+            !sent_with(&e, &claim(ns, None), false),
+            "claim in {ns}: no device defaults"
+        );
+    }
+    // Exclusions alone: every namespace but those.
+    let e = expression(&pod_defaults("{exclude: [\"kube-*\", ops]}", "Warn"), false);
+    for (ns, want) in [("ml", true), ("default", true), ("ops", false), ("kube-public", false)] {
+        assert_eq!(sent_with(&e, &pod(ns, None), false), want, "Pod in {ns}: {e}");
+    }
+}
+
+/// Against draguard's own `TolerationPolicy::selects`, for every selector
+/// form: without the namespace's labels the condition equals the truth when
+/// the policy has no label selector, and is never narrower when it has one
+/// (it is then true wherever the exclusions leave the namespace).
+#[test]
+fn without_the_namespace_object_a_label_selector_widens_to_what_exclusions_leave() {
+    type Labels = &'static [(&'static str, &'static str)];
+    let namespaces: &[(&str, Labels)] = &[
+        ("ml", &[]),
+        ("ml-train", &[("team", "ml")]),
+        ("ml-sandbox", &[("team", "ml")]),
+        ("ops", &[("team", "ml")]),
+        ("web", &[("team", "web")]),
+        ("default", &[]),
+    ];
+    let specs = [
+        ("{names: [ml, \"ml-*\"], exclude: [ml-sandbox]}", false),
+        (
+            "{names: [ml, \"ml-*\"], selector: {matchLabels: {team: ml}}, exclude: [ml-sandbox]}",
+            true,
+        ),
+        ("{selector: {matchLabels: {team: ml}}}", true),
+        ("{selector: {matchLabels: {team: ml}}, exclude: [\"ml-*\"]}", true),
+        ("{exclude: [web]}", false),
+    ];
+    for (spec, has_selector) in specs {
+        let policies = pod_defaults(spec, "Enforce");
+        let policy = &policies.policies[0].policy;
+        let e = expression(&policies, false);
+        for (ns, labels) in namespaces {
+            let owned: BTreeMap<String, String> =
+                labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            let truth = policy.selects(ns, Some(&owned)) == crate::policy::Selection::Selected;
+            let excluded = policy
+                .spec
+                .namespaces
+                .exclude
+                .iter()
+                .any(|g| crate::policy::glob_match(g, ns));
+            let blind = sent_with(&e, &pod(ns, Some(labels)), false);
+            let want = if has_selector { !excluded } else { truth };
+            assert_eq!(blind, want, "{spec} in {ns}: {e}");
+            assert!(blind || !truth, "{spec} in {ns}: selected but not sent: {e}");
+            // Where the apiserver binds the namespace, it is exact.
+            assert_eq!(
+                sent(&e, &pod(ns, Some(labels))),
+                truth,
+                "{spec} in {ns} with labels: {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_audit_policy_sends_nothing_and_the_toleration_restriction_sends_every_pod() {
+    let audit = expression(&pod_defaults("{names: [ml]}", "Audit"), false);
+    assert!(!sent_with(&audit, &pod("ml", None), false), "{audit}");
+    let names = pod_defaults("{names: [ml]}", "Enforce");
+    let restricted = expression(&names, true);
+    for ns in ["ml", "web", "default"] {
+        assert!(
+            sent_with(&restricted, &pod(ns, None), false),
+            "Pod in {ns}: {restricted}"
+        );
+        assert!(
+            !sent_with(&restricted, &claim(ns, None), false),
+            "claim in {ns}: {restricted}"
+        );
+    }
+    // Device defaults by name: claims and templates only where selected.
+    let devices = set(&format!(
+        "{HEAD}metadata: {{name: d}}\nspec:\n  namespaces: {{names: [ml]}}\n  devices:\n    defaults: [{{key: b, operator: Exists}}]\n"
+    ));
+    let e = expression(&devices, true);
+    assert!(sent_with(&e, &claim("ml", None), false), "{e}");
+    assert!(!sent_with(&e, &claim("web", None), false), "{e}");
+    let template = Write {
+        resource: "resourceclaimtemplates",
+        ..claim("web", None)
+    };
+    assert!(!sent_with(&e, &template, false), "{e}");
+    assert!(sent_with(&e, &pod("web", None), false), "toleration restriction: {e}");
+}
+
+/// An object that does not carry its namespace's name is sent wherever a
+/// policy has defaults for its kind: the condition cannot tell where it is,
+/// and must not fail (an error in an `Ignore` entry's condition skips it).
+#[test]
+fn an_object_without_its_namespace_is_sent_if_any_policy_has_defaults_for_it() {
+    let e = expression(&pod_defaults("{names: [ml], exclude: [web]}", "Enforce"), false);
+    let unnamed = |ns| Write {
+        named: false,
+        ..pod(ns, None)
+    };
+    assert!(sent_with(&e, &unnamed("web"), false), "{e}");
+    assert!(sent_with(&e, &unnamed("default"), false), "{e}");
+    let unnamed_claim = Write {
+        named: false,
+        ..claim("web", None)
+    };
+    assert!(!sent_with(&e, &unnamed_claim, false), "no device defaults: {e}");
+}
+
+/// Several policies: a Pod CREATE is sent where any of them adds defaults.
+#[test]
+fn several_policies_send_the_union_of_what_they_select() {
+    let two = set(&format!(
+        "{HEAD}metadata: {{name: a}}\nspec:\n  namespaces: {{names: [ml]}}\n  pods:\n    defaults: [{{key: a, operator: Exists}}]\n---\n{HEAD}metadata: {{name: b}}\nspec:\n  namespaces: {{names: [\"gpu-*\"], exclude: [gpu-test]}}\n  pods:\n    defaults: [{{key: b, operator: Exists}}]\n"
+    ));
+    let e = expression(&two, false);
+    for (ns, want) in [("ml", true), ("gpu-a", true), ("gpu-test", false), ("web", false)] {
+        assert_eq!(sent_with(&e, &pod(ns, None), false), want, "Pod in {ns}: {e}");
+    }
+}
+
+/// A selector's requirements on `kubernetes.io/metadata.name` (a label
+/// every namespace carries with its own name) are exact without
+/// namespaceObject; other requirements may hold.
+#[test]
+fn without_the_namespace_object_a_selector_on_the_name_label_is_exact() {
+    type Labels = &'static [(&'static str, &'static str)];
+    let namespaces: &[(&str, Labels)] = &[
+        ("ml", &[("team", "ml")]),
+        ("ml-sandbox", &[("team", "ml")]),
+        ("web", &[("team", "web")]),
+        ("default", &[]),
+    ];
+    let specs: &[(&str, &[&str])] = &[
+        ("{selector: {matchLabels: {kubernetes.io/metadata.name: ml}}}", &["ml"]),
+        (
+            "{selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [ml, web]}]}}",
+            &["ml", "web"],
+        ),
+        (
+            "{selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [ml-sandbox]}]}}",
+            &["ml", "web", "default"],
+        ),
+        (
+            "{selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: DoesNotExist}]}}",
+            &[],
+        ),
+        (
+            "{selector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: Exists}]}}",
+            &["ml", "ml-sandbox", "web", "default"],
+        ),
+        // team=ml cannot be read: every namespace but ml-sandbox is sent.
+        (
+            "{selector: {matchLabels: {team: ml}, matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [ml-sandbox]}]}}",
+            &["ml", "web", "default"],
+        ),
+    ];
+    for (spec, blind_sent) in specs {
+        let policies = pod_defaults(spec, "Enforce");
+        let policy = &policies.policies[0].policy;
+        let e = expression(&policies, false);
+        for (ns, labels) in namespaces {
+            let mut owned: BTreeMap<String, String> =
+                labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            owned.insert("kubernetes.io/metadata.name".to_owned(), (*ns).to_owned());
+            let truth = policy.selects(ns, Some(&owned)) == crate::policy::Selection::Selected;
+            let mut with_name: Vec<(&str, &str)> = labels.to_vec();
+            with_name.push(("kubernetes.io/metadata.name", ns));
+            let blind = sent_with(&e, &pod(ns, Some(&with_name)), false);
+            assert_eq!(blind, blind_sent.contains(ns), "{spec} in {ns}: {e}");
+            assert!(blind || !truth, "{spec} in {ns}: selected but not sent: {e}");
+            assert_eq!(
+                sent(&e, &pod(ns, Some(&with_name))),
+                truth,
+                "{spec} in {ns} with labels: {e}"
+            );
+        }
+    }
 }
