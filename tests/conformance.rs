@@ -17,10 +17,6 @@ use draguard::verdict::{Decision, Phase};
 use draguard::view::{ClusterView, NoCluster, StaticView};
 use serde_json::Value;
 
-/// Kinds whose rules are not built yet, each with the capability it waits
-/// for. A case of one of these kinds is reported as pending, not judged.
-const PENDING_KINDS: &[(&str, &str)] = &[];
-
 /// Cases with a `context` exercise PodTolerationRestriction: the namespace
 /// (with the plugin's annotations) and the plugin's configuration. draguard
 /// judges them with its compatibility switched on.
@@ -121,27 +117,14 @@ fn decide_under(
     incoming.answer(&ctx)
 }
 
-fn pending_reason(kind: &str) -> Option<&'static str> {
-    PENDING_KINDS.iter().find(|(k, _)| *k == kind).map(|(_, why)| *why)
-}
-
 #[test]
 fn conformance_corpus_agrees_with_the_apiserver() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
     let mut judged = 0;
-    let mut pending = Vec::new();
     let mut failures = Vec::new();
     for file in json_files(&dir) {
         let case: Value = serde_json::from_slice(&std::fs::read(&file).expect("readable")).expect("JSON");
         let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("?").to_owned();
-        let kind = case
-            .pointer("/review/request/kind/kind")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if let Some(why) = pending_reason(kind) {
-            pending.push(format!("{name}: waits for {why}"));
-            continue;
-        }
         judged += 1;
         let mut want_allowed = case
             .pointer("/expect/allowed")
@@ -167,10 +150,7 @@ fn conformance_corpus_agrees_with_the_apiserver() {
             ));
         }
     }
-    eprintln!("conformance: {judged} judged, {} pending", pending.len());
-    for p in &pending {
-        eprintln!("  pending {p}");
-    }
+    eprintln!("conformance: {judged} judged");
     assert!(judged >= 107, "the corpus lost its claim cases: only {judged} judged");
     assert!(
         failures.is_empty(),
@@ -469,15 +449,8 @@ fn every_real_apiserver_request_is_answered_and_valid_ones_admitted() {
         if response.pointer("/response/uid") != review.pointer("/request/uid") {
             failures.push(format!("{file}: uid not echoed"));
         }
-        let kind = review
-            .pointer("/request/kind/kind")
-            .and_then(Value::as_str)
-            .unwrap_or("");
         if phase == Phase::Mutate {
             renewed += usize::from(check_mutation(file, scenario, &review, &decision, &mut failures));
-            continue;
-        }
-        if pending_reason(kind).is_some() {
             continue;
         }
         if scenario.contains("17 tolerations") {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use draguard::controllers::mutate_conditions::{CONDITION_NAME, expression};
 use draguard::controllers::mutate_conditions_sync::MutateConditions;
-use draguard::controllers::webhook_certs::Settings;
+use draguard::controllers::webhook_certs::CertSettings;
 use draguard::policy::PolicySet;
 use draguard::policy::load::parse;
 use draguard::policy_files::reload::PolicyStore;
@@ -80,8 +80,8 @@ async fn within(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Durat
     None
 }
 
-fn settings() -> Settings {
-    Settings::new("draguard-tls", "draguard", "draguard", "draguard")
+fn settings() -> CertSettings {
+    CertSettings::new("draguard-tls", "draguard", "draguard", "draguard")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

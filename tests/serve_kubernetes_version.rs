@@ -323,7 +323,7 @@ async fn a_refused_metrics_page_is_logged_once_and_not_asked_again() {
 /// one that serves it is asked each time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_refused_once_are_not_asked_for_again() {
-    use draguard::cluster::apiserver::{Apiserver, Report};
+    use draguard::cluster::apiserver::{Apiserver, ApiserverFacts};
     let refusing = FakeApiServer::start(Objects {
         git_version: Some("v1.37.1".into()),
         ..Objects::default()
@@ -334,7 +334,7 @@ async fn metrics_refused_once_are_not_asked_for_again() {
         let report = apiserver.read().await;
         assert_eq!(
             report,
-            Report {
+            ApiserverFacts {
                 git_version: Some("v1.37.1".into()),
                 gates: None
             }

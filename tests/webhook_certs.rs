@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use draguard::controllers::webhook_certs::{Bundle, SecretAction, Settings, WebhookCerts, generate, renew};
+use draguard::controllers::webhook_certs::{Bundle, CertSettings, SecretAction, WebhookCerts, generate, renew};
 use draguard::server::{self, ManagedCert, RunningServer, ServerConfig, TlsSource};
 use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::pem::PemObject as _;
@@ -34,8 +34,8 @@ fn unb64(value: &Value) -> Vec<u8> {
         .expect("base64")
 }
 
-fn settings() -> Settings {
-    Settings::new(SECRET, NS, "draguard", "draguard")
+fn settings() -> CertSettings {
+    CertSettings::new(SECRET, NS, "draguard", "draguard")
 }
 
 fn webhook(name: &str, client_config: Value) -> Value {
@@ -505,7 +505,7 @@ async fn within(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Durat
 }
 
 /// The periodic check is an hour away: only the watch can see the change.
-fn watch_only() -> Settings {
+fn watch_only() -> CertSettings {
     let mut slow = settings();
     slow.ca_bundle_every = Duration::from_secs(3600);
     slow

@@ -98,7 +98,7 @@ pub struct CheckConfig {
     pub placeholders: Vec<String>,
     /// Whether charts and kustomizations are rendered (`auto`, `never`).
     #[serde(default)]
-    pub render: Option<super::render::Mode>,
+    pub render: Option<super::render::RenderMode>,
     /// The longest one render may take, in seconds.
     #[serde(default)]
     pub render_timeout: Option<u64>,
@@ -136,12 +136,12 @@ fn yes() -> bool {
 
 /// A config file and the folder its relative paths start from.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Loaded {
+pub struct LoadedConfig {
     pub file: PathBuf,
     pub config: CheckConfig,
 }
 
-impl Loaded {
+impl LoadedConfig {
     /// A path of the config, as seen from the working directory.
     pub fn resolve(&self, path: &Path) -> PathBuf {
         relative_to(&self.file, path)
@@ -240,7 +240,7 @@ pub fn find(start: &Path) -> Option<PathBuf> {
 }
 
 /// Reads a config file; a problem names the file, line and column.
-pub fn load(file: &Path) -> Result<Loaded, String> {
+pub fn load(file: &Path) -> Result<LoadedConfig, String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
     let config = if text.trim().is_empty() {
         CheckConfig::default()
@@ -256,7 +256,7 @@ pub fn load(file: &Path) -> Result<Loaded, String> {
             )
         })?
     };
-    Ok(Loaded {
+    Ok(LoadedConfig {
         file: file.to_path_buf(),
         config,
     })
@@ -277,7 +277,7 @@ mod tests {
         .expect("write");
         let loaded = load(&file).expect("loads");
         assert_eq!(loaded.config.kubernetes_version.as_deref(), Some("1.36"));
-        assert_eq!(loaded.config.render, Some(crate::check::render::Mode::Never));
+        assert_eq!(loaded.config.render, Some(crate::check::render::RenderMode::Never));
         assert_eq!(loaded.config.render_timeout, Some(5));
         assert_eq!(loaded.resolve(Path::new("policies/")), dir.path().join("policies/"));
         assert_eq!(loaded.resolve(Path::new("/abs")), PathBuf::from("/abs"));

@@ -74,7 +74,7 @@ pub struct Walk {
     /// The name standard input is reported under (default `-`).
     pub stdin_name: Option<String>,
     /// How charts and kustomizations found in folders are rendered.
-    pub render: super::render::Settings,
+    pub render: super::render::RenderSettings,
     /// The largest file (or standard input) read, in bytes
     /// (`--max-file-size`; [`MAX_FILE_BYTES`] when `None`).
     pub max_file_bytes: Option<u64>,

@@ -108,21 +108,21 @@ pub fn items<'s>(document: &Document<'s>, name: &str) -> Option<Vec<Result<Item<
 /// elements, or the value itself. A value `split` cannot take apart (a
 /// List that names its `kind` twice) is one item, whose reading reports
 /// why; `null` is no object, as an empty YAML document is none.
-fn parts_of(value: &str) -> Vec<Part<'_>> {
+fn parts_of(value: &str) -> Vec<JsonPart<'_>> {
     match split(value) {
         Ok(Some(parts)) => parts,
         Ok(None) | Err(_) if value == "null" => Vec::new(),
-        Ok(None) | Err(_) => vec![(At::Whole, value)],
+        Ok(None) | Err(_) => vec![(ItemAt::Whole, value)],
     }
 }
 
 /// An object of a JSON text: where it sits, and its text.
-pub type Part<'t> = (At, &'t str);
+pub type JsonPart<'t> = (ItemAt, &'t str);
 
 /// Where an object sits in its JSON text: a small value, where a path
 /// would be an allocation per item of a 100,000-item List.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum At {
+pub enum ItemAt {
     /// The text is the object.
     Whole,
     /// `[i]` of a top-level array.
@@ -131,13 +131,13 @@ pub enum At {
     Item(usize),
 }
 
-impl At {
+impl ItemAt {
     /// The path of the object in its document's tree.
     pub fn segments(self) -> Vec<Segment> {
         match self {
-            At::Whole => Vec::new(),
-            At::Index(i) => vec![Segment::Index(i)],
-            At::Item(i) => vec![Segment::Field("items".into()), Segment::Index(i)],
+            ItemAt::Whole => Vec::new(),
+            ItemAt::Index(i) => vec![Segment::Index(i)],
+            ItemAt::Item(i) => vec![Segment::Field("items".into()), Segment::Index(i)],
         }
     }
 }
@@ -145,7 +145,7 @@ impl At {
 /// The objects of a JSON text, each with where it sits: the items of a
 /// top-level array or of a List; `None` when the text is one object (or
 /// no object at all). An error when the text is not JSON.
-pub fn split(text: &str) -> Result<Option<Vec<Part<'_>>>, serde_json::Error> {
+pub fn split(text: &str) -> Result<Option<Vec<JsonPart<'_>>>, serde_json::Error> {
     let body = text.trim_start();
     if body.starts_with('[') {
         let items: Vec<&RawValue> = serde_json::from_str(body)?;
@@ -153,7 +153,7 @@ pub fn split(text: &str) -> Result<Option<Vec<Part<'_>>>, serde_json::Error> {
             items
                 .into_iter()
                 .enumerate()
-                .map(|(i, item)| (At::Index(i), item.get()))
+                .map(|(i, item)| (ItemAt::Index(i), item.get()))
                 .collect(),
         ));
     }
@@ -163,7 +163,7 @@ pub fn split(text: &str) -> Result<Option<Vec<Part<'_>>>, serde_json::Error> {
             items
                 .into_iter()
                 .enumerate()
-                .map(|(i, item)| (At::Item(i), item.get()))
+                .map(|(i, item)| (ItemAt::Item(i), item.get()))
                 .collect()
         }));
     }

@@ -59,7 +59,7 @@ use super::input::{FileProblem, Source};
 /// `--render`: whether charts and kustomizations are rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Mode {
+pub enum RenderMode {
     /// Render with helm and kustomize (or `kubectl kustomize`) when on PATH.
     #[default]
     Auto,
@@ -69,8 +69,8 @@ pub enum Mode {
 
 /// How charts and kustomizations are rendered.
 #[derive(Debug, Clone)]
-pub struct Settings {
-    pub mode: Mode,
+pub struct RenderSettings {
+    pub mode: RenderMode,
     /// The longest one render may take.
     pub timeout: Duration,
     /// `.Release.Namespace` for helm: the namespace `check` puts objects in.
@@ -84,10 +84,10 @@ pub struct Settings {
 /// The default `--render-timeout`, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 
-impl Default for Settings {
+impl Default for RenderSettings {
     fn default() -> Self {
-        Settings {
-            mode: Mode::Auto,
+        RenderSettings {
+            mode: RenderMode::Auto,
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
             namespace: "default".into(),
             strict: false,
@@ -150,18 +150,18 @@ pub struct Plan {
     /// Whether a kustomize is there to build with.
     kustomize: Option<Renderer>,
     helm: Option<Renderer>,
-    mode: Mode,
+    mode: RenderMode,
 }
 
 impl Plan {
     /// The charts and kustomizations among `files` (a folder walk's, with
     /// the markers), and which renderers the run has.
-    pub fn of(files: &[PathBuf], settings: &Settings) -> Plan {
+    pub fn of(files: &[PathBuf], settings: &RenderSettings) -> Plan {
         let mut plan = Plan {
             mode: settings.mode,
             ..Plan::default()
         };
-        if settings.mode == Mode::Auto {
+        if settings.mode == RenderMode::Auto {
             plan.helm = Renderer::helm();
             plan.kustomize = Renderer::kustomize();
         }
@@ -224,7 +224,7 @@ impl Plan {
 
     /// Renders every top-level chart and kustomization (at most
     /// [`MAX_PARALLEL`] at once), or notes why not.
-    pub fn render(&self, settings: &Settings) -> Rendered {
+    pub fn render(&self, settings: &RenderSettings) -> Rendered {
         let mut out = Rendered::default();
         let mut jobs: Vec<(&Renderer, &Path, Kind)> = Vec::new();
         for (dirs, renderer, kind) in [
@@ -339,11 +339,11 @@ enum Kind {
 }
 
 impl Kind {
-    fn not_rendered(self, dir: &Path, mode: Mode) -> String {
+    fn not_rendered(self, dir: &Path, mode: RenderMode) -> String {
         let dir = dir.display();
         let why = |absent: &'static str| match mode {
-            Mode::Never => "--render never",
-            Mode::Auto => absent,
+            RenderMode::Never => "--render never",
+            RenderMode::Auto => absent,
         };
         match self {
             Kind::Chart => format!(
@@ -386,7 +386,13 @@ impl Renderer {
             })
     }
 
-    fn args(&self, kind: Kind, dir: &Path, values: Option<&Path>, settings: &Settings) -> Vec<std::ffi::OsString> {
+    fn args(
+        &self,
+        kind: Kind,
+        dir: &Path,
+        values: Option<&Path>,
+        settings: &RenderSettings,
+    ) -> Vec<std::ffi::OsString> {
         let mut args = vec![self.verb.into(), dir.as_os_str().to_owned()];
         if let Some(values) = values {
             args.extend(["--values".into(), values.as_os_str().to_owned()]);
@@ -400,7 +406,7 @@ impl Renderer {
     }
 
     /// As the user would type it, for a message.
-    fn command_line(&self, kind: Kind, dir: &Path, settings: &Settings) -> String {
+    fn command_line(&self, kind: Kind, dir: &Path, settings: &RenderSettings) -> String {
         let name = self.program.file_name().map_or_else(
             || self.program.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
@@ -413,7 +419,7 @@ impl Renderer {
         format!("{name} {}", args.join(" "))
     }
 
-    fn run(&self, kind: Kind, dir: &Path, values: Option<&Path>, settings: &Settings) -> Result<String, Failure> {
+    fn run(&self, kind: Kind, dir: &Path, values: Option<&Path>, settings: &RenderSettings) -> Result<String, Failure> {
         let mut command = Command::new(&self.program);
         command.args(self.args(kind, dir, values, settings));
         run_bounded(command, settings.timeout, MAX_OUTPUT)

@@ -98,7 +98,7 @@ impl Spool {
     /// independent: each keeps its own place in the file.
     pub fn read(&self) -> impl Iterator<Item = io::Result<ObjectReport>> + '_ {
         let source: Box<dyn Read + '_> = match &self.file {
-            Some(file) => Box::new(At { file, offset: 0 }),
+            Some(file) => Box::new(SpoolReader { file, offset: 0 }),
             None => Box::new(self.memory.as_slice()),
         };
         BufReader::with_capacity(64 << 10, source)
@@ -109,12 +109,12 @@ impl Spool {
 
 /// A reader of a file from its start, by position: readers of one file do
 /// not move each other's place.
-struct At<'f> {
+struct SpoolReader<'f> {
     file: &'f File,
     offset: u64,
 }
 
-impl Read for At<'_> {
+impl Read for SpoolReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = read_at(self.file, buf, self.offset)?;
         self.offset += n as u64;

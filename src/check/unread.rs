@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 /// Why a document that does not parse is not a problem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+pub enum UnreadKind {
     /// It names no `apiVersion` and no `kind` anywhere: not a manifest.
     NotKubernetes,
     /// It holds template actions (`{{ ... }}`): rendered elsewhere.
@@ -17,11 +17,11 @@ pub enum Class {
 }
 
 /// The class of a document's text that did not parse, if any.
-pub fn classify(text: &str) -> Option<Class> {
+pub fn classify(text: &str) -> Option<UnreadKind> {
     if text.contains("{{") && text.contains("}}") {
-        Some(Class::Template)
+        Some(UnreadKind::Template)
     } else if !text.contains("apiVersion") && !text.contains("kind") {
-        Some(Class::NotKubernetes)
+        Some(UnreadKind::NotKubernetes)
     } else {
         None
     }
@@ -36,12 +36,12 @@ pub struct Unread {
 }
 
 impl Unread {
-    pub fn add(&mut self, class: Class, file: &str) {
+    pub fn add(&mut self, class: UnreadKind, file: &str) {
         match class {
-            Class::Template => {
+            UnreadKind::Template => {
                 self.templates.insert(file.to_owned());
             }
-            Class::NotKubernetes => {
+            UnreadKind::NotKubernetes => {
                 self.not_kubernetes.insert(file.to_owned());
                 self.not_kubernetes_documents += 1;
             }
@@ -57,9 +57,9 @@ mod tests {
     fn templates_and_non_manifests_are_told_apart_from_broken_manifests() {
         assert_eq!(
             classify("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\n  {{- if .X }}\n"),
-            Some(Class::Template)
+            Some(UnreadKind::Template)
         );
-        assert_eq!(classify("{\"a\": [1, 2,],}"), Some(Class::NotKubernetes));
+        assert_eq!(classify("{\"a\": [1, 2,],}"), Some(UnreadKind::NotKubernetes));
         assert_eq!(classify("apiVersion: v1\nkind: Pod\nmetadata: {name: [\n"), None);
     }
 }

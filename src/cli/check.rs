@@ -109,7 +109,7 @@ pub struct CheckArgs {
     /// skips their templates and patches with one note each.
     /// [default: auto]
     #[arg(long, value_enum, value_name = "WHEN")]
-    pub render: Option<crate::check::render::Mode>,
+    pub render: Option<crate::check::render::RenderMode>,
     /// The longest one chart or kustomization may take to render, in
     /// seconds. [default: 60]
     #[arg(long, value_name = "SECONDS")]
@@ -168,7 +168,7 @@ const PROGRESS_FROM: usize = 20;
 pub fn run(args: CheckArgs) -> ExitCode {
     let stderr_tty = std::io::stderr().is_terminal();
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let settings = match Settings::of(&args) {
+    let settings = match CheckSettings::of(&args) {
         Ok(s) => s,
         Err(e) => return unusable(&e),
     };
@@ -387,7 +387,7 @@ fn unusable(message: &str) -> ExitCode {
 }
 
 /// What the run uses: the flags, over the config file, over the defaults.
-struct Settings {
+struct CheckSettings {
     excludes: Vec<input::Excludes>,
     policies: Option<PathBuf>,
     target: super::target::TargetArgs,
@@ -403,11 +403,11 @@ struct Settings {
     pod_templates: Vec<crate::check::pod_templates::TemplateKind>,
     embedded_pod_specs: crate::check::embedded_specs::EmbeddedPodSpecs,
     base_dir: Option<PathBuf>,
-    render: crate::check::render::Settings,
+    render: crate::check::render::RenderSettings,
 }
 
-impl Settings {
-    fn of(args: &CheckArgs) -> Result<Settings, String> {
+impl CheckSettings {
+    fn of(args: &CheckArgs) -> Result<CheckSettings, String> {
         use crate::check::config;
         let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
         let config = match (&args.config, args.no_config) {
@@ -526,7 +526,7 @@ impl Settings {
         }
         pod_templates.extend(args.pod_template.iter().cloned());
         let embedded_pod_specs = config
-            .map(crate::check::config::Loaded::embedded_pod_specs)
+            .map(crate::check::config::LoadedConfig::embedded_pod_specs)
             .transpose()?
             .unwrap_or_default();
         let base_dir = args
@@ -534,7 +534,7 @@ impl Settings {
             .clone()
             .or_else(|| config.and_then(|l| l.config.base_dir.as_deref().map(|p| l.resolve(p))))
             .or_else(|| repository_root(&cwd));
-        let render = crate::check::render::Settings {
+        let render = crate::check::render::RenderSettings {
             mode: args
                 .render
                 .or_else(|| config.and_then(|l| l.config.render))
@@ -547,7 +547,7 @@ impl Settings {
             namespace: namespace.clone(),
             strict: args.strict_inputs || config.is_some_and(|l| l.config.strict_inputs),
         };
-        Ok(Settings {
+        Ok(CheckSettings {
             render,
             base_dir,
             excludes,

@@ -10,7 +10,7 @@ use k8s_quantity::Quantity;
 use crate::cluster::apiserver::{self, Apiserver, Recheck};
 use crate::cluster::live::LiveView;
 use crate::controllers::mutate_conditions_sync::MutateConditions;
-use crate::controllers::webhook_certs::{SERVICE_ACCOUNT_NAMESPACE, Settings, WebhookCerts, default_namespace};
+use crate::controllers::webhook_certs::{CertSettings, SERVICE_ACCOUNT_NAMESPACE, WebhookCerts, default_namespace};
 use crate::kubernetes::apiserver_report::Mismatch;
 use crate::policy::toleration_restriction::TolerationRestrictionConfigError;
 use crate::server::limits::{
@@ -18,8 +18,8 @@ use crate::server::limits::{
     DEFAULT_REVIEW_MEMORY,
 };
 use crate::server::{
-    self, DEFAULT_MAX_BODY, DEFAULT_SHUTDOWN_DELAY, DEFAULT_SHUTDOWN_TIMEOUT, Limits, ManagedCert, ServerConfig,
-    ServerError, TlsSource,
+    self, DEFAULT_MAX_BODY, DEFAULT_SHUTDOWN_DELAY, DEFAULT_SHUTDOWN_TIMEOUT, ManagedCert, ServerConfig, ServerError,
+    ServerLimits, TlsSource,
 };
 
 /// Why `draguard serve` exits with 2: it could not start (or, rarer, the
@@ -212,8 +212,8 @@ pub struct ServeArgs {
 
 impl ServeArgs {
     /// The connection and review bounds the flags ask for.
-    fn limits(&self) -> Limits {
-        Limits {
+    fn limits(&self) -> ServerLimits {
+        ServerLimits {
             max_connections: self.max_connections.map(|n| n as usize),
             first_request_timeout: self.first_request_timeout,
             idle_timeout: self.idle_timeout,
@@ -406,7 +406,7 @@ fn raise_fd_limit() {
 }
 
 /// The `--webhook-*` flags, the namespace defaulted as documented.
-fn webhook_cert_settings(args: &ServeArgs) -> Settings {
+fn webhook_cert_settings(args: &ServeArgs) -> CertSettings {
     let namespace = match &args.webhook_namespace {
         Some(ns) if !ns.trim().is_empty() => ns.trim().to_owned(),
         _ => {
@@ -414,7 +414,7 @@ fn webhook_cert_settings(args: &ServeArgs) -> Settings {
             default_namespace(None, file.as_deref())
         }
     };
-    Settings::new(
+    CertSettings::new(
         &args.webhook_secret,
         &namespace,
         &args.webhook_service,
@@ -704,7 +704,7 @@ mod tests {
         let args = parse(&[]).unwrap();
         assert_eq!(
             args.limits(),
-            Limits {
+            ServerLimits {
                 max_connections: None,
                 first_request_timeout: Duration::from_secs(10),
                 idle_timeout: Duration::from_secs(120),
@@ -713,7 +713,11 @@ mod tests {
                 review_memory: 96 << 20,
             }
         );
-        assert_eq!(args.limits(), Limits::default(), "the flags and the library agree");
+        assert_eq!(
+            args.limits(),
+            ServerLimits::default(),
+            "the flags and the library agree"
+        );
         assert_eq!(args.shutdown_delay, Duration::from_secs(5));
         assert_eq!(args.shutdown_timeout, Duration::from_secs(20));
     }
@@ -733,7 +737,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             args.limits(),
-            Limits {
+            ServerLimits {
                 max_connections: Some(900),
                 first_request_timeout: Duration::from_secs(3),
                 idle_timeout: Duration::from_secs(120),
@@ -803,7 +807,7 @@ mod tests {
         assert!(args.manage_webhook_certs);
         assert_eq!(
             webhook_cert_settings(&args),
-            Settings::new("draguard-tls", "sys", "draguard", "draguard")
+            CertSettings::new("draguard-tls", "sys", "draguard", "draguard")
         );
         let args = parse(&[
             "--manage-webhook-certs",
@@ -813,7 +817,7 @@ mod tests {
             "--webhook-config=cfg",
         ])
         .unwrap();
-        assert_eq!(webhook_cert_settings(&args), Settings::new("s", "ns", "svc", "cfg"));
+        assert_eq!(webhook_cert_settings(&args), CertSettings::new("s", "ns", "svc", "cfg"));
         for conflicting in [
             &["--tls-cert", "a.crt", "--tls-key", "a.key"][..],
             &["--no-cluster"],

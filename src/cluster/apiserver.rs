@@ -30,7 +30,7 @@ const MAX_METRICS_BYTES: u64 = 256 << 20;
 
 /// What one round of asking found; `None` where it found nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Report {
+pub struct ApiserverFacts {
     /// `/version`'s `gitVersion` (`v1.36.2`).
     pub git_version: Option<String>,
     /// `kubernetes_feature_enabled`: each gate's name and whether it is on.
@@ -57,7 +57,7 @@ impl Apiserver {
 
     /// `/version`, then `/metrics` unless it was refused before or
     /// `/version` failed (the apiserver is away: no second wait).
-    pub async fn read(&mut self) -> Report {
+    pub async fn read(&mut self) -> ApiserverFacts {
         let git_version = match tokio::time::timeout(READ_TIMEOUT, self.client.apiserver_version()).await {
             Ok(Ok(info)) => Some(info.git_version),
             Ok(Err(e)) => {
@@ -92,7 +92,7 @@ impl Apiserver {
                 }
             }
         };
-        Report { git_version, gates }
+        ApiserverFacts { git_version, gates }
     }
 
     fn version_failed(&mut self, error: &str) {
@@ -131,7 +131,7 @@ async fn read_gates(client: &kube::Client) -> Result<Vec<(String, bool)>, kube::
 /// gauges, and logs: one WARN line naming both sides when they differ
 /// (once per distinct difference: `last` holds the one logged), an INFO
 /// line when they agree again.
-pub fn compare(target: &Target, report: &Report, mismatch: &Mismatch, last: &mut Option<Differences>) {
+pub fn compare(target: &Target, report: &ApiserverFacts, mismatch: &Mismatch, last: &mut Option<Differences>) {
     if report.git_version.is_none() && report.gates.is_none() {
         // Nothing read (the apiserver is away): what was known stands.
         return;
@@ -181,7 +181,7 @@ pub async fn follow(
     mut apiserver: Apiserver,
     target: Target,
     mismatch: Mismatch,
-    first: Option<Report>,
+    first: Option<ApiserverFacts>,
     when: Recheck,
 ) {
     let mut report = match first {

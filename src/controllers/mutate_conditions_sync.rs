@@ -26,7 +26,7 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use super::mutate_conditions::{CONDITION_NAME, condition, plan};
-use super::webhook_certs::{Settings, backoff};
+use super::webhook_certs::{CertSettings, backoff};
 use crate::cluster::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
 use crate::cluster::watch_error;
 use crate::policy::PolicySet;
@@ -66,13 +66,13 @@ impl ConditionError {
 /// The controller: one per replica.
 pub struct MutateConditions {
     api: Api<MutatingWebhookConfiguration>,
-    settings: Settings,
+    settings: CertSettings,
     policies: PolicyStore,
     toleration_restriction: bool,
 }
 
 impl MutateConditions {
-    pub fn new(client: Client, settings: Settings, policies: PolicyStore, toleration_restriction: bool) -> Self {
+    pub fn new(client: Client, settings: CertSettings, policies: PolicyStore, toleration_restriction: bool) -> Self {
         MutateConditions {
             api: Api::all(client),
             settings,

@@ -80,7 +80,7 @@ const REPAIR_AT_MOST_EVERY: Duration = Duration::from_secs(1);
 
 /// What the controller manages, and how often it looks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings {
+pub struct CertSettings {
     /// The Secret holding the CA and the serving certificate.
     pub secret: String,
     /// Namespace of the Secret and of the Service.
@@ -96,10 +96,10 @@ pub struct Settings {
     pub ca_bundle_every: Duration,
 }
 
-impl Settings {
+impl CertSettings {
     /// The Secret re-read every 10 minutes, `caBundle` checked every minute.
     pub fn new(secret: &str, namespace: &str, service: &str, webhook_config: &str) -> Self {
-        Settings {
+        CertSettings {
             secret: secret.to_owned(),
             namespace: namespace.to_owned(),
             service: service.to_owned(),
@@ -632,7 +632,7 @@ pub fn ca_bundle_plan(entries: &[WebhookEntry], namespace: &str, service: &str, 
 /// first entry that does not, for `/readyz`.
 pub fn ca_bundle_trust(
     configs: &[Option<Vec<WebhookEntry>>; 2],
-    settings: &Settings,
+    settings: &CertSettings,
     served: &str,
     now: i64,
 ) -> Result<(), String> {
@@ -721,7 +721,7 @@ pub struct WebhookCerts {
     secrets: Api<Secret>,
     mutating: Api<MutatingWebhookConfiguration>,
     validating: Api<ValidatingWebhookConfiguration>,
-    settings: Settings,
+    settings: CertSettings,
     cert: ManagedCert,
     trust: Trust,
     /// Both configurations' entries as last read, patched or watched
@@ -737,7 +737,7 @@ pub struct WebhookCerts {
 }
 
 impl WebhookCerts {
-    pub fn new(client: Client, settings: Settings, cert: ManagedCert) -> Self {
+    pub fn new(client: Client, settings: CertSettings, cert: ManagedCert) -> Self {
         WebhookCerts {
             secrets: Api::namespaced(client.clone(), &settings.namespace),
             mutating: Api::all(client.clone()),
@@ -1145,8 +1145,8 @@ mod tests {
 
     const DAY: i64 = 24 * 3600;
 
-    fn settings() -> Settings {
-        Settings::new("draguard-tls", "draguard", "draguard", "draguard")
+    fn settings() -> CertSettings {
+        CertSettings::new("draguard-tls", "draguard", "draguard", "draguard")
     }
 
     fn at(text: &str) -> jiff::Timestamp {
@@ -1234,7 +1234,7 @@ mod tests {
         let names = settings().dns_names();
         let now = at("2026-11-23T08:00:00Z");
         let bundle = generate(&names, now).unwrap();
-        let moved = Settings::new("s", "elsewhere", "draguard", "draguard").dns_names();
+        let moved = CertSettings::new("s", "elsewhere", "draguard", "draguard").dns_names();
         assert!(matches!(
             assess(&bundle.to_data(), &moved, now.as_second()),
             SecretAction::RenewServing(r) if r.contains("draguard.elsewhere")

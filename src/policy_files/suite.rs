@@ -88,7 +88,7 @@ pub struct Case {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Expect {
-    pub verdict: Verdict,
+    pub verdict: CaseVerdict,
     /// The policy that denies or warns.
     #[serde(default)]
     pub policy: Option<String>,
@@ -99,7 +99,7 @@ pub struct Expect {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub enum CaseVerdict {
     /// Allowed without a warning.
     Admitted,
     /// Allowed with a warning.
@@ -107,12 +107,12 @@ pub enum Verdict {
     Denied,
 }
 
-impl std::fmt::Display for Verdict {
+impl std::fmt::Display for CaseVerdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Verdict::Admitted => "admitted",
-            Verdict::Warned => "warned",
-            Verdict::Denied => "denied",
+            CaseVerdict::Admitted => "admitted",
+            CaseVerdict::Warned => "warned",
+            CaseVerdict::Denied => "denied",
         })
     }
 }
@@ -350,11 +350,11 @@ fn request(case: &Case, mut object: Value) -> Request {
 fn compare(expect: &Expect, decision: &Decision) -> Vec<String> {
     let mut out = Vec::new();
     let got = if !decision.allowed {
-        Verdict::Denied
+        CaseVerdict::Denied
     } else if decision.warnings.is_empty() {
-        Verdict::Admitted
+        CaseVerdict::Admitted
     } else {
-        Verdict::Warned
+        CaseVerdict::Warned
     };
     let reasons = reasons(decision);
     if got != expect.verdict {

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::limits::Limits;
+use super::limits::ServerLimits;
 use super::metrics::{Metrics, RejectReason};
 use super::review_memory::{Shape, least_charge};
 
@@ -91,7 +91,7 @@ enum BodyError {
 }
 
 impl Intake {
-    pub(crate) fn new(limits: &Limits, max_body: usize) -> Self {
+    pub(crate) fn new(limits: &ServerLimits, max_body: usize) -> Self {
         let max_reviews = limits.max_reviews.clamp(1, Semaphore::MAX_PERMITS);
         // Never below the least charge of a body at the limit: such a body,
         // without elements, must fit alone.
@@ -339,10 +339,10 @@ mod tests {
     use super::*;
 
     fn intake(max_reviews: usize, review_memory: usize, max_body: usize) -> Intake {
-        let limits = Limits {
+        let limits = ServerLimits {
             max_reviews,
             review_memory,
-            ..Limits::default()
+            ..ServerLimits::default()
         };
         Intake::new(&limits, max_body)
     }

@@ -56,10 +56,10 @@ pub const DEFAULT_REVIEW_MEMORY: usize = 96 << 20;
 /// timeouts as a webhook connection.
 pub const METRICS_MAX_CONNECTIONS: usize = 16;
 
-/// Connection and review bounds of a server. [`Limits::default`] holds the
+/// Connection and review bounds of a server. [`ServerLimits::default`] holds the
 /// defaults above, and a connection cap derived from the open-file limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
+pub struct ServerLimits {
     /// Open connections at most; at the cap the listener stops accepting
     /// (new connections wait in the kernel's backlog) until one closes.
     /// `None`: [`super::fd_limit`]'s default, below the open-file limit.
@@ -72,9 +72,9 @@ pub struct Limits {
     pub review_memory: usize,
 }
 
-impl Default for Limits {
+impl Default for ServerLimits {
     fn default() -> Self {
-        Limits {
+        ServerLimits {
             max_connections: None,
             first_request_timeout: DEFAULT_FIRST_REQUEST_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,

@@ -26,7 +26,7 @@ mod routes;
 mod tls;
 
 pub use fd_limit::{FdLimit, raise_fd_limit};
-pub use limits::Limits;
+pub use limits::ServerLimits;
 pub use review_memory::review_charge;
 pub use tls::ManagedCert;
 
@@ -136,7 +136,7 @@ pub struct ServerConfig {
     /// (each review itself logs at debug).
     pub summary_every: Duration,
     /// Connection and review bounds.
-    pub limits: Limits,
+    pub limits: ServerLimits,
     /// After [`ShutdownHandle::shutdown`]: how long to keep accepting and
     /// answering with `/readyz` failing, before the listener closes.
     /// [`ServerConfig::new`] sets zero (an embedded server has no endpoints
@@ -168,7 +168,7 @@ impl ServerConfig {
             allow_no_policies: false,
             toleration_restriction: None,
             summary_every: activity::DEFAULT_SUMMARY_EVERY,
-            limits: Limits::default(),
+            limits: ServerLimits::default(),
             shutdown_delay: Duration::ZERO,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             target: Default::default(),
@@ -179,13 +179,6 @@ impl ServerConfig {
     /// Loads and watches the policy folder `dir`.
     pub fn with_policies(mut self, dir: PathBuf) -> Self {
         self.policies_dir = Some(dir);
-        self
-    }
-
-    /// Judges with fixed cluster facts; always ready.
-    pub fn with_cluster(mut self, cluster: Arc<dyn ClusterView>) -> Self {
-        self.cluster = cluster;
-        self.ready = Arc::new(|| Ok(()));
         self
     }
 

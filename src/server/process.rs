@@ -23,7 +23,7 @@ pub(crate) struct ProcessCollector;
 impl Collector for ProcessCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let read = |path: &str| std::fs::read_to_string(path).ok();
-        let snapshot = Snapshot::read(
+        let snapshot = ProcessSample::read(
             read("/proc/self/stat").as_deref(),
             read("/proc/self/status").as_deref(),
             read("/proc/self/limits").as_deref(),
@@ -43,7 +43,7 @@ fn open_fds() -> Option<u64> {
 
 /// What one scrape found; `None` where a source was missing or malformed.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct Snapshot {
+pub(crate) struct ProcessSample {
     pub cpu_seconds: Option<f64>,
     pub resident_bytes: Option<u64>,
     pub virtual_bytes: Option<u64>,
@@ -52,7 +52,7 @@ pub(crate) struct Snapshot {
     pub start_time_seconds: Option<f64>,
 }
 
-impl Snapshot {
+impl ProcessSample {
     /// Builds a snapshot from the texts of `/proc/self/stat`,
     /// `/proc/self/status`, `/proc/self/limits` and `/proc/stat`.
     pub(crate) fn read(
@@ -64,7 +64,7 @@ impl Snapshot {
     ) -> Self {
         let stat = stat.and_then(Stat::parse);
         let boot = proc_stat.and_then(boot_time);
-        Snapshot {
+        ProcessSample {
             cpu_seconds: stat.as_ref().map(|s| (s.utime + s.stime) as f64 / USER_HZ),
             resident_bytes: status
                 .and_then(|s| status_kib(s, "VmRSS"))
@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn snapshot_combines_the_sources() {
-        let snapshot = Snapshot::read(
+        let snapshot = ProcessSample::read(
             Some(STAT),
             Some("VmRSS:\t   20480 kB\n"),
             Some("Max open files            1024                 4096                 files\n"),
@@ -264,7 +264,7 @@ mod tests {
         );
         assert_eq!(
             snapshot,
-            Snapshot {
+            ProcessSample {
                 cpu_seconds: Some(2.25),
                 resident_bytes: Some(20480 * 1024),
                 virtual_bytes: Some(1_048_576_000),
@@ -273,16 +273,19 @@ mod tests {
                 start_time_seconds: Some(1_700_000_000.0 + 1234.56),
             }
         );
-        assert_eq!(Snapshot::read(None, None, None, None, None), Snapshot::default());
+        assert_eq!(
+            ProcessSample::read(None, None, None, None, None),
+            ProcessSample::default()
+        );
     }
 
     #[test]
     fn encodes_only_what_was_read() {
         let mut registry = prometheus_client::registry::Registry::default();
-        let snapshot = Snapshot {
+        let snapshot = ProcessSample {
             cpu_seconds: Some(2.25),
             open_fds: Some(12),
-            ..Snapshot::default()
+            ..ProcessSample::default()
         };
         registry.register_collector(Box::new(Fixed(snapshot)));
         let mut text = String::new();
@@ -300,7 +303,7 @@ mod tests {
     }
 
     #[derive(Debug)]
-    struct Fixed(Snapshot);
+    struct Fixed(ProcessSample);
 
     impl Collector for Fixed {
         fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {

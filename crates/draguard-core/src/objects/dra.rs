@@ -177,15 +177,6 @@ impl SliceSpec {
     }
 }
 
-/// The JSON pointer of `devices[i].taints` as the object was sent.
-pub fn slice_taints_pointer(version: &str, device: usize) -> String {
-    if version == "v1beta1" {
-        format!("/spec/devices/{device}/basic/taints")
-    } else {
-        format!("/spec/devices/{device}/taints")
-    }
-}
-
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct DeviceTaintRuleSpec {
@@ -242,7 +233,6 @@ mod tests {
         .expect("decodes");
         assert_eq!(spec.devices()[0].name, "gpu-0");
         assert_eq!(spec.devices()[0].taints[0].key, "k");
-        assert_eq!(slice_taints_pointer("v1beta1", 0), "/spec/devices/0/basic/taints");
     }
 
     #[test]

@@ -7,7 +7,6 @@ pub mod claim;
 pub mod claim_status;
 pub mod dra;
 pub mod go_json;
-pub mod meta;
 pub mod patch;
 pub mod patch_crd;
 pub mod pod;

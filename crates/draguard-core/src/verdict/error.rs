@@ -31,11 +31,3 @@ pub enum ReviewError {
     #[error("the review did not finish before its deadline")]
     DeadlinePassed,
 }
-
-impl ReviewError {
-    /// Whether the failure is draguard's own (a bug to log and count),
-    /// rather than the requester's.
-    pub fn is_internal(&self) -> bool {
-        matches!(self, ReviewError::OwnPatch(_))
-    }
-}
