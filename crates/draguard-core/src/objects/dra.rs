@@ -1,6 +1,6 @@
 //! ResourceSlice and DeviceTaintRule, in the internal shape the apiserver
-//! validates (v1beta1 `basic` devices flattened), keeping each taint's
-//! JSON pointer so mutations patch the object as it was sent.
+//! validates (v1beta1 `basic` devices flattened). Mutations find a taint's
+//! place in the object as it was sent from the raw JSON, not from here.
 
 use std::collections::BTreeMap;
 

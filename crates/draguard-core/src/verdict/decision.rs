@@ -1,6 +1,6 @@
 //! The verdict as data: allowed or not, the field errors or policy
 //! violations behind a denial, the patch, the warnings. The doors render
-//! it: `admission.rs` into a Kubernetes `Status`, `check` into findings.
+//! it: `admission/status.rs` into a Kubernetes `Status`, `check` into findings.
 
 use kube_core::GroupVersionResource;
 
