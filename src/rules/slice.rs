@@ -755,6 +755,66 @@ mod tests {
         );
     }
 
+    /// `TestValidateResourceSliceUpdate` of the apiserver
+    /// (pkg/apis/resource/validation/validation_resourceslice_test.go,
+    /// kubernetes @00cb9913): its three taint cases, on its own slice
+    /// (`testResourceSlice("valid", "valid", "valid", 1)`), plus the
+    /// semantic equality of `timeAdded` its `DeepEqual` implies.
+    #[test]
+    fn taint_ratchet_follows_the_apiservers_own_cases() {
+        let valid = json!({"driver": "valid", "pool": {"name": "valid", "resourceSliceCount": 1}, "nodeName": "valid",
+            "devices": [{"name": "device-0",
+                "attributes": {"int": {"int": 42}, "string": {"string": "hello world"}, "version": {"version": "1.2.3"}, "bool": {"bool": true}},
+                "capacity": {"memory": {"value": "1Gi"}}}]});
+        let bad_taints = json!([{"key": "unhealthy-power", "effect": "NoExecute"}, {"key": "unhealthy-mem", "effect": "some-other-effect"}]);
+        let mut with_bad_taints = valid.clone();
+        with_bad_taints["devices"][0]["taints"] = bad_taints.clone();
+        let not_supported = |device: usize| {
+            format!(
+                r#"spec.devices[{device}].taints[1].effect: Unsupported value: "some-other-effect": supported values: "NoExecute", "NoSchedule", "None""#
+            )
+        };
+
+        let mut new_taints = valid.clone();
+        new_taints["devices"][0]["taints"] = bad_taints;
+        let mut other_field_changed = with_bad_taints.clone();
+        other_field_changed["devices"][0]["attributes"]["foo"] = json!({"string": "bar"});
+        let mut device_added = with_bad_taints.clone();
+        let mut other = with_bad_taints["devices"][0].clone();
+        other["name"] = json!("device-0-other");
+        device_added["devices"].as_array_mut().map(|d| d.push(other));
+        let mut stamped = with_bad_taints.clone();
+        stamped["devices"][0]["taints"][1]["timeAdded"] = json!("2026-01-01T00:00:00Z");
+        let mut same_instant = stamped.clone();
+        same_instant["devices"][0]["taints"][1]["timeAdded"] = json!("2026-01-01T01:00:00+01:00");
+        same_instant["devices"][0]["attributes"]["foo"] = json!({"string": "bar"});
+        let mut later = stamped.clone();
+        later["devices"][0]["taints"][1]["timeAdded"] = json!("2026-01-01T00:00:01Z");
+
+        // (case, old, new, errors)
+        let cases: [(&str, &Value, &Value, Vec<String>); 6] = [
+            (
+                "invalid-new-effect-in-old-device",
+                &valid,
+                &new_taints,
+                vec![not_supported(0)],
+            ),
+            ("valid-old-effect", &with_bad_taints, &other_field_changed, vec![]),
+            (
+                "invalid-new-effect-in-new-device",
+                &with_bad_taints,
+                &device_added,
+                vec![not_supported(1)],
+            ),
+            ("valid-no-op-update", &with_bad_taints, &with_bad_taints, vec![]),
+            ("timeAdded-same-instant-other-spelling", &stamped, &same_instant, vec![]),
+            ("timeAdded-changed", &stamped, &later, vec![not_supported(0)]),
+        ];
+        for (name, old, new, want) in cases {
+            assert_eq!(update(new.clone(), old.clone()), want, "{name}");
+        }
+    }
+
     #[test]
     fn immutable_fields_and_ratcheted_taints() {
         let old = slice(json!([{"name": "d", "taints": [{"key": "k", "effect": "Future"}]}]));
