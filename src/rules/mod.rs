@@ -15,6 +15,7 @@ pub mod ratchet;
 pub mod slice;
 pub mod taints;
 pub mod tolerations;
+pub mod unverified;
 
 use std::collections::HashSet;
 use std::hash::Hash;

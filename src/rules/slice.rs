@@ -10,7 +10,7 @@ use crate::field::{At, BadValue, FieldError};
 use crate::kubernetes::Target;
 use crate::objects::dra::{Device, DeviceAttribute, SliceSpec};
 use crate::rules::capacity::validate_capacity;
-use crate::rules::claim::{validate_driver_name, validate_qualified_name};
+use crate::rules::claim::{Slashes, validate_driver_name, validate_qualified_name};
 use crate::rules::taints::validate_slice_device_taints;
 use crate::rules::{declare_list, invalid_each, names, validate_set, validate_slice};
 
@@ -64,11 +64,21 @@ pub fn validate_slice_spec<'p>(
         SLICE_MAX_DEVICES
     };
     let per_device = spec.per_device_node_selection == Some(true);
+    // 1.38 ratchets its new device rules at the slice level: "as long as
+    // `spec.devices` is unchanged, since any change to that atomic list
+    // revalidates every device in it" (CHANGELOG-1.38, #141644; liggitt's
+    // review removed the per-device `lookupDevice` ratchet).
+    let devices_unchanged = old.is_some_and(|o| o.devices() == spec.devices());
+    let device_rules = DeviceRules {
+        per_device_node_selection: per_device,
+        slashes: Slashes::for_field(target.version, devices_unchanged),
+        target,
+    };
     errs.extend(validate_set(
         spec.devices(),
         max,
         path.field("devices"),
-        |d, p| validate_device(d, old.and_then(|o| o.device(&d.name)), p, per_device, target),
+        |d, p| validate_device(d, old.and_then(|o| o.device(&d.name)), p, &device_rules),
         |d| d.name.as_str(),
     ));
     if let Some(sets) = &spec.shared_counters {
@@ -230,13 +240,16 @@ fn has_advanced_features(spec: &SliceSpec) -> bool {
     })
 }
 
-fn validate_device(
-    device: &Device,
-    old: Option<&Device>,
-    path: At<'_>,
+/// What a device's rules depend on beyond the device: the slice's node
+/// selection, the release, and the 1.38 rules' slice-level ratchet.
+struct DeviceRules {
     per_device_node_selection: bool,
+    slashes: Slashes,
     target: Target,
-) -> Vec<FieldError> {
+}
+
+fn validate_device(device: &Device, old: Option<&Device>, path: At<'_>, rules: &DeviceRules) -> Vec<FieldError> {
+    let target = rules.target;
     let mut errs = invalid_each(path.field("name"), &device.name, names::dns1123_label(&device.name));
     let entries = device.attributes.len() + device.capacity.len();
     if entries > MAX_ATTRIBUTES_AND_CAPACITIES {
@@ -256,13 +269,13 @@ fn validate_device(
     }
     let attributes = path.field("attributes");
     for (key, attribute) in &device.attributes {
-        errs.extend(validate_qualified_name(key, attributes));
+        errs.extend(validate_qualified_name(key, rules.slashes, attributes));
         errs.extend(validate_attribute(attribute, attributes.key(&truncate_key(key))));
     }
     let capacity = path.field("capacity");
     let multiple = device.allow_multiple_allocations == Some(true);
     for (key, entry) in &device.capacity {
-        errs.extend(validate_qualified_name(key, capacity));
+        errs.extend(validate_qualified_name(key, rules.slashes, capacity));
         let before = old.and_then(|o| o.capacity.get(key));
         let truncated = truncate_key(key);
         errs.extend(validate_capacity(
@@ -284,7 +297,11 @@ fn validate_device(
             .declared(),
         );
     }
-    errs.extend(validate_device_node_selection(device, path, per_device_node_selection));
+    errs.extend(validate_device_node_selection(
+        device,
+        path,
+        rules.per_device_node_selection,
+    ));
     errs.extend(validate_binding_conditions(device, path));
     errs
 }
@@ -531,6 +548,7 @@ fn validate_binding_conditions(device: &Device, path: At<'_>) -> Vec<FieldError>
 mod tests {
     use super::*;
     use crate::field::{Declared, Path};
+    use crate::kubernetes::KubeVersion;
     use serde_json::json;
 
     fn slice(devices: Value) -> Value {
@@ -782,7 +800,9 @@ mod tests {
         let mut device_added = with_bad_taints.clone();
         let mut other = with_bad_taints["devices"][0].clone();
         other["name"] = json!("device-0-other");
-        device_added["devices"].as_array_mut().map(|d| d.push(other));
+        if let Some(d) = device_added["devices"].as_array_mut() {
+            d.push(other);
+        }
         let mut stamped = with_bad_taints.clone();
         stamped["devices"][0]["taints"][1]["timeAdded"] = json!("2026-01-01T00:00:00Z");
         let mut same_instant = stamped.clone();
@@ -813,6 +833,72 @@ mod tests {
         for (name, old, new, want) in cases {
             assert_eq!(update(new.clone(), old.clone()), want, "{name}");
         }
+    }
+
+    fn judged(version: KubeVersion, new: &Value, old: Option<&Value>) -> Vec<String> {
+        let new = SliceSpec::decode(new).expect("decodes");
+        let old = old.map(|o| SliceSpec::decode(o).expect("decodes"));
+        validate_slice_spec(&new, old.as_ref(), Target::new(version), &Path::new("spec"))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// SPEC-k8s-1.38.md rule 1: a key with two slashes passes 1.36 and 1.37
+    /// (their `validateQualifiedName` has no case for three parts) and is
+    /// `Invalid` at the map's path in 1.38.
+    #[test]
+    fn two_slashes_in_a_key_are_a_138_rule() {
+        let attribute = slice(
+            json!([{"name": "gpu-0", "attributes": {"gpu.example.com/a/b": {"int": 1}, "gpu.example.com/ab": {"int": 2}}}]),
+        );
+        let capacity = slice(json!([{"name": "gpu-0", "capacity": {"gpu.example.com/mem/x": {"value": "1Gi"}}}]));
+        for version in [KubeVersion::V1_36, KubeVersion::V1_37] {
+            assert_eq!(judged(version, &attribute, None), Vec::<String>::new(), "{version}");
+            assert_eq!(judged(version, &capacity, None), Vec::<String>::new(), "{version}");
+        }
+        assert_eq!(
+            judged(KubeVersion::V1_38, &attribute, None),
+            [
+                r#"spec.devices[0].attributes: Invalid value: "gpu.example.com/a/b": must not contain more than one slash"#
+            ]
+        );
+        assert_eq!(
+            judged(KubeVersion::V1_38, &capacity, None),
+            [
+                r#"spec.devices[0].capacity: Invalid value: "gpu.example.com/mem/x": must not contain more than one slash"#
+            ]
+        );
+    }
+
+    /// The 1.38 ratchet is the slice's: a stored key stays while
+    /// `spec.devices` is unchanged, and any change to the list judges every
+    /// device again, the unchanged one with the stored key too.
+    #[test]
+    fn the_138_slash_rule_ratchets_at_the_slice_level() {
+        let stored = slice(json!([{"name": "gpu-0", "attributes": {"gpu.example.com/a/b": {"int": 1}}}]));
+        let mut pool_bumped = stored.clone();
+        pool_bumped["pool"]["generation"] = json!(2);
+        assert_eq!(
+            judged(KubeVersion::V1_38, &pool_bumped, Some(&stored)),
+            Vec::<String>::new(),
+            "devices unchanged"
+        );
+        let mut device_added = stored.clone();
+        if let Some(d) = device_added["devices"].as_array_mut() {
+            d.push(json!({"name": "gpu-1"}));
+        }
+        assert_eq!(
+            judged(KubeVersion::V1_38, &device_added, Some(&stored)),
+            [
+                r#"spec.devices[0].attributes: Invalid value: "gpu.example.com/a/b": must not contain more than one slash"#
+            ],
+            "another device changed the list: the stored key is judged again"
+        );
+        assert_eq!(
+            judged(KubeVersion::V1_37, &device_added, Some(&stored)),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

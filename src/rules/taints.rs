@@ -67,7 +67,7 @@ pub fn validate_slice_device_taints<'p>(
 /// and taint by taint the same key, value and effect, with `timeAdded`
 /// compared as an instant (`metav1.Time`'s semantic equality is
 /// `a.UTC() == b.UTC()`), not as the text the client happened to send.
-fn same_taint_list(old: &[DeviceTaint], new: &[DeviceTaint]) -> bool {
+pub fn same_taint_list(old: &[DeviceTaint], new: &[DeviceTaint]) -> bool {
     old.len() == new.len()
         && old.iter().zip(new).all(|(o, n)| {
             o.key == n.key
