@@ -20,10 +20,15 @@ use support::fake_apiserver::{FakeApiServer, Objects};
 
 /// examples/impact/cluster.yaml, as the fake API server's collections.
 async fn example_cluster() -> (FakeApiServer, LiveView) {
+    example_cluster_with(&[]).await
+}
+
+/// The example cluster with `extra` objects added.
+async fn example_cluster_with(extra: &[Value]) -> (FakeApiServer, LiveView) {
     let text = std::fs::read_to_string("examples/impact/cluster.yaml").expect("the example cluster");
     let list: Value = serde_saphyr::from_str(&text).expect("YAML");
     let mut objects = Objects::default();
-    for item in list["items"].as_array().into_iter().flatten() {
+    for item in list["items"].as_array().into_iter().flatten().chain(extra) {
         let plural = match item["kind"].as_str() {
             Some("ResourceSlice") => "resourceslices",
             Some("ResourceClaim") => "resourceclaims",
@@ -86,6 +91,36 @@ async fn a_rule_create_is_warned_what_it_would_do() {
             "impact: effect None evicts nothing; as NoExecute it would evict 1 pod in 1 namespace (infra: 1); matches 1 device on 1 node"
         ]
     );
+}
+
+/// Issue 29: the eviction controller keeps a pod only for a NoExecute
+/// toleration in the allocation result; one with an empty effect (the
+/// scheduler's "every effect") does not, so the warning counts its pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_whose_only_toleration_has_an_empty_effect_is_counted_as_evicted() {
+    let claim = json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "any-effect", "namespace": "research"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+        "status": {
+            "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "node-2", "device": "gpu-2",
+                "tolerations": [{"key": "example.com/maintenance", "operator": "Exists"}]}]}},
+            "reservedFor": [{"resource": "pods", "name": "probe-0", "uid": "uid-probe-0"}]
+        }
+    });
+    let (_api, view) = example_cluster_with(&[claim]).await;
+    let gpu_2 = rule_review(
+        Some(json!({"driver": "gpu.example.com", "pool": "node-2", "device": "gpu-2"})),
+        "NoExecute",
+    );
+    for version in [KubeVersion::V1_36, KubeVersion::V1_37] {
+        let got = warnings(&view, &gpu_2, version);
+        assert_eq!(
+            got.first().map(String::as_str),
+            Some("impact: would evict 2 pods in 2 namespaces (batch: 1, research: 1); matches 1 device on 1 node"),
+            "{version}: nightly tolerates NoExecute for 300s, probe-0 only with an empty effect: {got:?}"
+        );
+    }
 }
 
 /// A driver that deletes its slice (a node going away, a driver

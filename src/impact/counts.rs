@@ -245,6 +245,7 @@ mod tests {
             vec![DeviceToleration {
                 key: "k".into(),
                 operator: "Exists".into(),
+                effect: "NoExecute".into(),
                 toleration_seconds: seconds,
                 ..Default::default()
             }]

@@ -53,7 +53,8 @@ pub struct AllocatedClaim {
 /// What happens to the pods of a claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Outcome {
-    /// Evicted this many seconds after the taint is added (0: at once).
+    /// Evicted this many seconds after the taint's `timeAdded` (0: at
+    /// once), as the eviction controller counts `tolerationSeconds`.
     Evicted { after_seconds: i64 },
     /// Left running, but could not be scheduled again onto the device.
     Unschedulable,
@@ -180,12 +181,22 @@ pub(crate) fn results_outcome<'r>(
         }
         any = true;
         reached(id);
-        let kept = tolerance_of(tolerations, taint);
-        let this = match (taint.effect.as_str(), kept) {
-            ("NoExecute", Tolerance::None) if evictor => Outcome::Evicted { after_seconds: 0 },
-            ("NoExecute", Tolerance::For(seconds)) if evictor => Outcome::Evicted { after_seconds: seconds },
-            ("NoExecute" | "NoSchedule", Tolerance::None) if scheduler => Outcome::Unschedulable,
-            _ => Outcome::Tolerated,
+        // The eviction controller and the scheduler read tolerations
+        // differently (see [`tolerance`]): a toleration with an empty effect
+        // lets the scheduler place the pod but does not stop its eviction.
+        let blocked = matches!(taint.effect.as_str(), "NoExecute" | "NoSchedule")
+            && scheduler
+            && !tolerance::schedulable(tolerations, taint);
+        let evicted = match tolerance_of(tolerations, taint) {
+            _ if taint.effect != "NoExecute" || !evictor => None,
+            Tolerance::None => Some(0),
+            Tolerance::For(seconds) => Some(seconds),
+            Tolerance::Always => None,
+        };
+        let this = match (evicted, blocked) {
+            (Some(after_seconds), _) => Outcome::Evicted { after_seconds },
+            (None, true) => Outcome::Unschedulable,
+            (None, false) => Outcome::Tolerated,
         };
         outcome = outcome.min(this);
     }
