@@ -69,6 +69,11 @@ pub struct AffectedClaim {
     /// The reached devices among its results.
     pub devices: Vec<DeviceId>,
     pub outcome: Outcome,
+    /// Whether a result on a reached device carries no tolerations. The
+    /// scheduler copies a request's tolerations into its result, so none
+    /// there means the request had none: said, as it is the common reason a
+    /// pod is evicted that its author thought tolerant.
+    pub without_tolerations: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -112,6 +117,10 @@ pub fn impact<'c>(
         let Some((devices, outcome)) = claim_outcome(claim, &taint, selector, version) else {
             continue;
         };
+        let without_tolerations = claim
+            .results
+            .iter()
+            .any(|r| r.tolerations.is_empty() && devices.contains(&r.id));
         if outcome != Outcome::Tolerated {
             pods.extend(claim.pods.iter().map(|pod| AffectedPod {
                 namespace: claim.namespace.clone(),
@@ -125,6 +134,7 @@ pub fn impact<'c>(
             name: claim.name.clone(),
             devices,
             outcome,
+            without_tolerations,
         });
     }
     affected.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
