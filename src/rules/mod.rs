@@ -10,6 +10,7 @@ pub mod device_patch;
 pub mod devicetaintrule;
 pub mod meta;
 pub mod names;
+pub mod node_selector;
 pub mod pod;
 pub mod ratchet;
 pub mod slice;

@@ -7,11 +7,13 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::field::{At, BadValue, FieldError};
-use crate::kubernetes::Target;
+use crate::kubernetes::{KubeVersion, Target};
 use crate::objects::dra::{Device, DeviceAttribute, SliceSpec};
 use crate::rules::capacity::validate_capacity;
 use crate::rules::claim::{Slashes, validate_driver_name, validate_qualified_name};
+use crate::rules::node_selector::validate_node_selector;
 use crate::rules::taints::validate_slice_device_taints;
+use crate::rules::unverified;
 use crate::rules::{declare_list, invalid_each, names, validate_set, validate_slice};
 
 pub const SLICE_MAX_DEVICES: usize = 128;
@@ -72,6 +74,7 @@ pub fn validate_slice_spec<'p>(
     let device_rules = DeviceRules {
         per_device_node_selection: per_device,
         slashes: Slashes::for_field(target.version, devices_unchanged),
+        one_node_selector_term: target.version >= KubeVersion::V1_38 && !devices_unchanged,
         target,
     };
     errs.extend(validate_set(
@@ -210,28 +213,27 @@ fn exactly_one<S: Into<String>>(
     }
 }
 
-/// A slice's node selector must have exactly one term.
+/// A slice's node selector: `ValidateNodeSelector`, then exactly one term
+/// (`validateResourceSliceSpec`).
 fn validate_slice_node_selector(selector: &Value, path: At<'_>) -> Vec<FieldError> {
-    let terms_path = path.field("nodeSelectorTerms");
+    let mut errs = validate_node_selector(selector, path);
+    errs.extend(one_term(selector, path, "must have exactly one node selector term"));
+    errs
+}
+
+/// `len(nodeSelectorTerms) != 1` -> `Invalid` with the terms as the value.
+fn one_term(selector: &Value, path: At<'_>, message: &str) -> Option<FieldError> {
     let terms = selector
         .get("nodeSelectorTerms")
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
-    let mut errs = Vec::new();
-    if terms.is_empty() {
-        errs.push(FieldError::required(
-            terms_path,
-            "must have at least one node selector term",
-        ));
-    }
-    if terms.len() != 1 {
-        errs.push(FieldError::invalid(
-            terms_path,
+    (terms.len() != 1).then(|| {
+        FieldError::invalid(
+            path.field("nodeSelectorTerms"),
             BadValue::Json(Value::from(terms.to_vec()).to_string()),
-            "must have exactly one node selector term",
-        ));
-    }
-    errs
+            message,
+        )
+    })
 }
 
 fn has_advanced_features(spec: &SliceSpec) -> bool {
@@ -245,6 +247,9 @@ fn has_advanced_features(spec: &SliceSpec) -> bool {
 struct DeviceRules {
     per_device_node_selection: bool,
     slashes: Slashes,
+    /// 1.38 (kubernetes#141213): a device's node selector has exactly one
+    /// term, as the slice's; ratcheted with the slashes.
+    one_node_selector_term: bool,
     target: Target,
 }
 
@@ -297,11 +302,7 @@ fn validate_device(device: &Device, old: Option<&Device>, path: At<'_>, rules: &
             .declared(),
         );
     }
-    errs.extend(validate_device_node_selection(
-        device,
-        path,
-        rules.per_device_node_selection,
-    ));
+    errs.extend(validate_device_node_selection(device, path, rules));
     errs.extend(validate_binding_conditions(device, path));
     errs
 }
@@ -453,9 +454,12 @@ fn truncate_key(key: &str) -> Cow<'_, str> {
     ))
 }
 
-fn validate_device_node_selection(device: &Device, path: At<'_>, per_device: bool) -> Vec<FieldError> {
+/// The per-device node selection of `validateDevice`. Its selector is a
+/// node selector in every version (`corevalidation.ValidateNodeSelector`);
+/// 1.38 also wants exactly one term.
+fn validate_device_node_selection(device: &Device, path: At<'_>, rules: &DeviceRules) -> Vec<FieldError> {
     let any_set = device.node_name.is_some() || device.node_selector.is_some() || device.all_nodes.is_some();
-    if !per_device {
+    if !rules.per_device_node_selection {
         if any_set {
             return vec![FieldError::invalid(
                 path,
@@ -479,8 +483,17 @@ fn validate_device_node_selection(device: &Device, path: At<'_>, per_device: boo
         }
         None => {}
     }
-    if device.node_selector.is_some() {
+    if let Some(selector) = &device.node_selector {
         set.push("`nodeSelector`");
+        let selector_path = path.field("nodeSelector");
+        errs.extend(validate_node_selector(selector, selector_path));
+        if rules.one_node_selector_term {
+            errs.extend(one_term(
+                selector,
+                selector_path,
+                unverified::ONE_DEVICE_NODE_SELECTOR_TERM,
+            ));
+        }
     }
     match device.all_nodes {
         Some(true) => set.push("`allNodes`"),
@@ -548,7 +561,6 @@ fn validate_binding_conditions(device: &Device, path: At<'_>) -> Vec<FieldError>
 mod tests {
     use super::*;
     use crate::field::{Declared, Path};
-    use crate::kubernetes::KubeVersion;
     use serde_json::json;
 
     fn slice(devices: Value) -> Value {
@@ -898,6 +910,73 @@ mod tests {
         assert_eq!(
             judged(KubeVersion::V1_37, &device_added, Some(&stored)),
             Vec::<String>::new()
+        );
+    }
+
+    fn per_device(selector: Value) -> Value {
+        let mut s = slice(json!([{"name": "gpu-0", "nodeSelector": selector}]));
+        s.as_object_mut().map(|o| o.remove("nodeName"));
+        s["perDeviceNodeSelection"] = json!(true);
+        s
+    }
+
+    /// Issue 29: a device's `nodeSelector` is a node selector in every
+    /// version (`validateDevice` calls `corevalidation.ValidateNodeSelector`).
+    #[test]
+    fn a_devices_node_selector_is_validated_as_one_in_every_version() {
+        let empty = per_device(json!({"nodeSelectorTerms": []}));
+        let bad_key = per_device(
+            json!({"nodeSelectorTerms": [{"matchExpressions": [{"key": "bad key!", "operator": "Exists"}]}]}),
+        );
+        for version in KubeVersion::SUPPORTED.iter().copied() {
+            let errs = judged(version, &empty, None);
+            assert_eq!(
+                errs.first().map(String::as_str),
+                Some(
+                    "spec.devices[0].nodeSelector.nodeSelectorTerms: Required value: must have at least one node selector term"
+                ),
+                "{version}"
+            );
+            let errs = judged(version, &bad_key, None);
+            assert_eq!(errs.len(), 1, "{version}: {errs:?}");
+            assert!(
+                errs[0].starts_with(
+                    r#"spec.devices[0].nodeSelector.nodeSelectorTerms[0].matchExpressions[0].key: Invalid value: "bad key!": name part must consist of"#
+                ),
+                "{version}: {errs:?}"
+            );
+        }
+        assert_eq!(
+            judged(KubeVersion::V1_37, &empty, None).len(),
+            1,
+            "1.37 has no term count"
+        );
+        assert_eq!(
+            judged(KubeVersion::V1_38, &empty, None)[1],
+            "spec.devices[0].nodeSelector.nodeSelectorTerms: Invalid value: []: must have exactly one node selector term"
+        );
+    }
+
+    /// SPEC-k8s-1.38.md rule 2: two terms pass 1.37 and fail 1.38, whose
+    /// ratchet is the slice's.
+    #[test]
+    fn a_devices_node_selector_has_one_term_from_138() {
+        let terms = json!({"nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+                                                  {"matchExpressions": [{"key": "b", "operator": "Exists"}]}]});
+        let two = per_device(terms);
+        assert_eq!(judged(KubeVersion::V1_37, &two, None), Vec::<String>::new());
+        assert_eq!(
+            judged(KubeVersion::V1_38, &two, None),
+            [
+                r#"spec.devices[0].nodeSelector.nodeSelectorTerms: Invalid value: [{"matchExpressions":[{"key":"a","operator":"Exists"}]},{"matchExpressions":[{"key":"b","operator":"Exists"}]}]: must have exactly one node selector term"#
+            ]
+        );
+        let mut bumped = two.clone();
+        bumped["pool"]["generation"] = json!(3);
+        assert_eq!(
+            judged(KubeVersion::V1_38, &bumped, Some(&two)),
+            Vec::<String>::new(),
+            "stored, devices unchanged"
         );
     }
 
