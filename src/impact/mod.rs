@@ -238,8 +238,11 @@ impl Impact {
         counts.devices = self.devices.len();
         counts.nodes = self.nodes().len();
         counts.claims = self.claims.len();
+        for claim in self.claims.iter().filter(|c| c.outcome != Outcome::Tolerated) {
+            counts.add_claim(&claim.namespace, &claim.name);
+        }
         for pod in &self.pods {
-            counts.add_pod(&pod.namespace, pod.outcome);
+            counts.add_pod(&pod.namespace, &pod.name, pod.outcome);
         }
         counts
     }
