@@ -11,16 +11,16 @@ pub const GIT_COMMIT: &str = env!("DRAGUARD_GIT_COMMIT");
 
 /// The kube-apiserver minor versions whose validation rules, limits and
 /// messages draguard reproduces ([`crate::kubernetes::KubeVersion::SUPPORTED`]).
-pub const KUBERNETES_VERSIONS: &str = "1.36, 1.37";
+pub const KUBERNETES_VERSIONS: &str = "1.36, 1.37, 1.38";
 
-/// `draguard --version`: `0.1.0 (commit 0123abcd4567, Kubernetes rules 1.36, 1.37)`.
+/// `draguard --version`: `0.1.0 (commit 0123abcd4567, Kubernetes rules 1.36, 1.37, 1.38)`.
 /// `concat!` takes only literals, so the versions are spelled out here; a
 /// test keeps them equal to the supported list.
 pub const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (commit ",
     env!("DRAGUARD_GIT_COMMIT"),
-    ", Kubernetes rules 1.36, 1.37)"
+    ", Kubernetes rules 1.36, 1.37, 1.38)"
 );
 
 #[cfg(test)]

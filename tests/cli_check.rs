@@ -572,7 +572,7 @@ fn an_unsupported_kubernetes_version_exits_2_with_the_supported_ones() {
     assert!(
         stderr(&out).contains(
             "invalid value '1.35' for '--kubernetes-version <VERSION>': \
-             Kubernetes 1.35 is not supported: draguard has the rules of 1.36, 1.37"
+             Kubernetes 1.35 is not supported: draguard has the rules of 1.36, 1.37, 1.38"
         ),
         "{}",
         stderr(&out)

@@ -84,6 +84,11 @@ fn the_example_rule_evicts_fourteen_pods() {
         "its toleration keeps it for 300 s"
     );
     assert_eq!(
+        rule["claims"][1]["withoutTolerations"], true,
+        "{}: no toleration was copied into its result",
+        rule["claims"][1]
+    );
+    assert_eq!(
         rule["claims"].as_array().map(Vec::len),
         Some(8),
         "monitoring's claim is on the NIC"
@@ -108,6 +113,14 @@ fn the_text_names_the_rule_the_rules_and_the_pods() {
         ]
     );
     assert!(text.ends_with("gpu.example.com/node-2/gpu-3  node-2\n"), "{text}");
+    // Only nightly's result carries a toleration (issue 29: say so).
+    assert!(
+        text.contains(
+            "note: 7 of 8 claims have an allocation result on a reached device without tolerations: \
+             the scheduler copies a request's tolerations into its result, so their requests had none\n"
+        ),
+        "{text}"
+    );
 }
 
 /// A rule with no selector: 1.36's scheduler counted it on every device,

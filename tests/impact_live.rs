@@ -20,10 +20,15 @@ use support::fake_apiserver::{FakeApiServer, Objects};
 
 /// examples/impact/cluster.yaml, as the fake API server's collections.
 async fn example_cluster() -> (FakeApiServer, LiveView) {
+    example_cluster_with(&[]).await
+}
+
+/// The example cluster with `extra` objects added.
+async fn example_cluster_with(extra: &[Value]) -> (FakeApiServer, LiveView) {
     let text = std::fs::read_to_string("examples/impact/cluster.yaml").expect("the example cluster");
     let list: Value = serde_saphyr::from_str(&text).expect("YAML");
     let mut objects = Objects::default();
-    for item in list["items"].as_array().into_iter().flatten() {
+    for item in list["items"].as_array().into_iter().flatten().chain(extra) {
         let plural = match item["kind"].as_str() {
             Some("ResourceSlice") => "resourceslices",
             Some("ResourceClaim") => "resourceclaims",
@@ -72,9 +77,13 @@ fn warnings(view: &LiveView, review: &[u8], version: KubeVersion) -> Vec<String>
 async fn a_rule_create_is_warned_what_it_would_do() {
     let (_api, view) = example_cluster().await;
     let gpus = rule_review(Some(json!({"driver": "gpu.example.com"})), "NoExecute");
+    // The counts, then the first pods and claims of each namespace (issue 29).
     assert_eq!(
         warnings(&view, &gpus, KubeVersion::V1_37),
-        vec!["impact: would evict 14 pods in 3 namespaces (ml: 12, batch: 1, infra: 1); matches 8 devices on 2 nodes"]
+        vec![
+            "impact: would evict 14 pods in 3 namespaces (ml: 12, batch: 1, infra: 1); matches 8 devices on 2 nodes",
+            "impact: ml/trainer-0-0, ml/trainer-0-1, ml/trainer-1-0 and 9 more (claims ml/trainer-0, ml/trainer-1, ml/trainer-2 and 3 more); batch/nightly-x7k2p (claim batch/nightly); infra/dcgm-exporter-9qz4d (claim infra/dcgm-exporter)",
+        ]
     );
     let one = rule_review(
         Some(json!({"driver": "gpu.example.com", "pool": "node-2", "device": "gpu-3"})),
@@ -83,9 +92,40 @@ async fn a_rule_create_is_warned_what_it_would_do() {
     assert_eq!(
         warnings(&view, &one, KubeVersion::V1_37),
         vec![
-            "impact: effect None evicts nothing; as NoExecute it would evict 1 pod in 1 namespace (infra: 1); matches 1 device on 1 node"
+            "impact: effect None evicts nothing; as NoExecute it would evict 1 pod in 1 namespace (infra: 1); matches 1 device on 1 node",
+            "impact: infra/dcgm-exporter-9qz4d (claim infra/dcgm-exporter)",
         ]
     );
+}
+
+/// Issue 29: the eviction controller keeps a pod only for a NoExecute
+/// toleration in the allocation result; one with an empty effect (the
+/// scheduler's "every effect") does not, so the warning counts its pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_whose_only_toleration_has_an_empty_effect_is_counted_as_evicted() {
+    let claim = json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "any-effect", "namespace": "research"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+        "status": {
+            "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "node-2", "device": "gpu-2",
+                "tolerations": [{"key": "example.com/maintenance", "operator": "Exists"}]}]}},
+            "reservedFor": [{"resource": "pods", "name": "probe-0", "uid": "uid-probe-0"}]
+        }
+    });
+    let (_api, view) = example_cluster_with(&[claim]).await;
+    let gpu_2 = rule_review(
+        Some(json!({"driver": "gpu.example.com", "pool": "node-2", "device": "gpu-2"})),
+        "NoExecute",
+    );
+    for version in [KubeVersion::V1_36, KubeVersion::V1_37] {
+        let got = warnings(&view, &gpu_2, version);
+        assert_eq!(
+            got.first().map(String::as_str),
+            Some("impact: would evict 2 pods in 2 namespaces (batch: 1, research: 1); matches 1 device on 1 node"),
+            "{version}: nightly tolerates NoExecute for 300s, probe-0 only with an empty effect: {got:?}"
+        );
+    }
 }
 
 /// A driver that deletes its slice (a node going away, a driver
@@ -95,11 +135,14 @@ async fn claims_on_devices_no_slice_publishes_still_count() {
     let (api, view) = example_cluster().await;
     api.delete("resourceslices", "", "node-1-gpu.example.com");
     let gpus = rule_review(Some(json!({"driver": "gpu.example.com"})), "NoExecute");
-    let want = "impact: would evict 14 pods in 3 namespaces (ml: 12, batch: 1, infra: 1); matches 4 devices on 1 node";
+    let want = [
+        "impact: would evict 14 pods in 3 namespaces (ml: 12, batch: 1, infra: 1); matches 4 devices on 1 node",
+        "impact: ml/trainer-0-0, ml/trainer-0-1, ml/trainer-1-0 and 9 more (claims ml/trainer-0, ml/trainer-1, ml/trainer-2 and 3 more); batch/nightly-x7k2p (claim batch/nightly); infra/dcgm-exporter-9qz4d (claim infra/dcgm-exporter)",
+    ];
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         let got = warnings(&view, &gpus, KubeVersion::V1_37);
-        if got == [want] {
+        if got == want {
             break;
         }
         assert!(
@@ -115,8 +158,9 @@ async fn a_rule_without_selector_is_warned_per_version() {
     let (_api, view) = example_cluster().await;
     let missing = rule_review(None, "NoSchedule");
     let v36 = warnings(&view, &missing, KubeVersion::V1_36);
+    let counts = |warnings: &[String]| warnings.iter().find(|w| w.starts_with("impact: would")).cloned();
     assert_eq!(
-        v36.last().map(String::as_str),
+        counts(&v36).as_deref(),
         Some(
             "impact: would keep 15 pods in 4 namespaces (ml: 12, batch: 1, infra: 1, monitoring: 1) from being scheduled again; matches 9 devices on 2 nodes"
         ),
@@ -124,7 +168,7 @@ async fn a_rule_without_selector_is_warned_per_version() {
     );
     let v37 = warnings(&view, &missing, KubeVersion::V1_37);
     assert_eq!(
-        v37.last().map(String::as_str),
+        counts(&v37).as_deref(),
         Some("impact: would keep no pods from being scheduled again; matches 0 devices"),
         "{v37:?}"
     );

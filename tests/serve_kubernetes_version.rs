@@ -170,13 +170,23 @@ async fn the_flag_overrides_the_apiserver_and_gates_are_named() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newer_apiserver_gets_the_nearest_rules_with_a_warning() {
-    let (build_info, logged) = rules_in_force(Some("v1.38.0-rc.1"), &[]).await;
-    assert!(build_info.contains(r#"kubernetes="1.37""#), "{build_info}");
+    let (build_info, logged) = rules_in_force(Some("v1.39.0-alpha.0"), &[]).await;
+    assert!(build_info.contains(r#"kubernetes="1.38""#), "{build_info}");
     assert_eq!(logged["level"], "WARN", "{logged}");
     assert_eq!(
         logged["source"],
-        "nearest to the apiserver's /version (v1.38.0-rc.1), whose minor draguard has no rules for"
+        "nearest to the apiserver's /version (v1.39.0-alpha.0), whose minor draguard has no rules for"
     );
+}
+
+/// 1.38 is detected, though it is never the default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apiserver_reporting_1_38_gets_the_1_38_rules() {
+    let (build_info, logged) = rules_in_force(Some("v1.38.0-rc.1"), &[]).await;
+    assert!(build_info.contains(r#"kubernetes="1.38""#), "{build_info}");
+    assert_eq!(logged["kubernetes"], "1.38", "{logged}");
+    assert_eq!(logged["source"], "the apiserver's /version (v1.38.0-rc.1)", "{logged}");
+    assert_eq!(logged["level"], "INFO");
 }
 
 /// A gate the version does not have stops the start, as the apiserver's

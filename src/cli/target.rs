@@ -127,9 +127,15 @@ mod tests {
         assert_eq!(
             (target.version, source.to_string()),
             (
-                KubeVersion::V1_37,
+                KubeVersion::V1_38,
                 "nearest to the apiserver's /version (v1.39.0), whose minor draguard has no rules for".into()
             )
+        );
+        let (target, source) = args(None, "").resolve(Some("v1.38.0-alpha.2")).expect("valid");
+        assert_eq!(
+            (target.version, source),
+            (KubeVersion::V1_38, VersionSource::Apiserver("v1.38.0-alpha.2".into())),
+            "a 1.38 apiserver gets the 1.38 rules"
         );
         let (target, source) = args(None, "").resolve(None).expect("valid");
         assert_eq!((target.version, source), (KubeVersion::NEWEST, VersionSource::Newest));

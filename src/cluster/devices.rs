@@ -261,6 +261,7 @@ impl Allocations {
                 }
                 counter.claim(
                     &key.0,
+                    &key.1,
                     claim.results.iter().map(|r| (&r.id, &*r.tolerations)),
                     claim.pods.iter().map(|p| &**p),
                 );

@@ -52,7 +52,8 @@ pub struct AllocatedClaim {
 /// What happens to the pods of a claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Outcome {
-    /// Evicted this many seconds after the taint is added (0: at once).
+    /// Evicted this many seconds after the taint's `timeAdded` (0: at
+    /// once), as the eviction controller counts `tolerationSeconds`.
     Evicted { after_seconds: i64 },
     /// Left running, but could not be scheduled again onto the device.
     Unschedulable,
@@ -67,6 +68,11 @@ pub struct AffectedClaim {
     /// The reached devices among its results.
     pub devices: Vec<DeviceId>,
     pub outcome: Outcome,
+    /// Whether a result on a reached device carries no tolerations. The
+    /// scheduler copies a request's tolerations into its result, so none
+    /// there means the request had none: said, as it is the common reason a
+    /// pod is evicted that its author thought tolerant.
+    pub without_tolerations: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -110,6 +116,10 @@ pub fn impact<'c>(
         let Some((devices, outcome)) = claim_outcome(claim, &taint, selector, version) else {
             continue;
         };
+        let without_tolerations = claim
+            .results
+            .iter()
+            .any(|r| r.tolerations.is_empty() && devices.contains(&r.id));
         if outcome != Outcome::Tolerated {
             pods.extend(claim.pods.iter().map(|pod| AffectedPod {
                 namespace: claim.namespace.clone(),
@@ -123,6 +133,7 @@ pub fn impact<'c>(
             name: claim.name.clone(),
             devices,
             outcome,
+            without_tolerations,
         });
     }
     affected.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
@@ -179,12 +190,22 @@ pub(crate) fn results_outcome<'r>(
         }
         any = true;
         reached(id);
-        let kept = tolerance_of(tolerations, taint);
-        let this = match (taint.effect.as_str(), kept) {
-            ("NoExecute", Tolerance::None) if evictor => Outcome::Evicted { after_seconds: 0 },
-            ("NoExecute", Tolerance::For(seconds)) if evictor => Outcome::Evicted { after_seconds: seconds },
-            ("NoExecute" | "NoSchedule", Tolerance::None) if scheduler => Outcome::Unschedulable,
-            _ => Outcome::Tolerated,
+        // The eviction controller and the scheduler read tolerations
+        // differently (see [`tolerance`]): a toleration with an empty effect
+        // lets the scheduler place the pod but does not stop its eviction.
+        let blocked = matches!(taint.effect.as_str(), "NoExecute" | "NoSchedule")
+            && scheduler
+            && !tolerance::schedulable(tolerations, taint);
+        let evicted = match tolerance_of(tolerations, taint) {
+            _ if taint.effect != "NoExecute" || !evictor => None,
+            Tolerance::None => Some(0),
+            Tolerance::For(seconds) => Some(seconds),
+            Tolerance::Always => None,
+        };
+        let this = match (evicted, blocked) {
+            (Some(after_seconds), _) => Outcome::Evicted { after_seconds },
+            (None, true) => Outcome::Unschedulable,
+            (None, false) => Outcome::Tolerated,
         };
         outcome = outcome.min(this);
     }
@@ -216,8 +237,11 @@ impl Impact {
         counts.devices = self.devices.len();
         counts.nodes = self.nodes().len();
         counts.claims = self.claims.len();
+        for claim in self.claims.iter().filter(|c| c.outcome != Outcome::Tolerated) {
+            counts.add_claim(&claim.namespace, &claim.name);
+        }
         for pod in &self.pods {
-            counts.add_pod(&pod.namespace, pod.outcome);
+            counts.add_pod(&pod.namespace, &pod.name, pod.outcome);
         }
         counts
     }

@@ -81,6 +81,10 @@ pub fn text(impacts: &[RuleImpact<'_>], node_of: &dyn Fn(&str, &str) -> Option<S
             out.push('\n');
             out.push_str(&table(&["NAMESPACE", "NODE", "POD", "CLAIM", "OUTCOME"], &rows));
         }
+        if let Some(note) = without_tolerations_note(impact) {
+            out.push('\n');
+            out.push_str(&note);
+        }
         if !impact.devices.is_empty() {
             let rows: Vec<Vec<String>> = impact
                 .devices
@@ -92,6 +96,19 @@ pub fn text(impacts: &[RuleImpact<'_>], node_of: &dyn Fn(&str, &str) -> Option<S
         }
     }
     out
+}
+
+/// `note: 7 of 8 claims ...` when allocation results on reached devices
+/// carry no tolerations; `None` when every one carries some.
+fn without_tolerations_note(impact: &Impact) -> Option<String> {
+    let bare = impact.claims.iter().filter(|c| c.without_tolerations).count();
+    (bare > 0).then(|| {
+        format!(
+            "note: {bare} of {} claims have an allocation result on a reached device without tolerations: \
+             the scheduler copies a request's tolerations into its result, so their requests had none\n",
+            impact.claims.len()
+        )
+    })
 }
 
 pub fn json(impacts: &[RuleImpact<'_>], node_of: &dyn Fn(&str, &str) -> Option<String>, target: Target) -> Value {
@@ -117,6 +134,9 @@ pub fn json(impacts: &[RuleImpact<'_>], node_of: &dyn Fn(&str, &str) -> Option<S
                 .map(|c| {
                     let mut claim = json!({"namespace": c.namespace, "name": c.name,
                         "devices": c.devices.iter().map(ToString::to_string).collect::<Vec<_>>()});
+                    if c.without_tolerations {
+                        claim["withoutTolerations"] = Value::Bool(true);
+                    }
                     if let (Some(claim), Value::Object(outcome)) = (claim.as_object_mut(), outcome_json(c.outcome)) {
                         claim.extend(outcome);
                     }

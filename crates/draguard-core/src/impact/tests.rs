@@ -37,12 +37,26 @@ fn devices() -> Vec<SliceDevice> {
     .collect()
 }
 
-/// Tolerates the maintenance taint, for `seconds` when given.
+/// Tolerates the maintenance taint with either effect, NoExecute for
+/// `seconds` when given: the eviction controller reads only the NoExecute
+/// one, so a request that means to outlast an eviction names the effect.
 fn tolerating(seconds: Option<i64>) -> Vec<DeviceToleration> {
+    let exists = |effect: &str, seconds| DeviceToleration {
+        key: TAINT_KEY.into(),
+        operator: "Exists".into(),
+        effect: effect.into(),
+        toleration_seconds: seconds,
+        ..Default::default()
+    };
+    vec![exists("NoExecute", seconds), exists("NoSchedule", None)]
+}
+
+/// Tolerates the maintenance taint with an empty effect, which the
+/// scheduler reads as every effect.
+fn tolerating_any_effect() -> Vec<DeviceToleration> {
     vec![DeviceToleration {
         key: TAINT_KEY.into(),
         operator: "Exists".into(),
-        toleration_seconds: seconds,
         ..Default::default()
     }]
 }
@@ -325,4 +339,41 @@ fn a_summary_names_five_namespaces_and_counts_the_rest() {
         impact.summary(),
         "would evict 36 pods in 8 namespaces (ns-7: 8, ns-6: 7, ns-5: 6, ns-4: 5, ns-3: 4, and 3 more); matches 3 devices on 2 nodes"
     );
+}
+
+/// Issue 29: the device-taint eviction controller keeps a pod only for a
+/// NoExecute toleration (`claimEvictionTime`, kubernetes v1.36.2). A
+/// toleration with an empty effect lets the scheduler place the pod, so a
+/// NoSchedule rule leaves it be, and does not stop a NoExecute eviction.
+#[test]
+fn an_empty_effect_toleration_does_not_stop_an_eviction() {
+    let claims = [claim(
+        "ml",
+        "any-effect",
+        vec![result(gpu("node-1", "gpu-0"), tolerating_any_effect())],
+        &["a-0"],
+    )];
+    let selector = select(Some("gpu.example.com"), Some("node-1"), Some("gpu-0"));
+    for version in KubeVersion::SUPPORTED.iter().copied() {
+        let evicting = impact(&rule(selector.clone(), "NoExecute"), &devices(), &claims, version);
+        assert_eq!(
+            evicting
+                .pods
+                .iter()
+                .map(|p| (p.name.as_str(), p.outcome))
+                .collect::<Vec<_>>(),
+            [("a-0", Outcome::Evicted { after_seconds: 0 })],
+            "{version}"
+        );
+        assert_eq!(
+            evicting.summary(),
+            "would evict 1 pod in 1 namespace (ml: 1); matches 1 device on 1 node"
+        );
+        let blocking = impact(&rule(selector.clone(), "NoSchedule"), &devices(), &claims, version);
+        assert_eq!(
+            blocking.pods,
+            [],
+            "{version}: the scheduler reads empty as every effect"
+        );
+    }
 }

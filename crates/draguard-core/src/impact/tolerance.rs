@@ -1,25 +1,36 @@
-//! Whether a device toleration tolerates a device taint, as the scheduler
-//! and the eviction controller decide it (`ToleratesTaint` of
-//! k8s.io/dynamic-resource-allocation, the core rule for devices): the
-//! effect must match unless the toleration leaves it empty, the key must
-//! match unless the toleration leaves it empty, and `Exists` matches any
-//! value where `Equal` (or no operator) needs the same value.
+//! Whether device tolerations keep a device with a taint, read the two
+//! ways Kubernetes reads them, which differ:
+//!
+//! - The scheduler (`ToleratesTaint` of k8s.io/dynamic-resource-allocation
+//!   `resourceclaim`, the core rule for devices): the effect must match
+//!   unless the toleration leaves it empty, the key must match unless the
+//!   toleration leaves it empty, and `Exists` matches any value where
+//!   `Equal` (or no operator) needs the same value.
+//! - The device-taint eviction controller (`claimEvictionTime`,
+//!   pkg/controller/devicetainteviction/device_taint_eviction.go, kubernetes
+//!   v1.36.2; unchanged in v1.37.0): only a toleration whose effect *is*
+//!   `NoExecute` counts, so an empty effect, which the scheduler reads as
+//!   "every effect", does not keep a pod. One such toleration without
+//!   `tolerationSeconds` keeps it for good ("Tolerate forever -> ignore
+//!   taint"), whatever the others say; otherwise the shortest seconds (a
+//!   negative one read as 0) count from the taint's `timeAdded`.
 
 use crate::objects::claim::DeviceToleration;
 use crate::objects::dra::DeviceTaint;
 
-/// How long the tolerations of a request keep a device with a taint.
+/// How long the tolerations of an allocation result keep a device with a
+/// NoExecute taint from evicting its pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tolerance {
-    /// No toleration matches.
+    /// No NoExecute toleration matches: evicted as soon as the taint is.
     None,
-    /// Matching tolerations keep it this many seconds (NoExecute's
-    /// `tolerationSeconds`; 0: evicted at once).
+    /// Evicted this many seconds after the taint's `timeAdded` (0: at once).
     For(i64),
-    /// A toleration matches without a time limit.
+    /// A NoExecute toleration matches without a time limit.
     Always,
 }
 
+/// The scheduler's reading: whether `toleration` tolerates `taint`.
 pub fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> bool {
     if !toleration.effect.is_empty() && toleration.effect != taint.effect {
         return false;
@@ -34,24 +45,26 @@ pub fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> bool {
     }
 }
 
-/// How long a request's `tolerations` keep `taint`, as the eviction
-/// controller reads them (`getMinTolerationTime`): among the tolerations
-/// that match, the shortest `tolerationSeconds` wins, 0 or less meaning at
-/// once; only when none of them sets seconds is the device kept for good.
-/// Seconds mean something for NoExecute only.
+/// Whether the scheduler would allocate a device with `taint` to a request
+/// with these `tolerations` (any one of them tolerating it).
+pub fn schedulable(tolerations: &[DeviceToleration], taint: &DeviceTaint) -> bool {
+    tolerations.iter().any(|t| tolerates(t, taint))
+}
+
+/// The eviction controller's reading of an allocation result's
+/// `tolerations` against a NoExecute `taint` (`claimEvictionTime`).
 pub fn tolerance(tolerations: &[DeviceToleration], taint: &DeviceTaint) -> Tolerance {
-    let mut matching = tolerations.iter().filter(|t| tolerates(t, taint)).peekable();
-    if matching.peek().is_none() {
-        return Tolerance::None;
+    let mut seconds: Option<i64> = None;
+    for toleration in tolerations {
+        if toleration.effect != "NoExecute" || !tolerates(toleration, taint) {
+            continue;
+        }
+        match toleration.toleration_seconds {
+            None => return Tolerance::Always,
+            Some(s) => seconds = Some(seconds.map_or(s.max(0), |m| m.min(s.max(0)))),
+        }
     }
-    if taint.effect != "NoExecute" {
-        return Tolerance::Always;
-    }
-    matching
-        .filter_map(|t| t.toleration_seconds)
-        .map(|s| s.max(0))
-        .min()
-        .map_or(Tolerance::Always, Tolerance::For)
+    seconds.map_or(Tolerance::None, Tolerance::For)
 }
 
 #[cfg(test)]
@@ -100,44 +113,50 @@ mod tests {
         }
     }
 
+    /// `claimEvictionTime`'s rule: NoExecute tolerations only; one without
+    /// seconds keeps the pod for good; else the shortest seconds, negative
+    /// read as 0.
     #[test]
-    fn the_shortest_seconds_win() {
+    fn the_eviction_controller_counts_only_noexecute_tolerations() {
         let t = taint("k", "", "NoExecute");
-        assert_eq!(tolerance(&[], &t), Tolerance::None);
-        assert_eq!(
-            tolerance(
-                &[
-                    toleration("k", "Exists", "", "", Some(30)),
-                    toleration("k", "Exists", "", "NoExecute", Some(300))
-                ],
-                &t
+        let exists = |effect: &str, seconds| toleration("k", "Exists", "", effect, seconds);
+        let cases: [(&str, Vec<DeviceToleration>, Tolerance); 8] = [
+            ("none", vec![], Tolerance::None),
+            (
+                "empty effect, the scheduler's all effects",
+                vec![exists("", None)],
+                Tolerance::None,
             ),
-            Tolerance::For(30)
-        );
-        assert_eq!(
-            tolerance(
-                &[
-                    toleration("k", "Exists", "", "", Some(30)),
-                    toleration("", "Exists", "", "", None)
+            ("empty effect with seconds", vec![exists("", Some(30))], Tolerance::None),
+            ("NoSchedule", vec![exists("NoSchedule", None)], Tolerance::None),
+            ("NoExecute for good", vec![exists("NoExecute", None)], Tolerance::Always),
+            (
+                "the shortest seconds",
+                vec![
+                    exists("NoExecute", Some(300)),
+                    exists("NoExecute", Some(30)),
+                    exists("", Some(5)),
                 ],
-                &t
+                Tolerance::For(30),
             ),
-            Tolerance::For(30),
-            "a match without seconds does not outlast one with them"
+            (
+                "one without seconds outlasts the others",
+                vec![exists("NoExecute", Some(30)), exists("NoExecute", None)],
+                Tolerance::Always,
+            ),
+            (
+                "negative seconds",
+                vec![exists("NoExecute", Some(-5))],
+                Tolerance::For(0),
+            ),
+        ];
+        for (name, tolerations, want) in cases {
+            assert_eq!(tolerance(&tolerations, &t), want, "{name}");
+        }
+        assert!(
+            schedulable(&[exists("", None)], &t),
+            "the scheduler reads empty as every effect"
         );
-        assert_eq!(
-            tolerance(&[toleration("", "Exists", "", "", None)], &t),
-            Tolerance::Always
-        );
-        assert_eq!(
-            tolerance(&[toleration("k", "Exists", "", "", Some(-5))], &t),
-            Tolerance::For(0)
-        );
-        let no_schedule = taint("k", "", "NoSchedule");
-        assert_eq!(
-            tolerance(&[toleration("k", "Exists", "", "", Some(30))], &no_schedule),
-            Tolerance::Always,
-            "seconds mean nothing for NoSchedule"
-        );
+        assert!(!schedulable(&[exists("NoSchedule", None)], &t));
     }
 }

@@ -55,6 +55,7 @@ impl AdmittedKind for ClaimKind {
                 errs.extend(rules::claim::validate_claim_spec(
                     spec,
                     new.version,
+                    facts.target.version,
                     &Path::new("spec"),
                     facts.cel,
                 ));
@@ -128,7 +129,12 @@ pub(super) fn immutable_spec(
     }
     let mut errs = vec![changed()];
     errs.extend(rules::claim::validate_claim_spec_update(
-        spec, old, version, spec_path, facts.cel,
+        spec,
+        old,
+        version,
+        facts.target.version,
+        spec_path,
+        facts.cel,
     ));
     errs
 }

@@ -79,6 +79,7 @@ impl AdmittedKind for ClaimTemplateKind {
                 errs.extend(rules::claim::validate_claim_spec(
                     &template.spec,
                     new.version,
+                    facts.target.version,
                     &spec_path.child("spec"),
                     facts.cel,
                 ));

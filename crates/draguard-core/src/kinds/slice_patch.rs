@@ -38,6 +38,7 @@ impl AdmittedKind for SlicePatchKind {
         errs.extend(rules::device_patch::validate_patch_spec(
             &new.spec,
             old.map(|o| &o.spec),
+            facts.target.version,
             &Path::new("spec"),
             facts.cel,
         ));

@@ -31,6 +31,11 @@ pub enum Gate {
     DRAPartitionableDevicesType,
     DRAPrioritizedList,
     TaintTolerationComparisonOperators,
+    /// DRA itself: GA and locked on since 1.35, removed in 1.38
+    /// (kubernetes#141946). No rule reads it; it is listed so that a
+    /// 1.36/1.37 flag line with `DynamicResourceAllocation=true` is
+    /// accepted, as the apiserver accepts it.
+    DynamicResourceAllocation,
 }
 
 /// A gate's state in one version: its default, and whether it may be
@@ -56,48 +61,68 @@ const GA: Option<GateState> = Some(GateState {
 /// The version does not have the gate: the apiserver refuses its name.
 const ABSENT: Option<GateState> = None;
 
-/// Every gate with its state in 1.36 and in 1.37 (SPEC-k8s-1.37.md §2.1,
-/// the kubernetes.io feature-gate pages of each release).
-const GATES: &[(Gate, &str, [Option<GateState>; 2])] = &[
-    (Gate::DeclarativeValidationBeta, "DeclarativeValidationBeta", [ON, ON]),
-    (Gate::DRAAdminAccess, "DRAAdminAccess", [GA, GA]),
-    (Gate::DRAConsumableCapacity, "DRAConsumableCapacity", [ON, ON]),
-    (Gate::DRADerivedAttributes, "DRADerivedAttributes", [ABSENT, OFF]),
-    (Gate::DRADeviceBindingConditions, "DRADeviceBindingConditions", [ON, ON]),
+/// Every gate with its state in 1.36, 1.37 and 1.38 (SPEC-k8s-1.37.md
+/// §2.1, the kubernetes.io feature-gate pages of each release; for 1.38
+/// the CHANGELOG-1.38.md of alpha.1/alpha.2, SPEC-k8s-1.38.md rule 6:
+/// DRADeviceTaints and DRADeviceTaintRules locked on by #140256,
+/// DynamicResourceAllocation removed by #141946). A 1.38 gate the
+/// CHANGELOG does not mention keeps its 1.37 state. The refusals mirror
+/// component-base `featuregate.unsafeSetFromMap`
+/// (staging/src/k8s.io/component-base/featuregate/feature_gate.go): an
+/// unknown gate, and a locked gate set against its default.
+const GATES: &[(Gate, &str, [Option<GateState>; 3])] = &[
+    (
+        Gate::DeclarativeValidationBeta,
+        "DeclarativeValidationBeta",
+        [ON, ON, ON],
+    ),
+    (Gate::DRAAdminAccess, "DRAAdminAccess", [GA, GA, GA]),
+    (Gate::DRAConsumableCapacity, "DRAConsumableCapacity", [ON, ON, ON]),
+    (Gate::DRADerivedAttributes, "DRADerivedAttributes", [ABSENT, OFF, OFF]),
+    (
+        Gate::DRADeviceBindingConditions,
+        "DRADeviceBindingConditions",
+        [ON, ON, ON],
+    ),
     (
         Gate::DRADeviceCompatibilityGroups,
         "DRADeviceCompatibilityGroups",
-        [ABSENT, OFF],
+        [ABSENT, OFF, OFF],
     ),
-    (Gate::DRADeviceTaintRules, "DRADeviceTaintRules", [OFF, ON]),
-    (Gate::DRADeviceTaints, "DRADeviceTaints", [ON, ON]),
-    (Gate::DRAExtendedResource, "DRAExtendedResource", [ON, ON]),
+    (Gate::DRADeviceTaintRules, "DRADeviceTaintRules", [OFF, ON, GA]),
+    (Gate::DRADeviceTaints, "DRADeviceTaints", [ON, ON, GA]),
+    (Gate::DRAExtendedResource, "DRAExtendedResource", [ON, ON, ON]),
     (
         Gate::DRAFractionalCapacityRange,
         "DRAFractionalCapacityRange",
-        [ABSENT, OFF],
+        [ABSENT, OFF, OFF],
     ),
     (
         Gate::DRANodeAllocatableResources,
         "DRANodeAllocatableResources",
-        [OFF, OFF],
+        [OFF, OFF, OFF],
     ),
     (
         Gate::DRAOptionalNodeOperations,
         "DRAOptionalNodeOperations",
-        [ABSENT, OFF],
+        [ABSENT, OFF, OFF],
     ),
-    (Gate::DRAPartitionableDevices, "DRAPartitionableDevices", [ON, ON]),
+    (Gate::DRAPartitionableDevices, "DRAPartitionableDevices", [ON, ON, ON]),
     (
         Gate::DRAPartitionableDevicesType,
         "DRAPartitionableDevicesType",
-        [ABSENT, OFF],
+        [ABSENT, OFF, OFF],
     ),
-    (Gate::DRAPrioritizedList, "DRAPrioritizedList", [GA, GA]),
+    (Gate::DRAPrioritizedList, "DRAPrioritizedList", [GA, GA, GA]),
     (
         Gate::TaintTolerationComparisonOperators,
         "TaintTolerationComparisonOperators",
-        [OFF, OFF],
+        [OFF, OFF, OFF],
+    ),
+    (
+        Gate::DynamicResourceAllocation,
+        "DynamicResourceAllocation",
+        [GA, GA, ABSENT],
     ),
 ];
 
@@ -105,6 +130,7 @@ fn column(version: KubeVersion) -> usize {
     match version {
         KubeVersion::V1_36 => 0,
         KubeVersion::V1_37 => 1,
+        KubeVersion::V1_38 => 2,
     }
 }
 
@@ -388,6 +414,39 @@ mod tests {
         assert_eq!(
             err(KubeVersion::V1_37, "DRADerivedAttributes"),
             "missing bool value for DRADerivedAttributes: write DRADerivedAttributes=true or DRADerivedAttributes=false"
+        );
+    }
+
+    /// SPEC-k8s-1.38.md rule 6 and issue 29: 1.37 still has
+    /// DynamicResourceAllocation, locked on; 1.38 removed it and locked the
+    /// device-taint gates on.
+    #[test]
+    fn each_releases_gate_changes() {
+        let err = |version, spec| FeatureGates::parse(version, spec).expect_err("refused").to_string();
+        for version in [KubeVersion::V1_36, KubeVersion::V1_37] {
+            let gates = FeatureGates::parse(version, "DynamicResourceAllocation=true").expect("locked on, set on");
+            assert_eq!(gates, FeatureGates::defaults(version));
+            assert_eq!(
+                err(version, "DynamicResourceAllocation=false"),
+                format!(
+                    "cannot set feature gate DynamicResourceAllocation to false: it is locked to true in Kubernetes {version}"
+                )
+            );
+        }
+        assert!(
+            err(KubeVersion::V1_38, "DynamicResourceAllocation=true").starts_with(
+                "unrecognized feature gate \"DynamicResourceAllocation\" for Kubernetes 1.38; known gates: "
+            )
+        );
+        let v38 = FeatureGates::defaults(KubeVersion::V1_38);
+        assert!(v38.enabled(Gate::DRADeviceTaints) && v38.enabled(Gate::DRADeviceTaintRules));
+        assert_eq!(
+            err(KubeVersion::V1_38, "DRADeviceTaintRules=false"),
+            "cannot set feature gate DRADeviceTaintRules to false: it is locked to true in Kubernetes 1.38"
+        );
+        assert!(
+            FeatureGates::parse(KubeVersion::V1_37, "DRADeviceTaints=false").is_ok(),
+            "beta in 1.37"
         );
     }
 

@@ -3,12 +3,17 @@
 use std::fmt;
 
 /// A Kubernetes minor release whose validation rules, limits and messages
-/// draguard reproduces. Ordered: `V1_36 < V1_37`, so a rule that changed in
-/// 1.37 reads `version >= KubeVersion::V1_37`.
+/// draguard reproduces. Ordered: `V1_36 < V1_37 < V1_38`, so a rule that
+/// changed in 1.37 reads `version >= KubeVersion::V1_37`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum KubeVersion {
     V1_36,
     V1_37,
+    /// Carried ahead of its release (due 2026-12-16): its rules come from
+    /// the 1.38 CHANGELOG (alpha.1, alpha.2) and merged PRs, and the
+    /// messages only PR text gives are in [`crate::rules::unverified`].
+    /// It is chosen by name or by a 1.38 apiserver, never by default.
+    V1_38,
 }
 
 /// Why a version could not be used.
@@ -28,9 +33,14 @@ pub enum VersionError {
 
 impl KubeVersion {
     /// Every version draguard has rules for, oldest first.
-    pub const SUPPORTED: &'static [KubeVersion] = &[KubeVersion::V1_36, KubeVersion::V1_37];
-    /// The newest: `check`'s default, and `serve`'s without a cluster.
+    pub const SUPPORTED: &'static [KubeVersion] = &[KubeVersion::V1_36, KubeVersion::V1_37, KubeVersion::V1_38];
+    /// The newest released minor: `check`'s default, and `serve`'s without
+    /// a cluster. 1.38 is not released yet, and some of its messages are
+    /// read from PR text, so it is used only when asked for or detected.
     pub const NEWEST: KubeVersion = KubeVersion::V1_37;
+    /// The newest draguard carries: an apiserver newer than this gets its
+    /// rules, with a note that they are not its own.
+    pub const NEWEST_CARRIED: KubeVersion = KubeVersion::V1_38;
     /// The oldest.
     pub const OLDEST: KubeVersion = KubeVersion::V1_36;
 
@@ -39,6 +49,7 @@ impl KubeVersion {
         match self {
             KubeVersion::V1_36 => "1.36",
             KubeVersion::V1_37 => "1.37",
+            KubeVersion::V1_38 => "1.38",
         }
     }
 
@@ -46,6 +57,7 @@ impl KubeVersion {
         match self {
             KubeVersion::V1_36 => 36,
             KubeVersion::V1_37 => 37,
+            KubeVersion::V1_38 => 38,
         }
     }
 
@@ -88,7 +100,7 @@ impl KubeVersion {
         let version = if (major, minor) < (1, KubeVersion::OLDEST.minor()) {
             KubeVersion::OLDEST
         } else {
-            KubeVersion::NEWEST
+            KubeVersion::NEWEST_CARRIED
         };
         Ok(Nearest { version, exact: false })
     }
@@ -147,11 +159,11 @@ mod tests {
         let err = KubeVersion::parse("1.35").expect_err("1.35 is not carried");
         assert_eq!(
             err.to_string(),
-            "Kubernetes 1.35 is not supported: draguard has the rules of 1.36, 1.37"
+            "Kubernetes 1.35 is not supported: draguard has the rules of 1.36, 1.37, 1.38"
         );
         assert_eq!(
             KubeVersion::parse("2.36").expect_err("no 2.x").to_string(),
-            "Kubernetes 2.36 is not supported: draguard has the rules of 1.36, 1.37"
+            "Kubernetes 2.36 is not supported: draguard has the rules of 1.36, 1.37, 1.38"
         );
         for bad in ["", "1", "one.two", "1.36x", "1..36", "v", "1.-3"] {
             assert_eq!(
@@ -167,7 +179,9 @@ mod tests {
         let cases = [
             ("v1.36.2", KubeVersion::V1_36, true),
             ("v1.37.1-eks-4e5a1b2", KubeVersion::V1_37, true),
-            ("v1.38.0-rc.0", KubeVersion::V1_37, false),
+            ("v1.38.0-rc.0", KubeVersion::V1_38, true),
+            ("v1.38.0-alpha.2.41+0411cc70", KubeVersion::V1_38, true),
+            ("v1.39.0", KubeVersion::V1_38, false),
             ("v1.34.10", KubeVersion::V1_36, false),
         ];
         for (git, version, exact) in cases {
@@ -179,7 +193,14 @@ mod tests {
     #[test]
     fn newer_versions_compare_greater() {
         assert!(KubeVersion::V1_37 > KubeVersion::V1_36);
-        assert_eq!(KubeVersion::SUPPORTED.last(), Some(&KubeVersion::NEWEST));
+        assert!(KubeVersion::V1_38 > KubeVersion::V1_37);
+        assert_eq!(KubeVersion::SUPPORTED.last(), Some(&KubeVersion::NEWEST_CARRIED));
+        assert_eq!(KubeVersion::parse("v1.38"), Ok(KubeVersion::V1_38));
+        assert_eq!(
+            KubeVersion::NEWEST,
+            KubeVersion::V1_37,
+            "1.38 is not released: never the default"
+        );
         assert_eq!(KubeVersion::SUPPORTED.first(), Some(&KubeVersion::OLDEST));
     }
 }

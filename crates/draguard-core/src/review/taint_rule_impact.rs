@@ -37,7 +37,11 @@ pub fn taint_rule_impact<K: AdmittedKind>(
     };
     let impact = ctx.cluster.taint_rule_impact(rule, ctx.target.version);
     let mut warnings: Vec<Warning> = match &impact {
-        TaintRuleImpact::Known(impact) => vec![Warning::new(format!("impact: {}", impact.summary()))],
+        // The counts, then who: the first pods and claims per namespace.
+        TaintRuleImpact::Known(impact) => std::iter::once(format!("impact: {}", impact.summary()))
+            .chain(impact.names())
+            .map(Warning::new)
+            .collect(),
         TaintRuleImpact::Busy { slots } => vec![Warning::new(format!(
             "impact: not computed: all {slots} impact computations were busy; write again for the summary"
         ))],

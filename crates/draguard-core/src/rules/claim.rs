@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::field::{At, FieldError, Path};
+use crate::kubernetes::KubeVersion;
 use crate::objects::claim::{
     ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec, DeviceClaim, DeviceClaimConfiguration,
     DeviceConstraint, DeviceRequest, DeviceSelector, DeviceSubRequest, ExactDeviceRequest, OpaqueDeviceConfiguration,
@@ -14,7 +15,7 @@ use crate::objects::{ClaimVersion, go_json};
 use crate::rules::cel::CompileBudget;
 use crate::rules::ratchet::check_enum;
 use crate::rules::tolerations::validate_device_tolerations;
-use crate::rules::{cel, declare_list, invalid_each, names, validate_set, validate_slice};
+use crate::rules::{cel, declare_list, invalid_each, names, unverified, validate_set, validate_slice};
 
 pub const DEVICE_REQUESTS_MAX: usize = 32;
 pub const DEVICE_CONSTRAINTS_MAX: usize = 32;
@@ -38,11 +39,12 @@ const REQUEST_REF_MESSAGE: &str =
 pub fn validate_claim_spec<'p>(
     spec: &ClaimSpec,
     version: ClaimVersion,
+    kube: KubeVersion,
     path: impl Into<At<'p>>,
     cel: &CompileBudget,
 ) -> Vec<FieldError> {
     let path = path.into();
-    validate_device_claim(&spec.devices, None, version, path.field("devices"), cel)
+    validate_device_claim(&spec.devices, None, version, kube, path.field("devices"), cel)
 }
 
 /// A changed spec judged against the stored one: enum values ratchet
@@ -51,17 +53,26 @@ pub fn validate_claim_spec_update<'p>(
     spec: &ClaimSpec,
     old: &ClaimSpec,
     version: ClaimVersion,
+    kube: KubeVersion,
     path: impl Into<At<'p>>,
     cel: &CompileBudget,
 ) -> Vec<FieldError> {
     let path = path.into();
-    validate_device_claim(&spec.devices, Some(&old.devices), version, path.field("devices"), cel)
+    validate_device_claim(
+        &spec.devices,
+        Some(&old.devices),
+        version,
+        kube,
+        path.field("devices"),
+        cel,
+    )
 }
 
 fn validate_device_claim(
     claim: &DeviceClaim,
     old: Option<&DeviceClaim>,
     version: ClaimVersion,
+    kube: KubeVersion,
     path: At<'_>,
     cel: &CompileBudget,
 ) -> Vec<FieldError> {
@@ -80,8 +91,11 @@ fn validate_device_claim(
     let request = |i: usize| go_json::versioned_request(&claim.requests[i], version);
     declare_list(&mut errs, requests, Some(&request));
     let constraints = path.field("constraints");
+    // 1.38 ratchets the slash rule per field: constraints left as stored
+    // keep their names.
+    let slashes = Slashes::for_field(kube, old.is_some_and(|o| o.constraints == claim.constraints));
     let mut constraint_errs = validate_slice(&claim.constraints, DEVICE_CONSTRAINTS_MAX, constraints, |c, p| {
-        validate_constraint(c, p, &names)
+        validate_constraint(c, p, &names, slashes)
     });
     declare_list(&mut constraint_errs, constraints, None);
     errs.extend(constraint_errs);
@@ -263,17 +277,21 @@ fn validate_allocation_mode(mode: &str, count: i64, old_mode: Option<&str>, path
     }
 }
 
-fn validate_constraint(c: &DeviceConstraint, path: At<'_>, names: &RequestNames) -> Vec<FieldError> {
+fn validate_constraint(c: &DeviceConstraint, path: At<'_>, names: &RequestNames, slashes: Slashes) -> Vec<FieldError> {
     let mut errs = validate_request_refs(&c.requests, path.field("requests"), names);
     if let Some(attr) = &c.match_attribute {
         // `format=k8s-resource-fully-qualified-name`; distinctAttribute has no tag.
         errs.extend(
-            validate_fully_qualified_name(attr, path.field("matchAttribute"))
+            validate_fully_qualified_name(attr, slashes, path.field("matchAttribute"))
                 .into_iter()
                 .map(FieldError::declared),
         );
     } else if let Some(attr) = &c.distinct_attribute {
-        errs.extend(validate_fully_qualified_name(attr, path.field("distinctAttribute")));
+        errs.extend(validate_fully_qualified_name(
+            attr,
+            slashes,
+            path.field("distinctAttribute"),
+        ));
     } else {
         // The message is the apiserver's, "multiple" included (DRAConsumableCapacity on).
         errs.push(FieldError::required(
@@ -389,9 +407,9 @@ pub fn validate_driver_name<'p>(name: &str, path: impl Into<At<'p>>) -> Vec<Fiel
 }
 
 /// `validateFullyQualifiedName`: `domain/id`.
-pub fn validate_fully_qualified_name<'p>(name: &str, path: impl Into<At<'p>>) -> Vec<FieldError> {
+pub fn validate_fully_qualified_name<'p>(name: &str, slashes: Slashes, path: impl Into<At<'p>>) -> Vec<FieldError> {
     let path = path.into();
-    let mut errs = validate_qualified_name(name, path);
+    let mut errs = validate_qualified_name(name, slashes, path);
     if !name.contains('/') {
         errs.push(FieldError::invalid(
             path,
@@ -402,8 +420,36 @@ pub fn validate_fully_qualified_name<'p>(name: &str, path: impl Into<At<'p>>) ->
     errs
 }
 
+/// Whether a qualified name may have more than one `/`, which changed in
+/// 1.38. `validateQualifiedName` of 1.36 and 1.37
+/// (pkg/apis/resource/validation/validation.go, v1.36.2 and v1.37.0)
+/// switches on one and two parts only, with a TODO, so `a/b/c` passes
+/// unjudged; 1.38 adds a `default:` case that rejects it (kubernetes#141644,
+/// 1.38.0-alpha.2) and ratchets it: a stored name stays while the field
+/// holding it is unchanged. The caller knows the version and the old
+/// object, so it decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slashes {
+    /// 1.36, 1.37, or a 1.38 field left as stored: more than one slash passes.
+    Unjudged,
+    /// 1.38 on a new or changed field: more than one slash is `Invalid`.
+    AtMostOne,
+}
+
+impl Slashes {
+    /// The rule for a field under `version`: judged from 1.38 on, unless
+    /// the field is unchanged from the stored object.
+    pub fn for_field(version: KubeVersion, unchanged: bool) -> Self {
+        if version >= KubeVersion::V1_38 && !unchanged {
+            Slashes::AtMostOne
+        } else {
+            Slashes::Unjudged
+        }
+    }
+}
+
 /// `validateQualifiedName`: an optional domain and a C identifier.
-pub fn validate_qualified_name<'p>(name: &str, path: impl Into<At<'p>>) -> Vec<FieldError> {
+pub fn validate_qualified_name<'p>(name: &str, slashes: Slashes, path: impl Into<At<'p>>) -> Vec<FieldError> {
     let path = path.into();
     match name.split_once('/') {
         None => validate_c_identifier(name, path),
@@ -421,7 +467,10 @@ pub fn validate_qualified_name<'p>(name: &str, path: impl Into<At<'p>>) -> Vec<F
             }
             errs
         }
-        Some(_) => vec![FieldError::invalid(path, name, "must not contain more than one slash")],
+        Some(_) => match slashes {
+            Slashes::Unjudged => Vec::new(),
+            Slashes::AtMostOne => vec![FieldError::invalid(path, name, unverified::MORE_THAN_ONE_SLASH)],
+        },
     }
 }
 
@@ -490,7 +539,13 @@ mod tests {
             "config": many(33, json!({"requests": ["gpu"], "opaque": {"driver": "d.example.com", "parameters": {}}})),
         }});
         let spec = ClaimSpec::decode(&spec, ClaimVersion::V1).expect("decodable spec");
-        let errs = validate_claim_spec(&spec, ClaimVersion::V1, &Path::new("spec"), &CompileBudget::default());
+        let errs = validate_claim_spec(
+            &spec,
+            ClaimVersion::V1,
+            KubeVersion::NEWEST,
+            &Path::new("spec"),
+            &CompileBudget::default(),
+        );
         let marked: Vec<(String, bool)> = errs
             .iter()
             .map(|e| (format!("{}: {:?}", e.field, e.kind), e.declared.is_some()))
@@ -514,8 +569,12 @@ mod tests {
     }
 
     fn check_version(spec: Value, version: ClaimVersion) -> Vec<String> {
+        check_under(spec, version, KubeVersion::NEWEST)
+    }
+
+    fn check_under(spec: Value, version: ClaimVersion, kube: KubeVersion) -> Vec<String> {
         let spec = ClaimSpec::decode(&spec, version).expect("decodable spec");
-        validate_claim_spec(&spec, version, &Path::new("spec"), &CompileBudget::default())
+        validate_claim_spec(&spec, version, kube, &Path::new("spec"), &CompileBudget::default())
             .iter()
             .map(ToString::to_string)
             .collect()
@@ -730,7 +789,13 @@ mod tests {
             .collect();
         let spec = ClaimSpec::decode(&requests(Value::Array(reqs)), ClaimVersion::V1).expect("decodable spec");
         let budget = CompileBudget::with_limits(512 << 10, std::time::Duration::MAX, None);
-        let errs = validate_claim_spec(&spec, ClaimVersion::V1, &Path::new("spec"), &budget);
+        let errs = validate_claim_spec(
+            &spec,
+            ClaimVersion::V1,
+            KubeVersion::NEWEST,
+            &Path::new("spec"),
+            &budget,
+        );
         // 52 selectors of 10,000 bytes fit in 512 KiB; the 53rd does not.
         assert_eq!(errs.len(), 53);
         for (i, e) in errs[..52].iter().enumerate() {
@@ -840,12 +905,32 @@ mod tests {
             one(json!({"matchAttribute": "example.com/"})),
             vec![r#"spec.devices.constraints[0].matchAttribute: Invalid value: "": the name must not be empty"#]
         );
-        assert_eq!(
-            one(json!({"matchAttribute": "a/b/c"})),
-            vec![
-                r#"spec.devices.constraints[0].matchAttribute: Invalid value: "a/b/c": must not contain more than one slash"#
-            ]
-        );
+        // Two slashes: 1.36 and 1.37 leave them unjudged, 1.38 rejects them
+        // (SPEC-k8s-1.38.md rule 1).
+        for attr in [
+            json!({"matchAttribute": "a/b/c"}),
+            json!({"distinctAttribute": "a/b/c"}),
+        ] {
+            let spec = with_constraints(json!([attr]));
+            for kube in [KubeVersion::V1_36, KubeVersion::V1_37] {
+                assert_eq!(
+                    check_under(spec.clone(), ClaimVersion::V1, kube),
+                    Vec::<String>::new(),
+                    "{kube}"
+                );
+            }
+            let field = attr
+                .as_object()
+                .and_then(|o| o.keys().next())
+                .cloned()
+                .unwrap_or_default();
+            assert_eq!(
+                check_under(spec, ClaimVersion::V1, KubeVersion::V1_38),
+                vec![format!(
+                    r#"spec.devices.constraints[0].{field}: Invalid value: "a/b/c": must not contain more than one slash"#
+                )]
+            );
+        }
         let bad_id = one(json!({"matchAttribute": "example.com/1x"}));
         assert_eq!(bad_id.len(), 1);
         assert!(bad_id[0].contains("a valid C identifier"));
@@ -990,6 +1075,7 @@ mod tests {
             &new,
             &old,
             ClaimVersion::V1,
+            KubeVersion::NEWEST,
             &Path::new("spec"),
             &CompileBudget::default(),
         )

@@ -6,31 +6,41 @@ use k8s_quantity::{Quantity, QuantityError};
 use serde_json::Value;
 
 use crate::field::{At, BadValue, FieldError};
+use crate::kubernetes::KubeVersion;
 use crate::objects::patch::{DevicePatch, NullableAttribute, PatchSpec};
 use crate::rules::cel::CompileBudget;
-use crate::rules::claim::{DEVICE_SELECTORS_MAX, validate_driver_name, validate_fully_qualified_name};
+use crate::rules::claim::{DEVICE_SELECTORS_MAX, Slashes, validate_driver_name, validate_fully_qualified_name};
 use crate::rules::slice::{ATTRIBUTE_VALUE_MAX_LENGTH, MAX_ATTRIBUTES_AND_CAPACITIES, is_semver, validate_pool_name};
-use crate::rules::taints::{DEVICE_TAINTS_MAX, validate_device_taint};
+use crate::rules::taints::{DEVICE_TAINTS_MAX, same_taint_list, validate_device_taint};
 use crate::rules::{cel, invalid_each, names, validate_slice};
 
 /// `cel`: the request's CEL compile budget, which every selector is charged to.
+/// `kube`: the release whose slice rules the patched attributes must meet.
 pub fn validate_patch_spec<'p>(
     spec: &PatchSpec,
     old: Option<&PatchSpec>,
+    kube: KubeVersion,
     path: impl Into<At<'p>>,
     cel: &CompileBudget,
 ) -> Vec<FieldError> {
     let path = path.into();
-    validate_device_patch(&spec.devices, old.map(|o| &o.devices), path.field("devices"), cel)
+    validate_device_patch(&spec.devices, old.map(|o| &o.devices), kube, path.field("devices"), cel)
 }
 
 fn validate_device_patch(
     p: &DevicePatch,
     old: Option<&DevicePatch>,
+    kube: KubeVersion,
     path: At<'_>,
     budget: &CompileBudget,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    // The names land in slices, so 1.38's slash rule applies, ratcheted as
+    // a slice's: names left as stored stay.
+    let slashes = Slashes::for_field(
+        kube,
+        old.is_some_and(|o| o.attributes == p.attributes && o.capacity == p.capacity),
+    );
     if let Some(f) = &p.filter {
         let fp = path.field("filter");
         if let Some(class) = &f.device_class_name {
@@ -69,16 +79,16 @@ fn validate_device_patch(
     }
     let attributes = path.field("attributes");
     for (name, value) in &p.attributes {
-        errs.extend(validate_fully_qualified_name(name, attributes));
+        errs.extend(validate_fully_qualified_name(name, slashes, attributes));
         errs.extend(validate_attribute(value, attributes.key(name)));
     }
     let capacity = path.field("capacity");
     for (name, value) in &p.capacity {
-        errs.extend(validate_fully_qualified_name(name, capacity));
+        errs.extend(validate_fully_qualified_name(name, slashes, capacity));
         errs.extend(validate_capacity(value, capacity.key(name)));
     }
     // Like a ResourceSlice device: an unchanged taint list is not judged again.
-    if old.is_none_or(|o| o.taints != p.taints) {
+    if old.is_none_or(|o| !same_taint_list(&o.taints, &p.taints)) {
         errs.extend(validate_slice(
             &p.taints,
             DEVICE_TAINTS_MAX,
@@ -193,10 +203,16 @@ mod tests {
 
     fn check(devices: Value) -> Vec<String> {
         let spec = PatchSpec::decode(&json!({"devices": devices})).expect("decodes");
-        validate_patch_spec(&spec, None, &Path::new("spec"), &CompileBudget::default())
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        validate_patch_spec(
+            &spec,
+            None,
+            KubeVersion::NEWEST,
+            &Path::new("spec"),
+            &CompileBudget::default(),
+        )
+        .iter()
+        .map(ToString::to_string)
+        .collect()
     }
 
     #[test]

@@ -10,11 +10,13 @@ pub mod device_patch;
 pub mod devicetaintrule;
 pub mod meta;
 pub mod names;
+pub mod node_selector;
 pub mod pod;
 pub mod ratchet;
 pub mod slice;
 pub mod taints;
 pub mod tolerations;
+pub mod unverified;
 
 use std::collections::HashSet;
 use std::hash::Hash;

@@ -7,11 +7,13 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::field::{At, BadValue, FieldError};
-use crate::kubernetes::Target;
+use crate::kubernetes::{KubeVersion, Target};
 use crate::objects::dra::{Device, DeviceAttribute, SliceSpec};
 use crate::rules::capacity::validate_capacity;
-use crate::rules::claim::{validate_driver_name, validate_qualified_name};
+use crate::rules::claim::{Slashes, validate_driver_name, validate_qualified_name};
+use crate::rules::node_selector::validate_node_selector;
 use crate::rules::taints::validate_slice_device_taints;
+use crate::rules::unverified;
 use crate::rules::{declare_list, invalid_each, names, validate_set, validate_slice};
 
 pub const SLICE_MAX_DEVICES: usize = 128;
@@ -64,11 +66,22 @@ pub fn validate_slice_spec<'p>(
         SLICE_MAX_DEVICES
     };
     let per_device = spec.per_device_node_selection == Some(true);
+    // 1.38 ratchets its new device rules at the slice level: "as long as
+    // `spec.devices` is unchanged, since any change to that atomic list
+    // revalidates every device in it" (CHANGELOG-1.38, #141644; liggitt's
+    // review removed the per-device `lookupDevice` ratchet).
+    let devices_unchanged = old.is_some_and(|o| o.devices() == spec.devices());
+    let device_rules = DeviceRules {
+        per_device_node_selection: per_device,
+        slashes: Slashes::for_field(target.version, devices_unchanged),
+        one_node_selector_term: target.version >= KubeVersion::V1_38 && !devices_unchanged,
+        target,
+    };
     errs.extend(validate_set(
         spec.devices(),
         max,
         path.field("devices"),
-        |d, p| validate_device(d, old.and_then(|o| o.device(&d.name)), p, per_device, target),
+        |d, p| validate_device(d, old.and_then(|o| o.device(&d.name)), p, &device_rules),
         |d| d.name.as_str(),
     ));
     if let Some(sets) = &spec.shared_counters {
@@ -200,28 +213,27 @@ fn exactly_one<S: Into<String>>(
     }
 }
 
-/// A slice's node selector must have exactly one term.
+/// A slice's node selector: `ValidateNodeSelector`, then exactly one term
+/// (`validateResourceSliceSpec`).
 fn validate_slice_node_selector(selector: &Value, path: At<'_>) -> Vec<FieldError> {
-    let terms_path = path.field("nodeSelectorTerms");
+    let mut errs = validate_node_selector(selector, path);
+    errs.extend(one_term(selector, path, "must have exactly one node selector term"));
+    errs
+}
+
+/// `len(nodeSelectorTerms) != 1` -> `Invalid` with the terms as the value.
+fn one_term(selector: &Value, path: At<'_>, message: &str) -> Option<FieldError> {
     let terms = selector
         .get("nodeSelectorTerms")
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
-    let mut errs = Vec::new();
-    if terms.is_empty() {
-        errs.push(FieldError::required(
-            terms_path,
-            "must have at least one node selector term",
-        ));
-    }
-    if terms.len() != 1 {
-        errs.push(FieldError::invalid(
-            terms_path,
+    (terms.len() != 1).then(|| {
+        FieldError::invalid(
+            path.field("nodeSelectorTerms"),
             BadValue::Json(Value::from(terms.to_vec()).to_string()),
-            "must have exactly one node selector term",
-        ));
-    }
-    errs
+            message,
+        )
+    })
 }
 
 fn has_advanced_features(spec: &SliceSpec) -> bool {
@@ -230,13 +242,19 @@ fn has_advanced_features(spec: &SliceSpec) -> bool {
     })
 }
 
-fn validate_device(
-    device: &Device,
-    old: Option<&Device>,
-    path: At<'_>,
+/// What a device's rules depend on beyond the device: the slice's node
+/// selection, the release, and the 1.38 rules' slice-level ratchet.
+struct DeviceRules {
     per_device_node_selection: bool,
+    slashes: Slashes,
+    /// 1.38 (kubernetes#141213): a device's node selector has exactly one
+    /// term, as the slice's; ratcheted with the slashes.
+    one_node_selector_term: bool,
     target: Target,
-) -> Vec<FieldError> {
+}
+
+fn validate_device(device: &Device, old: Option<&Device>, path: At<'_>, rules: &DeviceRules) -> Vec<FieldError> {
+    let target = rules.target;
     let mut errs = invalid_each(path.field("name"), &device.name, names::dns1123_label(&device.name));
     let entries = device.attributes.len() + device.capacity.len();
     if entries > MAX_ATTRIBUTES_AND_CAPACITIES {
@@ -256,13 +274,13 @@ fn validate_device(
     }
     let attributes = path.field("attributes");
     for (key, attribute) in &device.attributes {
-        errs.extend(validate_qualified_name(key, attributes));
+        errs.extend(validate_qualified_name(key, rules.slashes, attributes));
         errs.extend(validate_attribute(attribute, attributes.key(&truncate_key(key))));
     }
     let capacity = path.field("capacity");
     let multiple = device.allow_multiple_allocations == Some(true);
     for (key, entry) in &device.capacity {
-        errs.extend(validate_qualified_name(key, capacity));
+        errs.extend(validate_qualified_name(key, rules.slashes, capacity));
         let before = old.and_then(|o| o.capacity.get(key));
         let truncated = truncate_key(key);
         errs.extend(validate_capacity(
@@ -284,7 +302,7 @@ fn validate_device(
             .declared(),
         );
     }
-    errs.extend(validate_device_node_selection(device, path, per_device_node_selection));
+    errs.extend(validate_device_node_selection(device, path, rules));
     errs.extend(validate_binding_conditions(device, path));
     errs
 }
@@ -436,9 +454,12 @@ fn truncate_key(key: &str) -> Cow<'_, str> {
     ))
 }
 
-fn validate_device_node_selection(device: &Device, path: At<'_>, per_device: bool) -> Vec<FieldError> {
+/// The per-device node selection of `validateDevice`. Its selector is a
+/// node selector in every version (`corevalidation.ValidateNodeSelector`);
+/// 1.38 also wants exactly one term.
+fn validate_device_node_selection(device: &Device, path: At<'_>, rules: &DeviceRules) -> Vec<FieldError> {
     let any_set = device.node_name.is_some() || device.node_selector.is_some() || device.all_nodes.is_some();
-    if !per_device {
+    if !rules.per_device_node_selection {
         if any_set {
             return vec![FieldError::invalid(
                 path,
@@ -462,8 +483,17 @@ fn validate_device_node_selection(device: &Device, path: At<'_>, per_device: boo
         }
         None => {}
     }
-    if device.node_selector.is_some() {
+    if let Some(selector) = &device.node_selector {
         set.push("`nodeSelector`");
+        let selector_path = path.field("nodeSelector");
+        errs.extend(validate_node_selector(selector, selector_path));
+        if rules.one_node_selector_term {
+            errs.extend(one_term(
+                selector,
+                selector_path,
+                unverified::ONE_DEVICE_NODE_SELECTOR_TERM,
+            ));
+        }
     }
     match device.all_nodes {
         Some(true) => set.push("`allNodes`"),
@@ -752,6 +782,201 @@ mod tests {
         assert_eq!(
             device(json!(["a", "b", "c", "d", "e"]), json!(["f"])),
             vec!["spec.devices[0].bindingConditions: Too many: 5: must have at most 4 items"]
+        );
+    }
+
+    /// `TestValidateResourceSliceUpdate` of the apiserver
+    /// (pkg/apis/resource/validation/validation_resourceslice_test.go,
+    /// kubernetes @00cb9913): its three taint cases, on its own slice
+    /// (`testResourceSlice("valid", "valid", "valid", 1)`), plus the
+    /// semantic equality of `timeAdded` its `DeepEqual` implies.
+    #[test]
+    fn taint_ratchet_follows_the_apiservers_own_cases() {
+        let valid = json!({"driver": "valid", "pool": {"name": "valid", "resourceSliceCount": 1}, "nodeName": "valid",
+            "devices": [{"name": "device-0",
+                "attributes": {"int": {"int": 42}, "string": {"string": "hello world"}, "version": {"version": "1.2.3"}, "bool": {"bool": true}},
+                "capacity": {"memory": {"value": "1Gi"}}}]});
+        let bad_taints = json!([{"key": "unhealthy-power", "effect": "NoExecute"}, {"key": "unhealthy-mem", "effect": "some-other-effect"}]);
+        let mut with_bad_taints = valid.clone();
+        with_bad_taints["devices"][0]["taints"] = bad_taints.clone();
+        let not_supported = |device: usize| {
+            format!(
+                r#"spec.devices[{device}].taints[1].effect: Unsupported value: "some-other-effect": supported values: "NoExecute", "NoSchedule", "None""#
+            )
+        };
+
+        let mut new_taints = valid.clone();
+        new_taints["devices"][0]["taints"] = bad_taints;
+        let mut other_field_changed = with_bad_taints.clone();
+        other_field_changed["devices"][0]["attributes"]["foo"] = json!({"string": "bar"});
+        let mut device_added = with_bad_taints.clone();
+        let mut other = with_bad_taints["devices"][0].clone();
+        other["name"] = json!("device-0-other");
+        if let Some(d) = device_added["devices"].as_array_mut() {
+            d.push(other);
+        }
+        let mut stamped = with_bad_taints.clone();
+        stamped["devices"][0]["taints"][1]["timeAdded"] = json!("2026-01-01T00:00:00Z");
+        let mut same_instant = stamped.clone();
+        same_instant["devices"][0]["taints"][1]["timeAdded"] = json!("2026-01-01T01:00:00+01:00");
+        same_instant["devices"][0]["attributes"]["foo"] = json!({"string": "bar"});
+        let mut later = stamped.clone();
+        later["devices"][0]["taints"][1]["timeAdded"] = json!("2026-01-01T00:00:01Z");
+
+        // (case, old, new, errors)
+        let cases: [(&str, &Value, &Value, Vec<String>); 6] = [
+            (
+                "invalid-new-effect-in-old-device",
+                &valid,
+                &new_taints,
+                vec![not_supported(0)],
+            ),
+            ("valid-old-effect", &with_bad_taints, &other_field_changed, vec![]),
+            (
+                "invalid-new-effect-in-new-device",
+                &with_bad_taints,
+                &device_added,
+                vec![not_supported(1)],
+            ),
+            ("valid-no-op-update", &with_bad_taints, &with_bad_taints, vec![]),
+            ("timeAdded-same-instant-other-spelling", &stamped, &same_instant, vec![]),
+            ("timeAdded-changed", &stamped, &later, vec![not_supported(0)]),
+        ];
+        for (name, old, new, want) in cases {
+            assert_eq!(update(new.clone(), old.clone()), want, "{name}");
+        }
+    }
+
+    fn judged(version: KubeVersion, new: &Value, old: Option<&Value>) -> Vec<String> {
+        let new = SliceSpec::decode(new).expect("decodes");
+        let old = old.map(|o| SliceSpec::decode(o).expect("decodes"));
+        validate_slice_spec(&new, old.as_ref(), Target::new(version), &Path::new("spec"))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// SPEC-k8s-1.38.md rule 1: a key with two slashes passes 1.36 and 1.37
+    /// (their `validateQualifiedName` has no case for three parts) and is
+    /// `Invalid` at the map's path in 1.38.
+    #[test]
+    fn two_slashes_in_a_key_are_a_138_rule() {
+        let attribute = slice(
+            json!([{"name": "gpu-0", "attributes": {"gpu.example.com/a/b": {"int": 1}, "gpu.example.com/ab": {"int": 2}}}]),
+        );
+        let capacity = slice(json!([{"name": "gpu-0", "capacity": {"gpu.example.com/mem/x": {"value": "1Gi"}}}]));
+        for version in [KubeVersion::V1_36, KubeVersion::V1_37] {
+            assert_eq!(judged(version, &attribute, None), Vec::<String>::new(), "{version}");
+            assert_eq!(judged(version, &capacity, None), Vec::<String>::new(), "{version}");
+        }
+        assert_eq!(
+            judged(KubeVersion::V1_38, &attribute, None),
+            [
+                r#"spec.devices[0].attributes: Invalid value: "gpu.example.com/a/b": must not contain more than one slash"#
+            ]
+        );
+        assert_eq!(
+            judged(KubeVersion::V1_38, &capacity, None),
+            [
+                r#"spec.devices[0].capacity: Invalid value: "gpu.example.com/mem/x": must not contain more than one slash"#
+            ]
+        );
+    }
+
+    /// The 1.38 ratchet is the slice's: a stored key stays while
+    /// `spec.devices` is unchanged, and any change to the list judges every
+    /// device again, the unchanged one with the stored key too.
+    #[test]
+    fn the_138_slash_rule_ratchets_at_the_slice_level() {
+        let stored = slice(json!([{"name": "gpu-0", "attributes": {"gpu.example.com/a/b": {"int": 1}}}]));
+        let mut pool_bumped = stored.clone();
+        pool_bumped["pool"]["generation"] = json!(2);
+        assert_eq!(
+            judged(KubeVersion::V1_38, &pool_bumped, Some(&stored)),
+            Vec::<String>::new(),
+            "devices unchanged"
+        );
+        let mut device_added = stored.clone();
+        if let Some(d) = device_added["devices"].as_array_mut() {
+            d.push(json!({"name": "gpu-1"}));
+        }
+        assert_eq!(
+            judged(KubeVersion::V1_38, &device_added, Some(&stored)),
+            [
+                r#"spec.devices[0].attributes: Invalid value: "gpu.example.com/a/b": must not contain more than one slash"#
+            ],
+            "another device changed the list: the stored key is judged again"
+        );
+        assert_eq!(
+            judged(KubeVersion::V1_37, &device_added, Some(&stored)),
+            Vec::<String>::new()
+        );
+    }
+
+    fn per_device(selector: Value) -> Value {
+        let mut s = slice(json!([{"name": "gpu-0", "nodeSelector": selector}]));
+        s.as_object_mut().map(|o| o.remove("nodeName"));
+        s["perDeviceNodeSelection"] = json!(true);
+        s
+    }
+
+    /// Issue 29: a device's `nodeSelector` is a node selector in every
+    /// version (`validateDevice` calls `corevalidation.ValidateNodeSelector`).
+    #[test]
+    fn a_devices_node_selector_is_validated_as_one_in_every_version() {
+        let empty = per_device(json!({"nodeSelectorTerms": []}));
+        let bad_key = per_device(
+            json!({"nodeSelectorTerms": [{"matchExpressions": [{"key": "bad key!", "operator": "Exists"}]}]}),
+        );
+        for version in KubeVersion::SUPPORTED.iter().copied() {
+            let errs = judged(version, &empty, None);
+            assert_eq!(
+                errs.first().map(String::as_str),
+                Some(
+                    "spec.devices[0].nodeSelector.nodeSelectorTerms: Required value: must have at least one node selector term"
+                ),
+                "{version}"
+            );
+            let errs = judged(version, &bad_key, None);
+            assert_eq!(errs.len(), 1, "{version}: {errs:?}");
+            assert!(
+                errs[0].starts_with(
+                    r#"spec.devices[0].nodeSelector.nodeSelectorTerms[0].matchExpressions[0].key: Invalid value: "bad key!": name part must consist of"#
+                ),
+                "{version}: {errs:?}"
+            );
+        }
+        assert_eq!(
+            judged(KubeVersion::V1_37, &empty, None).len(),
+            1,
+            "1.37 has no term count"
+        );
+        assert_eq!(
+            judged(KubeVersion::V1_38, &empty, None)[1],
+            "spec.devices[0].nodeSelector.nodeSelectorTerms: Invalid value: []: must have exactly one node selector term"
+        );
+    }
+
+    /// SPEC-k8s-1.38.md rule 2: two terms pass 1.37 and fail 1.38, whose
+    /// ratchet is the slice's.
+    #[test]
+    fn a_devices_node_selector_has_one_term_from_138() {
+        let terms = json!({"nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+                                                  {"matchExpressions": [{"key": "b", "operator": "Exists"}]}]});
+        let two = per_device(terms);
+        assert_eq!(judged(KubeVersion::V1_37, &two, None), Vec::<String>::new());
+        assert_eq!(
+            judged(KubeVersion::V1_38, &two, None),
+            [
+                r#"spec.devices[0].nodeSelector.nodeSelectorTerms: Invalid value: [{"matchExpressions":[{"key":"a","operator":"Exists"}]},{"matchExpressions":[{"key":"b","operator":"Exists"}]}]: must have exactly one node selector term"#
+            ]
+        );
+        let mut bumped = two.clone();
+        bumped["pool"]["generation"] = json!(3);
+        assert_eq!(
+            judged(KubeVersion::V1_38, &bumped, Some(&two)),
+            Vec::<String>::new(),
+            "stored, devices unchanged"
         );
     }
 

@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::Taint;
 
 use crate::field::{At, BadValue, FieldError};
-use crate::objects::dra::{Device, DeviceTaint};
+use crate::objects::dra::{Device, DeviceTaint, same_instant};
 use crate::rules::ratchet::{check_enum, check_required_enum};
 use crate::rules::tolerations::DEVICE_TAINT_EFFECTS;
 use crate::rules::{invalid_each, names, validate_slice};
@@ -43,19 +43,38 @@ pub fn validate_device_taint<'p>(
 
 /// The taints of one ResourceSlice device. As in the apiserver, a device
 /// (matched by name) whose whole taint list is unchanged is not judged
-/// again; any change judges every taint of that device as new, so a stored
-/// unknown effect then has to go (SPEC-k8s-rules.md §1.2).
+/// again, whatever else of the device changed; any change to the list
+/// judges every taint of it as new, so a stored unknown effect then has to
+/// go (SPEC-k8s-rules.md §1.2).
+///
+/// Mirrors `validateDevice`, pkg/apis/resource/validation/validation.go
+/// (kubernetes v1.36.2, unchanged in v1.37.0):
+/// `if oldDevice == nil || !apiequality.Semantic.DeepEqual(oldDevice.Taints, device.Taints)`.
 pub fn validate_slice_device_taints<'p>(
     device: &Device,
     old: Option<&Device>,
     path: impl Into<At<'p>>,
 ) -> Vec<FieldError> {
-    if old.is_some_and(|o| o.taints == device.taints) {
+    if old.is_some_and(|o| same_taint_list(&o.taints, &device.taints)) {
         return Vec::new();
     }
     validate_slice(&device.taints, DEVICE_TAINTS_MAX, path, |t, p| {
         validate_device_taint(t, None, p)
     })
+}
+
+/// `apiequality.Semantic.DeepEqual` of two device taint lists: same length,
+/// and taint by taint the same key, value and effect, with `timeAdded`
+/// compared as an instant (`metav1.Time`'s semantic equality is
+/// `a.UTC() == b.UTC()`), not as the text the client happened to send.
+pub fn same_taint_list(old: &[DeviceTaint], new: &[DeviceTaint]) -> bool {
+    old.len() == new.len()
+        && old.iter().zip(new).all(|(o, n)| {
+            o.key == n.key
+                && o.value == n.value
+                && o.effect == n.effect
+                && same_instant(o.time_added.as_deref(), n.time_added.as_deref())
+        })
 }
 
 /// Node taints at `metadata.taints` (the apiserver's path quirk). On update
