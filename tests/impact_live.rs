@@ -136,6 +136,7 @@ fn caps(spec: &str) -> PolicySet {
     );
     PolicySet {
         policies: draguard::policy::load::parse("caps.yaml", &yaml).expect("policy"),
+        ..Default::default()
     }
 }
 

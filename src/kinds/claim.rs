@@ -59,6 +59,7 @@ impl AdmittedKind for ClaimKind {
                     facts.cel,
                 ));
                 errs.extend(admin_access(spec, facts));
+                errs.extend(driver_configs(spec, None, &Path::new("spec"), facts));
             }
             Some(old) => {
                 errs.extend(shared::validate_meta_update(&new.whole.metadata, &old.whole.metadata));
@@ -76,6 +77,7 @@ impl AdmittedKind for ClaimKind {
                     &Path::new("spec"),
                     changed,
                 ));
+                errs.extend(driver_configs(spec, Some(&old.whole.spec), &Path::new("spec"), facts));
             }
         }
         errs.into()
@@ -108,6 +110,22 @@ pub(super) fn claim_paths(routed: Routed) -> fn(&Path) -> Path {
 pub(super) fn admin_access(spec: &ClaimSpec, facts: &Facts<'_>) -> Vec<FieldError> {
     let labels = facts.cluster.namespace_labels(facts.namespace);
     rules::claim::validate_admin_access(spec, labels.as_ref())
+}
+
+/// The drivers' opaque configs of a claim spec at `spec_path`, by their
+/// schemas; on UPDATE (`old`), a config already stored is not judged again.
+pub(super) fn driver_configs(
+    spec: &ClaimSpec,
+    old: Option<&ClaimSpec>,
+    spec_path: &Path,
+    facts: &Facts<'_>,
+) -> Vec<FieldError> {
+    rules::driver_config::judge_configs(
+        &spec.devices.config,
+        old.map(|o| o.devices.config.as_slice()),
+        &spec_path.child("devices").child("config"),
+        facts.drivers,
+    )
 }
 
 /// A claim spec is immutable. When it changed, the apiserver says so

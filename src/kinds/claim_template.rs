@@ -3,7 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::claim::{admin_access, claim_version, immutable_spec};
+use super::claim::{admin_access, claim_version, driver_configs, immutable_spec};
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::cluster::ClusterView;
 use crate::field::{BadValue, FieldError, Path};
@@ -68,6 +68,12 @@ impl AdmittedKind for ClaimTemplateKind {
                     &spec_path.child("spec"),
                     changed,
                 ));
+                errs.extend(driver_configs(
+                    &template.spec,
+                    Some(&old_template.spec),
+                    &spec_path.child("spec"),
+                    facts,
+                ));
                 errs.into()
             }
             None => {
@@ -83,6 +89,7 @@ impl AdmittedKind for ClaimTemplateKind {
                     facts.cel,
                 ));
                 errs.extend(admin_access(&template.spec, facts));
+                errs.extend(driver_configs(&template.spec, None, &spec_path.child("spec"), facts));
                 errs.into()
             }
         }

@@ -11,6 +11,7 @@
 
 pub(crate) mod claim;
 pub(crate) mod claim_template;
+pub(crate) mod device_class;
 pub(crate) mod device_taint_rule;
 pub mod embedded_template;
 pub mod embedded_tolerations;
@@ -37,6 +38,7 @@ use crate::policy::apply::TolerationList;
 use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::quota::Charge;
 use crate::rules::cel::CompileBudget;
+use crate::rules::driver_config::DriverSchemas;
 use crate::verdict::Warning;
 
 /// One kind as the API serves it: plain data, so that the kinds need not
@@ -193,6 +195,8 @@ pub struct Facts<'a> {
     pub cel: &'a CompileBudget,
     /// The Kubernetes release whose rules apply.
     pub target: Target,
+    /// The schemas drivers' opaque configs are judged by.
+    pub drivers: &'a DriverSchemas,
 }
 
 /// A typed view of an object: every one has the object's metadata.

@@ -18,10 +18,13 @@ use k8s_openapi::api::authentication::v1::UserInfo;
 
 pub use model::{Toleration, TolerationPolicy};
 
-/// The policies in force, each with the file it came from.
+/// The policies in force, each with the file it came from, and the driver
+/// config schemas: the built-in ones with the folder's
+/// `DriverConfigSchema` documents over them (they reload together).
 #[derive(Debug, Clone, Default)]
 pub struct PolicySet {
     pub policies: Vec<Loaded>,
+    pub drivers: crate::rules::driver_config::DriverSchemas,
 }
 
 #[derive(Debug, Clone)]

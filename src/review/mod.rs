@@ -294,6 +294,7 @@ mod tests {
                 "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: strict}\nspec:\n  patches: {denyPriorityTies: true}\n",
             )
             .expect("valid policy"),
+            ..Default::default()
         };
         let ctx = Context {
             now: "2026-11-21T10:00:00Z".parse().expect("time"),
@@ -334,6 +335,7 @@ mod tests {
                 &format!("apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: strict}}\nspec:\n  patches: {{denyPriorityTies: true}}\n{spec}"),
             )
             .expect("valid policy"),
+            ..Default::default()
         }
         };
         let cases = [
@@ -400,6 +402,7 @@ mod tests {
                 "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpu-defaults}\nspec:\n  devices:\n    defaults: [{key: example.com/maintenance, operator: Exists, effect: NoSchedule}]\n",
             )
             .expect("valid policy"),
+            ..Default::default()
         };
         let view = StaticView::default();
         let ctx = |phase| Context {

@@ -1,0 +1,117 @@
+//! Drivers' opaque device configuration (`opaque: {driver, parameters}`),
+//! judged by each driver's schema wherever it appears: a claim's
+//! `spec.devices.config[i]`, a template's `spec.spec.devices.config[i]`,
+//! a DeviceClass's `spec.config[i]`. The apiserver checks only that
+//! `parameters` is a JSON object; the driver decodes it when the kubelet
+//! prepares the device, and a mistake then leaves the pod in
+//! `ContainerCreating`. draguard says so at admission and in CI instead,
+//! in the driver's words, at the field's full path.
+//!
+//! A schema is keyed by driver, then by the parameters' apiVersion and
+//! kind (`registry.rs`); its shape is OpenAPI (`structural.rs`), its
+//! cross-field rules CEL (`cel.rs`), so that the built-in schemas
+//! (`nvidia.rs`, `example.rs`, `amd.rs`) and a user's `DriverConfigSchema`
+//! are one mechanism. A config whose driver has no schema is admitted.
+
+mod amd;
+mod cel;
+mod example;
+mod nvidia;
+pub mod registry;
+pub mod schema;
+mod structural;
+
+use serde_json::Value;
+
+pub use registry::{DriverSchemas, Lookup};
+pub use schema::ConfigSchema;
+
+use crate::field::{FieldError, Path};
+use crate::objects::claim::DeviceClaimConfiguration;
+
+/// A built-in schema: driver, apiVersion, kind, `openAPIV3Schema`.
+type BuiltIn = (&'static str, &'static str, &'static str, Value);
+
+/// The errors of every config in `configs` (at `path`, the `config` list),
+/// judged by `schemas`. `old`: on UPDATE, the configs already stored; a
+/// config equal to one of them is not judged again (ratcheting: a schema
+/// that became stricter does not block an update that leaves it alone).
+pub fn judge_configs(
+    configs: &[DeviceClaimConfiguration],
+    old: Option<&[DeviceClaimConfiguration]>,
+    path: &Path,
+    schemas: &DriverSchemas,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (i, config) in configs.iter().enumerate() {
+        if old.is_some_and(|old| old.contains(config)) {
+            continue;
+        }
+        let Some(opaque) = &config.opaque else {
+            continue;
+        };
+        // Not an object: the apiserver's own error, reported by the claim rules.
+        let Some(parameters) = opaque.parameters.as_ref().filter(|p| p.is_object()) else {
+            continue;
+        };
+        let at = path.index(i).child("opaque").child("parameters");
+        errs.extend(judge_parameters(&opaque.driver, parameters, &at, schemas));
+    }
+    errs
+}
+
+/// One config's parameters, at `at` (the `parameters` field).
+pub fn judge_parameters(driver: &str, parameters: &Value, at: &Path, schemas: &DriverSchemas) -> Vec<FieldError> {
+    if !schemas.knows_driver(driver) {
+        return Vec::new();
+    }
+    // apimachinery's json serializer (runtime/serializer/json/json.go,
+    // meta.go `Interpret`) refuses an object without apiVersion or kind
+    // before it looks for a type.
+    let text = |k: &str| parameters.get(k).and_then(Value::as_str).unwrap_or("");
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    if api_version.is_empty() {
+        return vec![FieldError::required(
+            at.child("apiVersion"),
+            "Object 'apiVersion' is missing",
+        )];
+    }
+    if kind.is_empty() {
+        return vec![FieldError::required(at.child("kind"), "Object 'Kind' is missing")];
+    }
+    match schemas.lookup(driver, api_version, kind) {
+        Lookup::Found(schema) => schema.judge(parameters, at),
+        Lookup::UnknownDriver | Lookup::UnknownVersion => Vec::new(),
+        // runtime/error.go `notRegisteredErr` (without the scheme's name,
+        // which is where the driver's Go source built it).
+        Lookup::UnknownKind { kinds } => vec![FieldError::invalid(
+            at.child("kind"),
+            kind,
+            format!(
+                "no kind \"{kind}\" is registered for version \"{api_version}\" (driver {driver} accepts {})",
+                kinds.join(", ")
+            ),
+        )],
+    }
+}
+
+/// The drivers of `configs` no schema knows, with the path of each
+/// config's driver field: `check --strict` warns of them.
+pub fn unknown_drivers<'c>(
+    configs: &'c [DeviceClaimConfiguration],
+    path: &Path,
+    schemas: &DriverSchemas,
+) -> Vec<(Path, &'c str)> {
+    configs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let opaque = c.opaque.as_ref()?;
+            (!opaque.driver.is_empty() && !schemas.knows_driver(&opaque.driver))
+                .then(|| (path.index(i).child("opaque").child("driver"), opaque.driver.as_str()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
