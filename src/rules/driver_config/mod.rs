@@ -95,20 +95,39 @@ pub fn judge_parameters(driver: &str, parameters: &Value, at: &Path, schemas: &D
     }
 }
 
-/// The drivers of `configs` no schema knows, with the path of each
-/// config's driver field: `check --strict` warns of them.
-pub fn unknown_drivers<'c>(
-    configs: &'c [DeviceClaimConfiguration],
-    path: &Path,
+/// Where a kind holds its config list, as JSON-pointer tokens.
+pub fn config_list(group: &str, kind: &str) -> Option<&'static [&'static str]> {
+    match (group, kind) {
+        ("resource.k8s.io", "ResourceClaim") => Some(&["spec", "devices", "config"]),
+        ("resource.k8s.io", "ResourceClaimTemplate") => Some(&["spec", "spec", "devices", "config"]),
+        ("resource.k8s.io", "DeviceClass") => Some(&["spec", "config"]),
+        _ => None,
+    }
+}
+
+/// The configs of `object` (a `group` `kind`) whose driver no schema
+/// knows, with the path of each one's `driver` field: `check --strict`
+/// warns of them, since their parameters go unchecked.
+pub fn unknown_drivers<'v>(
+    group: &str,
+    kind: &str,
+    object: &'v Value,
     schemas: &DriverSchemas,
-) -> Vec<(Path, &'c str)> {
+) -> Vec<(Path, &'v str)> {
+    let Some(tokens) = config_list(group, kind) else {
+        return Vec::new();
+    };
+    let Some(configs) = crate::objects::value_at(object, tokens).and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let path = tokens.iter().fold(Path::new(""), |p, t| p.child(t));
     configs
         .iter()
         .enumerate()
         .filter_map(|(i, c)| {
-            let opaque = c.opaque.as_ref()?;
-            (!opaque.driver.is_empty() && !schemas.knows_driver(&opaque.driver))
-                .then(|| (path.index(i).child("opaque").child("driver"), opaque.driver.as_str()))
+            let driver = c.get("opaque")?.get("driver")?.as_str()?;
+            (!driver.is_empty() && !schemas.knows_driver(driver))
+                .then(|| (path.index(i).child("opaque").child("driver"), driver))
         })
         .collect()
 }
