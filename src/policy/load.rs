@@ -99,6 +99,8 @@ pub struct Folder {
 pub struct Parsed {
     pub policies: Vec<Loaded>,
     pub skipped: Vec<Skipped>,
+    /// DriverConfigSchema documents, compiled.
+    pub driver_schemas: Vec<super::driver_schema::DriverSchemaDoc>,
 }
 
 /// Loads every `*.yaml`/`*.yml` file of `dir` (not recursively, in name
@@ -136,6 +138,7 @@ pub fn load_dir(dir: &Path) -> Result<Folder, PolicyLoadError> {
             Ok(text) => match parse_file(&name, &text) {
                 Ok(parsed) => {
                     folder.set.policies.extend(parsed.policies);
+                    folder.set.add_driver_schemas(&parsed.driver_schemas);
                     folder.skipped.extend(parsed.skipped);
                 }
                 Err(mut e) => errors.append(&mut e),
@@ -236,6 +239,17 @@ pub fn parse_file(file: &str, text: &str) -> Result<Parsed, Vec<PolicyError>> {
                 position: locate(doc, &[]),
                 what,
             });
+            continue;
+        }
+        if super::driver_schema::is_driver_schema(&value) {
+            match super::driver_schema::parse(file, &value) {
+                Ok(schema) => parsed.driver_schemas.push(schema),
+                Err(problems) => errors.extend(
+                    problems
+                        .into_iter()
+                        .map(|(path, message)| error(locate(doc, FieldPath::parse(&path).segments()), message)),
+                ),
+            }
             continue;
         }
         let (policy, mut problems) = decode_reporting_all(&value);

@@ -5,6 +5,7 @@
 pub mod applicable;
 pub mod apply;
 pub mod cover;
+pub mod driver_schema;
 pub mod enforce;
 pub mod load;
 pub mod model;
@@ -36,6 +37,17 @@ pub struct Loaded {
 impl PolicySet {
     pub fn is_empty(&self) -> bool {
         self.policies.is_empty()
+    }
+
+    /// Puts a folder's DriverConfigSchema documents over the built-in
+    /// schemas, in the order given (a later version of the same driver,
+    /// apiVersion and kind replaces an earlier one).
+    pub fn add_driver_schemas(&mut self, docs: &[driver_schema::DriverSchemaDoc]) {
+        for doc in docs {
+            for (api_version, kind, schema) in &doc.versions {
+                self.drivers.insert(&doc.driver, api_version, kind, schema.clone());
+            }
+        }
     }
 }
 
