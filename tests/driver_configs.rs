@@ -420,3 +420,60 @@ fn an_update_that_keeps_a_config_does_not_judge_it_again() {
         )]
     );
 }
+
+/// A policy's sharing rules, through `/validate`: the cause names the
+/// policy, sits at the offending setting, and Enforce denies with 403.
+#[test]
+fn a_sharing_policy_denies_at_the_setting() {
+    let yaml = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: sharing}\nspec:\n  sharing:\n    allow: [{driver: gpu.nvidia.com, deviceClasses: [gpu.example.com], strategies: [TimeSlicing]}]\n    mps: {maxPinnedDeviceMemory: 16Gi}\n";
+    let policies = PolicySet {
+        policies: draguard::policy::load::parse("p.yaml", yaml).expect("policy"),
+        ..Default::default()
+    };
+    let review = |object: &Value| {
+        let ctx = Context {
+            now: "2026-11-21T10:00:00Z".parse().expect("time"),
+            cluster: &NoCluster,
+            policies: &policies,
+            toleration_restriction: None,
+            phase: Phase::Validate,
+            deadline: None,
+            target: Default::default(),
+        };
+        let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": "u1", "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
+            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
+            "name": "c", "namespace": "ml", "operation": "CREATE", "userInfo": {"username": "alice"}, "object": object}});
+        Incoming::parse(&serde_json::to_vec(&body).expect("JSON"))
+            .expect("review")
+            .answer(&ctx)
+            .1
+    };
+    let allowed = review(&gpu(json!({"strategy": "TimeSlicing"})));
+    assert_eq!(allowed["response"]["allowed"], true, "{allowed}");
+    let denied = review(&gpu(
+        json!({"strategy": "MPS", "mpsConfig": {"defaultPinnedDeviceMemoryLimit": "32Gi"}}),
+    ));
+    assert_eq!(denied["response"]["status"]["code"], 403, "{denied}");
+    let causes: Vec<(&str, &str)> = denied["response"]["status"]["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| (c["field"].as_str().unwrap_or(""), c["message"].as_str().unwrap_or("")))
+        .collect();
+    let strategy = format!("{P}.sharing.strategy");
+    let limit = format!("{P}.sharing.mpsConfig.defaultPinnedDeviceMemoryLimit");
+    assert_eq!(
+        causes,
+        [
+            (
+                strategy.as_str(),
+                format!("toleration policy \"sharing\": {strategy}: sharing strategy MPS is not allowed for gpu.nvidia.com devices of class \"gpu.example.com\" (allowed: TimeSlicing)").as_str()
+            ),
+            (
+                limit.as_str(),
+                format!("toleration policy \"sharing\": {limit}: MPS pinned device memory 32Gi is more than the 16Gi allowed").as_str()
+            ),
+        ]
+    );
+}

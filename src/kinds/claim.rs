@@ -88,6 +88,10 @@ impl AdmittedKind for ClaimKind {
         Some((PolicyTarget::Device, lists))
     }
 
+    fn claim_spec(view: &ClaimView) -> Option<(&ClaimSpec, Path)> {
+        Some((&view.whole.spec, Path::new("spec")))
+    }
+
     fn quota_charge(view: &ClaimView, _: &str, _: &dyn ClusterView) -> Option<Charge> {
         Some(claim_charge(&view.whole.spec, &view.whole.metadata))
     }

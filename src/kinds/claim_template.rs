@@ -104,6 +104,10 @@ impl AdmittedKind for ClaimTemplateKind {
         Some((PolicyTarget::Device, lists))
     }
 
+    fn claim_spec(view: &ClaimTemplateView) -> Option<(&ClaimSpec, Path)> {
+        Some((&view.whole.spec.spec, Path::new("spec").child("spec")))
+    }
+
     /// A webhook charges the claims themselves; `check` knows how many
     /// claims the template will stamp and charges it that many times.
     fn quota_charge(view: &ClaimTemplateView, namespace: &str, cluster: &dyn ClusterView) -> Option<Charge> {

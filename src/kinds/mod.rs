@@ -244,6 +244,12 @@ pub trait AdmittedKind: 'static {
         None
     }
 
+    /// The claim spec whose drivers' configs a policy's `sharing` rules
+    /// judge (a claim's, a template's claims'), with its path.
+    fn claim_spec(_view: &Self::View) -> Option<(&crate::objects::ClaimSpec, crate::field::Path)> {
+        None
+    }
+
     /// The pod spec PodTolerationRestriction's whitelist applies to.
     fn pod_spec(_view: &Self::View) -> Option<&PodSpecView> {
         None

@@ -457,6 +457,7 @@ pub fn lint(p: &TolerationPolicy) -> Vec<(String, String)> {
             }
         }
     }
+    out.extend(super::sharing::lint(&spec.sharing));
     let sel = &spec.namespaces;
     for (list, name) in [(&sel.names, "names"), (&sel.exclude, "exclude")] {
         for (i, g) in list.iter().enumerate() {

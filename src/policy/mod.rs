@@ -11,6 +11,7 @@ pub mod load;
 pub mod model;
 pub mod namespace_guards;
 pub mod schema;
+pub mod sharing;
 pub mod toleration_restriction;
 
 use std::collections::BTreeMap;
