@@ -477,3 +477,27 @@ fn a_sharing_policy_denies_at_the_setting() {
         ]
     );
 }
+
+/// NVIDIA's own rule (#1320): sharing settings on an adminAccess request
+/// of gpu.nvidia.com are refused, without any policy; other requests of
+/// the same claim may share.
+#[test]
+fn nvidia_sharing_on_an_admin_access_request() {
+    let mut object = gpu(json!({"strategy": "TimeSlicing"}));
+    object["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = json!(true);
+    // (Without a cluster the namespace's admin-access label is unknown,
+    // so the apiserver's rule on it says nothing here.)
+    denied(
+        &object,
+        &format!("{P}.sharing"),
+        "Forbidden: sharing settings cannot be used on an adminAccess request: they would replace the sharing state of the device's owner (dra-driver-nvidia-gpu #1320)",
+    );
+    let mut owner = object.clone();
+    owner["spec"]["devices"]["requests"]
+        .as_array_mut()
+        .expect("requests")
+        .push(json!({"name": "own", "exactly": {"deviceClassName": "gpu.nvidia.com"}}));
+    owner["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = json!(false);
+    owner["spec"]["devices"]["requests"][1]["exactly"]["adminAccess"] = json!(true);
+    admitted(&owner);
+}

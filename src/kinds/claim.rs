@@ -124,12 +124,14 @@ pub(super) fn driver_configs(
     spec_path: &Path,
     facts: &Facts<'_>,
 ) -> Vec<FieldError> {
-    rules::driver_config::judge_configs(
+    let mut errs = rules::driver_config::judge_configs(
         &spec.devices.config,
         old.map(|o| o.devices.config.as_slice()),
         &spec_path.child("devices").child("config"),
         facts.drivers,
-    )
+    );
+    errs.extend(rules::driver_config::sharing_on_admin_access(spec, old, spec_path));
+    errs
 }
 
 /// A claim spec is immutable. When it changed, the apiserver says so

@@ -13,6 +13,7 @@
 //! (`nvidia.rs`, `example.rs`, `amd.rs`) and a user's `DriverConfigSchema`
 //! are one mechanism. A config whose driver has no schema is admitted.
 
+mod admin_access;
 mod amd;
 mod cel;
 mod example;
@@ -23,6 +24,7 @@ mod structural;
 
 use serde_json::Value;
 
+pub use admin_access::sharing_on_admin_access;
 pub use registry::{DriverSchemas, Lookup};
 pub use schema::ConfigSchema;
 
