@@ -45,6 +45,11 @@ pub fn judge_configs(
     schemas: &DriverSchemas,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    // Past the apiserver's 32 configs its TooMany is the answer, and the
+    // work stays bounded.
+    if configs.len() > crate::rules::claim::DEVICE_CONFIG_MAX {
+        return errs;
+    }
     for (i, config) in configs.iter().enumerate() {
         if old.is_some_and(|old| old.contains(config)) {
             continue;
@@ -52,8 +57,12 @@ pub fn judge_configs(
         let Some(opaque) = &config.opaque else {
             continue;
         };
-        // Not an object: the apiserver's own error, reported by the claim rules.
-        let Some(parameters) = opaque.parameters.as_ref().filter(|p| p.is_object()) else {
+        // Not an object, or over 10 KiB: the apiserver's own error, reported
+        // by the claim rules. The bound also keeps what a schema walks (and
+        // what CEL converts) small: at most 32 configs of 10 KiB a request.
+        let Some(parameters) = opaque.parameters.as_ref().filter(|p| {
+            p.is_object() && crate::rules::claim::encoded_len(p) <= crate::rules::claim::OPAQUE_PARAMETERS_MAX
+        }) else {
             continue;
         };
         let at = path.index(i).child("opaque").child("parameters");
