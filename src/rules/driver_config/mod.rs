@@ -16,6 +16,7 @@
 mod admin_access;
 mod amd;
 mod cel;
+pub mod effective;
 mod example;
 mod nvidia;
 pub mod registry;
