@@ -186,3 +186,44 @@ fn policy_lint_reports_a_rule_that_does_not_compile() {
         "{stdout}"
     );
 }
+
+/// NVIDIA's gates are taken to be on; a DriverConfigSchema that declares
+/// one off gets the driver's stricter verdict, in its words.
+#[test]
+fn declared_feature_gates_give_the_drivers_stricter_verdict() {
+    let folder = tempfile::tempdir().expect("folder");
+    std::fs::write(
+        folder.path().join("nvidia.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: DriverConfigSchema\nmetadata: {name: nvidia-gates}\nspec:\n  driver: gpu.nvidia.com\n  featureGates: {MPSSupport: false}\n",
+    )
+    .expect("write");
+    let mut options = Options::at("2026-11-21T10:00:00Z".parse().expect("time"));
+    let object = json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "ml"},
+        "spec": {"devices": {
+            "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}],
+            "config": [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters":
+                {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": {"strategy": "MPS"}}}}]
+        }}
+    });
+    let judge = |options: &Options| {
+        let sources = [Source {
+            name: "c.json".into(),
+            text: object.to_string(),
+        }];
+        check(&sources, &[], options, |_, _| {}).objects[0]
+            .findings
+            .iter()
+            .map(|f| format!("{}: {}", f.field.clone().unwrap_or_default(), f.message))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(judge(&options), Vec::<String>::new(), "gates on by default");
+    options.policies = draguard::policy::load::load_dir(folder.path()).expect("loads").set;
+    assert_eq!(
+        judge(&options),
+        [format!(
+            "{PARAMS}.sharing.strategy: Invalid value: \"MPS\": \"MPS\" is selected as the GPU sharing strategy, but the \"MPSSupport\" feature gate is not enabled"
+        )]
+    );
+}

@@ -19,6 +19,10 @@
 //!       properties:
 //!         slots: {type: integer, minimum: 1, maximum: 8}
 //! ```
+//!
+//! `featureGates` declares a driver's gates as the cluster runs it
+//! (`{MPSSupport: false}` for NVIDIA's): the built-in schemas take every
+//! gate to be on unless told.
 
 use std::sync::Arc;
 
@@ -45,7 +49,13 @@ struct Document {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Spec {
     driver: String,
+    #[serde(default)]
     versions: Vec<Version>,
+    /// The driver's feature gates as the cluster runs it; a gate not named
+    /// is taken to be on (draguard never denies what the driver could
+    /// accept unless told the driver is stricter).
+    #[serde(default)]
+    feature_gates: std::collections::BTreeMap<String, bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -64,6 +74,7 @@ pub struct DriverSchemaDoc {
     pub file: String,
     pub driver: String,
     pub versions: Vec<(String, String, Arc<ConfigSchema>)>,
+    pub feature_gates: std::collections::BTreeMap<String, bool>,
 }
 
 /// Whether a document of draguard's group is a DriverConfigSchema.
@@ -82,10 +93,10 @@ pub fn parse(file: &str, doc: &Value) -> Result<DriverSchemaDoc, Vec<(String, St
     for e in crate::rules::names::dns1123_subdomain(&document.spec.driver) {
         problems.push(("spec.driver".to_owned(), e));
     }
-    if document.spec.versions.is_empty() {
+    if document.spec.versions.is_empty() && document.spec.feature_gates.is_empty() {
         problems.push((
             "spec.versions".to_owned(),
-            "must name at least one apiVersion and kind".to_owned(),
+            "must name at least one apiVersion and kind (or the driver's featureGates)".to_owned(),
         ));
     }
     let mut versions: Vec<(String, String, Arc<ConfigSchema>)> = Vec::new();
@@ -126,5 +137,6 @@ pub fn parse(file: &str, doc: &Value) -> Result<DriverSchemaDoc, Vec<(String, St
         file: file.to_owned(),
         driver: document.spec.driver,
         versions,
+        feature_gates: document.spec.feature_gates,
     })
 }

@@ -48,6 +48,9 @@ impl PolicySet {
             for (api_version, kind, schema) in &doc.versions {
                 self.drivers.insert(&doc.driver, api_version, kind, schema.clone());
             }
+            for (gate, enabled) in &doc.feature_gates {
+                self.drivers.set_gate(&doc.driver, gate, *enabled);
+            }
         }
     }
 }

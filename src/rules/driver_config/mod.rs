@@ -92,7 +92,13 @@ pub fn judge_parameters(driver: &str, parameters: &Value, at: &Path, schemas: &D
         return vec![FieldError::required(at.child("kind"), "Object 'Kind' is missing")];
     }
     match schemas.lookup(driver, api_version, kind) {
-        Lookup::Found(schema) => schema.judge(parameters, at),
+        Lookup::Found(schema) => {
+            let mut errs = schema.judge(parameters, at);
+            if errs.is_empty() && driver == nvidia::GPU_DRIVER {
+                errs.extend(nvidia::gate_errors(parameters, at, schemas));
+            }
+            errs
+        }
         Lookup::UnknownDriver | Lookup::UnknownVersion => Vec::new(),
         // runtime/error.go `notRegisteredErr` (without the scheme's name,
         // which is where the driver's Go source built it).

@@ -22,7 +22,8 @@
 
 use serde_json::{Value, json};
 
-use super::BuiltIn;
+use super::{BuiltIn, DriverSchemas};
+use crate::field::{FieldError, Path};
 
 pub const GPU_DRIVER: &str = "gpu.nvidia.com";
 pub const COMPUTE_DOMAIN_DRIVER: &str = "compute-domain.nvidia.com";
@@ -193,4 +194,28 @@ fn daemon_config() -> Value {
         "properties": {"domainID": {"type": "string"}},
         "x-kubernetes-validations": [domain_id_rule()]
     })
+}
+
+/// validate.go `validateSharingStrategy` with the gates a user declared
+/// off: `gpuSharingFeatureGateError`, worded with Go's `%q`. Only when a
+/// gate was declared off; by default every gate is taken to be on.
+pub fn gate_errors(parameters: &Value, at: &Path, schemas: &DriverSchemas) -> Vec<FieldError> {
+    let Some(strategy) = parameters.pointer("/sharing/strategy").and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let gate = match strategy {
+        "TimeSlicing" => "TimeSlicingSettings",
+        "MPS" => "MPSSupport",
+        _ => return Vec::new(),
+    };
+    if schemas.gate(GPU_DRIVER, gate) {
+        return Vec::new();
+    }
+    vec![FieldError::invalid(
+        at.child("sharing").child("strategy"),
+        strategy,
+        format!(
+            "\"{strategy}\" is selected as the GPU sharing strategy, but the \"{gate}\" feature gate is not enabled"
+        ),
+    )]
 }

@@ -17,6 +17,9 @@ pub type DriverVersions = BTreeMap<(String, String), Arc<ConfigSchema>>;
 #[derive(Clone, Debug)]
 pub struct DriverSchemas {
     drivers: BTreeMap<String, DriverVersions>,
+    /// Feature gates a user declared per driver (a DriverConfigSchema's
+    /// `featureGates`); a gate not declared is taken to be on.
+    gates: BTreeMap<String, BTreeMap<String, bool>>,
 }
 
 /// What the registry knows of a config's (driver, apiVersion, kind).
@@ -37,6 +40,7 @@ pub enum Lookup<'a> {
 static BUILT_IN: LazyLock<DriverSchemas> = LazyLock::new(|| {
     let mut schemas = DriverSchemas {
         drivers: BTreeMap::new(),
+        gates: BTreeMap::new(),
     };
     for (driver, api_version, kind, openapi) in nvidia::schemas()
         .into_iter()
@@ -70,6 +74,24 @@ impl DriverSchemas {
             .entry(driver.to_owned())
             .or_default()
             .insert((api_version.to_owned(), kind.to_owned()), schema);
+    }
+
+    /// Declares one of a driver's feature gates on or off.
+    pub fn set_gate(&mut self, driver: &str, gate: &str, enabled: bool) {
+        self.gates
+            .entry(driver.to_owned())
+            .or_default()
+            .insert(gate.to_owned(), enabled);
+    }
+
+    /// Whether a driver's gate is on: what a user declared, else on, so
+    /// that draguard never denies what the driver could accept.
+    pub fn gate(&self, driver: &str, gate: &str) -> bool {
+        self.gates
+            .get(driver)
+            .and_then(|g| g.get(gate))
+            .copied()
+            .unwrap_or(true)
     }
 
     pub fn knows_driver(&self, driver: &str) -> bool {
