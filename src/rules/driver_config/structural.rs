@@ -6,10 +6,13 @@
 //! field may sit beside which strategy) is CEL (`cel.rs`).
 //!
 //! Errors are worded the way the drivers' decoders fail: an unknown key
-//! is apimachinery's strict decoding error (sigs.k8s.io/json, at
-//! k8s.io/apimachinery v0.34 `pkg/runtime/serializer/json/json.go`), a
-//! malformed quantity is `resource.ParseQuantity`'s `ErrFormatWrong`
-//! (`pkg/api/resource/quantity.go`, the same tag).
+//! is apimachinery's strict decoding error (the serializer of
+//! `pkg/runtime/serializer/json/json.go` with `Strict: true`), in the words
+//! dra-driver-nvidia-gpu's own bats test expects at 95932046
+//! (tests/bats/test_cd_misc.bats:128, `strict decoding error: unknown field
+//! "unexpectedField"`), at the key's own path; a malformed quantity is
+//! `resource.ParseQuantity`'s `ErrFormatWrong` (apimachinery
+//! `pkg/api/resource/quantity.go`, as crates/k8s-quantity ports it).
 
 use serde_json::{Map, Value};
 
