@@ -10,8 +10,35 @@ use serde_json::json;
 
 /// A typical claim: one exact GPU request with a CEL selector and a
 /// toleration, one prioritized list of three alternatives, a constraint and
-/// an opaque config.
+/// an opaque config (the example driver's, judged by its schema).
 fn typical_claim_review() -> Vec<u8> {
+    claim_review(
+        json!([{"requests": ["gpu"], "opaque": {"driver": "gpu.example.com", "parameters": {
+        "apiVersion": "gpu.resource.example.com/v1alpha1", "kind": "GpuConfig",
+        "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}}}}}]),
+    )
+}
+
+/// The typical claim with NVIDIA's heaviest configs: a GpuConfig with MPS
+/// settings (every CEL rule of its schema runs) and a ComputeDomain channel
+/// config, beside the example driver's.
+fn configured_claim_review() -> Vec<u8> {
+    claim_review(json!([
+        {"requests": ["gpu"], "opaque": {"driver": "gpu.example.com", "parameters": {
+            "apiVersion": "gpu.resource.example.com/v1alpha1", "kind": "GpuConfig",
+            "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}}}}},
+        {"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+            "sharing": {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 50,
+                "defaultPinnedDeviceMemoryLimit": "10Gi", "defaultPerDevicePinnedMemoryLimit": {"0": "5Gi"}}}}}},
+        {"requests": ["nic"], "opaque": {"driver": "compute-domain.nvidia.com", "parameters": {
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainChannelConfig",
+            "domainID": "5b0f6f2c-3f43-4b5e-9d1c-7d2f5c0e8a11", "allocationMode": "Single"}}}
+    ]))
+}
+
+/// The typical claim with the configs given.
+fn claim_review(config: serde_json::Value) -> Vec<u8> {
     let claim = json!({
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
@@ -34,7 +61,7 @@ fn typical_claim_review() -> Vec<u8> {
                 ]}
             ],
             "constraints": [{"requests": ["gpu", "nic"], "matchAttribute": "example.com/numa"}],
-            "config": [{"requests": ["gpu"], "opaque": {"driver": "gpu.example.com", "parameters": {"mode": "exclusive"}}}]
+            "config": config
         }}
     });
     serde_json::to_vec(&json!({
@@ -53,25 +80,31 @@ fn typical_claim_review() -> Vec<u8> {
 }
 
 fn bench_review(c: &mut Criterion) {
-    let body = typical_claim_review();
     let now: jiff::Timestamp = "2026-11-21T10:00:00Z".parse().expect("time");
     let policies = draguard::policy::PolicySet::default();
     let ctx = Engine::new(&policies, &NoCluster, Default::default()).context(now, Phase::Validate, None);
-    // Guard the benchmark against measuring a denial path by accident.
-    let (decision, _) = Incoming::parse(&body).expect("review").answer(&ctx);
-    assert!(
-        decision.allowed,
-        "the typical claim must be admitted: {:?}",
-        decision.denial
-    );
-
-    c.bench_function("review typical claim (parse + validate + render)", |b| {
-        b.iter(|| {
-            let incoming = Incoming::parse(std::hint::black_box(&body)).expect("review");
-            let decision = incoming.decide(&ctx);
-            incoming.answer_with(&decision, &ctx).to_vec().expect("serializable")
-        })
-    });
+    // What drivers' configs cost (the schemas are compiled once, before
+    // the first review): the same claim without configs, with the typical
+    // one, and with three, NVIDIA's MPS config among them.
+    for (name, body) in [
+        (
+            "review typical claim (parse + validate + render)",
+            typical_claim_review(),
+        ),
+        ("review claim without configs", claim_review(json!([]))),
+        ("review claim with three driver configs", configured_claim_review()),
+    ] {
+        // Guard the benchmark against measuring a denial path by accident.
+        let (decision, _) = Incoming::parse(&body).expect("review").answer(&ctx);
+        assert!(decision.allowed, "{name}: must be admitted: {:?}", decision.denial);
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                let incoming = Incoming::parse(std::hint::black_box(&body)).expect("review");
+                let decision = incoming.decide(&ctx);
+                incoming.answer_with(&decision, &ctx).to_vec().expect("serializable")
+            })
+        });
+    }
 }
 
 criterion_group!(benches, bench_review);

@@ -36,6 +36,24 @@ PASS example-policies / alice may
     );
 }
 
+/// The sharing rules of policies/gpu-sharing.yaml: strategies per driver
+/// and class, MPS bounds, adminAccess, and Warn mode in one namespace.
+#[test]
+fn the_sharing_suite_passes_case_by_case() {
+    let out = draguard(&["policy", "test", "examples/policy-test-sharing"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        "PASS gpu-sharing / MPS within the bounds on a full GPU
+PASS gpu-sharing / more than half the SMs is denied
+PASS gpu-sharing / MIG devices may not be time-sliced
+PASS gpu-sharing / no sharing settings on an adminAccess request
+PASS gpu-sharing / research is warned, not denied
+5 cases, 0 failed
+"
+    );
+}
+
 /// The example suite with its paths made absolute, written to `dir`, and
 /// `edit` applied to its text.
 fn edited_suite(dir: &Path, edit: impl Fn(String) -> String) -> String {

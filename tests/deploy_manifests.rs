@@ -434,6 +434,7 @@ const BASE_FAILURE: &[(&str, &str)] = &[
     ("nodes.validate.draguard.dev", "Ignore"),
     ("namespaces.validate.draguard.dev", "Fail"),
     ("namespaces-fail-open.validate.draguard.dev", "Ignore"),
+    ("deviceclasses.validate.draguard.dev", "Ignore"),
 ];
 
 fn ca_bundle_is_empty(w: &Value) -> bool {
@@ -548,7 +549,15 @@ fn base_is_read_only_and_highly_available() {
     let config_map = volume["configMap"]["name"].as_str().expect("name");
     let data = &find(&docs, "ConfigMap", config_map).expect("the generated ConfigMap")["data"];
     let files: Vec<&String> = data.as_object().expect("data").keys().collect();
-    assert_eq!(files, ["dedicated-nodes.yaml", "gpu-devices.yaml", "maintenance.yaml"]);
+    assert_eq!(
+        files,
+        [
+            "dedicated-nodes.yaml",
+            "gpu-devices.yaml",
+            "gpu-sharing.yaml",
+            "maintenance.yaml"
+        ]
+    );
     assert!(args(&docs).contains(&"--policies=/etc/draguard/policies"));
 }
 
@@ -711,10 +720,10 @@ fn manifests_agree_with_the_kind_registry() {
     assert_eq!(served, row.versions);
     // What draguard watches of the DRA kinds it judges, it reads by their
     // plural (the core group also holds Namespaces and ResourceQuotas,
-    // which draguard reads but does not judge). DeviceClasses are read, not
-    // judged: their extended resource names are quota keys. Without the
-    // read, that cache would never list and no replica would be ready.
-    const READ_NOT_JUDGED: [(&str, &str); 1] = [("resource.k8s.io", "deviceclasses")];
+    // which draguard reads but does not judge). DeviceClasses are judged
+    // (their drivers' configs) and read (their extended resource names are
+    // quota keys); every DRA kind draguard reads is one it judges.
+    const READ_NOT_JUDGED: [(&str, &str); 0] = [];
     let role = find(&docs, "ClusterRole", "draguard").expect("the ClusterRole");
     let mut read_not_judged = Vec::new();
     for rule in role["rules"].as_array().expect("rules") {

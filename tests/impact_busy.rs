@@ -37,6 +37,7 @@ fn policies(caps: Option<&str>) -> PolicySet {
     );
     PolicySet {
         policies: draguard::policy::load::parse("caps.yaml", &yaml).expect("policy"),
+        ..Default::default()
     }
 }
 

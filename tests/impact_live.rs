@@ -180,6 +180,7 @@ fn caps(spec: &str) -> PolicySet {
     );
     PolicySet {
         policies: draguard::policy::load::parse("caps.yaml", &yaml).expect("policy"),
+        ..Default::default()
     }
 }
 

@@ -67,7 +67,13 @@ fn policy_sets() -> Vec<(String, PolicySet)> {
     for yaml in SETS {
         let text = format!("apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\n{yaml}\n");
         let policies = parse("set.yaml", &text).unwrap_or_else(|e| panic!("{yaml}: {e:?}"));
-        sets.push((policies[0].policy.metadata.name.clone(), PolicySet { policies }));
+        sets.push((
+            policies[0].policy.metadata.name.clone(),
+            PolicySet {
+                policies,
+                ..Default::default()
+            },
+        ));
     }
     sets
 }

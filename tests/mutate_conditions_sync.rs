@@ -26,6 +26,7 @@ fn policies(namespace: &str) -> PolicySet {
     );
     PolicySet {
         policies: parse("ml.yaml", &yaml).expect("valid policy"),
+        ..Default::default()
     }
 }
 

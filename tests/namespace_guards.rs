@@ -28,6 +28,7 @@ spec:
 fn policies(yaml: &str) -> PolicySet {
     PolicySet {
         policies: draguard::policy::load::parse("guards.yaml", yaml).expect("valid policy"),
+        ..Default::default()
     }
 }
 

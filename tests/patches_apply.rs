@@ -64,6 +64,7 @@ fn world() -> &'static World {
             .set;
         let defaults = PolicySet {
             policies: draguard::policy::load::parse("defaults.yaml", DEFAULTS).expect("a valid policy"),
+            ..Default::default()
         };
         let mut cluster = StaticView::default()
             .with_namespace("ml", &[])

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 fn policies(yaml: &str) -> PolicySet {
     PolicySet {
         policies: parse("test.yaml", yaml).expect("valid policies"),
+        ..Default::default()
     }
 }
 

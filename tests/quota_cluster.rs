@@ -97,6 +97,7 @@ fn quota_policy(gpus: u32) -> PolicySet {
     );
     PolicySet {
         policies: draguard::policy::load::parse("q.yaml", &yaml).expect("policy"),
+        ..Default::default()
     }
 }
 

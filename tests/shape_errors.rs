@@ -29,6 +29,7 @@ spec:
 fn defaults() -> PolicySet {
     PolicySet {
         policies: draguard::policy::load::parse("defaults.yaml", DEFAULTS).expect("valid policy"),
+        ..Default::default()
     }
 }
 

@@ -871,6 +871,15 @@ fn check_object(
     } else {
         None
     };
+    // --strict: configs whose driver has no schema go unchecked; say so.
+    let unknown_drivers: Vec<(Path, String)> = if options.strict {
+        crate::rules::driver_config::unknown_drivers(group, &kind, v, &options.policies.drivers)
+            .into_iter()
+            .map(|(field, driver)| (field, driver.to_owned()))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let reviewed = in_namespace(value, namespace.as_deref().unwrap_or(""));
     let request = admission_request(n, reviewed, old.cloned(), namespace.as_deref());
     let decision = review(&request, ctx);
@@ -888,6 +897,16 @@ fn check_object(
             format!("strict decoding error: unknown field \"{field}\""),
             place.at(Some(&path)),
         ));
+    }
+    for (field, driver) in unknown_drivers {
+        report.findings.push(Finding {
+            severity: Severity::Warning,
+            reason: "NotJudged".into(),
+            message: format!("no schema for driver {driver}: its config is not checked"),
+            position: place.at(Some(&field)),
+            field: Some(field.to_string()),
+            concept: None,
+        });
     }
     report
 }

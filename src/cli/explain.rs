@@ -1,6 +1,7 @@
 //! `draguard explain --slices PATH --patches PATH [--classes PATH]
 //! [--taint-rules PATH] [--kubernetes-version V] [--device driver/pool/device]
-//! [--output text|json]`.
+//! [--output text|json]`, and `draguard explain --claims PATH [--classes
+//! PATH]`: the effective driver configs of each request.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,8 +20,13 @@ pub enum ExplainFormat {
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {
     /// ResourceSlice manifests (files, folders, `-`).
-    #[arg(long, required = true, value_name = "PATH")]
+    #[arg(long, required_unless_present = "claims", value_name = "PATH")]
     pub slices: Vec<PathBuf>,
+    /// ResourceClaim and ResourceClaimTemplate manifests: show each
+    /// request's effective driver configs (its class's, then the claim's,
+    /// in the order the driver applies them) instead of devices.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["slices", "patches", "taint_rules", "device"])]
+    pub claims: Vec<PathBuf>,
     /// ResourceSlicePatch manifests.
     #[arg(long, value_name = "PATH")]
     pub patches: Vec<PathBuf>,
@@ -67,7 +73,69 @@ pub(super) fn objects(paths: &[PathBuf]) -> Result<Vec<Value>, String> {
     Ok(out)
 }
 
+/// `--claims`: every claim's and template's requests with their configs.
+fn explain_claims(args: &ExplainArgs) -> Result<String, String> {
+    use crate::objects::claim::DeviceClaimConfiguration;
+    use crate::objects::{ClaimSpec, ClaimVersion, ObjectJson};
+    use crate::rules::driver_config::effective;
+
+    let classes = objects(&args.classes)?;
+    let class_configs = |name: &str| -> Option<Vec<DeviceClaimConfiguration>> {
+        classes
+            .iter()
+            .find(|c| c["kind"] == "DeviceClass" && c["metadata"]["name"] == name)
+            .map(|c| serde_json::from_value(c["spec"]["config"].clone()).unwrap_or_default())
+    };
+    let mut text = String::new();
+    let mut json = Vec::new();
+    for object in objects(&args.claims)? {
+        let kind = object["kind"].as_str().unwrap_or("");
+        let version = object["apiVersion"]
+            .as_str()
+            .and_then(|v| v.strip_prefix("resource.k8s.io/"));
+        let Some(version) = version.and_then(ClaimVersion::parse) else {
+            continue;
+        };
+        let name = object["metadata"]["name"].as_str().unwrap_or("");
+        let tree = ObjectJson::Tree(object.clone());
+        let (spec, path) = match kind {
+            "ResourceClaim" => (ClaimSpec::decode_claim(&tree, version).map(|w| w.spec), "spec"),
+            "ResourceClaimTemplate" => (
+                ClaimSpec::decode_template(&tree, version).map(|w| w.spec.spec),
+                "spec.spec",
+            ),
+            _ => continue,
+        };
+        let spec = spec.map_err(|e| format!("{kind}/{name}: {e}"))?;
+        let requests = effective::effective(&spec, path, &class_configs);
+        let id = format!("{kind}/{name}");
+        text.push_str(&effective::render(&id, &requests));
+        json.push(serde_json::json!({"object": id, "requests": requests}));
+    }
+    if json.is_empty() {
+        return Err("no ResourceClaim or ResourceClaimTemplate in the given files".into());
+    }
+    match args.output {
+        ExplainFormat::Text => Ok(text),
+        ExplainFormat::Json => serde_json::to_string_pretty(&json)
+            .map(|t| t + "\n")
+            .map_err(|e| format!("cannot write JSON: {e}")),
+    }
+}
+
 pub fn run(args: ExplainArgs) -> ExitCode {
+    if !args.claims.is_empty() {
+        return match explain_claims(&args) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("draguard explain: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let read = || -> Result<Explanation, String> {
         let slices = objects(&args.slices)?;
         let patches = crate::explain::patches_of(&objects(&args.patches)?);

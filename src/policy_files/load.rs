@@ -50,6 +50,7 @@ pub fn load_dir(dir: &Path) -> Result<Folder, PolicyLoadError> {
             Ok(text) => match parse_file(&name, &text) {
                 Ok(parsed) => {
                     folder.set.policies.extend(parsed.policies);
+                    folder.set.add_driver_schemas(&parsed.driver_schemas);
                     folder.skipped.extend(parsed.skipped);
                 }
                 Err(mut e) => errors.append(&mut e),

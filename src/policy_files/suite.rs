@@ -252,11 +252,13 @@ fn load_policies(suite: &Suite) -> Result<PolicySet, String> {
         if path.is_dir() {
             let folder = crate::policy_files::load::load_dir(&path).map_err(|e| e.to_string())?;
             set.policies.extend(folder.set.policies);
+            set.drivers = folder.set.drivers;
         } else {
             let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
             let parsed = crate::policy::load::parse_file(&path.display().to_string(), &text)
                 .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))?;
             set.policies.extend(parsed.policies);
+            set.add_driver_schemas(&parsed.driver_schemas);
         }
     }
     Ok(set)

@@ -72,6 +72,9 @@ rules! {
     DEVICE_REQUEST_INVALID = "device-request-invalid",
         "A ResourceClaim's device requests, constraints or configuration are not valid.",
         "Fix the request as the message says (names, counts, allocation modes, firstAvailable alternatives).";
+    DRIVER_CONFIG_INVALID = "driver-config-invalid",
+        "A driver's opaque device configuration does not match the driver's schema (built in, or a DriverConfigSchema).",
+        "Fix the parameter the message names; the message is the driver's own, which the kubelet plugin would report only when the pod starts.";
     DEVICE_CAPACITY_INVALID = "device-capacity-invalid",
         "A device's consumable capacity or a request for it is not valid.",
         "Fix the capacity or its requestPolicy as the message says.";
@@ -96,6 +99,9 @@ rules! {
     TAINT_RULE_CAP = "taint-rule-cap",
         "A DeviceTaintRule would evict more than a policy's taintRules caps allow.",
         "Narrow the selector, try it with effect None first, or annotate the rule draguard.dev/acknowledge-evictions with the exact count.";
+    POLICY_DEVICE_SHARING_FORBIDDEN = "policy-device-sharing-forbidden",
+        "A toleration policy's sharing rules do not allow this device sharing configuration in this namespace.",
+        "Use a sharing strategy and MPS settings the message lists as allowed, drop the sharing settings from an adminAccess request, or ask the platform team to change the policy.";
     NAMESPACE_GUARD = "namespace-guard",
         "A guarded Namespace label or annotation is added, changed or removed.",
         "Only the users, groups or service accounts the policy's namespaceGuards allow may change it; have one of them apply it.";
@@ -132,6 +138,7 @@ pub fn rule_of(kind: &str, finding: &Finding) -> &'static Rule {
             Concept::PriorityTie => &PATCH_PRIORITY_TIE,
             Concept::TaintRuleCap => &TAINT_RULE_CAP,
             Concept::NamespaceGuard => &NAMESPACE_GUARD,
+            Concept::DeviceSharing => &POLICY_DEVICE_SHARING_FORBIDDEN,
         };
     }
     let field = finding.field.as_deref().unwrap_or("");
@@ -161,6 +168,10 @@ fn validation_rule(kind: &str, field: &str, reason: &str) -> &'static Rule {
     let leaf = field.rsplit('.').next().unwrap_or("");
     let leaf = leaf.split('[').next().unwrap_or(leaf);
     let unsupported = reason == "FieldValueNotSupported";
+    // First: a driver's parameters may hold fields of any name.
+    if field.contains(".opaque.parameters") {
+        return &DRIVER_CONFIG_INVALID;
+    }
     if field.contains("tolerations") {
         let device = field.contains("devices.") || field.contains("requests[");
         return match (device, leaf, unsupported) {

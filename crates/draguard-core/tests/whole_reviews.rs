@@ -110,6 +110,7 @@ fn subresource_writes_are_judged_only_for_namespace_guards() {
             "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: strict}\nspec:\n  patches: {denyPriorityTies: true}\n",
         )
         .expect("valid policy"),
+        ..Default::default()
     };
     let ctx = Engine::new(&policies, &view, Default::default()).context(
         "2026-11-21T10:00:00Z".parse().expect("time"),
@@ -146,6 +147,7 @@ fn priority_ties_are_denied_only_where_a_policy_applies() {
             &format!("apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: strict}}\nspec:\n  patches: {{denyPriorityTies: true}}\n{spec}"),
         )
         .expect("valid policy"),
+        ..Default::default()
     }
     };
     let cases = [
@@ -208,6 +210,7 @@ fn defaults_never_push_a_list_past_its_limit() {
             "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpu-defaults}\nspec:\n  devices:\n    defaults: [{key: example.com/maintenance, operator: Exists, effect: NoSchedule}]\n",
         )
         .expect("valid policy"),
+        ..Default::default()
     };
     let view = StaticView::default();
     let ctx = |phase| {

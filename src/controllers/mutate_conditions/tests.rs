@@ -15,6 +15,7 @@ const HEAD: &str = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPo
 fn set(yaml: &str) -> PolicySet {
     PolicySet {
         policies: parse("p.yaml", yaml).expect("valid policies"),
+        ..Default::default()
     }
 }
 

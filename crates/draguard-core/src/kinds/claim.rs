@@ -60,6 +60,7 @@ impl AdmittedKind for ClaimKind {
                     facts.cel,
                 ));
                 errs.extend(admin_access(spec, facts));
+                errs.extend(driver_configs(spec, None, &Path::new("spec"), facts));
             }
             Some(old) => {
                 errs.extend(shared::validate_meta_update(&new.whole.metadata, &old.whole.metadata));
@@ -77,6 +78,7 @@ impl AdmittedKind for ClaimKind {
                     &Path::new("spec"),
                     changed,
                 ));
+                errs.extend(driver_configs(spec, Some(&old.whole.spec), &Path::new("spec"), facts));
             }
         }
         errs.into()
@@ -85,6 +87,10 @@ impl AdmittedKind for ClaimKind {
     fn toleration_lists(view: &ClaimView, _: Routed) -> Option<(PolicyTarget, Vec<TolerationList>)> {
         let lists = apply::claim_lists(&view.whole.spec, view.version, &["spec"]);
         Some((PolicyTarget::Device, lists))
+    }
+
+    fn claim_spec(view: &ClaimView) -> Option<(&ClaimSpec, Path)> {
+        Some((&view.whole.spec, Path::new("spec")))
     }
 
     fn quota_charge(view: &ClaimView, _: &str, _: &dyn ClusterView) -> Option<Charge> {
@@ -109,6 +115,24 @@ pub(super) fn claim_paths(routed: Routed) -> fn(&Path) -> Path {
 pub(super) fn admin_access(spec: &ClaimSpec, facts: &Facts<'_>) -> Vec<FieldError> {
     let labels = facts.cluster.namespace_labels(facts.namespace);
     rules::claim::validate_admin_access(spec, labels.as_ref())
+}
+
+/// The drivers' opaque configs of a claim spec at `spec_path`, by their
+/// schemas; on UPDATE (`old`), a config already stored is not judged again.
+pub(super) fn driver_configs(
+    spec: &ClaimSpec,
+    old: Option<&ClaimSpec>,
+    spec_path: &Path,
+    facts: &Facts<'_>,
+) -> Vec<FieldError> {
+    let mut errs = rules::driver_config::judge_configs(
+        &spec.devices.config,
+        old.map(|o| o.devices.config.as_slice()),
+        &spec_path.child("devices").child("config"),
+        facts.drivers,
+    );
+    errs.extend(rules::driver_config::sharing_on_admin_access(spec, old, spec_path));
+    errs
 }
 
 /// A claim spec is immutable. When it changed, the apiserver says so

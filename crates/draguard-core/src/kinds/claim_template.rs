@@ -3,7 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::claim::{admin_access, claim_version, immutable_spec};
+use super::claim::{admin_access, claim_version, driver_configs, immutable_spec};
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
 use crate::field::{BadValue, FieldError, Path};
 use crate::objects::{ClaimSpec, ClaimVersion, DecodeError, ObjectJson, Whole};
@@ -68,6 +68,12 @@ impl AdmittedKind for ClaimTemplateKind {
                     &spec_path.child("spec"),
                     changed,
                 ));
+                errs.extend(driver_configs(
+                    &template.spec,
+                    Some(&old_template.spec),
+                    &spec_path.child("spec"),
+                    facts,
+                ));
                 errs.into()
             }
             None => {
@@ -84,6 +90,7 @@ impl AdmittedKind for ClaimTemplateKind {
                     facts.cel,
                 ));
                 errs.extend(admin_access(&template.spec, facts));
+                errs.extend(driver_configs(&template.spec, None, &spec_path.child("spec"), facts));
                 errs.into()
             }
         }
@@ -96,6 +103,10 @@ impl AdmittedKind for ClaimTemplateKind {
     fn toleration_lists(view: &ClaimTemplateView, _: Routed) -> Option<(PolicyTarget, Vec<TolerationList>)> {
         let lists = apply::claim_lists(&view.whole.spec.spec, view.version, &["spec", "spec"]);
         Some((PolicyTarget::Device, lists))
+    }
+
+    fn claim_spec(view: &ClaimTemplateView) -> Option<(&ClaimSpec, Path)> {
+        Some((&view.whole.spec.spec, Path::new("spec").child("spec")))
     }
 
     /// A webhook charges the claims themselves; `check` knows how many

@@ -11,6 +11,7 @@
 
 pub(crate) mod claim;
 pub(crate) mod claim_template;
+pub(crate) mod device_class;
 pub(crate) mod device_taint_rule;
 pub mod embedded_template;
 pub mod embedded_tolerations;
@@ -36,6 +37,7 @@ use crate::policy::apply::TolerationList;
 use crate::policy::enforce::TolerationTarget as PolicyTarget;
 use crate::quota::Charge;
 use crate::rules::cel::CompileBudget;
+use crate::rules::driver_config::DriverSchemas;
 use crate::verdict::Warning;
 use crate::view::ClusterView;
 
@@ -193,6 +195,8 @@ pub struct Facts<'a> {
     pub cel: &'a CompileBudget<'a>,
     /// The Kubernetes release whose rules apply.
     pub target: Target,
+    /// The schemas drivers' opaque configs are judged by.
+    pub drivers: &'a DriverSchemas,
 }
 
 /// A typed view of an object: every one has the object's metadata.
@@ -237,6 +241,12 @@ pub trait AdmittedKind: 'static {
 
     /// The toleration lists toleration policies judge, and whose they are.
     fn toleration_lists(_view: &Self::View, _routed: Routed) -> Option<(PolicyTarget, Vec<TolerationList>)> {
+        None
+    }
+
+    /// The claim spec whose drivers' configs a policy's `sharing` rules
+    /// judge (a claim's, a template's claims'), with its path.
+    fn claim_spec(_view: &Self::View) -> Option<(&crate::objects::ClaimSpec, crate::field::Path)> {
         None
     }
 

@@ -114,6 +114,7 @@ spec: {namespaces: {selector: {matchLabels: {gpu: \"true\"}}}}
     fn selection_exemption_and_scope() {
         let set = PolicySet {
             policies: parse("p.yaml", POLICIES).expect("valid"),
+            ..Default::default()
         };
         let gpu = || Some(BTreeMap::from([("gpu".to_owned(), "true".to_owned())]));
         let sel = |n: &str| (n.to_owned(), Selection::Selected);

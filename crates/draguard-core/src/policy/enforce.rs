@@ -185,6 +185,7 @@ mod tests {
     fn set(yaml: &str) -> PolicySet {
         PolicySet {
             policies: parse("p.yaml", yaml).expect("valid policies"),
+            ..Default::default()
         }
     }
 

@@ -91,6 +91,8 @@ impl fmt::Display for Skipped {
 pub struct Parsed {
     pub policies: Vec<Loaded>,
     pub skipped: Vec<Skipped>,
+    /// DriverConfigSchema documents, compiled.
+    pub driver_schemas: Vec<super::driver_schema::DriverSchemaDoc>,
 }
 
 pub fn duplicate_names(set: &PolicySet) -> Vec<PolicyError> {
@@ -140,6 +142,17 @@ pub fn parse_file(file: &str, text: &str) -> Result<Parsed, Vec<PolicyError>> {
                 position: locate(doc, &[]),
                 what,
             });
+            continue;
+        }
+        if super::driver_schema::is_driver_schema(&value) {
+            match super::driver_schema::parse(file, &value) {
+                Ok(schema) => parsed.driver_schemas.push(schema),
+                Err(problems) => errors.extend(
+                    problems
+                        .into_iter()
+                        .map(|(path, message)| error(locate(doc, FieldPath::parse(&path).segments()), message)),
+                ),
+            }
             continue;
         }
         let (policy, mut problems) = decode_reporting_all(&value);
@@ -347,6 +360,7 @@ pub fn lint(p: &TolerationPolicy) -> Vec<(String, String)> {
             }
         }
     }
+    out.extend(super::sharing::lint(&spec.sharing));
     let sel = &spec.namespaces;
     for (list, name) in [(&sel.names, "names"), (&sel.exclude, "exclude")] {
         for (i, g) in list.iter().enumerate() {

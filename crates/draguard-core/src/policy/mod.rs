@@ -5,11 +5,13 @@
 pub mod applicable;
 pub mod apply;
 pub mod cover;
+pub mod driver_schema;
 pub mod enforce;
 pub mod load;
 pub mod model;
 pub mod namespace_guards;
 pub mod schema;
+pub mod sharing;
 pub mod toleration_restriction;
 
 use std::collections::BTreeMap;
@@ -18,10 +20,13 @@ use k8s_openapi::api::authentication::v1::UserInfo;
 
 pub use model::{Toleration, TolerationPolicy};
 
-/// The policies in force, each with the file it came from.
+/// The policies in force, each with the file it came from, and the driver
+/// config schemas: the built-in ones with the folder's
+/// `DriverConfigSchema` documents over them (they reload together).
 #[derive(Debug, Clone, Default)]
 pub struct PolicySet {
     pub policies: Vec<Loaded>,
+    pub drivers: crate::rules::driver_config::DriverSchemas,
 }
 
 #[derive(Debug, Clone)]
@@ -33,6 +38,20 @@ pub struct Loaded {
 impl PolicySet {
     pub fn is_empty(&self) -> bool {
         self.policies.is_empty()
+    }
+
+    /// Puts a folder's DriverConfigSchema documents over the built-in
+    /// schemas, in the order given (a later version of the same driver,
+    /// apiVersion and kind replaces an earlier one).
+    pub fn add_driver_schemas(&mut self, docs: &[driver_schema::DriverSchemaDoc]) {
+        for doc in docs {
+            for (api_version, kind, schema) in &doc.versions {
+                self.drivers.insert(&doc.driver, api_version, kind, schema.clone());
+            }
+            for (gate, enabled) in &doc.feature_gates {
+                self.drivers.set_gate(&doc.driver, gate, *enabled);
+            }
+        }
     }
 }
 

@@ -66,6 +66,9 @@ pub struct PolicySpec {
         description = "Who may change the Namespace labels and annotations that grant privilege; only in a policy that selects no namespaces."
     )]
     pub namespace_guards: Option<NamespaceGuards>,
+    /// Which device sharing settings drivers' configs may ask for.
+    #[serde(default, skip_serializing_if = "SharingRules::is_empty")]
+    pub sharing: SharingRules,
     /// Appended to every denial and warning of this policy.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(description = "Appended to denials and warnings.")]
@@ -260,6 +263,81 @@ pub struct TaintRuleCaps {
 impl TaintRuleCaps {
     pub fn is_empty(&self) -> bool {
         self == &TaintRuleCaps::default()
+    }
+}
+
+/// Device sharing (time-slicing, MPS, space partitioning) changes what
+/// other tenants of a device get: which strategies a namespace may ask for
+/// in its claims' and templates' driver configs
+/// (`opaque.parameters.sharing.strategy`), bounds on MPS settings, and no
+/// sharing settings on an adminAccess request.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SharingRules {
+    /// Allowed strategies per driver (and device classes). A driver no
+    /// entry names is not restricted; one that is, is restricted to the
+    /// strategies of its entries that match the request's class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        description = "Allowed sharing strategies per driver and device classes; a driver no entry names is not restricted."
+    )]
+    pub allow: Vec<SharingAllow>,
+    #[serde(default, skip_serializing_if = "MpsBounds::is_empty")]
+    pub mps: MpsBounds,
+    /// Deny any sharing settings on a config that applies to an
+    /// adminAccess request (an observer's settings would replace the
+    /// device owner's: dra-driver-nvidia-gpu #1280).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(description = "Deny sharing settings on a config that applies to an adminAccess request.")]
+    pub deny_on_admin_access: bool,
+}
+
+impl SharingRules {
+    pub fn is_empty(&self) -> bool {
+        self == &SharingRules::default()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SharingAllow {
+    #[schemars(length(min = 1), description = "The driver of the config (opaque.driver).")]
+    pub driver: String,
+    /// Empty: every class of the driver.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        inner(length(min = 1)),
+        description = "The device classes of the requests the config applies to; empty: every class."
+    )]
+    pub device_classes: Vec<String>,
+    /// Empty: no sharing at all.
+    #[serde(default)]
+    #[schemars(
+        inner(length(min = 1)),
+        description = "Allowed strategies (TimeSlicing, MPS, SpacePartitioning); empty: no sharing."
+    )]
+    pub strategies: Vec<String>,
+}
+
+/// Bounds on MPS settings (`sharing.mpsConfig`).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MpsBounds {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u8", description = "At most this defaultActiveThreadPercentage (0-100).")]
+    pub max_active_thread_percentage: Option<i64>,
+    /// A quantity (`16Gi`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        with = "String",
+        description = "At most this pinned device memory, default or per device (a quantity, 16Gi)."
+    )]
+    pub max_pinned_device_memory: Option<String>,
+}
+
+impl MpsBounds {
+    pub fn is_empty(&self) -> bool {
+        self == &MpsBounds::default()
     }
 }
 

@@ -450,6 +450,7 @@ mod tests {
                 &format!("apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: g}}\nspec:\n  namespaceGuards: {spec}\n"),
             )
             .expect("valid policy"),
+            ..Default::default()
         }
         };
         assert_eq!(webhook_note(&set("{allow: {groups: [admins]}}")), None);

@@ -23,6 +23,9 @@ pub fn violations<K: AdmittedKind>(
     {
         out.extend(apply::evaluate(applicable, target, &lists).violations);
     }
+    if let Some((spec, path)) = K::claim_spec(&subject.view) {
+        out.extend(crate::policy::sharing::evaluate(applicable, spec, &path));
+    }
     out
 }
 

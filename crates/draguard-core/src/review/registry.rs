@@ -7,8 +7,8 @@
 
 use super::{Context, claim_status, pipeline};
 use crate::kinds::{
-    AdmittedKind, KindRow, Routed, claim, claim_template, device_taint_rule, embedded_template, embedded_tolerations,
-    namespace, node, pod, resource_slice, slice_patch, workload,
+    AdmittedKind, KindRow, Routed, claim, claim_template, device_class, device_taint_rule, embedded_template,
+    embedded_tolerations, namespace, node, pod, resource_slice, slice_patch, workload,
 };
 use crate::verdict::{Decision, Request};
 
@@ -61,6 +61,7 @@ impl Registered {
 pub static KINDS: &[Registered] = &[
     Registered::of::<claim::ClaimKind>(claim::ROW).with_status(claim_status::review),
     Registered::of::<claim_template::ClaimTemplateKind>(claim_template::ROW),
+    Registered::of::<device_class::DeviceClassKind>(device_class::ROW),
     Registered::of::<resource_slice::ResourceSliceKind>(resource_slice::ROW),
     Registered::of::<device_taint_rule::DeviceTaintRuleKind>(device_taint_rule::ROW),
     Registered::of::<slice_patch::SlicePatchKind>(slice_patch::ROW),

@@ -18,6 +18,7 @@ pub fn validate<K: AdmittedKind>(
         cluster: ctx.cluster,
         cel,
         target: ctx.target,
+        drivers: &ctx.policies.drivers,
     };
     let mut verdict = K::validate(&subject.view, subject.old.as_ref(), &facts);
     match K::declarative_paths(subject.routed) {

@@ -362,19 +362,23 @@ impl std::io::Write for ByteCount {
     }
 }
 
+/// The size of `value` encoded compactly. The apiserver measures the raw
+/// bytes it received; a webhook sees the object re-encoded, so the compact
+/// encoding is the closest measure.
+pub fn encoded_len(value: &Value) -> usize {
+    let mut counted = ByteCount(0);
+    match serde_json::to_writer(&mut counted, value) {
+        Ok(()) => counted.0,
+        Err(_) => usize::MAX,
+    }
+}
+
 /// `validateRawExtension` on create: present, at most 10 KiB, a JSON object.
 fn validate_raw_parameters(parameters: Option<&Value>, path: At<'_>) -> Vec<FieldError> {
     let Some(value) = parameters else {
         return vec![FieldError::required(path, "")];
     };
-    // The apiserver measures the raw bytes it received; a webhook sees the
-    // object re-encoded, so the compact encoding is the closest measure.
-    let mut counted = ByteCount(0);
-    let size = match serde_json::to_writer(&mut counted, value) {
-        Ok(()) => counted.0,
-        Err(_) => usize::MAX,
-    };
-    if size > OPAQUE_PARAMETERS_MAX {
+    if encoded_len(value) > OPAQUE_PARAMETERS_MAX {
         return vec![FieldError::too_long(path, OPAQUE_PARAMETERS_MAX)];
     }
     if !value.is_object() {

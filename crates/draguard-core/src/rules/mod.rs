@@ -8,6 +8,7 @@ pub mod claim;
 pub mod declarative;
 pub mod device_patch;
 pub mod devicetaintrule;
+pub mod driver_config;
 pub mod meta;
 pub mod names;
 pub mod node_selector;

@@ -17,4 +17,6 @@ pub enum Concept {
     TaintRuleCap,
     /// A guarded Namespace label or annotation changed by someone else.
     NamespaceGuard,
+    /// A device sharing configuration a policy's `sharing` rules do not allow.
+    DeviceSharing,
 }

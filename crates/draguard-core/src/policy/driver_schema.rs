@@ -1,0 +1,142 @@
+//! The DriverConfigSchema document (`policy.draguard.dev/v1alpha1`): a
+//! user's schema for a driver's opaque parameters, in the shape a CRD
+//! version uses (`openAPIV3Schema`, with `x-kubernetes-validations` for
+//! the rules OpenAPI cannot say). It sits in the policies folder, reloads
+//! with it, and adds a driver draguard does not ship or replaces one
+//! version of a built-in driver's schema (keyed by apiVersion and kind).
+//!
+//! ```yaml
+//! apiVersion: policy.draguard.dev/v1alpha1
+//! kind: DriverConfigSchema
+//! metadata: {name: fpga}
+//! spec:
+//!   driver: fpga.example.com
+//!   versions:
+//!   - apiVersion: fpga.example.com/v1
+//!     kind: BitstreamConfig
+//!     openAPIV3Schema:
+//!       type: object
+//!       properties:
+//!         slots: {type: integer, minimum: 1, maximum: 8}
+//! ```
+//!
+//! `featureGates` declares a driver's gates as the cluster runs it
+//! (`{MPSSupport: false}` for NVIDIA's): the built-in schemas take every
+//! gate to be on unless told.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::model::PolicyMeta;
+use crate::rules::driver_config::ConfigSchema;
+
+pub const KIND: &str = "DriverConfigSchema";
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Document {
+    #[allow(dead_code)]
+    api_version: String,
+    #[allow(dead_code)]
+    kind: String,
+    metadata: PolicyMeta,
+    spec: Spec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Spec {
+    driver: String,
+    #[serde(default)]
+    versions: Vec<Version>,
+    /// The driver's feature gates as the cluster runs it; a gate not named
+    /// is taken to be on (draguard never denies what the driver could
+    /// accept unless told the driver is stricter).
+    #[serde(default)]
+    feature_gates: std::collections::BTreeMap<String, bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Version {
+    api_version: String,
+    kind: String,
+    #[serde(rename = "openAPIV3Schema")]
+    open_api_v3_schema: Value,
+}
+
+/// A loaded DriverConfigSchema: its schemas compiled.
+#[derive(Debug, Clone)]
+pub struct DriverSchemaDoc {
+    pub name: String,
+    pub file: String,
+    pub driver: String,
+    pub versions: Vec<(String, String, Arc<ConfigSchema>)>,
+    pub feature_gates: std::collections::BTreeMap<String, bool>,
+}
+
+/// Whether a document of draguard's group is a DriverConfigSchema.
+pub fn is_driver_schema(doc: &Value) -> bool {
+    doc.get("kind").and_then(Value::as_str) == Some(KIND)
+}
+
+/// Decodes and compiles one document; the problems as (field path,
+/// message), every one found.
+pub fn parse(file: &str, doc: &Value) -> Result<DriverSchemaDoc, Vec<(String, String)>> {
+    let document: Document = crate::objects::decode(doc).map_err(|e| vec![(e.field.to_string(), e.message.clone())])?;
+    let mut problems = Vec::new();
+    if document.metadata.name.is_empty() {
+        problems.push(("metadata.name".to_owned(), "must not be empty".to_owned()));
+    }
+    for e in crate::rules::names::dns1123_subdomain(&document.spec.driver) {
+        problems.push(("spec.driver".to_owned(), e));
+    }
+    if document.spec.versions.is_empty() && document.spec.feature_gates.is_empty() {
+        problems.push((
+            "spec.versions".to_owned(),
+            "must name at least one apiVersion and kind (or the driver's featureGates)".to_owned(),
+        ));
+    }
+    let mut versions: Vec<(String, String, Arc<ConfigSchema>)> = Vec::new();
+    for (i, v) in document.spec.versions.into_iter().enumerate() {
+        let at = |field: &str| format!("spec.versions[{i}].{field}");
+        if !v.api_version.contains('/') {
+            problems.push((
+                at("apiVersion"),
+                "must be group/version, as the parameters' apiVersion".to_owned(),
+            ));
+        }
+        if v.kind.is_empty() {
+            problems.push((at("kind"), "must not be empty".to_owned()));
+        }
+        if versions.iter().any(|(a, k, _)| *a == v.api_version && *k == v.kind) {
+            problems.push((
+                at("kind"),
+                format!("{} {} is already given a schema above", v.api_version, v.kind),
+            ));
+        }
+        if !v.open_api_v3_schema.is_object() {
+            problems.push((
+                at("openAPIV3Schema"),
+                "must be an object (a CRD version's schema)".to_owned(),
+            ));
+            continue;
+        }
+        match ConfigSchema::compile(v.open_api_v3_schema) {
+            Ok(schema) => versions.push((v.api_version, v.kind, Arc::new(schema))),
+            Err(errors) => problems.extend(errors.into_iter().map(|e| (at("openAPIV3Schema"), e))),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(DriverSchemaDoc {
+        name: document.metadata.name,
+        file: file.to_owned(),
+        driver: document.spec.driver,
+        versions,
+        feature_gates: document.spec.feature_gates,
+    })
+}

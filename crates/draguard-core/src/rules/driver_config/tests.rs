@@ -1,0 +1,95 @@
+use serde_json::{Value, json};
+
+use super::{DriverSchemas, judge_parameters, nvidia};
+
+/// The causes of one config's parameters, as `path: body` lines.
+fn judge(driver: &str, parameters: Value) -> Vec<String> {
+    let at = crate::field::Path::parse("spec.devices.config[0].opaque.parameters");
+    judge_parameters(driver, &parameters, &at, DriverSchemas::built_in())
+        .iter()
+        .map(|e| format!("{}: {}", e.field, e.body()))
+        .collect()
+}
+
+#[test]
+fn every_built_in_schema_compiles() {
+    for (driver, version, kind, openapi) in nvidia::schemas()
+        .into_iter()
+        .chain(super::example::schemas())
+        .chain(super::amd::schemas())
+    {
+        if let Err(errors) = super::ConfigSchema::compile(openapi) {
+            panic!("{driver} {version} {kind}: {errors:?}");
+        }
+        assert!(matches!(
+            DriverSchemas::built_in().lookup(driver, version, kind),
+            super::Lookup::Found(_)
+        ));
+    }
+}
+
+#[test]
+fn a_valid_config_has_no_causes() {
+    let gpu = json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+        "sharing": {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 50,
+            "defaultPinnedDeviceMemoryLimit": "10Gi", "defaultPerDevicePinnedMemoryLimit": {"0": "5Gi"}}}});
+    assert_eq!(judge("gpu.nvidia.com", gpu), Vec::<String>::new());
+}
+
+#[test]
+fn the_drivers_messages_at_the_fields_paths() {
+    let p = "spec.devices.config[0].opaque.parameters";
+    let gpu =
+        |sharing: Value| json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": sharing});
+    assert_eq!(
+        judge(
+            "gpu.nvidia.com",
+            gpu(json!({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Extra"}}))
+        ),
+        vec![format!(
+            "{p}.sharing.timeSlicingConfig.interval: Invalid value: \"Extra\": unknown time-slice interval: Extra, supported time-slice intervals: Default, Short, Medium, Long"
+        )]
+    );
+    assert_eq!(
+        judge(
+            "gpu.nvidia.com",
+            gpu(json!({"strategy": "TimeSlicing", "mpsConfig": {}}))
+        ),
+        vec![format!(
+            "{p}.sharing.mpsConfig: Forbidden: cannot use MpsConfig with the 'TimeSlicing' strategy"
+        )]
+    );
+    assert_eq!(
+        judge(
+            "gpu.nvidia.com",
+            gpu(json!({"strategy": "TimeSlicing", "timeSlicing": {}}))
+        ),
+        vec![format!(
+            "{p}.sharing.timeSlicing: Forbidden: strict decoding error: unknown field \"timeSlicing\""
+        )]
+    );
+    assert_eq!(
+        judge(
+            "gpu.nvidia.com",
+            gpu(json!({"strategy": "MPS", "mpsConfig": {"defaultPinnedDeviceMemoryLimit": "ten"}}))
+        ),
+        vec![format!(
+            "{p}.sharing.mpsConfig.defaultPinnedDeviceMemoryLimit: Invalid value: \"ten\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        )]
+    );
+}
+
+#[test]
+fn unknown_drivers_and_versions_are_admitted_unknown_kinds_are_not() {
+    let params = json!({"apiVersion": "x.example.com/v1", "kind": "Anything", "whatever": 1});
+    assert!(judge("x.example.com", params).is_empty());
+    let newer = json!({"apiVersion": "resource.nvidia.com/v2", "kind": "GpuConfig", "new": true});
+    assert!(judge("gpu.nvidia.com", newer).is_empty());
+    let channel = json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig"});
+    assert_eq!(
+        judge("compute-domain.nvidia.com", channel),
+        vec![
+            "spec.devices.config[0].opaque.parameters.kind: Invalid value: \"GpuConfig\": no kind \"GpuConfig\" is registered for version \"resource.nvidia.com/v1beta1\" (driver compute-domain.nvidia.com accepts ComputeDomainChannelConfig, ComputeDomainDaemonConfig)"
+        ]
+    );
+}
