@@ -13,6 +13,7 @@ pub mod json;
 pub mod kept;
 mod object;
 mod old_shapes;
+mod owners;
 pub mod pod_templates;
 pub mod render;
 pub mod skip;
@@ -42,7 +43,7 @@ use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::review::{Context, review};
-use crate::verdict::{Denial, Envelope, Phase, Request, ReviewError};
+use crate::verdict::{Denial, Envelope, Phase, Request, ReviewError, Violation};
 use crate::yaml::Position;
 pub use input::{FileProblem, Inputs, Source, Walk};
 use object::{Object, Origin, Tree};
@@ -73,6 +74,10 @@ pub struct Options {
     pub strict: bool,
     /// Which kinds draguard does not know are searched for pod specs.
     pub embedded_pod_specs: embedded_specs::EmbeddedPodSpecs,
+    /// `audit`: an object whose controller is among the input (a
+    /// ReplicaSet of a Deployment, its Pods) is judged through the
+    /// controller, not again on its own ([`owners`]).
+    pub through_controllers: bool,
 }
 
 impl Options {
@@ -93,6 +98,7 @@ impl Options {
             skip_kinds: Vec::new(),
             strict: false,
             embedded_pod_specs: embedded_specs::EmbeddedPodSpecs::default(),
+            through_controllers: false,
         }
     }
 }
@@ -115,6 +121,10 @@ pub struct Finding {
     pub position: Position,
     /// The rule a policy violation broke (its SARIF rule comes from it).
     pub concept: Option<crate::verdict::Concept>,
+    /// The toleration policy a violation broke, by name (a PolicyReport
+    /// result's `policy`); `None` for findings no policy gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 /// `Kind/namespace/name`, or `Kind/name` for cluster-scoped objects.
@@ -171,6 +181,12 @@ pub enum Judgement {
 pub struct ObjectReport {
     pub source: usize,
     pub id: ObjectId,
+    /// Its `apiVersion` and `metadata.uid` (a snapshot's objects have
+    /// one): what a PolicyReport's resource reference names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
     pub position: Position,
     /// Whether draguard judged it.
     pub judgement: Judgement,
@@ -352,6 +368,7 @@ pub fn check_into(
     let reading = object::Reading {
         namespace: &options.namespace,
         identities: !old.is_empty(),
+        owners: options.through_controllers,
     };
     // Documents are read on every core a chunk at a time, and what they
     // hold joins the objects' list before the next chunk is read: half a
@@ -435,6 +452,9 @@ pub fn check_into(
         placeholders: 0,
     };
     let old_of = |object: &Object| object.identity.as_ref().and_then(|k| old_objects.get(&**k));
+    // Only `audit` keeps ownerships: for `check` this is empty.
+    let left_to_controllers =
+        owners::left_to_controllers(objects.iter().map(|o| o.ownership.as_deref()), &options.pod_templates);
     let review_one = |n: usize, object: &Object, cluster: &StaticView| {
         let ctx = Context {
             now: options.now,
@@ -447,7 +467,8 @@ pub fn check_into(
         };
         let old = old_of(object);
         let started = std::time::Instant::now();
-        let mut verdict = check_object(n, object, old, options, &ctx, &documents, &trees);
+        let through = left_to_controllers.get(&n).map(String::as_str);
+        let mut verdict = check_object(n, object, old, through, options, &ctx, &documents, &trees);
         verdict.seconds = started.elapsed().as_secs_f64();
         verdict
     };
@@ -696,10 +717,14 @@ fn admission_request(uid: usize, object: Value, old: Option<Value>, namespace: O
     }
 }
 
+// One argument more than clippy's default: what `audit` adds.
+#[allow(clippy::too_many_arguments)]
 fn check_object(
     n: usize,
     object: &Object,
     old: Option<&Value>,
+    // Why it is judged through its controller instead (`audit`).
+    through: Option<&str>,
     options: &Options,
     ctx: &Context<'_>,
     documents: &[input::Document<'_>],
@@ -763,6 +788,8 @@ fn check_object(
     let mut report = ObjectReport {
         source: object.source,
         id,
+        api_version: text(v, "/apiVersion").map(str::to_owned),
+        uid: text(v, "/metadata/uid").map(str::to_owned),
         position,
         judgement: Judgement::Judged,
         ignore: skip::ignored_rules(v),
@@ -780,6 +807,7 @@ fn check_object(
             message: "skipped: not a Kubernetes object (no apiVersion or kind)".into(),
             position,
             concept: None,
+            policy: None,
         });
         return report;
     }
@@ -790,6 +818,10 @@ fn check_object(
             reason: format!("{pattern} is skipped (--skip-kind)"),
             holds_tolerations,
         };
+        return report;
+    }
+    if let Some(why) = through {
+        report.judgement = Judgement::NothingToJudge(Some(why.to_owned()));
         return report;
     }
     let routed = crate::review::registry::route(group, version, &kind).is_some();
@@ -864,6 +896,7 @@ fn check_object(
                 message: format!("not judged, though it holds tolerations: {reason}"),
                 position,
                 concept: None,
+                policy: None,
             });
         }
         return report;
@@ -914,9 +947,10 @@ impl Place<'_> {
 
     /// The decision's causes, audit entries and warnings, as findings.
     fn record(&self, decision: &crate::verdict::Decision, findings: &mut Vec<Finding>) {
-        let mut cause = |reason: &str, field: Option<&Path>, message: String, concept| {
+        let mut cause = |reason: &str, field: Option<&Path>, message: String, broken: Option<&Violation>| {
             findings.push(Finding {
-                concept,
+                concept: broken.map(|v| v.concept),
+                policy: broken.map(|v| v.policy.clone()),
                 ..error_finding(reason, field.map(ToString::to_string), message, self.at(field))
             });
         };
@@ -935,7 +969,7 @@ impl Place<'_> {
                         "FieldValueForbidden",
                         Some(v.field.as_ref().unwrap_or(&object)),
                         v.message.clone(),
-                        Some(v.concept),
+                        Some(v),
                     );
                 }
             }
@@ -957,6 +991,7 @@ impl Place<'_> {
                 message: format!("audit: {entry}"),
                 position: self.position,
                 concept: None,
+                policy: None,
             });
         }
         for warning in &decision.warnings {
@@ -967,6 +1002,7 @@ impl Place<'_> {
                 message: warning.message.clone(),
                 position: self.at(warning.field.as_ref()),
                 concept: warning.concept,
+                policy: None,
             });
         }
     }
@@ -980,6 +1016,7 @@ fn error_finding(reason: &str, field: Option<String>, message: String, position:
         message,
         position,
         concept: None,
+        policy: None,
     }
 }
 

@@ -207,6 +207,7 @@ mod tests {
             message: message.into(),
             position: Position::default(),
             concept: None,
+            policy: None,
         }
     }
 
