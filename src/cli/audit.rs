@@ -1,4 +1,4 @@
-//! `draguard audit --snapshot PATH`: what the webhook would deny now among
+//! `draguard audit (--snapshot PATH | --cluster)`: what the webhook would deny now among
 //! what already runs. Objects written before a policy, while draguard was
 //! down, or by an exempt user are never judged at write time; `audit`
 //! judges every object of a `kubectl get … -A -o yaml` snapshot as if it
@@ -25,8 +25,24 @@ pub struct AuditArgs {
     /// The cluster, as `kubectl get pods,deployments,…,resourceclaims -A -o
     /// yaml` prints it: Lists of any mix of kinds, with status and owner
     /// references (files, folders, `-`).
-    #[arg(long, required = true, value_name = "PATH")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "cluster",
+        conflicts_with = "cluster"
+    )]
     pub snapshot: Vec<PathBuf>,
+    /// Read the live cluster instead (the kubeconfig, or the in-cluster
+    /// service account): every kind the webhook judges, read-only, in
+    /// pages; a kind the cluster does not serve is left out with a note.
+    #[arg(long)]
+    pub cluster: bool,
+    /// The kubeconfig for `--cluster` (default: $KUBECONFIG, ~/.kube/config).
+    #[arg(long, value_name = "PATH", requires = "cluster")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context for `--cluster` (default: the current one).
+    #[arg(long, value_name = "NAME", requires = "cluster")]
+    pub context: Option<String>,
     /// Folder of toleration policies the objects are judged under. Without
     /// it no policy applies (the summary says so).
     #[arg(long, value_name = "DIR")]
@@ -64,7 +80,17 @@ pub fn run(args: AuditArgs) -> ExitCode {
         },
         max_file_bytes: args.max_file_size.map(|n| n as u64),
     };
-    let inputs = input::read_sources(&args.snapshot, &walk);
+    let inputs = if args.cluster {
+        match read_cluster(args.kubeconfig.as_deref(), args.context.as_deref()) {
+            Ok(source) => input::Inputs {
+                sources: vec![source],
+                ..Default::default()
+            },
+            Err(e) => return unusable(&e),
+        }
+    } else {
+        input::read_sources(&args.snapshot, &walk)
+    };
     let policies = match super::load_policies(TOOL, args.policies.as_deref()) {
         Ok(p) => p,
         Err(e) => return unusable(&e.to_string()),
@@ -150,4 +176,64 @@ pub fn run(args: AuditArgs) -> ExitCode {
 fn unusable(message: &str) -> ExitCode {
     eprintln!("{TOOL}: {message}");
     ExitCode::from(2)
+}
+
+/// Every object of the kinds the webhook judges, with the Namespaces (their
+/// labels), ResourceQuotas and DeviceClasses the judgement reads, read once
+/// from the live cluster into one JSON List, as a snapshot would hold them.
+/// Each collection is written into the List and dropped before the next is
+/// read; the List itself is held while it is judged, as a snapshot file is
+/// (about the size of `kubectl get -o json` of the same kinds).
+fn read_cluster(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> Result<input::Source, String> {
+    use super::cluster_read::{Collection, client, list_if_served};
+    // What the judgement reads besides the judged kinds.
+    const READ: [Collection; 2] = [
+        Collection {
+            group: "",
+            versions: &["v1"],
+            plural: "resourcequotas",
+            kind: "ResourceQuota",
+        },
+        Collection {
+            group: "resource.k8s.io",
+            versions: &["v1", "v1beta2", "v1beta1"],
+            plural: "deviceclasses",
+            kind: "DeviceClass",
+        },
+    ];
+    let judged = crate::review::registry::rows().map(|row| Collection {
+        group: row.group,
+        versions: row.versions,
+        plural: row.plural,
+        kind: row.kind,
+    });
+    let collections: Vec<Collection> = READ.into_iter().chain(judged).collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let client = client(kubeconfig, context).await?;
+        let mut text = String::from("{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[");
+        let mut first = true;
+        for collection in &collections {
+            let Some(items) = list_if_served(&client, collection).await? else {
+                eprintln!("{TOOL}: left out {}: not served by the cluster", collection.plural);
+                continue;
+            };
+            eprintln!("{TOOL}: read {} {}", items.len(), collection.plural);
+            for item in items {
+                if !first {
+                    text.push(',');
+                }
+                first = false;
+                text += &serde_json::to_string(&item).map_err(|e| format!("cannot write JSON: {e}"))?;
+            }
+        }
+        text.push_str("]}");
+        Ok(input::Source {
+            name: "cluster".into(),
+            text,
+        })
+    })
 }
