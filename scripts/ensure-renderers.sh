@@ -3,7 +3,8 @@
 # kustomize v5 (tests/deploy_manifests.rs renders deploy/ with `kubectl
 # kustomize`; `draguard check` renders kustomizations with it when no
 # standalone kustomize is there) and helm v3 or v4 (`draguard check` renders Helm
-# charts; tests/check_render.rs).
+# charts, tests/check_render.rs; tests/helm_chart.rs lints and renders
+# charts/draguard and compares it with deploy/).
 #
 # Prints the PATH entries to put first (colon-separated). Uses the
 # machine's tools when they fit; otherwise unpacks the official kubectl and

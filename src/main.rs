@@ -24,5 +24,6 @@ fn main() -> ExitCode {
         Command::Rules => draguard::cli::print_rules(),
         Command::Explain(args) => draguard::cli::explain::run(args),
         Command::Impact(args) => draguard::cli::impact::run(args),
+        Command::Audit(args) => draguard::cli::audit::run(*args),
     }
 }

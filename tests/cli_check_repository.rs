@@ -352,7 +352,7 @@ fn outputs_github_several_at_once_and_quiet_failures_say_why() {
         "draguard check: --output-file names the file of one output; with several, write each as FORMAT=FILE\n"
     );
     for (flag, message) in [
-        ("xml", "\"xml\" is not text, json, sarif, junit or github"),
+        ("xml", "\"xml\" is not text, json, sarif, junit, github or policyreport"),
         ("sarif=", "sarif= names no file"),
     ] {
         let out = draguard(&["check", "-", "-o", flag], Some(BOGUS_POD));

@@ -139,3 +139,95 @@ fn shapes_that_do_not_decode_are_refused_with_400() {
         }
     }
 }
+
+/// A Deployment in `ml` tolerating spot nodes, which the policy below no
+/// longer allows there, with `replicas`.
+fn spot_deployment(replicas: u32) -> Value {
+    serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "batch", "namespace": "ml", "uid": "uid-batch", "labels": {"app": "batch"}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "batch"}},
+            "template": {
+                "metadata": {"labels": {"app": "batch"}},
+                "spec": {
+                    "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}],
+                    "containers": [{"name": "main", "image": "batch:1"}]
+                }
+            }
+        }
+    })
+}
+
+fn deployment_review(operation: &str, object: Value, old: Option<Value>) -> String {
+    let gvk = serde_json::json!({"group": "apps", "version": "v1", "kind": "Deployment"});
+    let gvr = serde_json::json!({"group": "apps", "version": "v1", "resource": "deployments"});
+    serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "0b7c6f0e-1d2a-4c55-9e61-3f7d3a1e9b20",
+            "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+            "name": "batch", "namespace": "ml", "operation": operation,
+            "userInfo": {"username": "alice"},
+            "object": object, "oldObject": old,
+        }
+    })
+    .to_string()
+}
+
+/// After a policy is tightened, a scale of a Deployment whose template it
+/// now forbids is admitted (the template did not change: the workload may
+/// still be scaled down or fixed), with a warning naming the policy, since
+/// the new Pods would be refused.
+#[test]
+fn scaling_a_deployment_whose_template_is_now_forbidden_is_allowed_with_a_warning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("gpu-nodes.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpu-nodes}\nspec:\n  namespaces: {names: [ml]}\n  pods:\n    allow: [{key: nvidia.com/gpu, operator: Exists}]\n",
+    )
+    .expect("policy");
+    let policies = dir.path().to_str().expect("utf-8");
+    let forbidden = "toleration policy \"gpu-nodes\": spec.template.spec.tolerations[0] (spot:NoSchedule) is not allowed; namespace \"ml\" may use only: nvidia.com/gpu:*";
+
+    let scaled = deployment_review("UPDATE", spot_deployment(5), Some(spot_deployment(2)));
+    let out = draguard(&["review", "--policies", policies], Some(scaled.as_bytes()));
+    assert_eq!(out.status.code(), Some(0));
+    let response = &stdout_json(&out)["response"];
+    assert_eq!(response["allowed"], true);
+    assert_eq!(
+        response["warnings"],
+        serde_json::json!([format!("new pods of this Deployment would be denied: {forbidden}")])
+    );
+
+    // A label on the Deployment alone: the same.
+    let mut labelled = spot_deployment(2);
+    labelled["metadata"]["labels"]["tier"] = "batch".into();
+    let out = draguard(
+        &["review", "--policies", policies],
+        Some(deployment_review("UPDATE", labelled, Some(spot_deployment(2))).as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        stdout_json(&out)["response"]["warnings"][0],
+        format!("new pods of this Deployment would be denied: {forbidden}")
+    );
+
+    // The same Deployment created now is denied; one whose Pods pass gets
+    // no warning; /mutate leaves the warning to /validate.
+    let out = draguard(
+        &["review", "--policies", policies],
+        Some(deployment_review("CREATE", spot_deployment(2), None).as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let mut fine = spot_deployment(2);
+    fine["spec"]["template"]["spec"]["tolerations"][0]["key"] = "nvidia.com/gpu".into();
+    let out = draguard(
+        &["review", "--policies", policies],
+        Some(deployment_review("UPDATE", fine.clone(), Some(fine)).as_bytes()),
+    );
+    assert_eq!(stdout_json(&out)["response"]["warnings"], Value::Null);
+    let out = draguard(&["review", "--mutate", "--policies", policies], Some(scaled.as_bytes()));
+    assert_eq!(stdout_json(&out)["response"]["warnings"], Value::Null);
+}

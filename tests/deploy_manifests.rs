@@ -1285,10 +1285,12 @@ fn namespace_writes_reach_one_guard_and_masters_never_the_fail_closed_one() {
     }
 }
 
-/// A workload UPDATE is sent only when its pod template's spec changes: a
-/// scale or a controller's annotation never waits on draguard.
+/// A workload UPDATE is sent when its pod template's spec changes, or when
+/// a user changes its spec or labels (a scale: to warn of the Pods it
+/// would stamp); a controller's annotation, or a controlled workload's
+/// scale, never waits on draguard.
 #[test]
-fn workload_updates_are_sent_only_when_the_pod_template_changes() {
+fn workload_updates_are_sent_when_the_template_or_a_users_spec_or_labels_change() {
     let Some(docs) = render(&overlay("base")) else { return };
     let ns = json!({"metadata": {"name": "ml"}});
     let template = json!({"metadata": {"labels": {"app": "w"}}, "spec": {
@@ -1324,13 +1326,25 @@ fn workload_updates_are_sent_only_when_the_pod_template_changes() {
         let sent = |new: &Value, old: &Value| names(&reached(&docs, &write(new, old), &ns));
         const WORKLOADS: &str = "workloads.validate.draguard.dev";
         assert_eq!(sent(&object, &Value::Null), [WORKLOADS], "{kind} CREATE");
-        let mut scaled = object.clone();
-        scaled["spec"]["replicas"] = json!(5);
-        scaled["metadata"]["annotations"] = json!({"deployment.kubernetes.io/revision": "2"});
+        let mut annotated = object.clone();
+        annotated["metadata"]["annotations"] = json!({"deployment.kubernetes.io/revision": "2"});
+        assert_eq!(sent(&annotated, &object), Vec::<&str>::new(), "{kind}: an annotation");
+        let mut scaled = annotated.clone();
+        scaled["spec"]["parallelism"] = json!(5);
+        assert_eq!(sent(&scaled, &object), [WORKLOADS], "{kind}: a scale");
+        let mut labelled = object.clone();
+        labelled["metadata"]["labels"] = json!({"tier": "batch"});
+        assert_eq!(sent(&labelled, &object), [WORKLOADS], "{kind}: a label");
+        // A CronJob's Job, a Deployment's ReplicaSet: scaled by controllers.
+        let controlled = |mut o: Value| {
+            o["metadata"]["ownerReferences"] =
+                json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "d", "uid": "u", "controller": true}]);
+            o
+        };
         assert_eq!(
-            sent(&scaled, &object),
+            sent(&controlled(scaled.clone()), &controlled(object.clone())),
             Vec::<&str>::new(),
-            "{kind}: a scale and an annotation"
+            "{kind}: a controlled workload's scale"
         );
         let mut tolerating = object.clone();
         let pointer = if kind == "CronJob" {

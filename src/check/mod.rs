@@ -13,6 +13,7 @@ pub mod json;
 pub mod kept;
 mod object;
 mod old_shapes;
+mod owners;
 pub mod pod_templates;
 pub mod render;
 pub mod skip;
@@ -43,7 +44,7 @@ use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::review::Engine;
 use crate::review::{Context, review};
-use crate::verdict::{Denial, Envelope, Phase, Request, ReviewError};
+use crate::verdict::{Denial, Envelope, Phase, Request, ReviewError, Violation};
 use crate::view::StaticView;
 use crate::yaml::Position;
 pub use input::{FileProblem, Inputs, Source, Walk};
@@ -75,6 +76,10 @@ pub struct Options {
     pub strict: bool,
     /// Which kinds draguard does not know are searched for pod specs.
     pub embedded_pod_specs: embedded_specs::EmbeddedPodSpecs,
+    /// `audit`: an object whose controller is among the input (a
+    /// ReplicaSet of a Deployment, its Pods) is judged through the
+    /// controller, not again on its own ([`owners`]).
+    pub through_controllers: bool,
 }
 
 impl Options {
@@ -95,6 +100,7 @@ impl Options {
             skip_kinds: Vec::new(),
             strict: false,
             embedded_pod_specs: embedded_specs::EmbeddedPodSpecs::default(),
+            through_controllers: false,
         }
     }
 }
@@ -117,6 +123,10 @@ pub struct Finding {
     pub position: Position,
     /// The rule a policy violation broke (its SARIF rule comes from it).
     pub concept: Option<crate::verdict::Concept>,
+    /// The toleration policy a violation broke, by name (a PolicyReport
+    /// result's `policy`); `None` for findings no policy gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 /// `Kind/namespace/name`, or `Kind/name` for cluster-scoped objects.
@@ -173,6 +183,12 @@ pub enum Judgement {
 pub struct ObjectReport {
     pub source: usize,
     pub id: ObjectId,
+    /// Its `apiVersion` and `metadata.uid` (a snapshot's objects have
+    /// one): what a PolicyReport's resource reference names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
     pub position: Position,
     /// Whether draguard judged it.
     pub judgement: Judgement,
@@ -354,6 +370,7 @@ pub fn check_into(
     let reading = object::Reading {
         namespace: &options.namespace,
         identities: !old.is_empty(),
+        owners: options.through_controllers,
     };
     // Documents are read on every core a chunk at a time, and what they
     // hold joins the objects' list before the next chunk is read: half a
@@ -437,13 +454,17 @@ pub fn check_into(
         placeholders: 0,
     };
     let old_of = |object: &Object| object.identity.as_ref().and_then(|k| old_objects.get(&**k));
+    // Only `audit` keeps ownerships: for `check` this is empty.
+    let left_to_controllers =
+        owners::left_to_controllers(objects.iter().map(|o| o.ownership.as_deref()), &options.pod_templates);
     let review_one = |n: usize, object: &Object, cluster: &StaticView| {
         let ctx = Engine::new(&options.policies, cluster, options.target)
             .with_toleration_restriction(options.toleration_restriction.as_ref())
             .context(options.now, Phase::Both, None);
         let old = old_of(object);
         let started = std::time::Instant::now();
-        let mut verdict = check_object(n, object, old, options, &ctx, &documents, &trees);
+        let through = left_to_controllers.get(&n).map(String::as_str);
+        let mut verdict = check_object(n, object, old, through, options, &ctx, &documents, &trees);
         verdict.seconds = started.elapsed().as_secs_f64();
         verdict
     };
@@ -692,10 +713,14 @@ fn admission_request(uid: usize, object: Value, old: Option<Value>, namespace: O
     }
 }
 
+// One argument more than clippy's default: what `audit` adds.
+#[allow(clippy::too_many_arguments)]
 fn check_object(
     n: usize,
     object: &Object,
     old: Option<&Value>,
+    // Why it is judged through its controller instead (`audit`).
+    through: Option<&str>,
     options: &Options,
     ctx: &Context<'_>,
     documents: &[input::Document<'_>],
@@ -759,6 +784,8 @@ fn check_object(
     let mut report = ObjectReport {
         source: object.source,
         id,
+        api_version: text(v, "/apiVersion").map(str::to_owned),
+        uid: text(v, "/metadata/uid").map(str::to_owned),
         position,
         judgement: Judgement::Judged,
         ignore: skip::ignored_rules(v),
@@ -776,6 +803,7 @@ fn check_object(
             message: "skipped: not a Kubernetes object (no apiVersion or kind)".into(),
             position,
             concept: None,
+            policy: None,
         });
         return report;
     }
@@ -786,6 +814,10 @@ fn check_object(
             reason: format!("{pattern} is skipped (--skip-kind)"),
             holds_tolerations,
         };
+        return report;
+    }
+    if let Some(why) = through {
+        report.judgement = Judgement::NothingToJudge(Some(why.to_owned()));
         return report;
     }
     let routed = crate::review::registry::route(group, version, &kind).is_some();
@@ -860,6 +892,7 @@ fn check_object(
                 message: format!("not judged, though it holds tolerations: {reason}"),
                 position,
                 concept: None,
+                policy: None,
             });
         }
         return report;
@@ -906,6 +939,7 @@ fn check_object(
             position: place.at(Some(&field)),
             field: Some(field.to_string()),
             concept: None,
+            policy: None,
         });
     }
     report
@@ -929,9 +963,10 @@ impl Place<'_> {
 
     /// The decision's causes, audit entries and warnings, as findings.
     fn record(&self, decision: &crate::verdict::Decision, findings: &mut Vec<Finding>) {
-        let mut cause = |reason: &str, field: Option<&Path>, message: String, concept| {
+        let mut cause = |reason: &str, field: Option<&Path>, message: String, broken: Option<&Violation>| {
             findings.push(Finding {
-                concept,
+                concept: broken.map(|v| v.concept),
+                policy: broken.map(|v| v.policy.clone()),
                 ..error_finding(reason, field.map(ToString::to_string), message, self.at(field))
             });
         };
@@ -950,7 +985,7 @@ impl Place<'_> {
                         "FieldValueForbidden",
                         Some(v.field.as_ref().unwrap_or(&object)),
                         v.message.clone(),
-                        Some(v.concept),
+                        Some(v),
                     );
                 }
             }
@@ -972,6 +1007,7 @@ impl Place<'_> {
                 message: format!("audit: {entry}"),
                 position: self.position,
                 concept: None,
+                policy: None,
             });
         }
         for warning in &decision.warnings {
@@ -982,6 +1018,7 @@ impl Place<'_> {
                 message: warning.message.clone(),
                 position: self.at(warning.field.as_ref()),
                 concept: warning.concept,
+                policy: None,
             });
         }
     }
@@ -995,6 +1032,7 @@ fn error_finding(reason: &str, field: Option<String>, message: String, position:
         message,
         position,
         concept: None,
+        policy: None,
     }
 }
 

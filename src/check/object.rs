@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
+use super::owners::{Controller, Ownership};
 use super::{facts, identity, identity_of, input, text};
 use crate::field::Segment;
 use crate::yaml::{Node, Position};
@@ -42,6 +43,9 @@ pub(super) struct Object {
     pub not_kubernetes: bool,
     /// Only when old versions are given (`check --old`).
     pub identity: Option<Box<Identity>>,
+    /// Its uid and controller, only when objects are judged through
+    /// their controllers (`audit`).
+    pub ownership: Option<Box<Ownership>>,
 }
 
 /// Where an object's text is in its document, to find a finding's line.
@@ -76,6 +80,36 @@ struct MetadataHead<'a> {
     generate_name: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default)]
     namespace: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uid: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "ownerReferences")]
+    owner_references: Option<Vec<OwnerHead<'a>>>,
+}
+
+/// An entry of `metadata.ownerReferences`.
+#[derive(serde::Deserialize)]
+struct OwnerHead<'a> {
+    #[serde(borrow, default, rename = "apiVersion")]
+    api_version: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    name: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    uid: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    controller: Option<bool>,
+}
+
+impl OwnerHead<'_> {
+    fn controller(&self) -> Controller {
+        Controller {
+            api_version: self.api_version.as_ref().into(),
+            kind: self.kind.as_ref().into(),
+            name: self.name.as_ref().into(),
+            uid: self.uid.as_ref().into(),
+        }
+    }
 }
 
 /// How objects are read: what they are found by, and in which namespace
@@ -85,6 +119,8 @@ pub(super) struct Reading<'a> {
     pub namespace: &'a str,
     /// Whether identities are kept (old versions are given).
     pub identities: bool,
+    /// Whether uids and controllers are kept (`audit`).
+    pub owners: bool,
 }
 
 impl Object {
@@ -97,9 +133,16 @@ impl Object {
             true => serde_json::from_str::<Head<'_>>(&json),
             false => Err(serde::de::Error::custom("not an object")),
         };
-        let (kind, has_api_version, identity) = match head {
+        let (kind, has_api_version, identity, ownership) = match head {
             Ok(head) => {
                 let meta = head.metadata.as_ref();
+                let ownership = reading.owners.then(|| Ownership {
+                    uid: meta.and_then(|m| m.uid.as_deref()).map(Into::into),
+                    controller: meta
+                        .and_then(|m| m.owner_references.as_ref())
+                        .and_then(|refs| refs.iter().find(|r| r.controller == Some(true)))
+                        .map(|r| Box::new(r.controller())),
+                });
                 let identity = reading
                     .identities
                     .then(|| {
@@ -116,6 +159,7 @@ impl Object {
                     head.kind.map(std::borrow::Cow::into_owned),
                     head.api_version.is_some(),
                     identity,
+                    ownership,
                 )
             }
             // A field of another type than a string (`kind: 3`): read the
@@ -126,10 +170,17 @@ impl Object {
                     .identities
                     .then(|| identity(&value, reading.namespace))
                     .flatten();
+                // (A malformed ownerReferences lands here too: the object
+                // is judged itself.)
+                let ownership = reading.owners.then(|| Ownership {
+                    uid: text(&value, "/metadata/uid").map(Into::into),
+                    controller: None,
+                });
                 (
                     text(&value, "/kind").map(str::to_owned),
                     text(&value, "/apiVersion").is_some(),
                     identity,
+                    ownership,
                 )
             }
         };
@@ -147,6 +198,7 @@ impl Object {
             fact,
             not_kubernetes,
             identity: identity.map(Box::new),
+            ownership: ownership.map(Box::new),
         }
     }
 

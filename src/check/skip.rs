@@ -196,6 +196,7 @@ pub fn suppress_in(
             ),
             position: object.position,
             concept: None,
+            policy: None,
         });
     }
     suppressed

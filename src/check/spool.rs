@@ -146,6 +146,8 @@ mod tests {
                 namespace: Some(format!("ns-{i}")),
                 name: format!("pod-{i}\n\"quoted\""),
             },
+            api_version: Some("v1".into()),
+            uid: i.is_multiple_of(2).then(|| format!("uid-{i}")),
             position: Position {
                 line: i as u64 + 1,
                 column: 3,
@@ -168,6 +170,7 @@ mod tests {
                 message: "Unsupported value: \"Bogus\"".into(),
                 position: Position { line: 9, column: 7 },
                 concept: i.is_multiple_of(4).then_some(crate::verdict::Concept::Quota),
+                policy: i.is_multiple_of(4).then(|| "gpu-quota".to_owned()),
             }],
         }
     }

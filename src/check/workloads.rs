@@ -142,6 +142,7 @@ impl Judge<'_, '_> {
                 ),
                 position: self.position(at),
                 concept: None,
+                policy: None,
             });
         }
         if search.specs.is_empty() {
@@ -206,6 +207,7 @@ impl Judge<'_, '_> {
                 message: format!("more than {MAX_NESTING} embedded objects deep: this one is not checked"),
                 position: self.position(at),
                 concept: None,
+                policy: None,
             });
             return true;
         }

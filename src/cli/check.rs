@@ -36,8 +36,8 @@ pub struct CheckArgs {
     /// is never picked up by accident.
     #[arg(long, value_name = "DIR")]
     pub policies: Option<PathBuf>,
-    /// The report's format: text, json, sarif, junit or github (workflow
-    /// annotations), and where it goes: `FORMAT=FILE` writes it to FILE
+    /// The report's format: text, json, sarif, junit, github (workflow
+    /// annotations) or policyreport (wgpolicyk8s.io PolicyReports), and where it goes: `FORMAT=FILE` writes it to FILE
     /// (repeatable: `-o sarif=draguard.sarif -o text`) [default: text]
     #[arg(long, short = 'o', alias = "format", value_name = "FORMAT[=FILE]", value_parser = OutputSpec::parse)]
     pub output: Vec<OutputSpec>,
@@ -216,6 +216,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         skip_kinds: settings.skip_kinds,
         strict: settings.strict,
         embedded_pod_specs: settings.embedded_pod_specs,
+        through_controllers: false,
     };
     let sources = inputs.sources;
     let show_progress = stderr_tty && sources.len() >= PROGRESS_FROM;
@@ -246,10 +247,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
                 .retain(|f| f.severity == check::Severity::Error || warnings_as_errors);
         }
     };
-    let every = settings
-        .outputs
-        .iter()
-        .any(|o| matches!(o.format, Format::Json | Format::Junit));
+    let every = settings.outputs.iter().any(|o| o.format.lists_every_object());
     let mut kept = check::kept::Kept::new(every, Box::new(settle), Box::new(trim));
     let mut report = check::check_into(&sources, &old.sources, &options, progress, &mut kept);
     if show_progress {

@@ -49,20 +49,33 @@ pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<
 /// Every object of `collection` in every namespace, in the first version
 /// the cluster serves.
 pub async fn list_all(client: &kube::Client, collection: &Collection) -> Result<Vec<Value>, String> {
-    let mut last_error = String::new();
+    list_if_served(client, collection).await?.ok_or_else(|| {
+        let last = collection.versions.last().copied().unwrap_or_default();
+        let group = if collection.group.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", collection.group)
+        };
+        format!("{group}{last} {} is not served", collection.plural)
+    })
+}
+
+/// [`list_all`], or `None` when the cluster serves the collection in none
+/// of its versions (a CRD not installed, an API too new for the cluster).
+pub async fn list_if_served(client: &kube::Client, collection: &Collection) -> Result<Option<Vec<Value>>, String> {
     for version in collection.versions {
         let gvk = GroupVersionKind::gvk(collection.group, version, collection.kind);
         let resource = ApiResource::from_gvk_with_plural(&gvk, collection.plural);
         match list_pages(client, &resource).await {
-            Ok(items) => return Ok(items),
-            // Not served in this version: try the next one.
-            Err(kube::Error::Api(status)) if status.is_not_found() => {
-                last_error = format!("{} {} is not served", resource.api_version, collection.plural);
-            }
+            Ok(items) => return Ok(Some(items)),
+            // Not served in this version: try the next one. An API group
+            // or version the apiserver does not serve is a plain-text
+            // `404 page not found`, not a Status with reason NotFound.
+            Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 404 => {}
             Err(e) => return Err(format!("cannot list {}: {e}", collection.plural)),
         }
     }
-    Err(last_error)
+    Ok(None)
 }
 
 async fn list_pages(client: &kube::Client, resource: &ApiResource) -> Result<Vec<Value>, kube::Error> {

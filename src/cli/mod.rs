@@ -1,5 +1,6 @@
 //! Command-line interface: one module per subcommand.
 
+pub mod audit;
 pub mod check;
 mod cluster_read;
 pub mod explain;
@@ -43,6 +44,11 @@ pub enum Command {
     /// they would evict or keep from being scheduled, from a snapshot of the
     /// cluster (`kubectl get resourceslices,resourceclaims,pods -A -o yaml`).
     Impact(impact::ImpactArgs),
+    /// Judge what already runs, as if it were created now: every object of
+    /// a snapshot (`kubectl get … -A -o yaml`) the webhook would deny under
+    /// the current policies (text, JSON, SARIF, JUnit or PolicyReports).
+    // Boxed: its flags make it much larger than the other variants.
+    Audit(Box<audit::AuditArgs>),
     /// Print the CustomResourceDefinition that serves ResourceSlicePatch
     /// (draguard.dev/v1alpha1), as in deploy/base/crd-resourceslicepatch.yaml.
     Crd,

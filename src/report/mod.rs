@@ -4,6 +4,7 @@
 
 mod github;
 mod junit;
+mod policy_report;
 pub mod rules;
 
 pub use junit::escape as xml_escape;
@@ -25,11 +26,20 @@ pub enum Format {
     /// `::error file=...,line=...::message` lines, which GitHub Actions
     /// shows on the pull request's diff.
     Github,
+    /// wgpolicyk8s.io/v1alpha2 PolicyReports, one per namespace, and a
+    /// ClusterPolicyReport (`draguard audit`'s report for the cluster).
+    Policyreport,
 }
 
 impl Format {
     /// The names, for messages.
-    pub const NAMES: &str = "text, json, sarif, junit or github";
+    pub const NAMES: &str = "text, json, sarif, junit, github or policyreport";
+
+    /// Whether the format lists every object, not only those with
+    /// something to say (JSON, JUnit; a PolicyReport counts them).
+    pub fn lists_every_object(self) -> bool {
+        matches!(self, Format::Json | Format::Junit | Format::Policyreport)
+    }
 }
 
 /// How a report is written, besides its format.
@@ -67,6 +77,7 @@ pub fn render_to(report: &Report, format: Format, style: &Style, out: &mut dyn s
         ),
         Format::Junit => junit::render(report, style.warnings_as_errors, out),
         Format::Github => github::render(report, out),
+        Format::Policyreport => policy_report::render(report, out),
     }
 }
 

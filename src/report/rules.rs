@@ -218,6 +218,7 @@ mod tests {
             message: message.into(),
             position: Position::default(),
             concept: None,
+            policy: None,
         }
     }
 

@@ -19,6 +19,7 @@ mod namespace_guards;
 mod policies;
 mod quota;
 pub mod registry;
+mod standing_template;
 mod subject;
 mod taint_rule_impact;
 mod ties;
@@ -72,7 +73,14 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
     }
     let subject = match ReviewSubject::<K>::decode(routed, req) {
         Ok(Some(subject)) => subject,
-        Ok(None) => return Decision::allow(),
+        // Not judged; a workload whose unchanged template would be denied
+        // now is admitted with a warning (`standing_template`).
+        Ok(None) => {
+            return Decision {
+                warnings: standing_template::warning::<K>(routed, req, ctx).into_iter().collect(),
+                ..Decision::allow()
+            };
+        }
         // Every door, `/mutate` too, refuses what does not decode (400):
         // a patch computed on a misread object may not apply.
         Err(e) => return Decision::bad_request(e),
