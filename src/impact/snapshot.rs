@@ -94,6 +94,11 @@ impl Snapshot {
 
     fn read_claim(&mut self, claim: &Value, namespace: &str, name: &str) -> Result<(), String> {
         if let Some(mut allocated) = allocated_claim(namespace, name, claim.get("status"))? {
+            allocated.extended_resource = claim
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(super::EXTENDED_RESOURCE_CLAIM))
+                .and_then(Value::as_str)
+                == Some("true");
             for result in &mut allocated.results {
                 result.id = DeviceId {
                     driver: self.strings.intern(&result.id.driver),
@@ -159,6 +164,8 @@ pub fn allocated_claim(namespace: &str, name: &str, status: Option<&Value>) -> R
             .filter(|c| c.is_pod())
             .map(|c| c.name)
             .collect(),
+        // Known from the claim's metadata, which the caller has.
+        extended_resource: false,
     }))
 }
 
@@ -218,6 +225,7 @@ mod tests {
         );
         assert_eq!(s.claims.len(), 1, "an unallocated claim affects nothing");
         assert_eq!(s.claims[0].pods, vec!["p-0"], "only pods count among the consumers");
+        assert!(!s.claims[0].extended_resource);
         assert_eq!(s.node_of("ml", "p-0"), Some("node-a"));
         assert_eq!(s.skipped.len(), 1, "{:?}", s.skipped);
         assert!(
@@ -225,5 +233,17 @@ mod tests {
             "{:?}",
             s.skipped
         );
+    }
+
+    /// The scheduler's annotation marks a claim made for an extended resource.
+    #[test]
+    fn extended_resource_claims_are_known_by_their_annotation() {
+        let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "gpu-job-extended-resources-x2", "namespace": "ml",
+                "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"}},
+            "status": {"allocation": {"devices": {"results": [{"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "a"}]}},
+                "reservedFor": [{"resource": "pods", "name": "gpu-job", "uid": "1"}]}});
+        let s = Snapshot::of(&[claim]);
+        assert!(s.claims[0].extended_resource);
     }
 }
