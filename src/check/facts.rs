@@ -198,7 +198,8 @@ pub(super) fn apply(facts: impl IntoIterator<Item = Fact>, cluster: &mut StaticV
     }
     // Slices and allocated claims in the input show what a DeviceTaintRule
     // among it would do (its summary needs no pod's node: pods are not read).
-    let snapshot = crate::impact::snapshot::Snapshot::of(&reach);
+    let mut snapshot = crate::impact::snapshot::Snapshot::of(&reach);
+    snapshot.drop_finished_pods();
     cluster.snapshot = (!snapshot.is_empty()).then_some(snapshot);
 }
 

@@ -53,11 +53,12 @@ pub fn run(args: ImpactArgs) -> ExitCode {
             return Err("no DeviceTaintRule in the given rule files".into());
         }
         // Each object is reduced to what a rule reads as it arrives.
-        let snapshot = if args.cluster {
+        let mut snapshot = if args.cluster {
             read_cluster(args.kubeconfig.as_deref(), args.context.as_deref())?
         } else {
             crate::check::snapshot_file::read(&args.snapshot)?
         };
+        snapshot.drop_finished_pods();
         for skipped in &snapshot.skipped {
             eprintln!("draguard impact: left out {skipped}");
         }

@@ -150,6 +150,8 @@ type ClaimKey = (Arc<str>, Arc<str>);
 struct Allocation {
     results: Box<[AllocatedResult]>,
     pods: Box<[Box<str>]>,
+    /// Made for a DRA-backed extended resource (see [`AllocatedClaim`]).
+    extended_resource: bool,
 }
 
 struct AllocatedResult {
@@ -171,9 +173,10 @@ impl Allocations {
     pub fn apply(&mut self, claim: &SlimObject) {
         self.delete(claim);
         let (namespace, name) = (namespace_of(claim), name_of(claim));
-        let Ok(Some(allocated)) = allocated_claim(namespace, name, claim.data.get("status")) else {
+        let Ok(Some(mut allocated)) = allocated_claim(namespace, name, claim.data.get("status")) else {
             return;
         };
+        allocated.extended_resource = is_extended_resource_claim(claim.metadata.annotations.as_ref());
         let key: ClaimKey = (self.strings.intern(namespace), name.into());
         let mut results = Vec::with_capacity(allocated.results.len());
         for result in allocated.results {
@@ -190,6 +193,7 @@ impl Allocations {
         let allocation = Allocation {
             results: results.into_boxed_slice(),
             pods: allocated.pods.into_iter().map(String::into_boxed_str).collect(),
+            extended_resource: allocated.extended_resource,
         };
         self.claims.insert(key, allocation);
     }
@@ -235,6 +239,7 @@ impl Allocations {
                         })
                         .collect(),
                     pods: claim.pods.iter().map(|p| p.to_string()).collect(),
+                    extended_resource: claim.extended_resource,
                 })
             })
             .collect()
@@ -262,6 +267,7 @@ impl Allocations {
                 counter.claim(
                     &key.0,
                     &key.1,
+                    claim.extended_resource,
                     claim.results.iter().map(|r| (&r.id, &*r.tolerations)),
                     claim.pods.iter().map(|p| &**p),
                 );
@@ -276,6 +282,14 @@ impl Allocations {
     pub fn is_empty(&self) -> bool {
         self.claims.is_empty()
     }
+}
+
+/// The scheduler's mark on a claim it made for an extended resource.
+fn is_extended_resource_claim(annotations: Option<&std::collections::BTreeMap<String, String>>) -> bool {
+    annotations
+        .and_then(|a| a.get(crate::impact::EXTENDED_RESOURCE_CLAIM))
+        .map(String::as_str)
+        == Some("true")
 }
 
 #[cfg(test)]

@@ -322,10 +322,19 @@ impl<'a> ImpactCounter<'a> {
         &mut self,
         namespace: &'a str,
         name: &str,
+        extended_resource: bool,
         results: impl IntoIterator<Item = (&'r DeviceId, &'r [DeviceToleration])>,
         pods: impl IntoIterator<Item = &'a str>,
     ) {
-        let Some(outcome) = results_outcome(results, &self.taint, self.selector.as_ref(), self.version, |_| {}) else {
+        let evictable = super::evicts_pods_of(extended_resource, self.version);
+        let Some(outcome) = results_outcome(
+            results,
+            &self.taint,
+            self.selector.as_ref(),
+            self.version,
+            evictable,
+            |_| {},
+        ) else {
             return;
         };
         self.claims += 1;
@@ -401,6 +410,7 @@ mod tests {
                 tolerations,
             }],
             pods: pods.iter().map(|p| (*p).to_owned()).collect(),
+            extended_resource: false,
         };
         let claims = vec![
             claim("ml", "a", id("node-1", "gpu-0"), tolerate(Some(30)), &["p", "q"]),
@@ -429,6 +439,7 @@ mod tests {
             counter.claim(
                 &c.namespace,
                 &c.name,
+                c.extended_resource,
                 c.results.iter().map(|r| (&r.id, r.tolerations.as_slice())),
                 c.pods.iter().map(String::as_str),
             );

@@ -47,6 +47,24 @@ pub struct AllocatedClaim {
     pub name: String,
     pub results: Vec<AllocatedDevice>,
     pub pods: Vec<String>,
+    /// Made by the scheduler for a DRA-backed extended resource
+    /// ([`EXTENDED_RESOURCE_CLAIM`]): no pod names it in
+    /// `spec.resourceClaims`, so before 1.38 the eviction controller never
+    /// reaches its pods.
+    pub extended_resource: bool,
+}
+
+/// The annotation the scheduler puts on the claims it makes for extended
+/// resources (`extendeddynamicresources.go`, pkg/scheduler/framework/plugins/dynamicresources).
+pub const EXTENDED_RESOURCE_CLAIM: &str = "resource.kubernetes.io/extended-resource-claim";
+
+/// Whether the eviction controller of `version` evicts the pods of a claim:
+/// up to 1.37 `podEvictionTime` walks only `pod.spec.resourceClaims`
+/// (pkg/controller/devicetainteviction/device_taint_eviction.go, v1.36.2),
+/// which never names an extended-resource claim; 1.38 also follows
+/// `pod.status.extendedResourceClaimStatus` (kubernetes#142289).
+pub fn evicts_pods_of(extended_resource: bool, version: KubeVersion) -> bool {
+    !extended_resource || version >= KubeVersion::V1_38
 }
 
 /// What happens to the pods of a claim.
@@ -163,6 +181,7 @@ fn claim_outcome(
         taint,
         selector,
         version,
+        evicts_pods_of(claim.extended_resource, version),
         |id| devices.push(id.clone()),
     )?;
     Some((devices, outcome))
@@ -173,18 +192,21 @@ fn claim_outcome(
 /// reaches; `None` when it reaches none. The worst result decides: an
 /// eviction (the soonest) before a scheduling block. `taint` is the
 /// effective taint: a dry run's effect None is judged as NoExecute.
+/// `evictable`: whether the eviction controller reaches the claim's pods
+/// at all ([`evicts_pods_of`]).
 pub(crate) fn results_outcome<'r>(
     results: impl IntoIterator<Item = (&'r DeviceId, &'r [DeviceToleration])>,
     taint: &DeviceTaint,
     selector: Option<&crate::objects::dra::DeviceTaintSelector>,
     version: KubeVersion,
+    evictable: bool,
     mut reached: impl FnMut(&'r DeviceId),
 ) -> Option<Outcome> {
     let mut any = false;
     let mut outcome = Outcome::Tolerated;
     for (id, tolerations) in results {
         let scheduler = reaches(selector, id, version, Reader::Scheduler);
-        let evictor = reaches(selector, id, version, Reader::EvictionController);
+        let evictor = reaches(selector, id, version, Reader::EvictionController) && evictable;
         if !scheduler && !evictor {
             continue;
         }

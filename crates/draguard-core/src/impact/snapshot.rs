@@ -8,7 +8,7 @@
 //! read one object at a time ((`check::snapshot_file`)), each reduced to
 //! what a rule reads and dropped, with repeated names held once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -26,6 +26,12 @@ pub struct Snapshot {
     pub claims: Vec<AllocatedClaim>,
     /// namespace -> pod -> the node it runs on.
     pod_nodes: HashMap<Arc<str>, HashMap<Box<str>, Arc<str>>>,
+    /// Pods that have finished (`status.phase` Succeeded or Failed): the
+    /// eviction controller skips them ("Pods which have already reached a
+    /// final state ... don't need to be deleted", DTE `Controller`), so
+    /// [`Snapshot::drop_finished_pods`] takes them off their claims. One
+    /// entry per finished pod the snapshot holds.
+    finished: HashMap<Arc<str>, HashSet<Box<str>>>,
     /// `Kind namespace/name: why` for each object left out.
     pub skipped: Vec<String>,
     /// Namespaces, drivers, pools, devices and nodes, each held once.
@@ -61,6 +67,10 @@ impl Snapshot {
             "ResourceSlice" if is_resource_api(object) => self.read_slice(object),
             "ResourceClaim" if is_resource_api(object) => self.read_claim(object, namespace, name),
             "Pod" if text(object, "/apiVersion") == "v1" => {
+                if matches!(text(object, "/status/phase"), "Succeeded" | "Failed") {
+                    let namespace = self.strings.intern(namespace);
+                    self.finished.entry(namespace).or_default().insert(name.into());
+                }
                 let node = text(object, "/spec/nodeName");
                 if !node.is_empty() {
                     let (namespace, node) = (self.strings.intern(namespace), self.strings.intern(node));
@@ -94,6 +104,11 @@ impl Snapshot {
 
     fn read_claim(&mut self, claim: &Value, namespace: &str, name: &str) -> Result<(), String> {
         if let Some(mut allocated) = allocated_claim(namespace, name, claim.get("status"))? {
+            allocated.extended_resource = claim
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(super::EXTENDED_RESOURCE_CLAIM))
+                .and_then(Value::as_str)
+                == Some("true");
             for result in &mut allocated.results {
                 result.id = DeviceId {
                     driver: self.strings.intern(&result.id.driver),
@@ -111,6 +126,9 @@ impl Snapshot {
         self.devices.extend(other.devices);
         self.claims.extend(other.claims);
         self.skipped.extend(other.skipped);
+        for (namespace, pods) in other.finished {
+            self.finished.entry(namespace).or_default().extend(pods);
+        }
         for (namespace, pods) in other.pod_nodes {
             self.pod_nodes.entry(namespace).or_default().extend(pods);
         }
@@ -119,6 +137,20 @@ impl Snapshot {
     /// Whether the snapshot holds anything a rule could reach.
     pub fn is_empty(&self) -> bool {
         self.devices.is_empty() && self.claims.is_empty()
+    }
+
+    /// Takes finished pods off the claims reserved for them, once every
+    /// object is read (a pod may come after its claim).
+    pub fn drop_finished_pods(&mut self) {
+        if self.finished.is_empty() {
+            return;
+        }
+        let finished = std::mem::take(&mut self.finished);
+        for claim in &mut self.claims {
+            if let Some(done) = finished.get(claim.namespace.as_str()) {
+                claim.pods.retain(|pod| !done.contains(pod.as_str()));
+            }
+        }
     }
 
     /// The node `namespace/pod` runs on, when the snapshot has the pod.
@@ -159,6 +191,8 @@ pub fn allocated_claim(namespace: &str, name: &str, status: Option<&Value>) -> R
             .filter(|c| c.is_pod())
             .map(|c| c.name)
             .collect(),
+        // Known from the claim's metadata, which the caller has.
+        extended_resource: false,
     }))
 }
 
@@ -218,6 +252,7 @@ mod tests {
         );
         assert_eq!(s.claims.len(), 1, "an unallocated claim affects nothing");
         assert_eq!(s.claims[0].pods, vec!["p-0"], "only pods count among the consumers");
+        assert!(!s.claims[0].extended_resource);
         assert_eq!(s.node_of("ml", "p-0"), Some("node-a"));
         assert_eq!(s.skipped.len(), 1, "{:?}", s.skipped);
         assert!(
@@ -225,5 +260,45 @@ mod tests {
             "{:?}",
             s.skipped
         );
+    }
+
+    /// The scheduler's annotation marks a claim made for an extended resource.
+    #[test]
+    fn extended_resource_claims_are_known_by_their_annotation() {
+        let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "gpu-job-extended-resources-x2", "namespace": "ml",
+                "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"}},
+            "status": {"allocation": {"devices": {"results": [{"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "a"}]}},
+                "reservedFor": [{"resource": "pods", "name": "gpu-job", "uid": "1"}]}});
+        let s = Snapshot::of(&[claim]);
+        assert!(s.claims[0].extended_resource);
+    }
+
+    /// The eviction controller skips pods in a final state: a finished
+    /// pod, read before or after its claim, is no longer counted.
+    #[test]
+    fn finished_pods_are_taken_off_their_claims() {
+        let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "ml"},
+            "status": {"allocation": {"devices": {"results": [{"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "a"}]}},
+                "reservedFor": [{"resource": "pods", "name": "done", "uid": "1"}, {"resource": "pods", "name": "failed", "uid": "2"}, {"resource": "pods", "name": "running", "uid": "3"}]}});
+        let pod = |name: &str, phase: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"nodeName": "n"}, "status": {"phase": phase}})
+        };
+        let objects = [
+            pod("done", "Succeeded"),
+            claim,
+            pod("failed", "Failed"),
+            pod("running", "Running"),
+        ];
+        let mut s = Snapshot::of(&objects);
+        assert_eq!(
+            s.claims[0].pods,
+            ["done", "failed", "running"],
+            "kept until every object is read"
+        );
+        s.drop_finished_pods();
+        assert_eq!(s.claims[0].pods, ["running"]);
     }
 }

@@ -75,6 +75,7 @@ fn claim(namespace: &str, name: &str, results: Vec<AllocatedDevice>, pods: &[&st
         name: name.into(),
         results,
         pods: pods.iter().map(|p| (*p).to_owned()).collect(),
+        extended_resource: false,
     }
 }
 
@@ -376,4 +377,40 @@ fn an_empty_effect_toleration_does_not_stop_an_eviction() {
             "{version}: the scheduler reads empty as every effect"
         );
     }
+}
+
+/// SPEC-k8s-1.38.md rule 5: before 1.38 the eviction controller walks only
+/// `pod.spec.resourceClaims`, so the pod of a claim the scheduler made for
+/// an extended resource stays (its device is still closed to scheduling);
+/// 1.38 evicts it.
+#[test]
+fn extended_resource_claims_are_evicted_from_138() {
+    let mut made = claim(
+        "ml",
+        "gpu-job-extended-resources-x2",
+        vec![result(gpu("node-1", "gpu-0"), vec![])],
+        &["gpu-job"],
+    );
+    made.extended_resource = true;
+    let rule = rule(select(Some("gpu.example.com"), None, None), "NoExecute");
+    let outcomes = |version| {
+        let listed = impact(&rule, &devices(), std::slice::from_ref(&made), version);
+        let mut counter = ImpactCounter::new(&rule, version);
+        counter.claim(
+            &made.namespace,
+            &made.name,
+            made.extended_resource,
+            made.results.iter().map(|r| (&r.id, r.tolerations.as_slice())),
+            made.pods.iter().map(String::as_str),
+        );
+        assert_eq!(
+            counter.finish().evicted,
+            listed.counts().evicted,
+            "{version}: counted as listed"
+        );
+        listed.pods.iter().map(|p| p.outcome).collect::<Vec<_>>()
+    };
+    assert_eq!(outcomes(KubeVersion::V1_36), [Outcome::Unschedulable]);
+    assert_eq!(outcomes(KubeVersion::V1_37), [Outcome::Unschedulable]);
+    assert_eq!(outcomes(KubeVersion::V1_38), [Outcome::Evicted { after_seconds: 0 }]);
 }
