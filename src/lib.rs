@@ -19,6 +19,7 @@ pub mod controllers;
 pub mod explain;
 pub mod log_field;
 pub(crate) mod log_quiet;
+pub mod logging;
 pub mod pki;
 pub mod policy_files;
 pub mod report;

@@ -29,7 +29,7 @@ pub struct ReviewArgs {
 }
 
 pub fn run(args: ReviewArgs) -> ExitCode {
-    super::init_logging(false);
+    crate::logging::init_logging(false);
     let body = match read_input(args.file.as_ref()) {
         Ok(b) => b,
         Err(e) => {

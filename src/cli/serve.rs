@@ -227,7 +227,7 @@ impl ServeArgs {
 /// Exit 0 after a clean shutdown, 2 when the server cannot start.
 pub fn run(args: ServeArgs) -> ExitCode {
     let json = args.log_format == LogFormat::Json;
-    super::init_logging(json);
+    crate::logging::init_logging(json);
     raise_fd_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,

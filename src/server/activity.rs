@@ -126,7 +126,7 @@ pub(crate) async fn report(activity: std::sync::Arc<Activity>, every: Duration, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::log_capture::capture;
+    use crate::logging::log_capture::capture;
 
     #[test]
     fn counts_reset_with_each_summary() {

@@ -418,7 +418,7 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::log_capture::{capture, top_level_keys};
+    use crate::logging::log_capture::{capture, top_level_keys};
 
     fn denial() -> Summary {
         Summary {

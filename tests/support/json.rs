@@ -1,5 +1,5 @@
 // Shared by tests/cli_logs.rs and, through `#[path]`, the unit tests of
-// src/cli (log_capture): one JSON-aware way to look at a log line.
+// src/logging.rs (log_capture): one JSON-aware way to look at a log line.
 
 //! What a JSON log line holds, as a collector parsing it would see it.
 
