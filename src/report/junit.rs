@@ -1,3 +1,6 @@
+//! Hand-written, not `quick-junit`: its report holds every testcase before
+//! it serializes, and here cases are written as they are read from the spool.
+//!
 //! JUnit XML for test dashboards: a testcase per object with the time its
 //! review took; an object draguard did not judge is `skipped`, with why; a
 //! denied object (or, with `--warnings-as-errors`, a warned one) is a

@@ -1,3 +1,6 @@
+//! Hand-written, not `serde-sarif`: its typed log is built whole before it
+//! is written, and a report here is written as it is read from the spool.
+//!
 //! SARIF 2.1.0 for code scanning: one run, the fixed rule list of
 //! [`super::rules`] with help, and one result per finding at its file and
 //! region. URIs are relative to a base folder (`uriBaseId` `%SRCROOT%`),
