@@ -16,6 +16,7 @@ mod old_shapes;
 mod owners;
 pub mod pod_templates;
 pub mod render;
+pub mod request;
 pub mod skip;
 pub mod snapshot_file;
 pub mod spool;
@@ -33,8 +34,6 @@ use std::collections::HashMap;
 use std::fmt;
 
 use k8s_openapi::api::authentication::v1::UserInfo;
-use kube::core::admission::Operation;
-use kube::core::{GroupVersionKind, GroupVersionResource};
 use serde_json::{Value, json};
 
 use crate::field::{Path, Segment};
@@ -44,7 +43,7 @@ use crate::policy::PolicySet;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::review::Engine;
 use crate::review::{Context, review};
-use crate::verdict::{Denial, Envelope, Phase, Request, ReviewError, Violation};
+use crate::verdict::{Denial, Phase, Request, ReviewError, Violation};
 use crate::view::StaticView;
 use crate::yaml::Position;
 pub use input::{FileProblem, Inputs, Source, Walk};
@@ -682,35 +681,17 @@ fn group_kind(v: &Value) -> (String, String) {
     (group.to_owned(), text(v, "/kind").unwrap_or("").to_owned())
 }
 
-/// The AdmissionRequest the apiserver would send for this object.
+/// The AdmissionRequest the apiserver would send for this object. Who
+/// will apply the manifest is not known here: no requester is exempt, and
+/// guarded Namespace keys are warned about, not denied.
 fn admission_request(uid: usize, object: Value, old: Option<Value>, namespace: Option<&str>) -> Request {
-    let api_version = text(&object, "/apiVersion").unwrap_or("");
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let kind = text(&object, "/kind").unwrap_or("");
-    let resource = crate::review::registry::find(group, kind)
-        .map_or_else(|| format!("{}s", kind.to_lowercase()), |r| r.plural.to_owned());
-    let envelope = Envelope {
-        uid: format!("draguard-check-{uid}"),
-        kind: GroupVersionKind::gvk(group, version, kind),
-        resource: GroupVersionResource::gvr(group, version, &resource),
-        sub_resource: None,
-        name: text(&object, "/metadata/name").unwrap_or("").to_owned(),
-        namespace: namespace.map(str::to_owned),
-        operation: if old.is_some() {
-            Operation::Update
-        } else {
-            Operation::Create
-        },
-        // Who will apply the manifest is not known here: no requester is
-        // exempt, and guarded Namespace keys are warned about, not denied.
-        user_info: UserInfo::default(),
-        dry_run: true,
-    };
-    Request {
-        envelope,
-        object: Some(ObjectJson::Tree(object)),
-        old_object: old.map(ObjectJson::Tree),
-    }
+    request::for_manifest(
+        format!("draguard-check-{uid}"),
+        object,
+        old,
+        namespace.map(str::to_owned),
+        UserInfo::default(),
+    )
 }
 
 // One argument more than clippy's default: what `audit` adds.

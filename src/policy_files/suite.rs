@@ -10,16 +10,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::authentication::v1::UserInfo;
-use kube::core::admission::Operation;
-use kube::core::{GroupVersionKind, GroupVersionResource};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::kubernetes::Target;
-use crate::objects::ObjectJson;
 use crate::policy::PolicySet;
 use crate::review::Engine;
-use crate::verdict::{Decision, Denial, Envelope, Phase, Request};
+use crate::verdict::{Decision, Denial, Phase, Request};
 use crate::view::StaticView;
 
 pub const API_VERSION: &str = "policy.draguard.dev/v1alpha1";
@@ -292,7 +289,7 @@ fn case_object(suite: &Suite, case: &Case) -> Result<Value, String> {
 fn request(case: &Case, mut object: Value) -> Request {
     let text = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_owned();
     let api_version = text(&object, "/apiVersion");
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
     let kind = text(&object, "/kind");
     let row = crate::review::registry::find(group, &kind);
     let namespaced = row.is_none_or(|r| r.namespaced);
@@ -307,7 +304,6 @@ fn request(case: &Case, mut object: Value) -> Request {
     if let (Some(ns), Some(meta)) = (&namespace, object.get_mut("metadata").and_then(Value::as_object_mut)) {
         meta.entry("namespace").or_insert_with(|| Value::String(ns.clone()));
     }
-    let plural = row.map_or_else(|| format!("{}s", kind.to_lowercase()), |r| r.plural.to_owned());
     let (username, mut groups) = match &case.service_account {
         Some(sa) => {
             let (ns, name) = sa.split_once('/').unwrap_or(("default", sa));
@@ -323,29 +319,18 @@ fn request(case: &Case, mut object: Value) -> Request {
     };
     groups.extend(case.groups.iter().cloned());
     groups.push("system:authenticated".to_owned());
-    Request {
-        envelope: Envelope {
-            uid: "policy-test".to_owned(),
-            kind: GroupVersionKind::gvk(group, version, &kind),
-            resource: GroupVersionResource::gvr(group, version, &plural),
-            sub_resource: None,
-            name: text(&object, "/metadata/name"),
-            namespace,
-            operation: if case.old_object.is_some() {
-                Operation::Update
-            } else {
-                Operation::Create
-            },
-            user_info: UserInfo {
-                username: Some(username.unwrap_or_else(|| "policy-test".to_owned())),
-                groups: Some(groups),
-                ..UserInfo::default()
-            },
-            dry_run: true,
-        },
-        object: Some(ObjectJson::Tree(object)),
-        old_object: case.old_object.clone().map(ObjectJson::Tree),
-    }
+    let user_info = UserInfo {
+        username: Some(username.unwrap_or_else(|| "policy-test".to_owned())),
+        groups: Some(groups),
+        ..UserInfo::default()
+    };
+    crate::check::request::for_manifest(
+        "policy-test".to_owned(),
+        object,
+        case.old_object.clone(),
+        namespace,
+        user_info,
+    )
 }
 
 /// Where the answer differs from the expectation, line by line.
