@@ -665,7 +665,7 @@ fn policy_lint_reports_file_line_and_column() {
     );
     assert_eq!(
         stdout(&ok),
-        "policies/kustomization.yaml:11:1: skipped kustomize.config.k8s.io/v1beta1 Kustomization: not a draguard policy (policy.draguard.dev/v1alpha1 TolerationPolicy)\npolicies: 5 policies OK\n"
+        "policies/kustomization.yaml:11:1: skipped kustomize.config.k8s.io/v1beta1 Kustomization: not a draguard policy (policy.draguard.dev/v1alpha1 TolerationPolicy)\npolicies: 7 policies OK\n"
     );
 
     let dir = tempfile::tempdir().expect("tempdir");
