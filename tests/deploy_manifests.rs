@@ -549,7 +549,10 @@ fn base_is_read_only_and_highly_available() {
     let config_map = volume["configMap"]["name"].as_str().expect("name");
     let data = &find(&docs, "ConfigMap", config_map).expect("the generated ConfigMap")["data"];
     let files: Vec<&String> = data.as_object().expect("data").keys().collect();
-    assert_eq!(files, ["dedicated-nodes.yaml", "gpu-devices.yaml", "maintenance.yaml"]);
+    assert_eq!(
+        files,
+        ["dedicated-nodes.yaml", "gpu-devices.yaml", "gpu-sharing.yaml", "maintenance.yaml"]
+    );
     assert!(args(&docs).contains(&"--policies=/etc/draguard/policies"));
 }
 
