@@ -551,7 +551,12 @@ fn base_is_read_only_and_highly_available() {
     let files: Vec<&String> = data.as_object().expect("data").keys().collect();
     assert_eq!(
         files,
-        ["dedicated-nodes.yaml", "gpu-devices.yaml", "gpu-sharing.yaml", "maintenance.yaml"]
+        [
+            "dedicated-nodes.yaml",
+            "gpu-devices.yaml",
+            "gpu-sharing.yaml",
+            "maintenance.yaml"
+        ]
     );
     assert!(args(&docs).contains(&"--policies=/etc/draguard/policies"));
 }
