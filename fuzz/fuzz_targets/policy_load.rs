@@ -54,6 +54,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let set = PolicySet {
         policies: parsed.policies,
+        ..PolicySet::default()
     };
     for body in requests() {
         draguard_fuzz::answer_all_phases(body, &set);
