@@ -17,6 +17,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::JudgedUnder;
 use crate::check::{self, Options, input};
 use crate::report::{self, Format};
 
@@ -91,25 +92,20 @@ pub fn run(args: AuditArgs) -> ExitCode {
     } else {
         input::read_sources(&args.snapshot, &walk)
     };
-    let policies = match super::load_policies(TOOL, args.policies.as_deref()) {
-        Ok(p) => p,
-        Err(e) => return unusable(&e.to_string()),
+    let JudgedUnder {
+        policies,
+        toleration_restriction,
+        target,
+        no_policies,
+    } = match super::judged_under(
+        TOOL,
+        args.policies.as_deref(),
+        &args.toleration_restriction,
+        &args.target,
+    ) {
+        Ok(under) => under,
+        Err(e) => return unusable(&e),
     };
-    let toleration_restriction = match args.toleration_restriction.load() {
-        Ok(p) => p,
-        Err(e) => return unusable(&e.to_string()),
-    };
-    let target = match args.target.target() {
-        Ok(target) => target,
-        Err(e) => return unusable(&e.to_string()),
-    };
-    for note in target.gates.not_modelled() {
-        eprintln!("{TOOL}: note: {note}");
-    }
-    let no_policies = policies.is_empty().then(|| match &args.policies {
-        None => "no toleration policies (none named with --policies)".to_owned(),
-        Some(dir) => format!("no toleration policies in {}", dir.display()),
-    });
     let mut pod_templates = check::workload_kinds::builtin();
     pod_templates.extend(args.pod_template.iter().cloned());
     let options = Options {

@@ -8,6 +8,7 @@ use std::io::{IsTerminal as _, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::JudgedUnder;
 use crate::check::{self, Options, input};
 use crate::report::{self, Format};
 
@@ -185,25 +186,20 @@ pub fn run(args: CheckArgs) -> ExitCode {
     if let Some(problem) = old.problems.first() {
         return unusable(&format!("--old {problem}"));
     }
-    let policies = match super::load_policies("draguard check", settings.policies.as_deref()) {
-        Ok(p) => p,
-        Err(e) => return unusable(&e.to_string()),
+    let JudgedUnder {
+        policies,
+        toleration_restriction,
+        target,
+        no_policies,
+    } = match super::judged_under(
+        "draguard check",
+        settings.policies.as_deref(),
+        &args.toleration_restriction,
+        &settings.target,
+    ) {
+        Ok(under) => under,
+        Err(e) => return unusable(&e),
     };
-    let toleration_restriction = match args.toleration_restriction.load() {
-        Ok(p) => p,
-        Err(e) => return unusable(&e.to_string()),
-    };
-    let target = match settings.target.target() {
-        Ok(target) => target,
-        Err(e) => return unusable(&e.to_string()),
-    };
-    for note in target.gates.not_modelled() {
-        eprintln!("draguard check: note: {note}");
-    }
-    let no_policies = policies.is_empty().then(|| match &settings.policies {
-        None => "no toleration policies (none named with --policies)".to_owned(),
-        Some(dir) => format!("no toleration policies in {}", dir.display()),
-    });
     let options = Options {
         namespace: settings.namespace,
         now: jiff::Timestamp::now(),

@@ -107,6 +107,42 @@ impl TolerationRestrictionArgs {
     }
 }
 
+/// What `check` and `audit` judge under, read from their flags.
+pub(crate) struct JudgedUnder {
+    pub policies: PolicySet,
+    pub toleration_restriction: Option<TolerationRestrictionConfig>,
+    pub target: crate::kubernetes::Target,
+    /// The summary's note when no policy applies.
+    pub no_policies: Option<String>,
+}
+
+/// Loads the policies, PodTolerationRestriction's configuration and the
+/// target; notes on standard error (prefixed with `tool`) the gates whose
+/// rules are not modelled. An error is the message to print.
+pub(crate) fn judged_under(
+    tool: &str,
+    policies_dir: Option<&std::path::Path>,
+    restriction: &TolerationRestrictionArgs,
+    target: &target::TargetArgs,
+) -> Result<JudgedUnder, String> {
+    let policies = load_policies(tool, policies_dir).map_err(|e| e.to_string())?;
+    let toleration_restriction = restriction.load().map_err(|e| e.to_string())?;
+    let target = target.target().map_err(|e| e.to_string())?;
+    for note in target.gates.not_modelled() {
+        eprintln!("{tool}: note: {note}");
+    }
+    let no_policies = policies.is_empty().then(|| match policies_dir {
+        None => "no toleration policies (none named with --policies)".to_owned(),
+        Some(dir) => format!("no toleration policies in {}", dir.display()),
+    });
+    Ok(JudgedUnder {
+        policies,
+        toleration_restriction,
+        target,
+        no_policies,
+    })
+}
+
 /// The policies of the folder named with `--policies`, for `check` and
 /// `review`: none when no folder is named, never a folder picked up from the
 /// working directory (a repository's Kyverno `policies/` is not ours).
