@@ -1,7 +1,7 @@
 //! What a DeviceTaintRule write costs the webhook as the cluster grows:
 //! the live view's indexes (slice devices by driver, claims by allocated
 //! device) read for one rule, and the impact counted from them as the
-//! webhook does (`ImpactCounter`: nothing copied). A rule that names one
+//! webhook does (`impact::facts::count`: nothing copied). A rule that names one
 //! device reads a range of one entry whatever the cluster size; one that
 //! names a driver reads that driver's devices, and the GPU driver's are
 //! all allocated (80,000 claims and pods at 10,000 nodes).
@@ -9,10 +9,10 @@
 //!   cargo bench --bench impact
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use draguard::cluster::devices::{Allocations, SliceDevices};
+use draguard::cluster::devices::{Allocations, DeviceIndexes, SliceDevices};
 use draguard::cluster::index::WatchIndex;
 use draguard::cluster::slim::SlimObject;
-use draguard::impact::ImpactCounter;
+use draguard::impact::facts;
 use draguard::kubernetes::KubeVersion;
 use draguard::objects::dra::DeviceTaintRuleSpec;
 use serde_json::json;
@@ -67,13 +67,11 @@ fn bench_impact(c: &mut Criterion) {
         let one_device = rule(json!({"driver": "gpu.example.com", "pool": "node-00042", "device": "dev-3"}));
         let one_driver = rule(json!({"driver": "nic.example.com"}));
         let gpus = rule(json!({"driver": "gpu.example.com"}));
-        let count = |rule: &DeviceTaintRuleSpec| {
-            let selector = rule.device_selector.as_ref();
-            let mut counter = ImpactCounter::new(rule, version);
-            slices.count(&mut counter, selector, version);
-            allocations.count(&mut counter, selector, version);
-            counter.finish()
+        let indexes = DeviceIndexes {
+            slices: &slices,
+            claims: &allocations,
         };
+        let count = |rule: &DeviceTaintRuleSpec| facts::count(&indexes, rule, version);
         for (name, rule, evicted) in [
             ("one device", &one_device, 1),
             ("NIC driver", &one_driver, 0),

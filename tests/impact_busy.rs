@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 
 use draguard::admission::Incoming;
 use draguard::kubernetes::{KubeVersion, Target};
-use draguard::objects::dra::DeviceTaintRuleSpec;
+use draguard::impact::DeviceFacts;
 use draguard::policy::PolicySet;
-use draguard::view::{ClusterView, TaintRuleImpact};
+use draguard::view::{ClusterView, FactsLent};
 use serde_json::{Value, json};
 
 /// A cluster whose impact slots are all taken.
@@ -23,8 +23,8 @@ impl ClusterView for Busy {
         None
     }
 
-    fn taint_rule_impact(&self, _: &DeviceTaintRuleSpec, _: KubeVersion) -> TaintRuleImpact {
-        TaintRuleImpact::Busy { slots: 2 }
+    fn device_facts(&self, _: &mut dyn FnMut(&dyn DeviceFacts)) -> FactsLent {
+        FactsLent::Busy { slots: 2 }
     }
 }
 

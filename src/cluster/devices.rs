@@ -11,10 +11,10 @@ use super::slim::SlimObject;
 
 use super::index::WatchIndex;
 use crate::impact::snapshot::{allocated_claim, slice_devices};
-use crate::impact::{AllocatedClaim, AllocatedDevice, DeviceId, ImpactCounter, Reader, SliceDevice, reaches};
+use crate::impact::facts::{AllocatedResult, Allocation as AllocationFacts, DeviceFacts, Pods, Results};
+use crate::impact::DeviceId;
 use crate::interner::Interner;
 use crate::kubernetes::KubeVersion;
-use crate::objects::claim::DeviceToleration;
 use crate::objects::dra::DeviceTaintSelector;
 
 fn name_of(object: &SlimObject) -> &str {
@@ -76,45 +76,17 @@ impl WatchIndex for SliceDevices {
     }
 }
 
-impl SliceDevices {
-    /// The devices a rule with `selector` reaches in `version`, by either
-    /// reader.
-    pub fn reached(&self, selector: Option<&DeviceTaintSelector>, version: KubeVersion) -> Vec<SliceDevice> {
-        candidates(&self.devices, selector, version)
-            .map(|(id, node)| SliceDevice {
-                id: id.clone(),
-                node: node.as_deref().map(str::to_owned),
-            })
-            .collect()
-    }
-
-    /// Feeds `counter` the devices a rule with `selector` reaches, each
-    /// once, without copying them.
-    pub fn count<'a>(
-        &'a self,
-        counter: &mut ImpactCounter<'a>,
-        selector: Option<&DeviceTaintSelector>,
-        version: KubeVersion,
-    ) {
-        for (_, node) in candidates(&self.devices, selector, version) {
-            counter.device(node.as_deref());
-        }
-    }
-}
-
-/// The entries of `by_device` whose device a rule with `selector` reaches
-/// in `version`, by either reader. The map is ordered by driver, pool and
-/// device, so a selector that names a driver reads that driver's range
-/// only, one that also names a pool that pool's range, and one that names
-/// all three one entry; one that names no driver reads it all, as it may
-/// reach every device.
+/// The entries of `by_device` a rule with `selector` could reach: the map
+/// is ordered by driver, pool and device, so a selector that names a
+/// driver reads that driver's range only, one that also names a pool that
+/// pool's range, and one that names all three one entry; one that names no
+/// driver reads it all, as it may reach every device. Which of them it
+/// does reach is the core's to say (`impact::facts::count`).
 fn candidates<'m, V>(
     by_device: &'m BTreeMap<DeviceId, V>,
     selector: Option<&DeviceTaintSelector>,
-    version: KubeVersion,
-) -> impl Iterator<Item = (&'m DeviceId, &'m V)> {
-    let selector = selector.cloned();
-    let entries: Box<dyn Iterator<Item = (&'m DeviceId, &'m V)>> = match &selector {
+) -> Box<dyn Iterator<Item = (&'m DeviceId, &'m V)> + 'm> {
+    match selector {
         Some(DeviceTaintSelector {
             driver: Some(driver),
             pool,
@@ -135,11 +107,7 @@ fn candidates<'m, V>(
             }))
         }
         _ => Box::new(by_device.iter()),
-    };
-    entries.filter(move |(id, _)| {
-        reaches(selector.as_ref(), id, version, Reader::Scheduler)
-            || reaches(selector.as_ref(), id, version, Reader::EvictionController)
-    })
+    }
 }
 
 /// A claim by namespace and name, both shared with the index's other uses.
@@ -150,14 +118,10 @@ type ClaimKey = (Arc<str>, Arc<str>);
 struct Allocation {
     results: Box<[AllocatedResult]>,
     pods: Box<[Box<str>]>,
-    /// Made for a DRA-backed extended resource (see [`AllocatedClaim`]).
+    /// Made for a DRA-backed extended resource (see [`crate::impact::AllocatedClaim`]).
     extended_resource: bool,
 }
 
-struct AllocatedResult {
-    id: DeviceId,
-    tolerations: Box<[DeviceToleration]>,
-}
 
 /// The allocated claims, by the devices their results name.
 #[derive(Default)]
@@ -213,74 +177,58 @@ impl Allocations {
         }
     }
 
-    /// The claims with a result on a device a rule with `selector` reaches
-    /// in `version`, each once, by namespace and name: read from the
-    /// allocations themselves, so a claim on a device no slice publishes
-    /// any more is found too.
-    pub fn reached(&self, selector: Option<&DeviceTaintSelector>, version: KubeVersion) -> Vec<AllocatedClaim> {
-        let mut keys: Vec<&ClaimKey> = candidates(&self.by_device, selector, version)
-            .flat_map(|(_, keys)| keys)
-            .collect();
-        keys.sort();
-        keys.dedup();
-        keys.into_iter()
-            .filter_map(|key| {
-                let claim = self.claims.get(key)?;
-                Some(AllocatedClaim {
-                    namespace: key.0.to_string(),
-                    name: key.1.to_string(),
-                    results: claim
-                        .results
-                        .iter()
-                        .map(|r| AllocatedDevice {
-                            id: r.id.clone(),
-                            request: String::new(),
-                            tolerations: r.tolerations.to_vec(),
-                        })
-                        .collect(),
-                    pods: claim.pods.iter().map(|p| p.to_string()).collect(),
-                    extended_resource: claim.extended_resource,
-                })
-            })
-            .collect()
-    }
-
-    /// Feeds `counter` the claims with a result on a device a rule with
-    /// `selector` reaches, each once, without copying them: a claim is
-    /// counted where the walk meets the first of its results the rule
-    /// reaches, so no set of the claims seen is needed.
-    pub fn count<'a>(
-        &'a self,
-        counter: &mut ImpactCounter<'a>,
-        selector: Option<&DeviceTaintSelector>,
-        version: KubeVersion,
-    ) {
-        for (device, keys) in candidates(&self.by_device, selector, version) {
-            for key in keys {
-                let Some(claim) = self.claims.get(key) else {
-                    continue;
-                };
-                let first = claim.results.iter().find(|r| counter.reaches(&r.id));
-                if first.is_none_or(|r| r.id != *device) {
-                    continue;
-                }
-                counter.claim(
-                    &key.0,
-                    &key.1,
-                    claim.extended_resource,
-                    claim.results.iter().map(|r| (&r.id, &*r.tolerations)),
-                    claim.pods.iter().map(|p| &**p),
-                );
-            }
-        }
-    }
-
     pub fn len(&self) -> usize {
         self.claims.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.claims.is_empty()
+    }
+}
+
+/// Both indexes, read under their locks, lent to the core's count.
+pub struct DeviceIndexes<'i> {
+    pub slices: &'i SliceDevices,
+    pub claims: &'i Allocations,
+}
+
+impl DeviceFacts for DeviceIndexes<'_> {
+    fn devices<'s>(
+        &'s self,
+        selector: Option<&DeviceTaintSelector>,
+        _version: KubeVersion,
+        each: &mut dyn FnMut(&'s DeviceId, Option<&'s str>),
+    ) {
+        for (id, node) in candidates(&self.slices.devices, selector) {
+            each(id, node.as_deref());
+        }
+    }
+
+    /// Read from the allocations themselves, so a claim on a device no
+    /// slice publishes any more is found too.
+    fn allocations<'s>(
+        &'s self,
+        selector: Option<&DeviceTaintSelector>,
+        _version: KubeVersion,
+        each: &mut dyn FnMut(&'s DeviceId, AllocationFacts<'s>),
+    ) {
+        for (device, keys) in candidates(&self.claims.by_device, selector) {
+            for key in keys {
+                let Some(claim) = self.claims.claims.get(key) else {
+                    continue;
+                };
+                each(
+                    device,
+                    AllocationFacts {
+                        namespace: &key.0,
+                        name: &key.1,
+                        extended_resource: claim.extended_resource,
+                        results: Results::Slim(&claim.results),
+                        pods: Pods::Slim(&claim.pods),
+                    },
+                );
+            }
+        }
     }
 }
 
@@ -297,6 +245,69 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::impact::{AllocatedClaim, AllocatedDevice, Reader, SliceDevice, reaches};
+
+    fn reach(selector: Option<&DeviceTaintSelector>, id: &DeviceId, version: KubeVersion) -> bool {
+        reaches(selector, id, version, Reader::Scheduler) || reaches(selector, id, version, Reader::EvictionController)
+    }
+
+    impl SliceDevices {
+        /// The devices the index lends for `selector` that it reaches.
+        fn reached(&self, selector: Option<&DeviceTaintSelector>, version: KubeVersion) -> Vec<SliceDevice> {
+            let claims = Allocations::default();
+            let facts = DeviceIndexes { slices: self, claims: &claims };
+            let mut devices = Vec::new();
+            facts.devices(selector, version, &mut |id, node| {
+                if reach(selector, id, version) {
+                    devices.push(SliceDevice {
+                        id: id.clone(),
+                        node: node.map(str::to_owned),
+                    });
+                }
+            });
+            devices
+        }
+    }
+
+    impl Allocations {
+        /// The claims the index lends for `selector` with a result it
+        /// reaches, each once, by namespace and name.
+        fn reached(&self, selector: Option<&DeviceTaintSelector>, version: KubeVersion) -> Vec<AllocatedClaim> {
+            let slices = SliceDevices::default();
+            let facts = DeviceIndexes { slices: &slices, claims: self };
+            let mut claims: Vec<AllocatedClaim> = Vec::new();
+            facts.allocations(selector, version, &mut |device, claim| {
+                if !reach(selector, device, version) {
+                    return;
+                }
+                let results = match claim.results {
+                    Results::Slim(results) => results,
+                    Results::Listed(_) => unreachable!("the index keeps slim results"),
+                };
+                let pods = match claim.pods {
+                    Pods::Slim(pods) => pods,
+                    Pods::Listed(_) => unreachable!("the index keeps slim pods"),
+                };
+                claims.push(AllocatedClaim {
+                    namespace: claim.namespace.to_owned(),
+                    name: claim.name.to_owned(),
+                    results: results
+                        .iter()
+                        .map(|r| AllocatedDevice {
+                            id: r.id.clone(),
+                            request: String::new(),
+                            tolerations: r.tolerations.to_vec(),
+                        })
+                        .collect(),
+                    pods: pods.iter().map(|p| p.to_string()).collect(),
+                    extended_resource: claim.extended_resource,
+                });
+            });
+            claims.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+            claims.dedup_by(|a, b| (&a.namespace, &a.name) == (&b.namespace, &b.name));
+            claims
+        }
+    }
 
     fn slice(name: &str, driver: &str, pool: &str, devices: &[&str]) -> SlimObject {
         let devices: Vec<_> = devices.iter().map(|d| json!({"name": d})).collect();
@@ -443,7 +454,8 @@ mod tests {
     /// two claims once, with the worse outcome.
     #[test]
     fn counted_from_the_indexes_as_listed() {
-        use crate::impact::{ImpactCounter, impact};
+        use crate::impact::facts::count;
+        use crate::impact::impact;
         use crate::objects::dra::{DeviceTaint, DeviceTaintRuleSpec};
         let mut slices = SliceDevices::default();
         slices.apply(&slice("a", "gpu.example.com", "node-1", &["gpu-0", "gpu-1"]));
@@ -486,10 +498,11 @@ mod tests {
                     &claims.reached(selector.as_ref(), version),
                     version,
                 );
-                let mut counter = ImpactCounter::new(&rule, version);
-                slices.count(&mut counter, selector.as_ref(), version);
-                claims.count(&mut counter, selector.as_ref(), version);
-                assert_eq!(counter.finish(), listed.counts(), "{selector:?} {version}");
+                let facts = DeviceIndexes {
+                    slices: &slices,
+                    claims: &claims,
+                };
+                assert_eq!(count(&facts, &rule, version), listed.counts(), "{selector:?} {version}");
             }
         }
         let rule = DeviceTaintRuleSpec {
@@ -501,10 +514,11 @@ mod tests {
                 time_added: None,
             },
         };
-        let mut counter = ImpactCounter::new(&rule, KubeVersion::V1_37);
-        slices.count(&mut counter, rule.device_selector.as_ref(), KubeVersion::V1_37);
-        claims.count(&mut counter, rule.device_selector.as_ref(), KubeVersion::V1_37);
-        let counted = counter.finish();
+        let facts = DeviceIndexes {
+            slices: &slices,
+            claims: &claims,
+        };
+        let counted = count(&facts, &rule, KubeVersion::V1_37);
         assert_eq!(counted.claims, 2);
         assert_eq!(
             counted.summary(),

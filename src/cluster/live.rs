@@ -11,17 +11,15 @@ use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Api, Client};
 
-use super::devices::SliceDevices;
+use super::devices::{DeviceIndexes, SliceDevices};
 use super::impact_permits::ImpactPermits;
 use super::index::{Watched, spawn_watch};
 use super::indexes::{ClaimIndexes, DeviceClassIndex, NamespaceIndex, PatchIndex, QuotaIndex};
 use super::slim::SlimObject;
-use crate::impact::ImpactCounter;
-use crate::kubernetes::KubeVersion;
-use crate::objects::dra::DeviceTaintRuleSpec;
+use crate::impact::DeviceFacts;
 use crate::objects::patch::PatchSpec;
 use crate::quota::{DeviceClassFacts, Limits};
-use crate::view::{CacheState, ClusterView, NotSynced, QuotaUsage, TaintRuleImpact};
+use crate::view::{CacheState, ClusterView, FactsLent, NotSynced, QuotaUsage};
 
 const READY_POLL: Duration = Duration::from_millis(50);
 
@@ -228,28 +226,28 @@ impl ClusterView for LiveView {
         })
     }
 
-    /// Counted from the indexes: the reached devices (a named driver's
-    /// only), then the claims allocated on them, under a slot of the cap
-    /// ([`super::impact_permits`]). Unknown until both caches have listed.
-    fn taint_rule_impact(&self, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> TaintRuleImpact {
+    /// The devices and allocations indexes, under a slot of the cap on
+    /// impact computations ([`super::impact_permits`]). Unknown until both
+    /// caches have listed.
+    fn device_facts(&self, read: &mut dyn FnMut(&dyn DeviceFacts)) -> FactsLent {
         if !self.slices.is_synced() || !self.claims.is_synced() {
-            return TaintRuleImpact::Unknown;
+            return FactsLent::Unknown;
         }
         let Some(_slot) = self.impact_permits.acquire() else {
-            return TaintRuleImpact::Busy {
+            return FactsLent::Busy {
                 slots: self.impact_permits.slots(),
             };
         };
-        let selector = rule.device_selector.as_ref();
         // Both read locks, always in this order (writers take one each).
         self.slices.read(|slices| {
             self.claims.read(|claims| {
-                let mut counter = ImpactCounter::new(rule, version);
-                slices.count(&mut counter, selector, version);
-                claims.allocations.count(&mut counter, selector, version);
-                TaintRuleImpact::Known(counter.finish())
+                read(&DeviceIndexes {
+                    slices,
+                    claims: &claims.allocations,
+                })
             })
-        })
+        });
+        FactsLent::Lent
     }
 
     fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
@@ -300,7 +298,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::kubernetes::KubeVersion;
+    use crate::objects::dra::DeviceTaintRuleSpec;
     use crate::quota::Charge;
+    use crate::view::{TaintRuleImpact, taint_rule_impact};
 
     fn listed<I: super::super::index::WatchIndex>(watched: &Watched<I>, objects: Vec<I::Object>) {
         let mut relist = None;
@@ -413,7 +414,7 @@ mod tests {
             },
         };
         assert_eq!(
-            view.taint_rule_impact(&rule, KubeVersion::V1_37),
+            taint_rule_impact(&view, &rule, KubeVersion::V1_37),
             TaintRuleImpact::Unknown
         );
         listed(&view.slices, vec![]);
@@ -422,13 +423,13 @@ mod tests {
             .map(|_| view.impact_permits.acquire().expect("a slot"))
             .collect();
         assert_eq!(
-            view.taint_rule_impact(&rule, KubeVersion::V1_37),
+            taint_rule_impact(&view, &rule, KubeVersion::V1_37),
             TaintRuleImpact::Busy {
                 slots: super::super::impact_permits::SLOTS
             }
         );
         drop(held);
-        let TaintRuleImpact::Known(counts) = view.taint_rule_impact(&rule, KubeVersion::V1_37) else {
+        let TaintRuleImpact::Known(counts) = taint_rule_impact(&view, &rule, KubeVersion::V1_37) else {
             panic!("a slot is free again");
         };
         assert_eq!(counts.summary(), "would evict no pods; matches 0 devices");

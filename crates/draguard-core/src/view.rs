@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::impact::ImpactCounts;
+use crate::impact::{DeviceFacts, ImpactCounts};
 use crate::impact::snapshot::Snapshot;
 use crate::kubernetes::KubeVersion;
 use crate::objects::dra::DeviceTaintRuleSpec;
@@ -50,10 +50,12 @@ pub trait ClusterView: Send + Sync {
         None
     }
 
-    /// What `rule` would do to the devices and allocated claims the view
-    /// knows (`crate::impact`), as counts.
-    fn taint_rule_impact(&self, _rule: &DeviceTaintRuleSpec, _version: KubeVersion) -> TaintRuleImpact {
-        TaintRuleImpact::Unknown
+    /// Lends `read` the devices and allocated claims the view holds
+    /// ([`DeviceFacts`]), under whatever holding them takes (the live
+    /// view's read locks and a slot of its cap on computations at once).
+    /// What a DeviceTaintRule does with them is [`taint_rule_impact`]'s.
+    fn device_facts(&self, _read: &mut dyn FnMut(&dyn DeviceFacts)) -> FactsLent {
+        FactsLent::Unknown
     }
 
     /// The ResourceSlicePatches already known (name, spec), for priority ties.
@@ -111,6 +113,28 @@ pub enum TaintRuleImpact {
         slots: usize,
     },
     Known(ImpactCounts),
+}
+
+/// Whether a view lent its device facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FactsLent {
+    Lent,
+    /// The view knows none of the devices and allocated claims (no
+    /// cluster, or its caches are still listing).
+    Unknown,
+    /// Every computation slot stayed taken for the brief wait.
+    Busy { slots: usize },
+}
+
+/// What `rule` would do to the devices and allocated claims `view` knows,
+/// as counts ([`crate::impact::facts::count`]).
+pub fn taint_rule_impact(view: &dyn ClusterView, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> TaintRuleImpact {
+    let mut counts = None;
+    match view.device_facts(&mut |facts| counts = Some(crate::impact::facts::count(facts, rule, version))) {
+        FactsLent::Unknown => TaintRuleImpact::Unknown,
+        FactsLent::Busy { slots } => TaintRuleImpact::Busy { slots },
+        FactsLent::Lent => counts.map_or(TaintRuleImpact::Unknown, TaintRuleImpact::Known),
+    }
 }
 
 /// A watched cache that has not completed its list (named as in
@@ -215,11 +239,12 @@ impl ClusterView for StaticView {
         self.patches.clone()
     }
 
-    fn taint_rule_impact(&self, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> TaintRuleImpact {
+    fn device_facts(&self, read: &mut dyn FnMut(&dyn DeviceFacts)) -> FactsLent {
         let Some(snapshot) = self.snapshot.as_ref() else {
-            return TaintRuleImpact::Unknown;
+            return FactsLent::Unknown;
         };
-        TaintRuleImpact::Known(crate::impact::impact(rule, &snapshot.devices, &snapshot.claims, version).counts())
+        read(snapshot);
+        FactsLent::Lent
     }
 
     fn answers_from_memory(&self) -> bool {

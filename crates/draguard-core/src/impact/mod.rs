@@ -9,6 +9,7 @@
 //! live view's indexes, snapshot files or manifests).
 
 pub mod counts;
+pub mod facts;
 pub mod reach;
 pub mod render;
 pub mod snapshot;
@@ -20,6 +21,7 @@ use crate::kubernetes::KubeVersion;
 use crate::objects::claim::DeviceToleration;
 use crate::objects::dra::{DeviceTaint, DeviceTaintRuleSpec};
 pub use counts::{ImpactCounter, ImpactCounts};
+pub use facts::{AllocatedResult, Allocation, DeviceFacts, Pods, Results};
 pub use reach::{DeviceId, Reader, reaches};
 pub use tolerance::{Tolerance, tolerance as tolerance_of};
 

@@ -414,3 +414,49 @@ fn extended_resource_claims_are_evicted_from_138() {
     assert_eq!(outcomes(KubeVersion::V1_37), [Outcome::Unschedulable]);
     assert_eq!(outcomes(KubeVersion::V1_38), [Outcome::Evicted { after_seconds: 0 }]);
 }
+
+/// What a snapshot lends ([`facts::DeviceFacts`]) counts as the listed
+/// impact, for every selector shape, effect and version: a device two
+/// slices publish counts once, and so does a claim with two results on one
+/// reached device.
+#[test]
+fn a_snapshots_facts_count_as_listed() {
+    let mut snapshot = snapshot::Snapshot::default();
+    snapshot.devices = devices();
+    snapshot.claims = claims();
+    snapshot.devices.push(SliceDevice {
+        id: gpu("node-1", "gpu-0"),
+        node: Some("node-1".into()),
+    });
+    snapshot.claims.push(claim(
+        "ml",
+        "twice",
+        vec![result(gpu("node-2", "gpu-0"), vec![]), result(gpu("node-2", "gpu-0"), vec![])],
+        &["twice-0"],
+    ));
+    let selectors = [
+        None,
+        Some(DeviceTaintSelector::default()),
+        select(Some("gpu.example.com"), None, None),
+        select(None, Some("node-2"), None),
+        select(Some("gpu.example.com"), Some("node-1"), Some("gpu-1")),
+        select(Some("nic.example.com"), None, None),
+        select(Some("none.example.com"), None, None),
+    ];
+    for selector in selectors {
+        for effect in ["NoExecute", "NoSchedule", "None"] {
+            for version in [KubeVersion::V1_36, KubeVersion::V1_37, KubeVersion::V1_38] {
+                let rule = rule(selector.clone(), effect);
+                let listed = impact(&rule, &snapshot.devices, &snapshot.claims, version).counts();
+                assert_eq!(
+                    facts::count(&snapshot, &rule, version),
+                    listed,
+                    "{selector:?} {effect} {version}"
+                );
+            }
+        }
+    }
+    let rule = rule(select(Some("gpu.example.com"), None, None), "NoExecute");
+    let counted = facts::count(&snapshot, &rule, KubeVersion::V1_37);
+    assert_eq!((counted.devices, counted.claims), (3, 6), "{}", counted.summary());
+}

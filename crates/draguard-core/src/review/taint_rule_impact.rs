@@ -35,7 +35,7 @@ pub fn taint_rule_impact<K: AdmittedKind>(
     let Some(rule) = K::taint_rule(&subject.view) else {
         return (Vec::new(), Vec::new());
     };
-    let impact = ctx.cluster.taint_rule_impact(rule, ctx.target.version);
+    let impact = crate::view::taint_rule_impact(ctx.cluster, rule, ctx.target.version);
     let mut warnings: Vec<Warning> = match &impact {
         // The counts, then who: the first pods and claims per namespace.
         TaintRuleImpact::Known(impact) => std::iter::once(format!("impact: {}", impact.summary()))
