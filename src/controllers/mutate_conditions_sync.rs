@@ -1,5 +1,7 @@
 //! Keeps [`super::mutate_conditions`]' condition in draguard's defaulting
-//! webhook entry in step with the policies in force: at start, within a
+//! webhook entry, and the selector entries of
+//! [`super::mutate_selector_entries`] beside it, in step with the policies
+//! in force: at start, within a
 //! second of a policy reload, and within the watch's latency when someone
 //! edits it away (a `kubectl apply` of the manifests, a GitOps sync, a hand
 //! edit). Runs beside the caBundle controller (`webhook_certs`, under
@@ -10,7 +12,9 @@
 //! Failing is safe: until the condition is written, or while RBAC refuses
 //! the patch, the manifest's own conditions stay, and every claim,
 //! template and Pod CREATE is sent to `/mutate` as before (two calls where
-//! one would do, never a default lost). A condition written for older
+//! one would do, never a default lost). The condition and the selector
+//! entries change in one patch, so the narrower condition never stands
+//! without the entries that send what it leaves out. A condition written for older
 //! policies can be narrower than the new ones for at most the time this
 //! takes to notice the reload, as a reload itself takes effect only when
 //! each replica polls its folder.
@@ -19,13 +23,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt as _};
-use k8s_openapi::api::admissionregistration::v1::{MatchCondition, MutatingWebhook, MutatingWebhookConfiguration};
+use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, MutatingWebhookConfiguration};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
 use serde_json::Value;
 
-use super::mutate_conditions::{CONDITION_NAME, condition, plan};
+use super::mutate_conditions::CONDITION_NAME;
+use super::mutate_selector_entries::{Managed, managed, plan};
 use super::webhook_certs::{CertSettings, backoff};
 use crate::cluster::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
 use crate::cluster::watch_error;
@@ -81,17 +86,17 @@ impl MutateConditions {
         }
     }
 
-    fn desired(&self, set: &PolicySet) -> MatchCondition {
-        condition(set, self.toleration_restriction)
+    fn desired(&self, set: &PolicySet) -> Managed {
+        managed(set, self.toleration_restriction)
     }
 
-    fn plan(&self, webhooks: &[MutatingWebhook], desired: &MatchCondition) -> Vec<Value> {
+    fn plan(&self, webhooks: &[MutatingWebhook], desired: &Managed) -> Vec<Value> {
         plan(webhooks, &self.settings.namespace, &self.settings.service, desired)
     }
 
     /// Reads the configuration and patches `desired` into it where it
     /// differs. `Ok(true)` when something was written.
-    pub async fn ensure(&self, desired: &MatchCondition) -> Result<bool, ConditionError> {
+    pub async fn ensure(&self, desired: &Managed) -> Result<bool, ConditionError> {
         let name = &self.settings.webhook_config;
         let failed = |what| {
             move |source| ConditionError::Api {
@@ -120,8 +125,9 @@ impl MutateConditions {
                     tracing::info!(
                         name,
                         condition = CONDITION_NAME,
-                        expression = desired.expression.as_str(),
-                        "matchCondition of the defaulting webhook set for the policies in force"
+                        expression = desired.split.expression.as_str(),
+                        selector_entries = desired.selectors.len(),
+                        "matchCondition and selector entries of the defaulting webhook set for the policies in force"
                     );
                     return Ok(true);
                 }
