@@ -9,8 +9,10 @@
 //! carries its namespace's name: a policy that selects namespaces by names,
 //! globs and exclusions is exact, and so is a selector's requirement on the
 //! `kubernetes.io/metadata.name` label; one that also selects by other
-//! labels widens to "every namespace its exclusions and name requirements
-//! leave".
+//! labels gets an entry of its own, whose namespaceSelector reads them
+//! (`mutate_selector_entries`), and this condition keeps its names only;
+//! past that module's bounds it widens to "every namespace its exclusions
+//! and name requirements leave".
 //!
 //! The condition must never be narrower than the truth (a write draguard
 //! would patch must still reach it), so it is built from what
@@ -23,6 +25,9 @@
 //!   (claims, templates). Exemptions are left out of the condition: they
 //!   only ever remove a default, so leaving them out costs a call, never a
 //!   default.
+//! - A default that a policy selecting the namespace refuses is not added
+//!   (core `policy::enforce::defaults_for`), so a namespace where each of
+//!   a policy's defaults is surely refused is left out (see [`unblocked`]).
 //! - PodTolerationRestriction's merge adds the memory-pressure toleration
 //!   to every Pod that is not BestEffort, whatever the namespace's
 //!   annotations say, so with the flag on every Pod CREATE is sent.
@@ -34,7 +39,8 @@
 use k8s_openapi::api::admissionregistration::v1::{MatchCondition, MutatingWebhook};
 use serde_json::{Value, json};
 
-use crate::policy::model::{LabelSelector, SelectorOperator};
+use crate::policy::enforce::{TolerationTarget, rejects};
+use crate::policy::model::{LabelSelector, SelectorOperator, Subjects};
 use crate::policy::{PolicySet, TolerationPolicy};
 use crate::verdict::Mode;
 
@@ -87,7 +93,7 @@ pub fn condition(set: &PolicySet, toleration_restriction: bool) -> MatchConditio
 /// An object without it (which would be stored in the request's
 /// namespace) is sent, whatever the policies.
 pub fn expression(set: &PolicySet, toleration_restriction: bool) -> String {
-    judged_kinds(&kind_terms(set, toleration_restriction, |_| false))
+    judged_kinds(&kind_terms(set, toleration_restriction, |_| false).0)
 }
 
 /// What the defaulting entry sends of each kind it judges, as CEL over the
@@ -104,29 +110,97 @@ pub(super) const JUDGED_KINDS: &str = "((request.resource.group == '' && request
      (request.resource.group == 'resource.k8s.io' && \
      request.resource.resource in ['resourceclaims', 'resourceclaimtemplates']))";
 
-/// The policies in force with defaults, per kind, each as [`selects`];
-/// a policy for which `selector_elsewhere` holds is left its names only
-/// (another entry's namespaceSelector sends what its label selector
-/// selects: `mutate_selector_entries`).
+/// The policies in force with defaults, per kind, each as [`selects`]
+/// AND [`unblocked`]; a policy for which `selector_elsewhere` holds is left
+/// its names only (another entry's namespaceSelector sends what its label
+/// selector selects: `mutate_selector_entries`). The second value says
+/// whether the terms read the other policies' refusals ([`unblocked`]):
+/// they are left out when the condition would pass
+/// [`MAX_EXPRESSION_LEN`] with them (wider, never narrower).
 pub(super) fn kind_terms(
     set: &PolicySet,
     toleration_restriction: bool,
     selector_elsewhere: impl Fn(&TolerationPolicy) -> bool,
-) -> KindTerms {
+) -> (KindTerms, bool) {
     let policies = || {
         set.policies
             .iter()
             .map(|l| &l.policy)
             .filter(|p| p.spec.mode != Mode::Audit)
     };
-    let term = |p: &TolerationPolicy| selects(p, selector_elsewhere(p));
-    let pods = if toleration_restriction {
-        "true".to_owned()
-    } else {
-        any(policies().filter(|p| !p.spec.pods.defaults.is_empty()).map(term))
+    let terms = |refusals: bool| {
+        let term = |target: TolerationTarget| {
+            let selector_elsewhere = &selector_elsewhere;
+            move |p: &TolerationPolicy| {
+                let blocked = if refusals {
+                    unblocked(set, p, target)
+                } else {
+                    "true".to_owned()
+                };
+                all(vec![selects(p, selector_elsewhere(p)), blocked])
+            }
+        };
+        let pods = if toleration_restriction {
+            "true".to_owned()
+        } else {
+            any(policies()
+                .filter(|p| !p.spec.pods.defaults.is_empty())
+                .map(term(TolerationTarget::Pod)))
+        };
+        let claims = any(policies()
+            .filter(|p| !p.spec.devices.defaults.is_empty())
+            .map(term(TolerationTarget::Device)));
+        KindTerms { pods, claims }
     };
-    let claims = any(policies().filter(|p| !p.spec.devices.defaults.is_empty()).map(term));
-    KindTerms { pods, claims }
+    let aware = terms(true);
+    if judged_kinds(&aware) != "true" || judged_kinds(&terms(false)) == "true" {
+        (aware, true)
+    } else {
+        (terms(false), false)
+    }
+}
+
+/// Whether some default of `p` for `target` can be added: `defaults_for`
+/// (core policy/enforce.rs) adds a default only when no selecting policy
+/// refuses it, so a default that a policy selecting the namespace surely
+/// refuses is never added. "Surely" errs towards sending: a refusing
+/// policy counts only by its names, globs and exclusions (its label
+/// selector may not match) and only when it exempts nobody (the requester
+/// may be exempt). With the shipped policies, `dedicated-ml-nodes`'s
+/// default is refused wherever `dedicated-ml-nodes-are-ml-only` selects
+/// (every namespace but `ml`, `ml-*`), so a `team=ml` namespace by any
+/// other name never gets it and is not sent.
+fn unblocked(set: &PolicySet, p: &TolerationPolicy, target: TolerationTarget) -> String {
+    let defaults = match target {
+        TolerationTarget::Pod => &p.spec.pods.defaults,
+        TolerationTarget::Device => &p.spec.devices.defaults,
+    };
+    any(defaults.iter().map(|d| {
+        let refused_by = any(set
+            .policies
+            .iter()
+            .map(|l| &l.policy)
+            .filter(|q| q.spec.exempt == Subjects::default() && rejects(q, target, d))
+            .map(surely_selects));
+        match refused_by.as_str() {
+            "false" => "true".to_owned(),
+            "true" => "false".to_owned(),
+            some => format!("!({some})"),
+        }
+    }))
+}
+
+/// A term that holds only where `q` selects the namespace whatever its
+/// labels: its names and globs minus its exclusions (the label selector
+/// left out), or every namespace but its exclusions when it names none;
+/// false for an object without its namespace.
+fn surely_selects(q: &TolerationPolicy) -> String {
+    let term = selects_by_name(q, true);
+    if term.contains(NAME) {
+        format!("(!({NAME_MISSING}) && {term})")
+    } else {
+        term
+    }
 }
 
 /// The whole condition: every other kind is sent, a judged kind on CREATE
@@ -176,6 +250,11 @@ pub(super) fn all(terms: Vec<String>) -> String {
 /// `selector_elsewhere`: the selector is left out (another entry sends
 /// what it selects), so only names, minus exclusions, remain.
 fn selects(p: &TolerationPolicy, selector_elsewhere: bool) -> String {
+    with_name_missing(selects_by_name(p, selector_elsewhere))
+}
+
+/// [`selects`] without its `true` for an object that carries no namespace.
+fn selects_by_name(p: &TolerationPolicy, selector_elsewhere: bool) -> String {
     let sel = &p.spec.namespaces;
     let chosen =
         if sel.names.is_empty() && sel.selector.is_none() {
@@ -197,7 +276,7 @@ fn selects(p: &TolerationPolicy, selector_elsewhere: bool) -> String {
     if chosen == "false" {
         return chosen;
     }
-    with_name_missing(all(vec![not_excluded(p), chosen]))
+    all(vec![not_excluded(p), chosen])
 }
 
 /// `!(excluded || …)` over the policy's exclusions; `true` for none.
@@ -230,8 +309,24 @@ fn with_name_missing(term: String) -> String {
 /// What an entry whose namespaceSelector is the policy's label selector
 /// still has to check: the policy's exclusions, by name (true for an
 /// object without its namespace).
-pub(super) fn selected_by_selector(p: &TolerationPolicy) -> String {
+fn selected_by_selector(p: &TolerationPolicy) -> String {
     with_name_missing(not_excluded(p))
+}
+
+/// [`selected_by_selector`] AND [`unblocked`] (when `refusals`, as
+/// [`kind_terms`] says).
+pub(super) fn selected_by_selector_for(
+    set: &PolicySet,
+    p: &TolerationPolicy,
+    target: TolerationTarget,
+    refusals: bool,
+) -> String {
+    let unblocked = if refusals {
+        unblocked(set, p, target)
+    } else {
+        "true".to_owned()
+    };
+    all(vec![selected_by_selector(p), unblocked])
 }
 
 /// The namespace's name, from the object (set on every CREATE: see

@@ -53,8 +53,10 @@ use serde_json::{Value, json};
 
 use super::mutate_conditions::{
     CONDITION_NAME, JUDGED_KINDS, MAX_EXPRESSION_LEN, NAME_LABEL, SELECTOR_INFIX, all, any, calls_service, can_hold,
-    condition, is_defaulting_entry, judged_kinds, kind_terms, plan_entry, selected_by_selector, selector_entry_base,
+    condition, is_defaulting_entry, judged_kinds, kind_terms, plan_entry, selected_by_selector_for,
+    selector_entry_base,
 };
+use crate::policy::enforce::TolerationTarget;
 use crate::policy::model::{LabelSelector, SelectorOperator};
 use crate::policy::{PolicySet, TolerationPolicy};
 use crate::rules::names;
@@ -168,7 +170,7 @@ pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
         .iter()
         .flat_map(|(_, members)| members.iter().map(|&i| policies[i]))
         .collect();
-    let base = kind_terms(set, toleration_restriction, |p| {
+    let (base, refusals) = kind_terms(set, toleration_restriction, |p| {
         split_off.iter().any(|q| std::ptr::eq(*q, p))
     });
     let split = judged_kinds(&base);
@@ -178,15 +180,15 @@ pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
     let mut selectors = Vec::with_capacity(groups.len());
     let mut ids = BTreeSet::new();
     for (requirements, members) in &groups {
-        let term = |has: &dyn Fn(&TolerationPolicy) -> bool| {
+        let term = |has: &dyn Fn(&TolerationPolicy) -> bool, target| {
             any(members
                 .iter()
                 .map(|&i| policies[i])
                 .filter(|p| has(p))
-                .map(selected_by_selector))
+                .map(|p| selected_by_selector_for(set, p, target, refusals)))
         };
-        let pods = and_not(&base.pods, term(&pod_defaults));
-        let claims = and_not(&base.claims, term(&device_defaults));
+        let pods = and_not(&base.pods, term(&pod_defaults, TolerationTarget::Pod));
+        let claims = and_not(&base.claims, term(&device_defaults, TolerationTarget::Device));
         let expression = format!(
             "{JUDGED_KINDS} && request.operation == 'CREATE' && \
              (request.resource.resource == 'pods' ? {pods} : {claims})"
