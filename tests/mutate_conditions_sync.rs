@@ -234,3 +234,37 @@ async fn a_selector_entry_is_added_restored_after_an_apply_and_removed_after_a_r
     assert_eq!(api.writes_of("PATCH").len(), 3, "one write per change, no loop");
     task.abort();
 }
+
+/// Another writer that undoes every write of ours at once (a replica of
+/// an older version during a rollout, with another condition): the two
+/// trade a few patches, not one per watch round trip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_keeps_undoing_ours_is_answered_ever_more_slowly() {
+    let api = FakeApiServer::start(objects()).await;
+    let controller = MutateConditions::new(api.client(), settings(), PolicyStore::new(policies("ml")), false);
+    let task = tokio::spawn(controller.run());
+    let ml = expression(&policies("ml"), false);
+    let theirs = with_ours("true");
+    let started = std::time::Instant::now();
+    let mut undone = 0;
+    while started.elapsed() < Duration::from_secs(5) {
+        if conditions(&api, 1) == with_ours(&ml) {
+            let mut config = api
+                .webhook_config("mutatingwebhookconfigurations", "draguard")
+                .expect("config");
+            config["webhooks"][1]["matchConditions"] = theirs.clone();
+            api.apply("mutatingwebhookconfigurations", config);
+            undone += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let patches = api.writes_of("PATCH").len();
+    // At start, then at once, then after 1 s, 2 s: 4 or 5 in 5 s; a repair
+    // per round trip would be hundreds.
+    assert!((3..=6).contains(&patches), "{patches} patches, {undone} undone");
+    // Still put back in the end.
+    within(Duration::from_secs(10), || conditions(&api, 1) == with_ours(&ml))
+        .await
+        .unwrap_or_else(|| panic!("put back: {}", conditions(&api, 1)));
+    task.abort();
+}

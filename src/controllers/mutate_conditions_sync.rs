@@ -46,6 +46,14 @@ const RECHECK_EVERY: Duration = Duration::from_secs(60);
 /// How many times one pass re-reads the configuration after a `test` op
 /// failed (someone changed it between our read and our patch).
 const RACE_RETRIES: usize = 3;
+/// An edit that undoes ours this soon after we wrote is taken for another
+/// writer that wants something else: above all a replica of an older
+/// version during a rolling upgrade, which computes another condition
+/// (and knows no selector entries). The first is repaired at once; each
+/// further one in a row waits twice as long (1 s up to [`RECHECK_EVERY`]),
+/// so two versions trade a few patches until the rollout ends, instead of
+/// one per watch round trip.
+const CONTENDED_WITHIN: Duration = Duration::from_secs(10);
 
 /// Why the condition could not be written; retried with a backoff.
 #[derive(Debug, thiserror::Error)]
@@ -159,6 +167,9 @@ impl MutateConditions {
         let mut retry_at: Option<Instant> = None;
         let mut failures: u32 = 0;
         let mut log = ErrorLog::new(ERROR_LINE_EVERY);
+        let mut last_written: Option<Instant> = None;
+        let mut contended: u32 = 0;
+        let mut contention_log = ErrorLog::new(ERROR_LINE_EVERY);
         let mut tick = tokio::time::interval(POLICY_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -176,15 +187,34 @@ impl MutateConditions {
                 seen = changes.next(), if watching => match seen {
                     Some(webhooks) => {
                         if !self.plan(&webhooks, &desired).is_empty() {
-                            tracing::info!(
-                                name = %self.settings.webhook_config,
-                                condition = CONDITION_NAME,
-                                "the defaulting webhook's matchCondition changed under us; putting it back"
-                            );
                             due = true;
-                            // Someone else's edit is repaired now, not
-                            // after a backoff left from an earlier failure.
-                            retry_at = None;
+                            let now = Instant::now();
+                            let undone = last_written.is_some_and(|at| now.duration_since(at) < CONTENDED_WITHIN);
+                            contended = if undone { contended.saturating_add(1) } else { 0 };
+                            // The first undo in a row is repaired at once
+                            // (a person's edit); from the second on, later.
+                            if contended >= 2 {
+                                let delay = backoff(contended - 1, RECHECK_EVERY);
+                                retry_at = Some(now + delay);
+                                if let ErrorLineAction::Log { suppressed } = contention_log.failed(now) {
+                                    tracing::warn!(
+                                        name = %self.settings.webhook_config,
+                                        condition = CONDITION_NAME,
+                                        suppressed,
+                                        retry_in = ?delay,
+                                        "another writer keeps undoing the defaulting webhook's matchCondition or selector entries (a replica of another draguard version during a rollout?); putting them back more slowly (at most one line a minute)"
+                                    );
+                                }
+                            } else {
+                                tracing::info!(
+                                    name = %self.settings.webhook_config,
+                                    condition = CONDITION_NAME,
+                                    "the defaulting webhook's matchCondition or selector entries changed under us; putting them back"
+                                );
+                                // Someone else's edit is repaired now, not
+                                // after a backoff left from an earlier failure.
+                                retry_at = None;
+                            }
                         }
                     }
                     // The watcher never ends; were it to, the periodic
@@ -196,7 +226,10 @@ impl MutateConditions {
                 continue;
             }
             match self.ensure(&desired).await {
-                Ok(_) => {
+                Ok(wrote) => {
+                    if wrote {
+                        last_written = Some(Instant::now());
+                    }
                     if let Some(errors) = log.succeeded() {
                         tracing::info!(failures = errors, "defaulting webhook matchCondition written again");
                     }
