@@ -16,9 +16,11 @@ use crate::policy::load::parse;
 const HEAD: &str = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\n";
 const KUBELET: &str = "!request.userInfo.username.startsWith('system:node:')";
 
-/// Policies, each `(name, namespaces, kinds)` where kinds is "pods",
-/// "devices" or "both" for the defaults it has.
-fn set(policies: &[(&str, &str, &str)]) -> PolicySet {
+/// A policy: `(name, namespaces, kinds)` where kinds is "pods", "devices"
+/// or "both" for the defaults it has.
+type Spec<'a> = (&'a str, &'a str, &'a str);
+
+fn set(policies: &[Spec<'_>]) -> PolicySet {
     let yaml: Vec<String> = policies
         .iter()
         .map(|(name, namespaces, kinds)| {
@@ -207,7 +209,7 @@ fn assert_routes(set: &PolicySet, config: &Value) -> Vec<String> {
 
 /// The shipped policies' shape: names, a glob, a `team=ml` selector and an
 /// exclusion, with Pod defaults.
-const SHIPPED: (&str, &str, &str) = (
+const SHIPPED: Spec<'static> = (
     "ml",
     "{names: [ml, ml-*], selector: {matchLabels: {team: ml}}, exclude: [ml-sandbox]}",
     "pods",
@@ -301,7 +303,7 @@ fn a_label_selector_gets_an_entry_and_every_write_is_routed_exactly() {
 
 #[test]
 fn overlapping_selectors_merge_or_widen_and_disjoint_ones_get_an_entry_each() {
-    let cases: [(&[(&str, &str, &str)], usize); 6] = [
+    let cases: [(&[Spec<'_>], usize); 6] = [
         // Disjoint on one key: one entry each.
         (
             &[
@@ -422,7 +424,7 @@ fn past_the_cap_every_selector_widens_and_invalid_selectors_never_make_an_entry(
         (MAX_SELECTOR_ENTRIES + 1, 0),
     ] {
         let owned = teams(n);
-        let policies: Vec<(&str, &str, &str)> = owned.iter().map(|(a, b)| (a.as_str(), b.as_str(), "pods")).collect();
+        let policies: Vec<Spec<'_>> = owned.iter().map(|(a, b)| (a.as_str(), b.as_str(), "pods")).collect();
         let desired = managed(&set(&policies), false);
         assert_eq!(desired.selectors.len(), want, "{n} selectors");
         let config = applied(config(), &desired);
