@@ -231,8 +231,12 @@ pub(super) fn any(terms: impl Iterator<Item = String>) -> String {
     }
 }
 
-/// `a && b && …`, parenthesised; `true` for none (a `true` term is left out).
+/// `a && b && …`, parenthesised; `true` for none (a `true` term is left
+/// out), `false` when a term is.
 pub(super) fn all(terms: Vec<String>) -> String {
+    if terms.iter().any(|t| t == "false") {
+        return "false".to_owned();
+    }
     let terms: Vec<String> = terms.into_iter().filter(|t| t != "true").collect();
     match terms.len() {
         0 => "true".to_owned(),

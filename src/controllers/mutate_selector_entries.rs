@@ -189,6 +189,11 @@ pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
         };
         let pods = and_not(&base.pods, term(&pod_defaults, TolerationTarget::Pod));
         let claims = and_not(&base.claims, term(&device_defaults, TolerationTarget::Device));
+        if pods == "false" && claims == "false" {
+            // Never sent (every default refused, or all sent to the
+            // defaulting entry): no entry.
+            continue;
+        }
         let expression = format!(
             "{JUDGED_KINDS} && request.operation == 'CREATE' && \
              (request.resource.resource == 'pods' ? {pods} : {claims})"

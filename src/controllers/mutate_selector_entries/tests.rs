@@ -17,7 +17,8 @@ const HEAD: &str = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPo
 const KUBELET: &str = "!request.userInfo.username.startsWith('system:node:')";
 
 /// A policy: `(name, namespaces, kinds)` where kinds is "pods", "devices"
-/// or "both" for the defaults it has.
+/// or "both" for the defaults it has, or "none": no defaults, and it
+/// denies the Pod default (`key: a`) of the others.
 type Spec<'a> = (&'a str, &'a str, &'a str);
 
 fn set(policies: &[Spec<'_>]) -> PolicySet {
@@ -30,7 +31,10 @@ fn set(policies: &[Spec<'_>]) -> PolicySet {
             let devices = matches!(*kinds, "devices" | "both")
                 .then_some("  devices:\n    defaults: [{key: b, operator: Exists}]\n")
                 .unwrap_or_default();
-            format!("{HEAD}metadata: {{name: {name}}}\nspec:\n  namespaces: {namespaces}\n{pods}{devices}")
+            let deny = (*kinds == "none")
+                .then_some("  pods:\n    deny: [{key: a, operator: Exists}]\n")
+                .unwrap_or_default();
+            format!("{HEAD}metadata: {{name: {name}}}\nspec:\n  namespaces: {namespaces}\n{pods}{devices}{deny}")
         })
         .collect();
     PolicySet {
@@ -150,19 +154,29 @@ fn reached(config: &Value, resource: &str, namespace: &str, labels: &[(&str, &st
 }
 
 /// Whether draguard would add a default: some policy with defaults for the
-/// kind selects the namespace, which the manifest does not exempt.
+/// kind selects the namespace, which the manifest does not exempt, and one
+/// of them no selecting policy refuses (core `enforce::defaults_for`).
 fn defaulted(set: &PolicySet, resource: &str, namespace: &str, labels: &[(&str, &str)]) -> bool {
+    use crate::policy::enforce::rejects;
     let map: BTreeMap<String, String> = labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
     let exempt =
         ["kube-system", "kube-node-lease", "draguard"].contains(&namespace) || map.contains_key("draguard.dev/ignore");
+    let (target, defaults): (_, fn(&TolerationPolicy) -> &Vec<_>) = if resource == "pods" {
+        (TolerationTarget::Pod, |p| &p.spec.pods.defaults)
+    } else {
+        (TolerationTarget::Device, |p| &p.spec.devices.defaults)
+    };
+    let selecting: Vec<&TolerationPolicy> = set
+        .policies
+        .iter()
+        .map(|l| &l.policy)
+        .filter(|p| p.selects(namespace, Some(&map)) == Selection::Selected)
+        .collect();
     !exempt
-        && set.policies.iter().map(|l| &l.policy).any(|p| {
-            let has = if resource == "pods" {
-                !p.spec.pods.defaults.is_empty()
-            } else {
-                !p.spec.devices.defaults.is_empty()
-            };
-            has && p.selects(namespace, Some(&map)) == Selection::Selected
+        && selecting.iter().filter(|p| p.spec.mode != Mode::Audit).any(|p| {
+            defaults(p)
+                .iter()
+                .any(|d| !selecting.iter().any(|q| rejects(q, target, d)))
         })
 }
 
@@ -303,7 +317,7 @@ fn a_label_selector_gets_an_entry_and_every_write_is_routed_exactly() {
 
 #[test]
 fn overlapping_selectors_merge_or_widen_and_disjoint_ones_get_an_entry_each() {
-    let cases: [(&[Spec<'_>], usize); 6] = [
+    let cases: [(&[Spec<'_>], usize); 7] = [
         // Disjoint on one key: one entry each.
         (
             &[
@@ -357,6 +371,9 @@ fn overlapping_selectors_merge_or_widen_and_disjoint_ones_get_an_entry_each() {
             ],
             2,
         ),
+        // Its only default refused in every namespace: never sent, no
+        // entry.
+        (&[SHIPPED, ("refuses", "{}", "none")], 0),
         // On the name label alone: exact in the condition, no entry.
         (
             &[(
