@@ -25,15 +25,16 @@ fn set(policies: &[Spec<'_>]) -> PolicySet {
     let yaml: Vec<String> = policies
         .iter()
         .map(|(name, namespaces, kinds)| {
-            let pods = matches!(*kinds, "pods" | "both")
-                .then_some("  pods:\n    defaults: [{key: a, operator: Exists}]\n")
-                .unwrap_or_default();
-            let devices = matches!(*kinds, "devices" | "both")
-                .then_some("  devices:\n    defaults: [{key: b, operator: Exists}]\n")
-                .unwrap_or_default();
-            let deny = (*kinds == "none")
-                .then_some("  pods:\n    deny: [{key: a, operator: Exists}]\n")
-                .unwrap_or_default();
+            let pick = |wanted: bool, text: &'static str| if wanted { text } else { "" };
+            let pods = pick(
+                matches!(*kinds, "pods" | "both"),
+                "  pods:\n    defaults: [{key: a, operator: Exists}]\n",
+            );
+            let devices = pick(
+                matches!(*kinds, "devices" | "both"),
+                "  devices:\n    defaults: [{key: b, operator: Exists}]\n",
+            );
+            let deny = pick(*kinds == "none", "  pods:\n    deny: [{key: a, operator: Exists}]\n");
             format!("{HEAD}metadata: {{name: {name}}}\nspec:\n  namespaces: {namespaces}\n{pods}{devices}{deny}")
         })
         .collect();
