@@ -1502,6 +1502,59 @@ fn webhook_calls_per_create_by_namespace_and_policy_set() {
     eprintln!("{}", table.join("\n"));
 }
 
+/// With the selector entries in place, a hung replica still costs a claim,
+/// template or Pod CREATE at most 3 s: it reaches one validating entry
+/// (2 s) and at most one mutating entry (1 s), in a namespace selected by
+/// name, by label, by both, or by none.
+#[test]
+fn with_the_selector_entries_a_hung_replica_still_costs_a_create_at_most_3_s() {
+    let Some(docs) = render(&overlay("base")) else {
+        return;
+    };
+    let mut policies = shipped_policies();
+    policies
+        .policies
+        .retain(|l| l.policy.metadata.name != "dedicated-ml-nodes-are-ml-only");
+    let managed = with_managed_condition(docs, &policies);
+    let selector_entries = webhooks(&managed)
+        .into_iter()
+        .filter(|(_, w)| {
+            w["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with(".selector.mutate.draguard.dev"))
+        })
+        .count();
+    assert_eq!(selector_entries, 1, "the team=ml selector's entry");
+    let creates = mutate_creates();
+    let namespaces: [(&str, &[(&str, &str)]); 4] = [
+        ("default", &[]),
+        ("ml", &[("team", "ml")]),
+        ("gpu-team", &[("team", "ml")]),
+        ("ml-sandbox", &[("team", "ml")]),
+    ];
+    for (ns, labels) in namespaces {
+        let mut all: BTreeMap<&str, &str> = labels.iter().copied().collect();
+        all.insert("kubernetes.io/metadata.name", ns);
+        let stored = json!({"metadata": {"name": ns, "labels": all}});
+        for (file, request) in &creates {
+            let mut request = request.clone();
+            request["namespace"] = json!(ns);
+            request["object"]["metadata"]["namespace"] = json!(ns);
+            let reached = reached_with_namespace(&managed, &request, &stored);
+            let mutating = reached
+                .iter()
+                .filter(|(c, _)| c["kind"] == "MutatingWebhookConfiguration")
+                .count();
+            assert!(
+                worst_wait(&reached) <= 3 && mutating <= 1,
+                "{file} in {ns}: {:?} wait {} s",
+                names(&reached),
+                worst_wait(&reached)
+            );
+        }
+    }
+}
+
 fn shipped_policies() -> draguard::policy::PolicySet {
     draguard::policy_files::load::load_dir(&Path::new(ROOT).join("policies"))
         .expect("the shipped policies")
