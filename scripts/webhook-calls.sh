@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Webhook calls per claim, template and Pod CREATE, before and after the
-# condition `serve --manage-webhook-certs` keeps on mutate.draguard.dev
-# (src/controllers/mutate_conditions.rs): the manifests of deploy/base
-# evaluated as the apiserver does (rules, namespaceSelector, matchConditions
-# as CEL without namespaceObject) over the CREATEs a real kube-apiserver
-# sent (tests/fixtures/apiserver), moved into each namespace, for the
-# shipped policies and for the same policies selecting by names only.
+# condition `serve --manage-webhook-certs` keeps on mutate.draguard.dev and
+# the selector entries it adds beside it (src/controllers/
+# mutate_conditions.rs, mutate_selector_entries.rs): the manifests of
+# deploy/base, with that plan applied, evaluated as the apiserver does
+# (rules, namespaceSelector, matchConditions as CEL without
+# namespaceObject) over the CREATEs a real kube-apiserver sent
+# (tests/fixtures/apiserver), moved into each namespace (one labelled
+# team=ml), for the shipped policies, for them without the policy that
+# refuses the ML default outside ml-*, and selecting by names only.
 # Needs kubectl (for `kubectl kustomize`).
 #
 #   scripts/webhook-calls.sh

@@ -923,9 +923,17 @@ fn draguard_patches(request: &Value) -> usize {
 
 /// draguard's own `/mutate` answer on `request`: how many patch operations.
 fn draguard_patches_with(request: &Value, policies: &draguard::policy::PolicySet) -> usize {
+    draguard_patches_in(request, policies, &draguard::view::StaticView::default())
+}
+
+/// [`draguard_patches_with`], with the namespaces (and their labels) of `view`.
+fn draguard_patches_in(
+    request: &Value,
+    policies: &draguard::policy::PolicySet,
+    view: &draguard::view::StaticView,
+) -> usize {
     use draguard::verdict::Phase;
-    let view = draguard::view::StaticView::default();
-    let ctx = draguard::review::Engine::new(policies, &view, Default::default()).context(
+    let ctx = draguard::review::Engine::new(policies, view, Default::default()).context(
         "2026-11-21T10:00:00Z".parse().expect("time"),
         Phase::Mutate,
         None,
@@ -1364,8 +1372,9 @@ fn workload_updates_are_sent_when_the_template_or_a_users_spec_or_labels_change(
 /// defaults: two before. With the shipped policies (Pod defaults in `ml`,
 /// `ml-*` and `team=ml` namespaces; no device defaults), every claim and
 /// template CREATE the apiserver sent reaches the validating entry alone;
-/// a Pod still reaches /mutate too, in every namespace but `ml-sandbox`,
-/// since a webhook's matchConditions do not see the namespace's labels.
+/// a Pod reaches /mutate too only where a policy adds its defaults (`ml`
+/// by name; `team=ml` namespaces through the selector entry draguard adds,
+/// src/controllers/mutate_selector_entries.rs).
 #[test]
 fn a_create_no_policy_defaults_reaches_one_entry_with_the_managed_condition() {
     let Some(docs) = render(&overlay("base")) else {
@@ -1374,12 +1383,12 @@ fn a_create_no_policy_defaults_reaches_one_entry_with_the_managed_condition() {
     let policies = shipped_policies();
     let creates = mutate_creates();
     assert!(creates.len() >= 30, "{}", creates.len());
-    let before = create_calls(&docs, &creates, "default", &policies);
+    let before = create_calls(&docs, &creates, "default", &[], &policies);
     assert!(before.iter().all(|(_, n, _)| *n == 2), "before: {before:?}");
     let docs = with_managed_condition(docs, &policies);
     for ns in ["default", "ml"] {
-        for (file, n, patches) in create_calls(&docs, &creates, ns, &policies) {
-            let want = if file.starts_with("pod-") { 2 } else { 1 };
+        for (file, n, patches) in create_calls(&docs, &creates, ns, &[], &policies) {
+            let want = if file.starts_with("pod-") && ns == "ml" { 2 } else { 1 };
             assert_eq!(n, want, "{file} in {ns}");
             assert!(
                 patches == 0 || want == 2,
@@ -1387,7 +1396,7 @@ fn a_create_no_policy_defaults_reaches_one_entry_with_the_managed_condition() {
             );
         }
     }
-    let after = create_calls(&docs, &creates, "default", &policies);
+    let after = create_calls(&docs, &creates, "default", &[], &policies);
     eprintln!(
         "webhook calls for {} claim/template/Pod CREATEs in `default`: {} before, {} after",
         creates.len(),
@@ -1397,10 +1406,14 @@ fn a_create_no_policy_defaults_reaches_one_entry_with_the_managed_condition() {
 }
 
 /// The webhook calls the apiserver's claim, template and Pod CREATEs cost,
-/// per namespace, without and with the managed condition, for the shipped
-/// policies and for the same policies selecting by names only (no
-/// `team=ml` selector): a namespace no defaulting policy names costs one
-/// call per CREATE. `scripts/webhook-calls.sh` prints the table.
+/// per namespace, without and with the managed condition and selector
+/// entries, for the shipped policies and for the same policies selecting
+/// by names only (no `team=ml` selector), and for the shipped policies
+/// without the one that refuses the ML default outside `ml-*`: a CREATE
+/// that needs no mutation costs one call, in every namespace, a labelled
+/// one too (`gpu-team`, labelled team=ml, is selected by the label alone,
+/// through the selector entry).
+/// `scripts/webhook-calls.sh` prints the table.
 #[test]
 fn webhook_calls_per_create_by_namespace_and_policy_set() {
     let Some(docs) = render(&overlay("base")) else {
@@ -1411,53 +1424,135 @@ fn webhook_calls_per_create_by_namespace_and_policy_set() {
     for loaded in &mut by_name.policies {
         loaded.policy.spec.namespaces.selector = None;
     }
+    // Without the policy that refuses the ML default outside `ml` and
+    // `ml-*`, a `team=ml` namespace by another name gets it.
+    let mut label_defaults = shipped.clone();
+    label_defaults
+        .policies
+        .retain(|l| l.policy.metadata.name != "dedicated-ml-nodes-are-ml-only");
+    assert_eq!(label_defaults.policies.len() + 1, shipped.policies.len());
     let creates = mutate_creates();
     let pods = creates.iter().filter(|(f, _)| f.starts_with("pod-")).count();
     let n = creates.len();
     assert!(n >= 30 && pods > 0, "{n} CREATEs, {pods} Pods");
     let total = |calls: &[(String, usize, usize)]| calls.iter().map(|(_, n, _)| n).sum::<usize>();
     let mut table = vec![format!(
-        "{n} claim/template/Pod CREATEs ({pods} Pods) the apiserver sent, webhook calls before -> after the managed condition:"
+        "{n} claim/template/Pod CREATEs ({pods} Pods) the apiserver sent, webhook calls before -> after the managed condition and selector entries:"
     )];
+    let team_ml: &[(&str, &str)] = &[("team", "ml")];
     for (name, policies, expected) in [
         (
             "policies/ (names, globs, a team=ml selector, ml-sandbox excluded)",
             &shipped,
             [
-                ("default", n + pods),
-                ("ml", n + pods),
-                ("ml-train", n + pods),
-                ("ml-sandbox", n),
+                ("default", &[][..], n),
+                ("ml", &[], n + pods),
+                ("ml-train", &[], n + pods),
+                ("ml-sandbox", team_ml, n),
+                // Selected by its label, but the ML default is refused
+                // there (dedicated-ml-nodes-are-ml-only): nothing to add.
+                ("gpu-team", team_ml, n),
+            ],
+        ),
+        (
+            "policies/ but dedicated-ml-nodes-are-ml-only",
+            &label_defaults,
+            [
+                ("default", &[][..], n),
+                ("ml", &[], n + pods),
+                ("ml-train", &[], n + pods),
+                ("ml-sandbox", team_ml, n),
+                ("gpu-team", team_ml, n + pods),
             ],
         ),
         (
             "policies/ selecting by names and globs only",
             &by_name,
             [
-                ("default", n),
-                ("ml", n + pods),
-                ("ml-train", n + pods),
-                ("ml-sandbox", n),
+                ("default", &[][..], n),
+                ("ml", &[], n + pods),
+                ("ml-train", &[], n + pods),
+                ("ml-sandbox", team_ml, n),
+                ("gpu-team", team_ml, n),
             ],
         ),
     ] {
         let managed = with_managed_condition(docs.clone(), policies);
         table.push(format!("  {name}:"));
-        for (ns, want) in expected {
-            let before = create_calls(&docs, &creates, ns, policies);
-            let after = create_calls(&managed, &creates, ns, policies);
+        for (ns, labels, want) in expected {
+            let before = create_calls(&docs, &creates, ns, labels, policies);
+            let after = create_calls(&managed, &creates, ns, labels, policies);
             for (file, reached, patches) in &after {
-                assert!(
-                    *patches == 0 || *reached == 2,
-                    "{name}: {file} in {ns} gets {patches} patch operations, but is not sent to /mutate"
+                assert_eq!(
+                    *reached,
+                    1 + usize::from(*patches > 0),
+                    "{name}: {file} in {ns} gets {patches} patch operations"
                 );
             }
             assert_eq!(total(&before), 2 * n, "{name} in {ns}, before");
             assert_eq!(total(&after), want, "{name} in {ns}, after");
-            table.push(format!("    {ns:<10} {} -> {}", total(&before), total(&after)));
+            let shown = if labels.is_empty() {
+                ns.to_owned()
+            } else {
+                format!("{ns} (team=ml)")
+            };
+            table.push(format!("    {shown:<20} {} -> {}", total(&before), total(&after)));
         }
     }
     eprintln!("{}", table.join("\n"));
+}
+
+/// With the selector entries in place, a hung replica still costs a claim,
+/// template or Pod CREATE at most 3 s: it reaches one validating entry
+/// (2 s) and at most one mutating entry (1 s), in a namespace selected by
+/// name, by label, by both, or by none.
+#[test]
+fn with_the_selector_entries_a_hung_replica_still_costs_a_create_at_most_3_s() {
+    let Some(docs) = render(&overlay("base")) else {
+        return;
+    };
+    let mut policies = shipped_policies();
+    policies
+        .policies
+        .retain(|l| l.policy.metadata.name != "dedicated-ml-nodes-are-ml-only");
+    let managed = with_managed_condition(docs, &policies);
+    let selector_entries = webhooks(&managed)
+        .into_iter()
+        .filter(|(_, w)| {
+            w["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with(".selector.mutate.draguard.dev"))
+        })
+        .count();
+    assert_eq!(selector_entries, 1, "the team=ml selector's entry");
+    let creates = mutate_creates();
+    let namespaces: [(&str, &[(&str, &str)]); 4] = [
+        ("default", &[]),
+        ("ml", &[("team", "ml")]),
+        ("gpu-team", &[("team", "ml")]),
+        ("ml-sandbox", &[("team", "ml")]),
+    ];
+    for (ns, labels) in namespaces {
+        let mut all: BTreeMap<&str, &str> = labels.iter().copied().collect();
+        all.insert("kubernetes.io/metadata.name", ns);
+        let stored = json!({"metadata": {"name": ns, "labels": all}});
+        for (file, request) in &creates {
+            let mut request = request.clone();
+            request["namespace"] = json!(ns);
+            request["object"]["metadata"]["namespace"] = json!(ns);
+            let reached = reached_with_namespace(&managed, &request, &stored);
+            let mutating = reached
+                .iter()
+                .filter(|(c, _)| c["kind"] == "MutatingWebhookConfiguration")
+                .count();
+            assert!(
+                worst_wait(&reached) <= 3 && mutating <= 1,
+                "{file} in {ns}: {:?} wait {} s",
+                names(&reached),
+                worst_wait(&reached)
+            );
+        }
+    }
 }
 
 fn shipped_policies() -> draguard::policy::PolicySet {
@@ -1481,45 +1576,58 @@ fn mutate_creates() -> Vec<(String, Value)> {
         .collect()
 }
 
-/// `docs` with the condition `serve --manage-webhook-certs` writes into
-/// mutate.draguard.dev for `policies`.
+/// `docs` with what `serve --manage-webhook-certs` writes into the
+/// MutatingWebhookConfiguration for `policies`: the condition of
+/// mutate.draguard.dev and the selector entries beside it, the plan
+/// applied as the apiserver applies a JSON patch.
 fn with_managed_condition(mut docs: Vec<Value>, policies: &draguard::policy::PolicySet) -> Vec<Value> {
-    let managed = draguard::controllers::mutate_conditions::condition(policies, false);
+    use draguard::controllers::mutate_selector_entries::{managed, plan};
+    let desired = managed(policies, false);
     let config = docs
         .iter_mut()
         .find(|d| d["kind"] == "MutatingWebhookConfiguration")
         .expect("the MutatingWebhookConfiguration");
-    let entry = config["webhooks"]
-        .as_array_mut()
-        .expect("webhooks")
-        .iter_mut()
-        .find(|w| w["name"] == "mutate.draguard.dev")
-        .expect("mutate.draguard.dev");
-    entry["matchConditions"]
-        .as_array_mut()
-        .expect("conditions")
-        .push(serde_json::to_value(&managed).expect("JSON"));
+    let typed: k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration =
+        serde_json::from_value(config.clone()).expect("a MutatingWebhookConfiguration");
+    let ops = plan(
+        typed.webhooks.as_deref().unwrap_or_default(),
+        "draguard",
+        "draguard",
+        &desired,
+    );
+    assert!(!ops.is_empty(), "the manifests hold no managed state yet");
+    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops)).expect("a JSON patch");
+    json_patch::patch(config, &patch).expect("the plan applies");
     docs
 }
 
-/// Each CREATE moved into `ns` (request and object, as the apiserver
-/// sends it): the entries it reaches and the patch operations draguard's
-/// `/mutate` would answer with `policies`.
+/// Each CREATE moved into `ns`, labelled `labels` (request and object, as
+/// the apiserver sends it): the entries it reaches and the patch
+/// operations draguard's `/mutate` would answer with `policies`.
 fn create_calls(
     docs: &[Value],
     creates: &[(String, Value)],
     ns: &str,
+    labels: &[(&str, &str)],
     policies: &draguard::policy::PolicySet,
 ) -> Vec<(String, usize, usize)> {
+    let mut all: BTreeMap<&str, &str> = labels.iter().copied().collect();
+    all.insert("kubernetes.io/metadata.name", ns);
+    let view = draguard::view::StaticView::default()
+        .with_namespace(ns, &all.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
     creates
         .iter()
         .map(|(file, request)| {
             let mut request = request.clone();
             request["namespace"] = json!(ns);
             request["object"]["metadata"]["namespace"] = json!(ns);
-            let stored = json!({"metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}}});
+            let stored = json!({"metadata": {"name": ns, "labels": all}});
             let reached = reached_with_namespace(docs, &request, &stored);
-            (file.clone(), reached.len(), draguard_patches_with(&request, policies))
+            (
+                file.clone(),
+                reached.len(),
+                draguard_patches_in(&request, policies, &view),
+            )
         })
         .collect()
 }

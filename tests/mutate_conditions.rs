@@ -2,12 +2,16 @@
 //! policy set (the shipped policies/, the examples, and sets covering each
 //! selector form), every claim, claim template and Pod a real kube-apiserver
 //! sent (tests/fixtures/apiserver), and a set of namespaces, the condition
-//! is true whenever draguard's own `/mutate` answer would carry a patch.
+//! is true whenever draguard's own `/mutate` answer would carry a patch;
+//! and with the selector entries beside it (deploy/base's
+//! MutatingWebhookConfiguration after the plan `serve` writes), such a
+//! write reaches exactly one defaulting entry, and no write reaches two.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use draguard::controllers::mutate_conditions::expression;
+use draguard::controllers::mutate_selector_entries::{managed, plan};
 use draguard::policy::PolicySet;
 use draguard::policy::load::parse;
 use draguard::policy::toleration_restriction::{DEFAULT_TOLERATIONS, TolerationRestrictionConfig};
@@ -15,6 +19,7 @@ use draguard::policy_files::load::load_dir;
 use draguard::review::Engine;
 use draguard::verdict::Phase;
 use draguard::view::StaticView;
+use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, MutatingWebhookConfiguration};
 use kube_cel::cel::{Context as CelContext, Program, Value as CelValue};
 use serde_json::{Value, json};
 
@@ -75,6 +80,34 @@ fn policy_sets() -> Vec<(String, PolicySet)> {
             },
         ));
     }
+    // All of them at once (overlapping selectors, merged or widened), and
+    // two disjoint selectors (an entry each).
+    let mut every = PolicySet::default();
+    for (_, set) in &sets[sets.len() - SETS.len()..] {
+        every.policies.extend(set.policies.iter().cloned());
+    }
+    sets.push(("all the sets above".to_owned(), every));
+    let teams = "apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {name: ml}
+spec:
+  namespaces: {selector: {matchLabels: {team: ml}}, exclude: [ml-sandbox]}
+  pods: {defaults: [{key: ml, operator: Exists}]}
+---
+apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {name: web}
+spec:
+  namespaces: {selector: {matchLabels: {team: web}}}
+  devices: {defaults: [{key: web, operator: Exists}]}
+  pods: {defaults: [{key: web, operator: Exists}]}";
+    sets.push((
+        "team=ml and team=web".to_owned(),
+        PolicySet {
+            policies: parse("teams.yaml", teams).expect("valid policies"),
+            ..Default::default()
+        },
+    ));
     sets
 }
 
@@ -233,4 +266,138 @@ fn the_condition_sends_every_write_draguard_would_patch() {
         "Pod CREATEs skipped by name: {pods_skipped_blind}"
     );
     eprintln!("Pod CREATEs skipped by the namespace's name alone: {pods_skipped_blind}");
+}
+
+/// deploy/base's MutatingWebhookConfiguration, as shipped.
+fn shipped_config() -> Value {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("deploy/base/webhooks.yaml")).expect("webhooks.yaml");
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("YAML");
+    docs.into_iter()
+        .find(|d| d["kind"] == "MutatingWebhookConfiguration")
+        .expect("the MutatingWebhookConfiguration")
+}
+
+/// The configuration once `serve` has written the managed state for
+/// `set`: the plan, applied as the apiserver applies a JSON patch.
+fn managed_entries(config: &Value, set: &PolicySet, restricted: bool) -> (Vec<MutatingWebhook>, usize) {
+    let entries = |config: &Value| {
+        serde_json::from_value::<MutatingWebhookConfiguration>(config.clone())
+            .expect("configuration")
+            .webhooks
+            .unwrap_or_default()
+    };
+    let desired = managed(set, restricted);
+    let ops = plan(&entries(config), "draguard", "draguard", &desired);
+    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops)).expect("patch");
+    let mut config = config.clone();
+    json_patch::patch(&mut config, &patch).expect("the plan applies");
+    (entries(&config), desired.selectors.len())
+}
+
+/// A namespaceSelector as k8s.io/apimachinery pkg/labels evaluates it.
+fn selector_matches(
+    selector: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+    labels: &BTreeMap<&str, &str>,
+) -> bool {
+    let Some(s) = selector else { return true };
+    s.match_labels
+        .iter()
+        .flatten()
+        .all(|(k, v)| labels.get(k.as_str()) == Some(&v.as_str()))
+        && s.match_expressions.iter().flatten().all(|e| {
+            let values = e.values.as_deref().unwrap_or_default();
+            let value = labels.get(e.key.as_str());
+            match e.operator.as_str() {
+                "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
+                "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
+                "Exists" => value.is_some(),
+                "DoesNotExist" => value.is_none(),
+                other => panic!("operator {other}"),
+            }
+        })
+}
+
+/// The defaulting entries (draguard's /mutate for claims, templates, Pods)
+/// a request reaches: rules, namespaceSelector, matchConditions without
+/// namespaceObject.
+fn defaulting_entries_reached<'a>(
+    entries: &'a [MutatingWebhook],
+    request: &Value,
+    labels: &BTreeMap<&str, &str>,
+) -> Vec<&'a str> {
+    let field = |name: &str| request["resource"][name].as_str().unwrap_or_default().to_owned();
+    let (group, resource) = (field("group"), field("resource"));
+    let operation = request["operation"].as_str().unwrap_or_default();
+    let has = |list: &Option<Vec<String>>, value: &str| list.iter().flatten().any(|x| x == value || x == "*");
+    entries
+        .iter()
+        .filter(|w| {
+            w.client_config
+                .service
+                .as_ref()
+                .is_some_and(|s| s.path.as_deref() == Some("/mutate"))
+        })
+        .filter(|w| {
+            w.rules
+                .iter()
+                .flatten()
+                .any(|r| has(&r.api_groups, &group) && has(&r.resources, &resource) && has(&r.operations, operation))
+        })
+        .filter(|w| selector_matches(w.namespace_selector.as_ref(), labels))
+        .filter(|w| {
+            w.match_conditions
+                .iter()
+                .flatten()
+                .all(|c| sent(&c.expression, request, &Value::Null))
+        })
+        .map(|w| w.name.as_str())
+        .collect()
+}
+
+#[test]
+fn with_the_selector_entries_a_patched_write_reaches_one_defaulting_entry_and_none_reaches_two() {
+    let mut view = StaticView::default();
+    for (name, labels, annotations) in NAMESPACES {
+        let mut all: Vec<(&str, &str)> = labels.to_vec();
+        all.push(("kubernetes.io/metadata.name", name));
+        view = view.with_namespace(name, &all);
+        let annotations: BTreeMap<String, String> = annotations
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        view.annotations.insert((*name).to_owned(), annotations);
+    }
+    let restriction = TolerationRestrictionConfig::default();
+    let config = shipped_config();
+    let requests = requests();
+    let (mut patched, mut unneeded, mut skipped, mut entries_made) = (0, 0, 0, 0);
+    for (set_name, set) in policy_sets() {
+        for restricted in [None, Some(&restriction)] {
+            let (entries, selectors) = managed_entries(&config, &set, restricted.is_some());
+            entries_made += selectors;
+            for (name, labels, _) in NAMESPACES {
+                let mut labels: BTreeMap<&str, &str> = labels.iter().copied().collect();
+                labels.insert("kubernetes.io/metadata.name", name);
+                for (file, request) in &requests {
+                    let request = in_namespace(request, name);
+                    let patch = patch_len(&request, &view, &set, restricted);
+                    let reached = defaulting_entries_reached(&entries, &request, &labels);
+                    assert!(reached.len() <= 1, "{set_name}: {file} in {name} reaches {reached:?}");
+                    assert!(
+                        patch == 0 || reached.len() == 1,
+                        "{set_name} (toleration restriction {}): {file} in {name} gets {patch} patch operations, but reaches no defaulting entry",
+                        restricted.is_some()
+                    );
+                    patched += usize::from(patch > 0);
+                    unneeded += usize::from(patch == 0 && !reached.is_empty());
+                    skipped += usize::from(reached.is_empty());
+                }
+            }
+        }
+    }
+    // Not vacuous: entries were made, writes patched and writes skipped.
+    assert!(entries_made >= 4, "selector entries made: {entries_made}");
+    assert!(patched > 100, "patched {patched}");
+    assert!(skipped > 100, "skipped {skipped}");
+    eprintln!("sent to /mutate without a patch to answer: {unneeded}");
 }

@@ -1,7 +1,8 @@
-//! The defaulting webhook's managed matchCondition against a fake API
-//! server: written at start, put back after someone removes it, rewritten
-//! after a policy reload, and — when RBAC refuses the patch — left to the
-//! manifest's own conditions, so every CREATE still reaches /mutate.
+//! The defaulting webhook's managed matchCondition and selector entries
+//! against a fake API server: written at start, put back after someone
+//! removes them, rewritten after a policy reload, and — when RBAC refuses
+//! the patch — left to the manifest's own conditions, so every CREATE
+//! still reaches /mutate.
 
 mod support {
     pub mod fake_apiserver;
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use draguard::controllers::mutate_conditions::{CONDITION_NAME, expression};
 use draguard::controllers::mutate_conditions_sync::MutateConditions;
+use draguard::controllers::mutate_selector_entries::managed;
 use draguard::controllers::webhook_certs::CertSettings;
 use draguard::policy::PolicySet;
 use draguard::policy::load::parse;
@@ -133,10 +135,7 @@ async fn a_forbidden_patch_leaves_the_static_conditions() {
     let api = FakeApiServer::start(objects).await;
     let controller = MutateConditions::new(api.client(), settings(), PolicyStore::new(policies("ml")), false);
     let error = controller
-        .ensure(&draguard::controllers::mutate_conditions::condition(
-            &policies("ml"),
-            false,
-        ))
+        .ensure(&managed(&policies("ml"), false))
         .await
         .expect_err("RBAC refuses the patch");
     assert!(
@@ -154,4 +153,118 @@ async fn a_forbidden_patch_leaves_the_static_conditions() {
         conditions(&api, 1),
         json!([{"name": "not-a-kubelet", "expression": KUBELET}])
     );
+}
+
+/// A policy that selects `team=ml` namespaces (and `ml` by name).
+fn by_label() -> PolicySet {
+    let yaml = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: ml}\nspec:\n  namespaces: {names: [ml], selector: {matchLabels: {team: ml}}}\n  pods:\n    defaults: [{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}]\n";
+    PolicySet {
+        policies: parse("ml.yaml", yaml).expect("valid policy"),
+        ..Default::default()
+    }
+}
+
+fn names(api: &FakeApiServer) -> Vec<String> {
+    let config = api
+        .webhook_config("mutatingwebhookconfigurations", "draguard")
+        .expect("config");
+    config["webhooks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|w| w["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selector_entry_is_added_restored_after_an_apply_and_removed_after_a_reload() {
+    let api = FakeApiServer::start(objects()).await;
+    let store = PolicyStore::new(by_label());
+    let controller = MutateConditions::new(api.client(), settings(), store.clone(), false);
+    let task = tokio::spawn(controller.run());
+
+    let desired = managed(&by_label(), false);
+    assert_eq!(desired.selectors.len(), 1);
+    let entry = format!("{}.selector.mutate.draguard.dev", desired.selectors[0].id);
+    let shipped = ["other.example.com", "mutate.draguard.dev", "admin.mutate.draguard.dev"];
+    let with_entry = [&shipped[..], &[entry.as_str()]].concat();
+    within(Duration::from_secs(5), || names(&api) == with_entry)
+        .await
+        .unwrap_or_else(|| panic!("added at start: {:?}", names(&api)));
+    // In the same write, the defaulting entry's condition leaves the
+    // selector out, and the new entry sends it.
+    assert_eq!(conditions(&api, 1), with_ours(&desired.split.expression));
+    assert_eq!(
+        conditions(&api, 3),
+        with_ours(&desired.selectors[0].condition.expression)
+    );
+    let config = api
+        .webhook_config("mutatingwebhookconfigurations", "draguard")
+        .expect("config");
+    assert_eq!(
+        config["webhooks"][3]["namespaceSelector"],
+        json!({"matchExpressions": [{"key": "team", "operator": "In", "values": ["ml"]}]})
+    );
+    assert_eq!(
+        config["webhooks"][3]["clientConfig"],
+        config["webhooks"][1]["clientConfig"]
+    );
+    assert_eq!(api.writes_of("PATCH").len(), 1, "one write");
+
+    // A `kubectl replace` of the manifests, which do not list the entry:
+    // put back, with the condition, by the watch.
+    let mut replaced = config.clone();
+    replaced["webhooks"].as_array_mut().expect("webhooks").truncate(3);
+    replaced["webhooks"][1]["matchConditions"] = json!([{"name": "not-a-kubelet", "expression": KUBELET}]);
+    api.apply("mutatingwebhookconfigurations", replaced);
+    within(Duration::from_secs(5), || {
+        names(&api) == with_entry && conditions(&api, 1) == with_ours(&desired.split.expression)
+    })
+    .await
+    .unwrap_or_else(|| panic!("restored: {:?}", names(&api)));
+
+    // A reload to a policy that selects by name only: the entry goes, and
+    // the condition is exact without it.
+    store.replace(policies("ml"));
+    within(Duration::from_secs(5), || names(&api) == shipped)
+        .await
+        .unwrap_or_else(|| panic!("removed after the reload: {:?}", names(&api)));
+    assert_eq!(conditions(&api, 1), with_ours(&expression(&policies("ml"), false)));
+    assert_eq!(conditions(&api, 0), Value::Null, "someone else's entry is untouched");
+    assert_eq!(api.writes_of("PATCH").len(), 3, "one write per change, no loop");
+    task.abort();
+}
+
+/// Another writer that undoes every write of ours at once (a replica of
+/// an older version during a rollout, with another condition): the two
+/// trade a few patches, not one per watch round trip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_keeps_undoing_ours_is_answered_ever_more_slowly() {
+    let api = FakeApiServer::start(objects()).await;
+    let controller = MutateConditions::new(api.client(), settings(), PolicyStore::new(policies("ml")), false);
+    let task = tokio::spawn(controller.run());
+    let ml = expression(&policies("ml"), false);
+    let theirs = with_ours("true");
+    let started = std::time::Instant::now();
+    let mut undone = 0;
+    while started.elapsed() < Duration::from_secs(5) {
+        if conditions(&api, 1) == with_ours(&ml) {
+            let mut config = api
+                .webhook_config("mutatingwebhookconfigurations", "draguard")
+                .expect("config");
+            config["webhooks"][1]["matchConditions"] = theirs.clone();
+            api.apply("mutatingwebhookconfigurations", config);
+            undone += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let patches = api.writes_of("PATCH").len();
+    // At start, then at once, then after 1 s, 2 s: 4 or 5 in 5 s; a repair
+    // per round trip would be hundreds.
+    assert!((3..=6).contains(&patches), "{patches} patches, {undone} undone");
+    // Still put back in the end.
+    within(Duration::from_secs(10), || conditions(&api, 1) == with_ours(&ml))
+        .await
+        .unwrap_or_else(|| panic!("put back: {}", conditions(&api, 1)));
+    task.abort();
 }

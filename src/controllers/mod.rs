@@ -5,6 +5,7 @@
 
 pub mod mutate_conditions;
 pub mod mutate_conditions_sync;
+pub mod mutate_selector_entries;
 pub mod quota_sync;
 pub mod webhook_certs;
 pub mod webhook_config_watch;

@@ -9,8 +9,10 @@
 //! carries its namespace's name: a policy that selects namespaces by names,
 //! globs and exclusions is exact, and so is a selector's requirement on the
 //! `kubernetes.io/metadata.name` label; one that also selects by other
-//! labels widens to "every namespace its exclusions and name requirements
-//! leave".
+//! labels gets an entry of its own, whose namespaceSelector reads them
+//! (`mutate_selector_entries`), and this condition keeps its names only;
+//! past that module's bounds it widens to "every namespace its exclusions
+//! and name requirements leave".
 //!
 //! The condition must never be narrower than the truth (a write draguard
 //! would patch must still reach it), so it is built from what
@@ -23,6 +25,9 @@
 //!   (claims, templates). Exemptions are left out of the condition: they
 //!   only ever remove a default, so leaving them out costs a call, never a
 //!   default.
+//! - A default that a policy selecting the namespace refuses is not added
+//!   (core `policy::enforce::defaults_for`), so a namespace where each of
+//!   a policy's defaults is surely refused is left out (see [`unblocked`]).
 //! - PodTolerationRestriction's merge adds the memory-pressure toleration
 //!   to every Pod that is not BestEffort, whatever the namespace's
 //!   annotations say, so with the flag on every Pod CREATE is sent.
@@ -34,7 +39,8 @@
 use k8s_openapi::api::admissionregistration::v1::{MatchCondition, MutatingWebhook};
 use serde_json::{Value, json};
 
-use crate::policy::model::{LabelSelector, SelectorOperator};
+use crate::policy::enforce::{TolerationTarget, rejects};
+use crate::policy::model::{LabelSelector, SelectorOperator, Subjects};
 use crate::policy::{PolicySet, TolerationPolicy};
 use crate::verdict::Mode;
 
@@ -87,22 +93,122 @@ pub fn condition(set: &PolicySet, toleration_restriction: bool) -> MatchConditio
 /// An object without it (which would be stored in the request's
 /// namespace) is sent, whatever the policies.
 pub fn expression(set: &PolicySet, toleration_restriction: bool) -> String {
+    judged_kinds(&kind_terms(set, toleration_restriction, |_| false).0)
+}
+
+/// What the defaulting entry sends of each kind it judges, as CEL over the
+/// request and object: Pod CREATEs (`pods`), claim and template CREATEs
+/// (`claims`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct KindTerms {
+    pub pods: String,
+    pub claims: String,
+}
+
+/// The kinds the condition judges: Pods, claims and claim templates.
+pub(super) const JUDGED_KINDS: &str = "((request.resource.group == '' && request.resource.resource == 'pods') || \
+     (request.resource.group == 'resource.k8s.io' && \
+     request.resource.resource in ['resourceclaims', 'resourceclaimtemplates']))";
+
+/// The policies in force with defaults, per kind, each as [`selects`]
+/// AND [`unblocked`]; a policy for which `selector_elsewhere` holds is left
+/// its names only (another entry's namespaceSelector sends what its label
+/// selector selects: `mutate_selector_entries`). The second value says
+/// whether the terms read the other policies' refusals ([`unblocked`]):
+/// they are left out when the condition would pass
+/// [`MAX_EXPRESSION_LEN`] with them (wider, never narrower).
+pub(super) fn kind_terms(
+    set: &PolicySet,
+    toleration_restriction: bool,
+    selector_elsewhere: impl Fn(&TolerationPolicy) -> bool,
+) -> (KindTerms, bool) {
     let policies = || {
         set.policies
             .iter()
             .map(|l| &l.policy)
             .filter(|p| p.spec.mode != Mode::Audit)
     };
-    let pods = if toleration_restriction {
-        "true".to_owned()
-    } else {
-        any(policies().filter(|p| !p.spec.pods.defaults.is_empty()).map(selects))
+    let terms = |refusals: bool| {
+        let term = |target: TolerationTarget| {
+            let selector_elsewhere = &selector_elsewhere;
+            move |p: &TolerationPolicy| {
+                let blocked = if refusals {
+                    unblocked(set, p, target)
+                } else {
+                    "true".to_owned()
+                };
+                all(vec![selects(p, selector_elsewhere(p)), blocked])
+            }
+        };
+        let pods = if toleration_restriction {
+            "true".to_owned()
+        } else {
+            any(policies()
+                .filter(|p| !p.spec.pods.defaults.is_empty())
+                .map(term(TolerationTarget::Pod)))
+        };
+        let claims = any(policies()
+            .filter(|p| !p.spec.devices.defaults.is_empty())
+            .map(term(TolerationTarget::Device)));
+        KindTerms { pods, claims }
     };
-    let claims = any(policies().filter(|p| !p.spec.devices.defaults.is_empty()).map(selects));
+    let aware = terms(true);
+    if judged_kinds(&aware) != "true" || judged_kinds(&terms(false)) == "true" {
+        (aware, true)
+    } else {
+        (terms(false), false)
+    }
+}
+
+/// Whether some default of `p` for `target` can be added: `defaults_for`
+/// (core policy/enforce.rs) adds a default only when no selecting policy
+/// refuses it, so a default that a policy selecting the namespace surely
+/// refuses is never added. "Surely" errs towards sending: a refusing
+/// policy counts only by its names, globs and exclusions (its label
+/// selector may not match) and only when it exempts nobody (the requester
+/// may be exempt). With the shipped policies, `dedicated-ml-nodes`'s
+/// default is refused wherever `dedicated-ml-nodes-are-ml-only` selects
+/// (every namespace but `ml`, `ml-*`), so a `team=ml` namespace by any
+/// other name never gets it and is not sent.
+fn unblocked(set: &PolicySet, p: &TolerationPolicy, target: TolerationTarget) -> String {
+    let defaults = match target {
+        TolerationTarget::Pod => &p.spec.pods.defaults,
+        TolerationTarget::Device => &p.spec.devices.defaults,
+    };
+    any(defaults.iter().map(|d| {
+        let refused_by = any(set
+            .policies
+            .iter()
+            .map(|l| &l.policy)
+            .filter(|q| q.spec.exempt == Subjects::default() && rejects(q, target, d))
+            .map(surely_selects));
+        match refused_by.as_str() {
+            "false" => "true".to_owned(),
+            "true" => "false".to_owned(),
+            some => format!("!({some})"),
+        }
+    }))
+}
+
+/// A term that holds only where `q` selects the namespace whatever its
+/// labels: its names and globs minus its exclusions (the label selector
+/// left out), or every namespace but its exclusions when it names none;
+/// false for an object without its namespace.
+fn surely_selects(q: &TolerationPolicy) -> String {
+    let term = selects_by_name(q, true);
+    if term.contains(NAME) {
+        format!("(!({NAME_MISSING}) && {term})")
+    } else {
+        term
+    }
+}
+
+/// The whole condition: every other kind is sent, a judged kind on CREATE
+/// where its term holds; `true` past [`MAX_EXPRESSION_LEN`].
+pub(super) fn judged_kinds(terms: &KindTerms) -> String {
+    let KindTerms { pods, claims } = terms;
     let text = format!(
-        "!((request.resource.group == '' && request.resource.resource == 'pods') || \
-         (request.resource.group == 'resource.k8s.io' && \
-         request.resource.resource in ['resourceclaims', 'resourceclaimtemplates'])) || \
+        "!{JUDGED_KINDS} || \
          (request.operation == 'CREATE' && (request.resource.resource == 'pods' ? {pods} : {claims}))"
     );
     if text.len() > MAX_EXPRESSION_LEN {
@@ -113,7 +219,7 @@ pub fn expression(set: &PolicySet, toleration_restriction: bool) -> String {
 }
 
 /// `a || b || …`, parenthesised; `false` for none, `true` when a term is.
-fn any(terms: impl Iterator<Item = String>) -> String {
+pub(super) fn any(terms: impl Iterator<Item = String>) -> String {
     let terms: Vec<String> = terms.collect();
     if terms.iter().any(|t| t == "true") {
         return "true".to_owned();
@@ -125,8 +231,12 @@ fn any(terms: impl Iterator<Item = String>) -> String {
     }
 }
 
-/// `a && b && …`, parenthesised; `true` for none (a `true` term is left out).
-fn all(terms: Vec<String>) -> String {
+/// `a && b && …`, parenthesised; `true` for none (a `true` term is left
+/// out), `false` when a term is.
+pub(super) fn all(terms: Vec<String>) -> String {
+    if terms.iter().any(|t| t == "false") {
+        return "false".to_owned();
+    }
     let terms: Vec<String> = terms.into_iter().filter(|t| t != "true").collect();
     match terms.len() {
         0 => "true".to_owned(),
@@ -140,40 +250,87 @@ fn all(terms: Vec<String>) -> String {
 /// globs and exclusions read the object's namespace; the selector reads
 /// `namespaceObject`, and where that is null, only its requirements on the
 /// name label (see [`selector_by_name`]).
-fn selects(p: &TolerationPolicy) -> String {
+///
+/// `selector_elsewhere`: the selector is left out (another entry sends
+/// what it selects), so only names, minus exclusions, remain.
+fn selects(p: &TolerationPolicy, selector_elsewhere: bool) -> String {
+    with_name_missing(selects_by_name(p, selector_elsewhere))
+}
+
+/// [`selects`] without its `true` for an object that carries no namespace.
+fn selects_by_name(p: &TolerationPolicy, selector_elsewhere: bool) -> String {
     let sel = &p.spec.namespaces;
-    let excluded = sel.exclude.iter().map(|g| name_matches(g)).collect::<Vec<_>>();
-    let chosen = if sel.names.is_empty() && sel.selector.is_none() {
-        "true".to_owned()
+    let chosen =
+        if sel.names.is_empty() && sel.selector.is_none() {
+            "true".to_owned()
+        } else {
+            any(sel.names.iter().map(|g| name_matches(g)).chain(
+                sel.selector.as_ref().filter(|_| !selector_elsewhere).map(|s| {
+                    let by_name = selector_by_name(s);
+                    match selector(s) {
+                        every if every == "true" => every,
+                        // Unknown labels: the selector may match, but for
+                        // what it says of the name.
+                        some if by_name == "true" => format!("(namespaceObject == null || {some})"),
+                        some => format!("(namespaceObject == null ? {by_name} : {some})"),
+                    }
+                }),
+            ))
+        };
+    if chosen == "false" {
+        return chosen;
+    }
+    all(vec![not_excluded(p), chosen])
+}
+
+/// `!(excluded || …)` over the policy's exclusions; `true` for none.
+fn not_excluded(p: &TolerationPolicy) -> String {
+    let excluded = p
+        .spec
+        .namespaces
+        .exclude
+        .iter()
+        .map(|g| name_matches(g))
+        .collect::<Vec<_>>();
+    if excluded.is_empty() {
+        return "true".to_owned();
+    }
+    // Parenthesised: a single `a == b` is not parenthesised by `any`, and
+    // `!` binds tighter than `==`.
+    format!("!({})", any(excluded.into_iter()))
+}
+
+/// A term that reads the object's namespace, made true for an object that
+/// carries none: it may be in any namespace.
+fn with_name_missing(term: String) -> String {
+    if term.contains(NAME) {
+        format!("({NAME_MISSING} || {term})")
     } else {
-        any(sel
-            .names
-            .iter()
-            .map(|g| name_matches(g))
-            .chain(sel.selector.as_ref().map(|s| {
-                let by_name = selector_by_name(s);
-                match selector(s) {
-                    every if every == "true" => every,
-                    // Unknown labels: the selector may match, but for
-                    // what it says of the name.
-                    some if by_name == "true" => format!("(namespaceObject == null || {some})"),
-                    some => format!("(namespaceObject == null ? {by_name} : {some})"),
-                }
-            })))
+        term
+    }
+}
+
+/// What an entry whose namespaceSelector is the policy's label selector
+/// still has to check: the policy's exclusions, by name (true for an
+/// object without its namespace).
+fn selected_by_selector(p: &TolerationPolicy) -> String {
+    with_name_missing(not_excluded(p))
+}
+
+/// [`selected_by_selector`] AND [`unblocked`] (when `refusals`, as
+/// [`kind_terms`] says).
+pub(super) fn selected_by_selector_for(
+    set: &PolicySet,
+    p: &TolerationPolicy,
+    target: TolerationTarget,
+    refusals: bool,
+) -> String {
+    let unblocked = if refusals {
+        unblocked(set, p, target)
+    } else {
+        "true".to_owned()
     };
-    let mut terms = Vec::new();
-    if !excluded.is_empty() {
-        // Parenthesised: a single `a == b` is not parenthesised by `any`,
-        // and `!` binds tighter than `==`.
-        terms.push(format!("!({})", any(excluded.into_iter())));
-    }
-    terms.push(chosen);
-    match all(terms) {
-        every if every == "true" => every,
-        // No name on the object: it may be in any namespace.
-        some if some.contains(NAME) => format!("({NAME_MISSING} || {some})"),
-        some => some,
-    }
+    all(vec![selected_by_selector(p), unblocked])
 }
 
 /// The namespace's name, from the object (set on every CREATE: see
@@ -256,7 +413,7 @@ fn selector(s: &LabelSelector) -> String {
 /// pkg/apis/core/v1/defaults.go `SetDefaults_Namespace`, kept by
 /// pkg/registry/core/namespace/strategy.go `Canonicalize`, KEP-2161), and
 /// draguard's namespace cache keeps every label.
-const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+pub(super) const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// What a LabelSelector can say from the namespace's name alone: its
 /// requirements on [`NAME_LABEL`], each as [`selector`] would evaluate it
@@ -286,7 +443,7 @@ fn selector_by_name(s: &LabelSelector) -> String {
 
 /// A CEL single-quoted string literal (cel-spec syntax: `\\`, `\'` and the
 /// control characters escaped).
-fn quote(text: &str) -> String {
+pub(super) fn quote(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('\'');
     for c in text.chars() {
@@ -304,15 +461,35 @@ fn quote(text: &str) -> String {
     out
 }
 
-/// Whether an entry is draguard's defaulting entry: it calls our service
-/// and its rules can send claims, claim templates or Pods (the entry that
-/// stamps device taints is left alone).
-pub fn is_defaulting_entry(webhook: &MutatingWebhook, namespace: &str, service: &str) -> bool {
-    let ours = webhook
+/// Between the hash and the defaulting entry's name in the name of an
+/// entry `mutate_selector_entries` adds beside it.
+pub const SELECTOR_INFIX: &str = ".selector.";
+
+/// The defaulting entry a selector entry was made for, when `name` is
+/// `<16 lowercase hex digits>.selector.<that entry's name>`: a name nobody
+/// writes by hand, which is how draguard knows the entries it made.
+pub fn selector_entry_base(name: &str) -> Option<&str> {
+    let (id, rest) = name.split_at_checked(16)?;
+    let base = rest.strip_prefix(SELECTOR_INFIX)?;
+    let hex = id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    (hex && !base.is_empty()).then_some(base)
+}
+
+/// Whether an entry calls draguard's service.
+pub fn calls_service(webhook: &MutatingWebhook, namespace: &str, service: &str) -> bool {
+    webhook
         .client_config
         .service
         .as_ref()
-        .is_some_and(|s| s.namespace == namespace && s.name == service);
+        .is_some_and(|s| s.namespace == namespace && s.name == service)
+}
+
+/// Whether an entry is draguard's defaulting entry: it calls our service
+/// and its rules can send claims, claim templates or Pods (the entry that
+/// stamps device taints is left alone), and it is not one of the selector
+/// entries draguard adds beside it.
+pub fn is_defaulting_entry(webhook: &MutatingWebhook, namespace: &str, service: &str) -> bool {
+    let ours = calls_service(webhook, namespace, service) && selector_entry_base(&webhook.name).is_none();
     let sends = webhook.rules.iter().flatten().any(|rule| {
         rule.resources
             .iter()
@@ -332,29 +509,42 @@ pub fn is_defaulting_entry(webhook: &MutatingWebhook, namespace: &str, service: 
 pub fn plan(webhooks: &[MutatingWebhook], namespace: &str, service: &str, desired: &MatchCondition) -> Vec<Value> {
     let mut ops = Vec::new();
     for (i, webhook) in webhooks.iter().enumerate() {
-        if !is_defaulting_entry(webhook, namespace, service) {
-            continue;
+        if is_defaulting_entry(webhook, namespace, service) {
+            ops.extend(plan_entry(i, webhook, desired));
         }
-        let entry = format!("/webhooks/{i}");
-        let name_test = json!({"op": "test", "path": format!("{entry}/name"), "value": webhook.name});
-        let Some(conditions) = &webhook.match_conditions else {
+    }
+    ops
+}
+
+/// Whether the entry can hold the managed condition: it has it, or room
+/// for one more (the apiserver refuses a 65th).
+pub fn can_hold(webhook: &MutatingWebhook) -> bool {
+    let conditions = webhook.match_conditions.as_deref().unwrap_or_default();
+    conditions.len() < MAX_MATCH_CONDITIONS || conditions.iter().any(|c| c.name == CONDITION_NAME)
+}
+
+/// [`plan`] for the one defaulting entry at index `i`.
+pub fn plan_entry(i: usize, webhook: &MutatingWebhook, desired: &MatchCondition) -> Vec<Value> {
+    let mut ops = Vec::new();
+    let entry = format!("/webhooks/{i}");
+    let name_test = json!({"op": "test", "path": format!("{entry}/name"), "value": webhook.name});
+    let Some(conditions) = &webhook.match_conditions else {
+        ops.push(name_test);
+        ops.push(json!({"op": "add", "path": format!("{entry}/matchConditions"), "value": [desired]}));
+        return ops;
+    };
+    match conditions.iter().position(|c| c.name == desired.name) {
+        Some(j) if conditions[j].expression == desired.expression => {}
+        Some(j) => {
+            let path = format!("{entry}/matchConditions/{j}");
             ops.push(name_test);
-            ops.push(json!({"op": "add", "path": format!("{entry}/matchConditions"), "value": [desired]}));
-            continue;
-        };
-        match conditions.iter().position(|c| c.name == desired.name) {
-            Some(j) if conditions[j].expression == desired.expression => {}
-            Some(j) => {
-                let path = format!("{entry}/matchConditions/{j}");
-                ops.push(name_test);
-                ops.push(json!({"op": "test", "path": format!("{path}/name"), "value": desired.name}));
-                ops.push(json!({"op": "replace", "path": format!("{path}/expression"), "value": desired.expression}));
-            }
-            None if conditions.len() >= MAX_MATCH_CONDITIONS => {}
-            None => {
-                ops.push(name_test);
-                ops.push(json!({"op": "add", "path": format!("{entry}/matchConditions/-"), "value": desired}));
-            }
+            ops.push(json!({"op": "test", "path": format!("{path}/name"), "value": desired.name}));
+            ops.push(json!({"op": "replace", "path": format!("{path}/expression"), "value": desired.expression}));
+        }
+        None if conditions.len() >= MAX_MATCH_CONDITIONS => {}
+        None => {
+            ops.push(name_test);
+            ops.push(json!({"op": "add", "path": format!("{entry}/matchConditions/-"), "value": desired}));
         }
     }
     ops

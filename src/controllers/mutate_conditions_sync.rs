@@ -1,5 +1,7 @@
 //! Keeps [`super::mutate_conditions`]' condition in draguard's defaulting
-//! webhook entry in step with the policies in force: at start, within a
+//! webhook entry, and the selector entries of
+//! [`super::mutate_selector_entries`] beside it, in step with the policies
+//! in force: at start, within a
 //! second of a policy reload, and within the watch's latency when someone
 //! edits it away (a `kubectl apply` of the manifests, a GitOps sync, a hand
 //! edit). Runs beside the caBundle controller (`webhook_certs`, under
@@ -10,7 +12,9 @@
 //! Failing is safe: until the condition is written, or while RBAC refuses
 //! the patch, the manifest's own conditions stay, and every claim,
 //! template and Pod CREATE is sent to `/mutate` as before (two calls where
-//! one would do, never a default lost). A condition written for older
+//! one would do, never a default lost). The condition and the selector
+//! entries change in one patch, so the narrower condition never stands
+//! without the entries that send what it leaves out. A condition written for older
 //! policies can be narrower than the new ones for at most the time this
 //! takes to notice the reload, as a reload itself takes effect only when
 //! each replica polls its folder.
@@ -19,13 +23,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt as _};
-use k8s_openapi::api::admissionregistration::v1::{MatchCondition, MutatingWebhook, MutatingWebhookConfiguration};
+use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, MutatingWebhookConfiguration};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
 use serde_json::Value;
 
-use super::mutate_conditions::{CONDITION_NAME, condition, plan};
+use super::mutate_conditions::CONDITION_NAME;
+use super::mutate_selector_entries::{Managed, managed, plan};
 use super::webhook_certs::{CertSettings, backoff};
 use crate::cluster::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
 use crate::cluster::watch_error;
@@ -41,6 +46,14 @@ const RECHECK_EVERY: Duration = Duration::from_secs(60);
 /// How many times one pass re-reads the configuration after a `test` op
 /// failed (someone changed it between our read and our patch).
 const RACE_RETRIES: usize = 3;
+/// An edit that undoes ours this soon after we wrote is taken for another
+/// writer that wants something else: above all a replica of an older
+/// version during a rolling upgrade, which computes another condition
+/// (and knows no selector entries). The first is repaired at once; each
+/// further one in a row waits twice as long (1 s up to [`RECHECK_EVERY`]),
+/// so two versions trade a few patches until the rollout ends, instead of
+/// one per watch round trip.
+const CONTENDED_WITHIN: Duration = Duration::from_secs(10);
 
 /// Why the condition could not be written; retried with a backoff.
 #[derive(Debug, thiserror::Error)]
@@ -81,17 +94,17 @@ impl MutateConditions {
         }
     }
 
-    fn desired(&self, set: &PolicySet) -> MatchCondition {
-        condition(set, self.toleration_restriction)
+    fn desired(&self, set: &PolicySet) -> Managed {
+        managed(set, self.toleration_restriction)
     }
 
-    fn plan(&self, webhooks: &[MutatingWebhook], desired: &MatchCondition) -> Vec<Value> {
+    fn plan(&self, webhooks: &[MutatingWebhook], desired: &Managed) -> Vec<Value> {
         plan(webhooks, &self.settings.namespace, &self.settings.service, desired)
     }
 
     /// Reads the configuration and patches `desired` into it where it
     /// differs. `Ok(true)` when something was written.
-    pub async fn ensure(&self, desired: &MatchCondition) -> Result<bool, ConditionError> {
+    pub async fn ensure(&self, desired: &Managed) -> Result<bool, ConditionError> {
         let name = &self.settings.webhook_config;
         let failed = |what| {
             move |source| ConditionError::Api {
@@ -120,8 +133,9 @@ impl MutateConditions {
                     tracing::info!(
                         name,
                         condition = CONDITION_NAME,
-                        expression = desired.expression.as_str(),
-                        "matchCondition of the defaulting webhook set for the policies in force"
+                        expression = desired.split.expression.as_str(),
+                        selector_entries = desired.selectors.len(),
+                        "matchCondition and selector entries of the defaulting webhook set for the policies in force"
                     );
                     return Ok(true);
                 }
@@ -153,6 +167,9 @@ impl MutateConditions {
         let mut retry_at: Option<Instant> = None;
         let mut failures: u32 = 0;
         let mut log = ErrorLog::new(ERROR_LINE_EVERY);
+        let mut last_written: Option<Instant> = None;
+        let mut contended: u32 = 0;
+        let mut contention_log = ErrorLog::new(ERROR_LINE_EVERY);
         let mut tick = tokio::time::interval(POLICY_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -170,15 +187,34 @@ impl MutateConditions {
                 seen = changes.next(), if watching => match seen {
                     Some(webhooks) => {
                         if !self.plan(&webhooks, &desired).is_empty() {
-                            tracing::info!(
-                                name = %self.settings.webhook_config,
-                                condition = CONDITION_NAME,
-                                "the defaulting webhook's matchCondition changed under us; putting it back"
-                            );
                             due = true;
-                            // Someone else's edit is repaired now, not
-                            // after a backoff left from an earlier failure.
-                            retry_at = None;
+                            let now = Instant::now();
+                            let undone = last_written.is_some_and(|at| now.duration_since(at) < CONTENDED_WITHIN);
+                            contended = if undone { contended.saturating_add(1) } else { 0 };
+                            // The first undo in a row is repaired at once
+                            // (a person's edit); from the second on, later.
+                            if contended >= 2 {
+                                let delay = backoff(contended - 1, RECHECK_EVERY);
+                                retry_at = Some(now + delay);
+                                if let ErrorLineAction::Log { suppressed } = contention_log.failed(now) {
+                                    tracing::warn!(
+                                        name = %self.settings.webhook_config,
+                                        condition = CONDITION_NAME,
+                                        suppressed,
+                                        retry_in = ?delay,
+                                        "another writer keeps undoing the defaulting webhook's matchCondition or selector entries (a replica of another draguard version during a rollout?); putting them back more slowly (at most one line a minute)"
+                                    );
+                                }
+                            } else {
+                                tracing::info!(
+                                    name = %self.settings.webhook_config,
+                                    condition = CONDITION_NAME,
+                                    "the defaulting webhook's matchCondition or selector entries changed under us; putting them back"
+                                );
+                                // Someone else's edit is repaired now, not
+                                // after a backoff left from an earlier failure.
+                                retry_at = None;
+                            }
                         }
                     }
                     // The watcher never ends; were it to, the periodic
@@ -190,7 +226,10 @@ impl MutateConditions {
                 continue;
             }
             match self.ensure(&desired).await {
-                Ok(_) => {
+                Ok(wrote) => {
+                    if wrote {
+                        last_written = Some(Instant::now());
+                    }
                     if let Some(errors) = log.succeeded() {
                         tracing::info!(failures = errors, "defaulting webhook matchCondition written again");
                     }

@@ -609,3 +609,43 @@ fn without_the_namespace_object_a_selector_on_the_name_label_is_exact() {
         }
     }
 }
+
+/// `defaults_for` adds no default a selecting policy refuses, so a
+/// namespace where every default of a policy is surely refused is not
+/// sent; "surely": by a policy's names (not its label selector), and only
+/// when it exempts nobody.
+#[test]
+fn a_default_refused_by_name_is_not_sent_and_other_refusals_still_are() {
+    let defaults = format!(
+        "{HEAD}metadata: {{name: ml}}\nspec:\n  namespaces: {{names: [ml, ml-*, gpu]}}\n  pods:\n    defaults: [{{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}}]\n"
+    );
+    let refusing = |namespaces: &str, exempt: &str| {
+        format!(
+            "---\n{HEAD}metadata: {{name: ml-only}}\nspec:\n  namespaces: {namespaces}\n{exempt}  pods:\n    deny: [{{key: dedicated, operator: Equal, value: ml}}]\n"
+        )
+    };
+    // Refused everywhere but ml and ml-*: `gpu` is named, but never sent.
+    let by_name = set(&(defaults.clone() + &refusing("{exclude: [ml, ml-*]}", "")));
+    let e = expression(&by_name, false);
+    assert!(sent_with(&e, &pod("ml", None), false));
+    assert!(sent_with(&e, &pod("ml-train", None), false));
+    assert!(!sent_with(&e, &pod("gpu", None), false), "{e}");
+    // An exempt requester would get it: sent.
+    let exempting = set(&(defaults.clone() + &refusing("{exclude: [ml, ml-*]}", "  exempt: {users: [alice]}\n")));
+    assert!(sent_with(&expression(&exempting, false), &pod("gpu", None), false));
+    // Refused where a label selects: the labels are unknown, so sent.
+    let by_label = set(&(defaults.clone() + &refusing("{selector: {matchLabels: {locked: 'yes'}}}", "")));
+    assert!(sent_with(&expression(&by_label, false), &pod("gpu", None), false));
+    // An allow list without the default refuses it too; one that holds
+    // it does not.
+    let allow = |allowed: &str| {
+        format!(
+            "---\n{HEAD}metadata: {{name: narrow}}\nspec:\n  namespaces: {{names: [gpu]}}\n  pods:\n    allow: [{allowed}]\n"
+        )
+    };
+    let narrow = set(&(defaults.clone() + &allow("{key: other, operator: Exists}")));
+    assert!(!sent_with(&expression(&narrow, false), &pod("gpu", None), false));
+    assert!(sent_with(&expression(&narrow, false), &pod("ml", None), false));
+    let wide = set(&(defaults + &allow("{key: dedicated, operator: Exists}")));
+    assert!(sent_with(&expression(&wide, false), &pod("gpu", None), false));
+}

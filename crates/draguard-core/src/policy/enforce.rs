@@ -106,6 +106,14 @@ fn lists(p: &TolerationPolicy, target: TolerationTarget) -> (&[Toleration], &[To
     }
 }
 
+/// Whether `p` refuses `t` (denies it, or allows a list without it), as
+/// [`defaults_for`] asks of every selecting policy before it adds a
+/// default: the webhook's managed condition leaves out a default every
+/// such policy refuses (the root package's controllers/mutate_conditions.rs).
+pub fn rejects(p: &TolerationPolicy, target: TolerationTarget, t: &Toleration) -> bool {
+    judge(p, target, t).is_some()
+}
+
 /// Why `p` does not admit `t`, if it does not.
 fn judge(p: &TolerationPolicy, target: TolerationTarget, t: &Toleration) -> Option<&'static str> {
     let (allow, deny, _) = lists(p, target);
