@@ -165,6 +165,7 @@ pub fn claim_charge(spec: &ClaimSpec, meta: &ObjectMeta) -> Charge {
 mod tests {
     use super::*;
     use crate::objects::ClaimVersion;
+    use rstest::rstest;
     use serde_json::{Value, json};
 
     fn charged(requests: Value) -> BTreeMap<String, u64> {
@@ -186,53 +187,8 @@ mod tests {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
     }
 
-    // The cases of pkg/quota/v1/evaluator/core/resource_claims_test.go.
-    #[test]
-    fn simple() {
-        assert_eq!(
-            charged(json!([{"name": "r", "exactly": gpu(json!({}))}])),
-            expect(&[("gpu", 1)])
-        );
-    }
-
-    #[test]
-    fn many_requests() {
-        let five: Vec<Value> = (0..5)
-            .map(|i| json!({"name": format!("r{i}"), "exactly": gpu(json!({}))}))
-            .collect();
-        assert_eq!(charged(json!(five)), expect(&[("gpu", 5)]));
-    }
-
-    #[test]
-    fn count() {
-        assert_eq!(
-            charged(json!([{"name": "r", "exactly": gpu(json!({"count": 5}))}])),
-            expect(&[("gpu", 5)])
-        );
-    }
-
-    #[test]
-    fn all() {
-        assert_eq!(
-            charged(json!([{"name": "r", "exactly": gpu(json!({"allocationMode": "All"}))}])),
-            expect(&[("gpu", 32)])
-        );
-    }
-
-    #[test]
-    fn unknown_count_mode() {
-        assert_eq!(
-            charged(json!([{"name": "r", "exactly": gpu(json!({"allocationMode": "Future"}))}])),
-            expect(&[("gpu", 0)])
-        );
-    }
-
-    #[test]
-    fn admin_access_is_not_exempt() {
-        assert_eq!(
-            charged(json!([{"name": "r", "exactly": gpu(json!({"adminAccess": true, "count": 2}))}])),
-            expect(&[("gpu", 2)])
-        );
+    fn exactly(extra: Value) -> Value {
+        json!([{"name": "r", "exactly": gpu(extra)}])
     }
 
     fn sub(name: &str, class: &str, extra: Value) -> Value {
@@ -243,49 +199,45 @@ mod tests {
         s
     }
 
-    #[test]
-    fn prioritized_list() {
-        assert_eq!(
-            charged(json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({}))]}])),
-            expect(&[("gpu", 1)])
-        );
-    }
-
-    #[test]
-    fn prioritized_list_multiple_subrequests() {
-        let req = json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({"count": 2})), sub("b", "gpu", json!({}))]}]);
-        assert_eq!(charged(req), expect(&[("gpu", 2)]), "the largest, not the first");
-    }
-
-    #[test]
-    fn prioritized_list_multiple_subrequests_different_device_classes() {
-        let req = json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({})), sub("b", "tpu", json!({"allocationMode": "All"}))]}]);
-        assert_eq!(
-            charged(req),
-            expect(&[("gpu", 1), ("tpu", 32)]),
-            "every class is charged its worst case"
-        );
-    }
-
-    #[test]
-    fn prioritized_list_allocation_mode_all() {
-        let req = json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({})), sub("b", "gpu", json!({"allocationMode": "All"}))]}]);
-        assert_eq!(charged(req), expect(&[("gpu", 32)]));
-    }
-
-    #[test]
-    fn prioritized_list_unknown_mode_adds_nothing() {
-        let req = json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({"allocationMode": "Future"}))]}]);
-        assert_eq!(charged(req), expect(&[]));
-    }
-
-    #[test]
-    fn requests_add_up_across_kinds() {
-        let req = json!([
+    /// The devices a claim's requests charge, per class: the cases of
+    /// pkg/quota/v1/evaluator/core/resource_claims_test.go (kubernetes
+    /// v1.36.0), where a prioritized list charges each class its worst case.
+    #[rstest]
+    #[case::simple(exactly(json!({})), &[("gpu", 1)])]
+    #[case::many_requests(
+        Value::Array((0..5).map(|i| json!({"name": format!("r{i}"), "exactly": gpu(json!({}))})).collect()),
+        &[("gpu", 5)]
+    )]
+    #[case::count(exactly(json!({"count": 5})), &[("gpu", 5)])]
+    #[case::all(exactly(json!({"allocationMode": "All"})), &[("gpu", 32)])]
+    #[case::unknown_count_mode(exactly(json!({"allocationMode": "Future"})), &[("gpu", 0)])]
+    #[case::admin_access_is_not_exempt(exactly(json!({"adminAccess": true, "count": 2})), &[("gpu", 2)])]
+    #[case::prioritized_list(json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({}))]}]), &[("gpu", 1)])]
+    #[case::the_largest_subrequest_not_the_first(
+        json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({"count": 2})), sub("b", "gpu", json!({}))]}]),
+        &[("gpu", 2)]
+    )]
+    #[case::every_class_its_worst_case(
+        json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({})), sub("b", "tpu", json!({"allocationMode": "All"}))]}]),
+        &[("gpu", 1), ("tpu", 32)]
+    )]
+    #[case::prioritized_list_allocation_mode_all(
+        json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({})), sub("b", "gpu", json!({"allocationMode": "All"}))]}]),
+        &[("gpu", 32)]
+    )]
+    #[case::prioritized_list_unknown_mode_adds_nothing(
+        json!([{"name": "r", "firstAvailable": [sub("a", "gpu", json!({"allocationMode": "Future"}))]}]),
+        &[]
+    )]
+    #[case::requests_add_up_across_kinds(
+        json!([
             {"name": "e", "exactly": gpu(json!({"count": 3}))},
             {"name": "f", "firstAvailable": [sub("big", "gpu-large", json!({"count": 2})), sub("small", "gpu-small", json!({"count": 4}))]}
-        ]);
-        assert_eq!(charged(req), expect(&[("gpu", 3), ("gpu-large", 2), ("gpu-small", 4)]));
+        ]),
+        &[("gpu", 3), ("gpu-large", 2), ("gpu-small", 4)]
+    )]
+    fn devices_charged(#[case] requests: Value, #[case] want: &[(&str, u64)]) {
+        assert_eq!(charged(requests), expect(want));
     }
 
     #[test]

@@ -523,6 +523,7 @@ pub fn validate_admin_access(spec: &ClaimSpec, labels: Option<&BTreeMap<String, 
 mod tests {
     use super::*;
     use crate::objects::ClaimVersion;
+    use rstest::rstest;
     use serde_json::json;
 
     /// The errors declarative validation shares with the hand-written
@@ -706,36 +707,22 @@ mod tests {
         assert!(errs[0].starts_with(r#"spec.devices.requests[0].firstAvailable[0].deviceClassName: Invalid value: "Bad!": a lowercase RFC 1123 subdomain"#));
     }
 
-    #[test]
-    fn allocation_mode_and_count() {
-        assert_eq!(
-            check(requests(json!([exactly("a", json!({"count": -1}))]))),
-            vec!["spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than zero"]
-        );
-        assert_eq!(
-            check(requests(json!([exactly(
-                "a",
-                json!({"allocationMode": "All", "count": 2})
-            )]))),
-            vec![
-                "spec.devices.requests[0].exactly.count: Invalid value: 2: must not be specified when allocationMode is 'All'"
-            ]
-        );
-        assert_eq!(
-            check(requests(json!([exactly("a", json!({"allocationMode": "Some"}))]))),
-            vec![
-                r#"spec.devices.requests[0].exactly.allocationMode: Unsupported value: "Some": supported values: "All", "ExactCount""#
-            ]
-        );
-        // Defaults: no mode means ExactCount, no count means 1.
-        assert!(
-            check(requests(json!([exactly(
-                "a",
-                json!({"allocationMode": "", "count": 0})
-            )])))
-            .is_empty()
-        );
-        assert!(check(requests(json!([exactly("a", json!({"allocationMode": "All"}))]))).is_empty());
+    /// One request's `exactly` fields and the errors they get. No mode
+    /// means ExactCount and no count means 1, so `""` and 0 pass.
+    #[rstest]
+    #[case::negative_count(json!({"count": -1}), &["spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than zero"])]
+    #[case::count_beside_all(
+        json!({"allocationMode": "All", "count": 2}),
+        &["spec.devices.requests[0].exactly.count: Invalid value: 2: must not be specified when allocationMode is 'All'"]
+    )]
+    #[case::unknown_mode(
+        json!({"allocationMode": "Some"}),
+        &[r#"spec.devices.requests[0].exactly.allocationMode: Unsupported value: "Some": supported values: "All", "ExactCount""#]
+    )]
+    #[case::defaults(json!({"allocationMode": "", "count": 0}), &[])]
+    #[case::all(json!({"allocationMode": "All"}), &[])]
+    fn allocation_mode_and_count(#[case] fields: Value, #[case] want: &[&str]) {
+        assert_eq!(check(requests(json!([exactly("a", fields)]))), want);
     }
 
     #[test]
@@ -847,107 +834,81 @@ mod tests {
         }})
     }
 
-    #[test]
-    fn constraint_request_references() {
-        let ok = json!([{"requests": ["a", "p", "p/s"], "matchAttribute": "example.com/model"}]);
-        assert!(check(with_constraints(ok)).is_empty());
-        let msg =
-            "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'";
-        assert_eq!(
-            check(with_constraints(
-                json!([{"requests": ["missing"], "matchAttribute": "example.com/m"}])
-            )),
-            vec![format!(
-                r#"spec.devices.constraints[0].requests[0]: Invalid value: "missing": {msg}"#
-            )]
-        );
-        assert_eq!(
-            check(with_constraints(
-                json!([{"requests": ["a/s"], "matchAttribute": "example.com/m"}])
-            )),
-            vec![format!(
-                r#"spec.devices.constraints[0].requests[0]: Invalid value: "a/s": {msg}"#
-            )]
-        );
-        assert_eq!(
-            check(with_constraints(
-                json!([{"requests": ["p/s/t"], "matchAttribute": "example.com/m"}])
-            )),
-            vec![format!(
-                r#"spec.devices.constraints[0].requests[0]: Invalid value: "p/s/t": {msg}"#
-            )]
-        );
-        assert_eq!(
-            check(with_constraints(
-                json!([{"requests": ["a", "a"], "matchAttribute": "example.com/m"}])
-            )),
-            vec![r#"spec.devices.constraints[0].requests[1]: Duplicate value: "a""#]
-        );
-        let many: Vec<Value> = (0..33)
-            .map(|_| json!({"requests": ["a"], "matchAttribute": "example.com/m"}))
-            .collect();
-        assert_eq!(
-            check(with_constraints(json!(many))),
-            vec!["spec.devices.constraints: Too many: 33: must have at most 32 items"]
-        );
+    /// Constraints over the requests `a` and `p` (subrequest `s`), and the
+    /// errors they get.
+    #[rstest]
+    #[case::requests_and_subrequests(json!([{"requests": ["a", "p", "p/s"], "matchAttribute": "example.com/model"}]), vec![])]
+    #[case::unknown_request(
+        json!([{"requests": ["missing"], "matchAttribute": "example.com/m"}]),
+        vec![format!(r#"spec.devices.constraints[0].requests[0]: Invalid value: "missing": {REQUEST_REF_MESSAGE}"#)]
+    )]
+    #[case::subrequest_of_a_plain_request(
+        json!([{"requests": ["a/s"], "matchAttribute": "example.com/m"}]),
+        vec![format!(r#"spec.devices.constraints[0].requests[0]: Invalid value: "a/s": {REQUEST_REF_MESSAGE}"#)]
+    )]
+    #[case::two_slashes(
+        json!([{"requests": ["p/s/t"], "matchAttribute": "example.com/m"}]),
+        vec![format!(r#"spec.devices.constraints[0].requests[0]: Invalid value: "p/s/t": {REQUEST_REF_MESSAGE}"#)]
+    )]
+    #[case::duplicate(
+        json!([{"requests": ["a", "a"], "matchAttribute": "example.com/m"}]),
+        vec![r#"spec.devices.constraints[0].requests[1]: Duplicate value: "a""#.to_owned()]
+    )]
+    #[case::thirty_three(
+        Value::Array(vec![json!({"requests": ["a"], "matchAttribute": "example.com/m"}); 33]),
+        vec!["spec.devices.constraints: Too many: 33: must have at most 32 items".to_owned()]
+    )]
+    fn constraint_request_references(#[case] constraints: Value, #[case] want: Vec<String>) {
+        assert_eq!(check(with_constraints(constraints)), want);
     }
 
-    #[test]
-    fn constraint_attributes_are_fully_qualified() {
-        let one = |attr: Value| check(with_constraints(json!([attr])));
-        assert_eq!(
-            one(json!({"matchAttribute": "model"})),
-            vec![
-                r#"spec.devices.constraints[0].matchAttribute: Invalid value: "model": a fully qualified name must be a domain and a name separated by a slash"#
-            ]
-        );
-        assert_eq!(
-            one(json!({"distinctAttribute": "/model"})),
-            vec![r#"spec.devices.constraints[0].distinctAttribute: Invalid value: "": the domain must not be empty"#]
-        );
-        assert_eq!(
-            one(json!({"matchAttribute": "example.com/"})),
-            vec![r#"spec.devices.constraints[0].matchAttribute: Invalid value: "": the name must not be empty"#]
-        );
-        // Two slashes: 1.36 and 1.37 leave them unjudged, 1.38 rejects them
-        // (SPEC-k8s-1.38.md rule 1).
-        for attr in [
-            json!({"matchAttribute": "a/b/c"}),
-            json!({"distinctAttribute": "a/b/c"}),
-        ] {
-            let spec = with_constraints(json!([attr]));
-            for kube in [KubeVersion::V1_36, KubeVersion::V1_37] {
-                assert_eq!(
-                    check_under(spec.clone(), ClaimVersion::V1, kube),
-                    Vec::<String>::new(),
-                    "{kube}"
-                );
-            }
-            let field = attr
-                .as_object()
-                .and_then(|o| o.keys().next())
-                .cloned()
-                .unwrap_or_default();
+    /// One constraint's attribute and the errors it gets.
+    #[rstest]
+    #[case::no_domain(
+        json!({"matchAttribute": "model"}),
+        &[r#"spec.devices.constraints[0].matchAttribute: Invalid value: "model": a fully qualified name must be a domain and a name separated by a slash"#]
+    )]
+    #[case::empty_domain(
+        json!({"distinctAttribute": "/model"}),
+        &[r#"spec.devices.constraints[0].distinctAttribute: Invalid value: "": the domain must not be empty"#]
+    )]
+    #[case::empty_name(
+        json!({"matchAttribute": "example.com/"}),
+        &[r#"spec.devices.constraints[0].matchAttribute: Invalid value: "": the name must not be empty"#]
+    )]
+    #[case::not_a_c_identifier(
+        json!({"matchAttribute": "example.com/1x"}),
+        &[r#"spec.devices.constraints[0].matchAttribute: Invalid value: "1x": a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', regex used for validation is '[A-Za-z_][A-Za-z0-9_]*')"#]
+    )]
+    #[case::name_past_32_bytes(
+        json!({"matchAttribute": format!("example.com/{}", "x".repeat(33))}),
+        &["spec.devices.constraints[0].matchAttribute: Too long: may not be more than 32 bytes"]
+    )]
+    #[case::neither(
+        json!({}),
+        &[r#"spec.devices.constraints[0]: Required value: exactly one of "matchAttribute" or "distinctAttribute" is required, but multiple fields are set"#]
+    )]
+    fn constraint_attributes_are_fully_qualified(#[case] attribute: Value, #[case] want: &[&str]) {
+        assert_eq!(check(with_constraints(json!([attribute]))), want);
+    }
+
+    /// Two slashes: 1.36 and 1.37 leave them unjudged, 1.38 rejects them
+    /// (SPEC-k8s-1.38.md rule 1).
+    #[rstest]
+    fn constraint_attributes_with_two_slashes_from_138(#[values("matchAttribute", "distinctAttribute")] field: &str) {
+        let spec = with_constraints(json!([{field: "a/b/c"}]));
+        for kube in [KubeVersion::V1_36, KubeVersion::V1_37] {
             assert_eq!(
-                check_under(spec, ClaimVersion::V1, KubeVersion::V1_38),
-                vec![format!(
-                    r#"spec.devices.constraints[0].{field}: Invalid value: "a/b/c": must not contain more than one slash"#
-                )]
+                check_under(spec.clone(), ClaimVersion::V1, kube),
+                Vec::<String>::new(),
+                "{kube}"
             );
         }
-        let bad_id = one(json!({"matchAttribute": "example.com/1x"}));
-        assert_eq!(bad_id.len(), 1);
-        assert!(bad_id[0].contains("a valid C identifier"));
-        let long_id = one(json!({"matchAttribute": format!("example.com/{}", "x".repeat(33))}));
         assert_eq!(
-            long_id,
-            vec!["spec.devices.constraints[0].matchAttribute: Too long: may not be more than 32 bytes"]
-        );
-        assert_eq!(
-            one(json!({})),
-            vec![
-                r#"spec.devices.constraints[0]: Required value: exactly one of "matchAttribute" or "distinctAttribute" is required, but multiple fields are set"#
-            ]
+            check_under(spec, ClaimVersion::V1, KubeVersion::V1_38),
+            vec![format!(
+                r#"spec.devices.constraints[0].{field}: Invalid value: "a/b/c": must not contain more than one slash"#
+            )]
         );
     }
 
