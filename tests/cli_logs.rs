@@ -4,12 +4,14 @@
 mod support {
     pub mod json;
     pub mod kubeconfig;
+    pub mod serve_process;
 }
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use support::json::top_level_keys;
+use support::serve_process::{self, free_port};
 
 /// `draguard serve` that fails at start (a broken policy file) after
 /// logging a few lines; stderr is a pipe, not a terminal.
@@ -78,12 +80,6 @@ fn text_logs_to_a_pipe_have_no_escape_codes() {
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
 }
 
-/// A loopback port nobody listens on (bound, then released).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 fn watch_errors(text: &str, cache: &str) -> u64 {
     let prefix = format!("draguard_cache_watch_errors_total{{cache=\"{cache}\"}} ");
     text.lines()
@@ -96,63 +92,23 @@ fn watch_errors(text: &str, cache: &str) -> u64 {
 /// log gets one line per watch, not one per failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_cluster_is_logged_once_per_watch() {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
     let dead = free_port();
-    support::kubeconfig::write(&kubeconfig, format!("127.0.0.1:{dead}"));
-    let metrics = format!("127.0.0.1:{}", free_port());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_draguard"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--log-format",
-            "json",
-            "--metrics-listen",
-            &metrics,
-        ])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .arg("--certs-dir")
-        .arg(dir.path().join("certs"))
-        .arg("--policies")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/policies"))
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("draguard runs");
+    let serve = serve_process::spawn(
+        format!("127.0.0.1:{dead}"),
+        &["--policies", concat!(env!("CARGO_MANIFEST_DIR"), "/policies")],
+    );
 
     // Until every watch has failed at least twice (backoff starts below 1 s).
     let caches = ["namespaces", "resourceclaims", "resourcequotas"];
-    draguard::server::install_crypto_provider();
-    let client = reqwest::Client::new();
-    let mut text = String::new();
-    for _ in 0..150 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let scrape = client
-            .get(format!("http://{metrics}/metrics"))
-            .timeout(Duration::from_secs(2));
-        let Ok(response) = scrape.send().await else {
-            continue;
-        };
-        text = response.text().await.unwrap_or_default();
-        if caches.iter().all(|c| watch_errors(&text, c) >= 2) {
-            break;
-        }
-    }
-    child.kill().expect("stop draguard");
-    let out = child.wait_with_output().expect("draguard exits");
+    let text = serve
+        .scrape_until(150, |text| caches.iter().all(|c| watch_errors(text, c) >= 2))
+        .await;
+    let log = serve.stop();
     for cache in caches {
         assert!(watch_errors(&text, cache) >= 2, "{cache}: {text}");
     }
 
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    let lines: Vec<serde_json::Value> = stderr
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
-        .collect();
+    let (stderr, lines) = (&log.stderr, log.lines());
     for cache in caches {
         let said = lines
             .iter()

@@ -5,17 +5,14 @@
 mod support {
     pub mod fake_apiserver;
     pub mod kubeconfig;
+    pub mod serve_process;
 }
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use support::fake_apiserver::{FakeApiServer, Objects};
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
+use support::serve_process;
 
 /// What one run of `draguard serve` showed.
 struct Run {
@@ -60,58 +57,22 @@ async fn serve(git_version: Option<&str>, metrics_text: Option<&str>, extra: &[&
         ..Objects::default()
     })
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    support::kubeconfig::write(&kubeconfig, fake.addr);
-    let metrics = format!("127.0.0.1:{}", free_port());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_draguard"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--log-format",
-            "json",
-            "--metrics-listen",
-            &metrics,
-        ])
-        .args(extra)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .arg("--certs-dir")
-        .arg(dir.path().join("certs"))
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("draguard runs");
-    draguard::server::install_crypto_provider();
-    let client = reqwest::Client::new();
-    let mut build_info = String::new();
-    let mut scraped = String::new();
-    for _ in 0..150 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let scrape = client
-            .get(format!("http://{metrics}/metrics"))
-            .timeout(Duration::from_secs(2));
-        let Ok(response) = scrape.send().await else {
-            continue;
-        };
-        let text = response.text().await.unwrap_or_default();
-        // The comparison with the apiserver runs beside the server when
-        // the version is pinned: wait for its gauge too.
-        let compared = git_version.is_none() || text.contains(r#"draguard_apiserver_mismatch{aspect="version"}"#);
-        if let Some(line) = text.lines().find(|l| l.starts_with("draguard_build_info{"))
-            && compared
-        {
-            build_info = line.to_owned();
-            scraped = text;
-            break;
-        }
-    }
-    child.kill().expect("stop draguard");
-    let out = child.wait_with_output().expect("draguard exits");
-    let stderr = String::from_utf8(out.stderr).unwrap();
+    let serve = serve_process::spawn(fake.addr, extra);
+    // The comparison with the apiserver runs beside the server when the
+    // version is pinned: wait for its gauge too.
+    let scraped = serve
+        .scrape_until(150, |text| {
+            let compared = git_version.is_none() || text.contains(r#"draguard_apiserver_mismatch{aspect="version"}"#);
+            compared && text.lines().any(|l| l.starts_with("draguard_build_info{"))
+        })
+        .await;
+    let build_info = scraped
+        .lines()
+        .find(|l| l.starts_with("draguard_build_info{"))
+        .unwrap_or_default()
+        .to_owned();
+    let stopped = serve.stop();
+    let stderr = &stopped.stderr;
     let log = stderr
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
