@@ -1,3 +1,6 @@
+// Shared by the test crates that run `draguard serve` as a process.
+#![allow(dead_code)]
+
 //! `draguard serve` as a child process against a kubeconfig, with JSON
 //! logs on a pipe and plain-HTTP `/metrics` on a free port: the tests that
 //! read what the process logs and exports while its watches run (or fail)

@@ -431,7 +431,10 @@ fn a_snapshots_facts_count_as_listed() {
     snapshot.claims.push(claim(
         "ml",
         "twice",
-        vec![result(gpu("node-2", "gpu-0"), vec![]), result(gpu("node-2", "gpu-0"), vec![])],
+        vec![
+            result(gpu("node-2", "gpu-0"), vec![]),
+            result(gpu("node-2", "gpu-0"), vec![]),
+        ],
         &["twice-0"],
     ));
     let selectors = [
