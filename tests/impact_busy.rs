@@ -9,8 +9,8 @@ mod support {
 use std::collections::BTreeMap;
 
 use draguard::admission::Incoming;
-use draguard::kubernetes::{KubeVersion, Target};
 use draguard::impact::DeviceFacts;
+use draguard::kubernetes::{KubeVersion, Target};
 use draguard::policy::PolicySet;
 use draguard::view::{ClusterView, FactsLent};
 use serde_json::{Value, json};

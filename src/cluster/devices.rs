@@ -10,9 +10,9 @@ use std::sync::Arc;
 use super::slim::SlimObject;
 
 use super::index::WatchIndex;
-use crate::impact::snapshot::{allocated_claim, slice_devices};
-use crate::impact::facts::{AllocatedResult, Allocation as AllocationFacts, DeviceFacts, Pods, Results};
 use crate::impact::DeviceId;
+use crate::impact::facts::{AllocatedResult, Allocation as AllocationFacts, DeviceFacts, Pods, Results};
+use crate::impact::snapshot::{allocated_claim, slice_devices};
 use crate::interner::Interner;
 use crate::kubernetes::KubeVersion;
 use crate::objects::dra::DeviceTaintSelector;
@@ -121,7 +121,6 @@ struct Allocation {
     /// Made for a DRA-backed extended resource (see [`crate::impact::AllocatedClaim`]).
     extended_resource: bool,
 }
-
 
 /// The allocated claims, by the devices their results name.
 #[derive(Default)]
@@ -255,7 +254,10 @@ mod tests {
         /// The devices the index lends for `selector` that it reaches.
         fn reached(&self, selector: Option<&DeviceTaintSelector>, version: KubeVersion) -> Vec<SliceDevice> {
             let claims = Allocations::default();
-            let facts = DeviceIndexes { slices: self, claims: &claims };
+            let facts = DeviceIndexes {
+                slices: self,
+                claims: &claims,
+            };
             let mut devices = Vec::new();
             facts.devices(selector, version, &mut |id, node| {
                 if reach(selector, id, version) {
@@ -274,7 +276,10 @@ mod tests {
         /// reaches, each once, by namespace and name.
         fn reached(&self, selector: Option<&DeviceTaintSelector>, version: KubeVersion) -> Vec<AllocatedClaim> {
             let slices = SliceDevices::default();
-            let facts = DeviceIndexes { slices: &slices, claims: self };
+            let facts = DeviceIndexes {
+                slices: &slices,
+                claims: self,
+            };
             let mut claims: Vec<AllocatedClaim> = Vec::new();
             facts.allocations(selector, version, &mut |device, claim| {
                 if !reach(selector, device, version) {

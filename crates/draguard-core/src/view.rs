@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::impact::{DeviceFacts, ImpactCounts};
 use crate::impact::snapshot::Snapshot;
+use crate::impact::{DeviceFacts, ImpactCounts};
 use crate::kubernetes::KubeVersion;
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::objects::patch::PatchSpec;
@@ -123,7 +123,9 @@ pub enum FactsLent {
     /// cluster, or its caches are still listing).
     Unknown,
     /// Every computation slot stayed taken for the brief wait.
-    Busy { slots: usize },
+    Busy {
+        slots: usize,
+    },
 }
 
 /// What `rule` would do to the devices and allocated claims `view` knows,
