@@ -247,3 +247,46 @@ async fn without_the_policy_report_crds_the_round_still_counts_and_writes_nothin
     assert_eq!(status.last_denied(), Some(2));
     assert!(writes_by(&api, "PATCH").is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_holder_loses_the_lease_after_its_duration_and_stops_writing_before() {
+    use draguard::controllers::background_audit::lease::Leader;
+    let api = FakeApiServer::start(Objects::default()).await;
+    let times = LeaseTimes {
+        duration: Duration::from_secs(2),
+        renew_every: Duration::from_millis(200),
+        write_for: Duration::from_millis(1200),
+    };
+    let mut a = Leader::new(api.client(), "draguard", "draguard-audit", "a".into(), times);
+    let mut b = Leader::new(api.client(), "draguard", "draguard-audit", "b".into(), times);
+    assert!(a.try_hold().await.expect("a"));
+    assert!(!b.try_hold().await.expect("b"), "held by a");
+    // a renews; b keeps seeing a fresh record.
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(a.try_hold().await.expect("a renews"));
+        assert!(!b.try_hold().await.expect("b"));
+    }
+    // a goes silent: it stops writing after write_for, before b may take
+    // over (a whole duration after b last saw the record change).
+    let silent = std::time::Instant::now();
+    until("a to stop holding", || !a.holds()).await;
+    assert!(
+        silent.elapsed() < times.duration,
+        "a holds at most write_for after its renewal"
+    );
+    assert!(
+        !b.try_hold().await.expect("b"),
+        "not yet: b saw the record change {:?} ago",
+        silent.elapsed()
+    );
+    tokio::time::sleep(times.duration).await;
+    assert!(b.try_hold().await.expect("b takes over"));
+    let lease = api.lease("draguard", "draguard-audit").expect("lease");
+    assert_eq!(lease["spec"]["holderIdentity"], "b");
+    assert_eq!(lease["spec"]["leaseTransitions"], 1);
+    // a comes back with its stale resourceVersion view: it reads again,
+    // sees b's fresh record, and does not take it back.
+    assert!(!a.try_hold().await.expect("a"));
+    assert!(!a.holds());
+}
