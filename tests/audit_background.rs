@@ -290,3 +290,154 @@ async fn a_silent_holder_loses_the_lease_after_its_duration_and_stops_writing_be
     assert!(!a.try_hold().await.expect("a"));
     assert!(!a.holds());
 }
+
+/// Peak memory of one round over `$AUDIT_PODS` Pods (default 2000) in one
+/// namespace, each about 3 KiB as the apiserver returns it (managedFields
+/// and a last-applied annotation included): what
+/// scripts/audit-round-memory.sh prints. The fake apiserver runs in a
+/// child process (this test binary again, running
+/// `round_memory_apiserver`), so that this process holds the round alone.
+/// A measurement, not a check: ignored by default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: scripts/audit-round-memory.sh"]
+async fn round_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let addr_file = dir.path().join("addr");
+    let mut child = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args(["--ignored", "--exact", "round_memory_apiserver", "--nocapture"])
+        .env("AUDIT_APISERVER_ADDR_FILE", &addr_file)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the fake apiserver");
+    let mut addr = String::new();
+    for _ in 0..1200 {
+        addr = std::fs::read_to_string(&addr_file).unwrap_or_default();
+        if addr.ends_with('\n') {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let url: axum::http::Uri = format!("http://{}", addr.trim()).parse().expect("url");
+    let client = kube::Client::try_from(kube::Config::new(url)).expect("client");
+    let settings = AuditSettings {
+        every: Duration::from_secs(3600),
+        namespace: "draguard".into(),
+        identity: "measure".into(),
+        lease: LeaseTimes::default(),
+        round: RoundSettings::default(),
+    };
+    let mut audit = BackgroundAudit::new(client, policies(), None, Default::default(), settings).expect("audit");
+    let before = status_kib("VmRSS");
+    let started = std::time::Instant::now();
+    let outcome = audit.round_logged(false).await;
+    let seconds = started.elapsed().as_secs_f64();
+    let peak = status_kib("VmHWM");
+    let _ = child.kill();
+    let _ = child.wait();
+    let outcome = outcome.expect("a round");
+    assert_eq!(
+        outcome.counts.parts_not_judged, 0,
+        "raise the part size for this many pods"
+    );
+    println!(
+        "pods {} denied {} round_s {seconds:.2} rss_before_mib {:.1} peak_mib {:.1} round_peak_mib {:.1}",
+        outcome.counts.objects - 1,
+        outcome.counts.denied,
+        before as f64 / 1024.0,
+        peak as f64 / 1024.0,
+        (peak - before) as f64 / 1024.0
+    );
+}
+
+/// The fake apiserver of [`round_memory`], serving `$AUDIT_PODS` Pods until
+/// killed; its address goes to `$AUDIT_APISERVER_ADDR_FILE`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by round_memory"]
+async fn round_memory_apiserver() {
+    let Some(addr_file) = std::env::var_os("AUDIT_APISERVER_ADDR_FILE") else {
+        return;
+    };
+    let pods: usize = std::env::var("AUDIT_PODS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2000);
+    let mut objects = Objects::default();
+    objects.lists.insert(
+        "namespaces".into(),
+        vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "big", "uid": "uid-big"}})],
+    );
+    let api = FakeApiServer::start(objects).await;
+    let mut json_bytes = 0;
+    for i in 0..pods {
+        let pod = scale_pod(i);
+        json_bytes += serde_json::to_string(&pod).expect("JSON").len();
+        api.apply("pods", pod);
+    }
+    eprintln!(
+        "fake apiserver: {pods} pods, {:.1} MiB of JSON",
+        json_bytes as f64 / 1048576.0
+    );
+    std::fs::write(&addr_file, format!("{}\n", api.addr)).expect("address file");
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+}
+
+/// A Pod of namespace `big` as a ReplicaSet-less Deployment's would look
+/// to a LIST: labels, annotations, managedFields, status; every tenth
+/// tolerates spot nodes (denied in `ml` only: allowed here).
+fn scale_pod(i: usize) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": format!("worker-{i}"), "namespace": "big", "uid": format!("6f1c2a4e-0000-4000-8000-{i:012}"),
+            "resourceVersion": "1", "creationTimestamp": "2026-11-01T00:00:00Z",
+            "labels": {"app": "worker", "pod-template-hash": "5d9f8c7b6", "team": "ml-platform", "tier": "batch"},
+            "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": "x".repeat(900),
+                "prometheus.io/scrape": "true", "prometheus.io/port": "9090"
+            },
+            "managedFields": [{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+                "time": "2026-11-01T00:00:00Z", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:metadata": {"f:labels": {"f:app": {}, "f:team": {}, "f:tier": {}}},
+                             "f:spec": {"f:containers": {"k:{\"name\":\"main\"}": {"f:image": {}, "f:env": {}, "f:resources": {}}}}}},
+                {"manager": "kubelet", "operation": "Update", "subresource": "status", "apiVersion": "v1",
+                "time": "2026-11-01T00:00:05Z", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:status": {"f:conditions": {}, "f:containerStatuses": {}, "f:phase": {}, "f:podIP": {}}}}]
+        },
+        "spec": {
+            "nodeName": format!("node-{}", i % 500),
+            "tolerations": if i.is_multiple_of(10) {
+                json!([{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}])
+            } else {
+                json!([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}])
+            },
+            "containers": [{
+                "name": "main", "image": "registry.example.com/ml/worker:2026.11.1",
+                "args": ["--shard", i.to_string(), "--log-level=info"],
+                "env": [{"name": "SHARD", "value": i.to_string()}, {"name": "MODE", "value": "batch"}],
+                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
+                "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}]
+            }],
+            "volumes": [{"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}],
+            "serviceAccountName": "default", "restartPolicy": "Always", "schedulerName": "default-scheduler"
+        },
+        "status": {
+            "phase": "Running", "podIP": "10.0.0.1", "hostIP": "192.168.0.1", "qosClass": "Burstable",
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-01T00:00:05Z"},
+                           {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-01T00:00:00Z"}],
+            "containerStatuses": [{"name": "main", "ready": true, "restartCount": 0, "image": "registry.example.com/ml/worker:2026.11.1",
+                "imageID": "registry.example.com/ml/worker@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                "containerID": "containerd://0000000000000000000000000000000000000000000000000000000000000000",
+                "state": {"running": {"startedAt": "2026-11-01T00:00:05Z"}}}]
+        }
+    })
+}
+
+/// A `/proc/self/status` field, in KiB.
+fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+        .unwrap_or(0)
+}

@@ -151,14 +151,27 @@ impl PartText {
         Ok(())
     }
 
-    fn push(&mut self, item: &Value) -> Result<(), String> {
-        let text = serde_json::to_string(item).map_err(|e| format!("cannot write JSON: {e}"))?;
+    fn push(&mut self, mut item: Value) -> Result<(), String> {
+        slim(&mut item);
+        let text = serde_json::to_string(&item).map_err(|e| format!("cannot write JSON: {e}"))?;
         self.push_text(&text)
     }
 
     fn finish(mut self) -> String {
         self.text.push_str("]}");
         self.text
+    }
+}
+
+/// Drops what no rule reads and what often makes up most of an object's
+/// text: `metadata.managedFields`, and the copy of the whole object in
+/// kubectl's last-applied-configuration annotation.
+fn slim(item: &mut Value) {
+    if let Some(metadata) = item.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+        if let Some(annotations) = metadata.get_mut("annotations").and_then(Value::as_object_mut) {
+            annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+        }
     }
 }
 
@@ -218,7 +231,8 @@ impl Round<'_> {
         for audited in cluster_reads {
             let is = |kind: &str| audited.collection.kind == kind && audited.collection.group.is_empty();
             let (namespace_kind, class_kind) = (is("Namespace"), audited.collection.plural == "deviceclasses");
-            each_if_served(client, &audited.collection, None, |item| {
+            each_if_served(client, &audited.collection, None, |mut item| {
+                slim(&mut item);
                 if namespace_kind || class_kind {
                     let text = serde_json::to_string(&item).map_err(|e| format!("cannot write JSON: {e}"))?;
                     if namespace_kind {
@@ -234,7 +248,7 @@ impl Round<'_> {
                         part = None;
                     }
                 } else if let Some(p) = &mut part
-                    && let Err(e) = p.push(&item)
+                    && let Err(e) = p.push(item)
                 {
                     too_large("the cluster-scoped objects", &e);
                     part = None;
@@ -282,7 +296,7 @@ impl Round<'_> {
                 };
                 let version = each_if_served(client, c, Some(namespace), |item| {
                     if fits.is_ok() {
-                        fits = part.push(&item);
+                        fits = part.push(item);
                     }
                     Ok(())
                 })
@@ -375,8 +389,10 @@ async fn judge_part(
         // A panic in the judgement is draguard's bug: this part is lost,
         // the round and the server go on.
         tracing::error!(error = %e, "audit: judging a part failed");
-        let mut counts = RoundCounts::default();
-        counts.parts_not_judged = 1;
+        let counts = RoundCounts {
+            parts_not_judged: 1,
+            ..RoundCounts::default()
+        };
         (Scope::capped(settings.report_results), counts)
     })
 }

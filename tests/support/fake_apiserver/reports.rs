@@ -7,6 +7,7 @@
 //! - Leases are read, created (409 AlreadyExists on a second create) and
 //!   replaced (409 Conflict for a stale resourceVersion), each write with
 //!   the next resourceVersion.
+//!
 //! Every write is recorded, as `PATCH policyreports/<ns>/<name>
 //! fieldManager=<m> force=<f> <content type>`, `DELETE policyreports/<ns>/<name>`,
 //! `POST leases/<ns>/<name> <holder>`, `PUT leases/<ns>/<name> <holder>`.
