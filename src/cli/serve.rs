@@ -176,7 +176,7 @@ pub struct ServeArgs {
     /// export `draguard_audit_findings`; at once after a policy change too.
     /// Only the replica holding the Lease `draguard-audit` audits. Needs a
     /// cluster and the RBAC of deploy/components/audit. Off by default.
-    #[arg(long, value_parser = parse_timeout, value_name = "DURATION", conflicts_with = "no_cluster")]
+    #[arg(long, value_parser = parse_interval, value_name = "DURATION", conflicts_with = "no_cluster")]
     pub audit_interval: Option<Duration>,
     /// With --audit-interval: the JSON one part of a round may hold (the
     /// cluster-scoped objects with every ResourceClaim, or one namespace's
@@ -593,6 +593,14 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// `1h`: how often something recurs, above zero.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    match parse_delay(text)? {
+        d if d.is_zero() => Err("the interval must be above zero".into()),
+        d => Ok(d),
+    }
+}
+
 /// `5s`, `0s`: a Go-style duration, zero allowed.
 fn parse_delay(text: &str) -> Result<Duration, String> {
     server::duration::parse_go_duration(text.trim())
@@ -866,6 +874,22 @@ mod tests {
         assert_eq!(args.log_format, LogFormat::Json);
         assert!(parse(&["--no-cluster", "--kubeconfig", "k"]).is_err());
         assert!(parse(&["--listen", "nowhere"]).is_err());
+    }
+
+    #[test]
+    fn the_background_audit_is_off_by_default_and_needs_a_cluster() {
+        let args = parse(&[]).unwrap();
+        assert_eq!(args.audit_interval, None);
+        let args = parse(&["--audit-interval", "30m", "--audit-part-size", "8Mi"]).unwrap();
+        assert_eq!(args.audit_interval, Some(Duration::from_secs(1800)));
+        assert_eq!(args.audit_part_size, 8 << 20);
+        assert_eq!(parse(&["--audit-interval", "1h"]).unwrap().audit_part_size, 16 << 20);
+        assert!(parse(&["--audit-interval", "1h", "--no-cluster"]).is_err());
+        assert!(
+            parse(&["--audit-part-size", "8Mi"]).is_err(),
+            "only with --audit-interval"
+        );
+        assert_eq!(parse_interval("0s"), Err("the interval must be above zero".into()));
     }
 
     #[test]

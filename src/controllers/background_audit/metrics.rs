@@ -205,3 +205,59 @@ impl Collector for StatusCollector {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn findings_of_policies_past_the_cap_count_under_other() {
+        let mut counts = RoundCounts::default();
+        for i in 0..MAX_POLICY_SERIES {
+            counts.add_findings(&format!("p{i}"), "fail", 1);
+        }
+        counts.add_findings("late", "fail", 3);
+        counts.add_findings("late", "warn", 1);
+        // A policy with series already keeps them.
+        counts.add_findings("p0", "warn", 2);
+        assert_eq!(counts.findings.get(&("other".to_owned(), "fail")), Some(&3));
+        assert_eq!(counts.findings.get(&("other".to_owned(), "warn")), Some(&1));
+        assert_eq!(counts.findings.get(&("late".to_owned(), "fail")), None);
+        assert_eq!(counts.findings.get(&("p0".to_owned(), "warn")), Some(&2));
+    }
+
+    #[test]
+    fn the_scrape_has_the_leader_and_after_a_round_its_counts() {
+        let status = AuditStatus::default();
+        let render = |status: &AuditStatus| {
+            let mut registry = prometheus_client::registry::Registry::default();
+            registry.register_collector(status.collector());
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+            text
+        };
+        let text = render(&status);
+        assert!(text.contains("\ndraguard_audit_leader 0\n"), "{text}");
+        assert!(!text.contains("draguard_audit_findings"), "{text}");
+        status.set_leader(true);
+        let mut counts = RoundCounts {
+            objects: 9,
+            denied: 2,
+            ..RoundCounts::default()
+        };
+        counts.add_findings("gpu-nodes", "fail", 2);
+        status.round_done(counts, true);
+        let text = render(&status);
+        for line in [
+            "draguard_audit_leader 1",
+            "draguard_audit_rounds_total{result=\"success\"} 1",
+            "draguard_audit_rounds_total{result=\"failure\"} 0",
+            "draguard_audit_findings{policy=\"gpu-nodes\",result=\"fail\"} 2",
+            "draguard_audit_denied_objects 2",
+            "draguard_audit_objects 9",
+            "draguard_policy_change_denied_objects 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
+    }
+}

@@ -144,48 +144,11 @@ impl BackgroundAudit {
         };
         match round.run().await {
             Ok(outcome) => {
-                let c = &outcome.counts;
-                let (fail, warn, error) = ["fail", "warn", "error"]
-                    .map(|r| {
-                        c.findings
-                            .iter()
-                            .filter(|((_, result), _)| *result == r)
-                            .map(|(_, n)| n)
-                            .sum::<u64>()
-                    })
-                    .into();
-                tracing::info!(
-                    objects = c.objects,
-                    denied = c.denied,
-                    fail,
-                    warn,
-                    error,
-                    namespaces = outcome.namespaces,
-                    reports_written = outcome.reports_written,
-                    reports_deleted = outcome.reports_deleted,
-                    results_omitted = c.omitted,
-                    parts_not_judged = c.parts_not_judged,
-                    reports_not_written = outcome.not_written.as_deref().unwrap_or(""),
-                    seconds = started.elapsed().as_secs_f64(),
-                    "audit round: {} of {} existing objects would be denied now",
-                    c.denied,
-                    c.objects
+                log_round(
+                    &outcome,
+                    started.elapsed().as_secs_f64(),
+                    after_change.then_some(before),
                 );
-                if after_change {
-                    match before {
-                        Some(before) => tracing::info!(
-                            denied = c.denied,
-                            before,
-                            "policy change: {} existing objects now denied ({before} before)",
-                            c.denied
-                        ),
-                        None => tracing::info!(
-                            denied = c.denied,
-                            "policy change: {} existing objects now denied (no round before it)",
-                            c.denied
-                        ),
-                    }
-                }
                 self.status.round_done(outcome.counts.clone(), after_change);
                 Some(outcome)
             }
@@ -196,5 +159,90 @@ impl BackgroundAudit {
                 None
             }
         }
+    }
+}
+
+/// The round's one line, and after a policy change the line that says what
+/// it did: `after_change` holds the denied count of the round before it
+/// (`None` inside when there was none).
+fn log_round(outcome: &RoundOutcome, seconds: f64, after_change: Option<Option<u64>>) {
+    let c = &outcome.counts;
+    let [fail, warn, error] = ["fail", "warn", "error"].map(|r| {
+        c.findings
+            .iter()
+            .filter(|((_, result), _)| *result == r)
+            .map(|(_, n)| n)
+            .sum::<u64>()
+    });
+    tracing::info!(
+        objects = c.objects,
+        denied = c.denied,
+        fail,
+        warn,
+        error,
+        namespaces = outcome.namespaces,
+        reports_written = outcome.reports_written,
+        reports_deleted = outcome.reports_deleted,
+        results_omitted = c.omitted,
+        parts_not_judged = c.parts_not_judged,
+        reports_not_written = outcome.not_written.as_deref().unwrap_or(""),
+        seconds,
+        "audit round: {} of {} existing objects would be denied now",
+        c.denied,
+        c.objects
+    );
+    match after_change {
+        None => {}
+        Some(Some(before)) => tracing::info!(
+            denied = c.denied,
+            before,
+            "policy change: {} existing objects now denied ({before} before)",
+            c.denied
+        ),
+        Some(None) => tracing::info!(
+            denied = c.denied,
+            "policy change: {} existing objects now denied (no round before it)",
+            c.denied
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logging::log_capture::capture;
+
+    fn outcome(denied: u64) -> RoundOutcome {
+        let mut outcome = RoundOutcome::default();
+        outcome.counts.objects = 40;
+        outcome.counts.denied = denied;
+        outcome.counts.add_findings("gpu-nodes", "fail", denied);
+        outcome.counts.add_findings("draguard", "warn", 1);
+        outcome.namespaces = 3;
+        outcome.reports_written = 2;
+        outcome
+    }
+
+    #[test]
+    fn a_round_is_one_line_and_a_policy_change_says_what_it_did() {
+        let logged = capture(false, false, || log_round(&outcome(7), 1.5, None));
+        let lines: Vec<&str> = logged.lines().collect();
+        assert_eq!(lines.len(), 1, "{logged}");
+        assert!(
+            lines[0].contains("audit round: 7 of 40 existing objects would be denied now objects=40 denied=7 fail=7 warn=1 error=0 namespaces=3 reports_written=2 reports_deleted=0"),
+            "{logged}"
+        );
+        let logged = capture(false, false, || log_round(&outcome(7), 1.5, Some(Some(2))));
+        assert!(
+            logged.lines().nth(1).is_some_and(
+                |l| l.contains("policy change: 7 existing objects now denied (2 before) denied=7 before=2")
+            ),
+            "{logged}"
+        );
+        let logged = capture(false, false, || log_round(&outcome(0), 1.5, Some(None)));
+        assert!(
+            logged.contains("policy change: 0 existing objects now denied (no round before it)"),
+            "{logged}"
+        );
     }
 }

@@ -428,3 +428,89 @@ async fn write(
         Err(WriteError::Api(e)) => Err(RoundError::Write(e)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_part_refuses_what_would_pass_its_budget_and_is_a_list() {
+        let item = json!({"kind": "Pod", "metadata": {"name": "a"}});
+        let one = serde_json::to_string(&item).expect("JSON").len();
+        let header = PartText::new(0).text.len();
+        // Room for exactly two items, their comma and the closing `]}`.
+        let mut part = PartText::new(header + 2 * one + 1 + 2);
+        assert_eq!(part.push(item.clone()), Ok(()));
+        assert_eq!(part.push(item.clone()), Ok(()));
+        let limit = header + 2 * one + 3;
+        assert_eq!(
+            part.push(item.clone()),
+            Err(format!("larger than the part budget of {limit} bytes"))
+        );
+        let list: Value = serde_json::from_str(&part.finish()).expect("a JSON List");
+        assert_eq!(list["items"], json!([item, item]));
+    }
+
+    #[test]
+    fn objects_lose_managed_fields_and_the_last_applied_copy_only() {
+        let mut pod = json!({"metadata": {"name": "a", "managedFields": [{"manager": "kubectl"}],
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "draguard.dev/ignore-check": "all"}},
+            "spec": {"tolerations": []}});
+        slim(&mut pod);
+        assert_eq!(
+            pod,
+            json!({"metadata": {"name": "a", "annotations": {"draguard.dev/ignore-check": "all"}},
+                   "spec": {"tolerations": []}})
+        );
+    }
+
+    /// Three Pods of `ml` that tolerate spot nodes, which the policy does
+    /// not allow, and one of `web`, judged as the namespace `ml`'s part
+    /// with room for two results.
+    #[test]
+    fn a_namespace_part_keeps_its_own_verdicts_and_caps_its_results() {
+        let policy = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpu-nodes}\nspec:\n  pods:\n    allow: [{key: nvidia.com/gpu, operator: Exists}]\n";
+        let options = Options {
+            policies: crate::policy::PolicySet {
+                policies: crate::policy::load::parse("gpu.yaml", policy).expect("policy"),
+                ..Default::default()
+            },
+            through_controllers: true,
+            ..Options::at(jiff::Timestamp::now())
+        };
+        let pod = |ns: &str, name: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{name}")},
+                   "spec": {"containers": [{"name": "c", "image": "i"}],
+                            "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]}})
+        };
+        let mut part = PartText::new(1 << 20);
+        for (ns, name) in [("ml", "a"), ("ml", "b"), ("web", "w"), ("ml", "c")] {
+            part.push(pod(ns, name)).expect("room");
+        }
+        let mut sink = PartSink {
+            keep: Keep::Namespace("ml".into()),
+            scope: Scope::capped(2),
+            counts: RoundCounts::default(),
+        };
+        let sources = [check::Source {
+            name: "cluster".into(),
+            text: part.finish(),
+        }];
+        check::check_into(&sources, &[], &options, |_, _| {}, &mut sink);
+        assert_eq!((sink.counts.objects, sink.counts.denied), (3, 3));
+        assert_eq!(sink.counts.findings.get(&("gpu-nodes".to_owned(), "fail")), Some(&3));
+        assert_eq!(sink.scope.omitted(), 1);
+        let report = sink.scope.into_report(Some("ml"));
+        assert_eq!(report["metadata"]["namespace"], "ml");
+        assert_eq!(report["metadata"]["annotations"]["draguard.dev/results-omitted"], "1");
+        assert_eq!(report["summary"]["fail"], 3, "the summary counts every result");
+        let named: Vec<&Value> = report["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| &r["resources"][0]["name"])
+            .collect();
+        assert_eq!(named, [&json!("a"), &json!("b")]);
+    }
+}
