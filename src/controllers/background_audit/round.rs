@@ -9,8 +9,9 @@
 //!
 //! Why parts: memory. The first part is the cluster-scoped objects
 //! (Namespaces, Nodes, DeviceClasses, ResourceSlices, DeviceTaintRules,
-//! ResourceSlicePatches) with every ResourceClaim, whose allocations give
-//! a DeviceTaintRule its reach; it reports the cluster-scoped objects.
+//! ResourceSlicePatches), with every ResourceClaim while a DeviceTaintRule
+//! stands (their allocations give it its reach); it reports the
+//! cluster-scoped objects.
 //! Then one part per namespace: its Namespace (labels), the DeviceClasses
 //! and every namespaced kind in it, which is all an object of the
 //! namespace is judged with, its controllers included (an owner is always
@@ -164,14 +165,20 @@ impl PartText {
 }
 
 /// Drops what no rule reads and what often makes up most of an object's
-/// text: `metadata.managedFields`, and the copy of the whole object in
-/// kubectl's last-applied-configuration annotation.
+/// text: `metadata.managedFields`, the copy of the whole object in
+/// kubectl's last-applied-configuration annotation, and a Node's list of
+/// images (tens of KiB on a busy node; only its taints are judged).
 fn slim(item: &mut Value) {
     if let Some(metadata) = item.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.remove("managedFields");
         if let Some(annotations) = metadata.get_mut("annotations").and_then(Value::as_object_mut) {
             annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
         }
+    }
+    if item["kind"] == "Node"
+        && let Some(status) = item.get_mut("status").and_then(Value::as_object_mut)
+    {
+        status.remove("images");
     }
 }
 
@@ -227,12 +234,22 @@ impl Round<'_> {
         let mut namespaces: Vec<(String, String)> = Vec::new();
         let mut classes: Vec<String> = Vec::new();
         let mut part = Some(PartText::new(settings.part_bytes));
+        // The claims come last, and only while a DeviceTaintRule stands:
+        // its reach is all they are read for here (each is judged in its
+        // namespace's part), and they can be most of this part.
+        let mut taint_rules = 0usize;
         let cluster_reads = kinds.iter().filter(|a| !a.namespaced).chain(claims);
         for audited in cluster_reads {
-            let is = |kind: &str| audited.collection.kind == kind && audited.collection.group.is_empty();
-            let (namespace_kind, class_kind) = (is("Namespace"), audited.collection.plural == "deviceclasses");
-            each_if_served(client, &audited.collection, None, |mut item| {
+            let c = &audited.collection;
+            if c.plural == "resourceclaims" && taint_rules == 0 {
+                continue;
+            }
+            let namespace_kind = c.kind == "Namespace" && c.group.is_empty();
+            let class_kind = c.plural == "deviceclasses";
+            let rule_kind = c.plural == "devicetaintrules";
+            each_if_served(client, c, None, |mut item| {
                 slim(&mut item);
+                taint_rules += usize::from(rule_kind);
                 if namespace_kind || class_kind {
                     let text = serde_json::to_string(&item).map_err(|e| format!("cannot write JSON: {e}"))?;
                     if namespace_kind {
@@ -450,6 +467,20 @@ mod tests {
         );
         let list: Value = serde_json::from_str(&part.finish()).expect("a JSON List");
         assert_eq!(list["items"], json!([item, item]));
+    }
+
+    #[test]
+    fn a_node_loses_its_image_list_not_its_taints() {
+        let mut node = json!({"kind": "Node", "metadata": {"name": "n"},
+            "spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}]},
+            "status": {"images": [{"names": ["a"]}], "capacity": {"cpu": "8"}}});
+        slim(&mut node);
+        assert_eq!(
+            node,
+            json!({"kind": "Node", "metadata": {"name": "n"},
+                   "spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}]},
+                   "status": {"capacity": {"cpu": "8"}}})
+        );
     }
 
     #[test]
