@@ -277,7 +277,8 @@ impl Round<'_> {
         }
         let cluster_scope = match part {
             Some(text) => {
-                let (scope, counts) = judge_part(judge, &options, text.finish(), Keep::Cluster, settings).await;
+                let judging = judge_part(judge, &options, text.finish(), Keep::Cluster, settings);
+                let (scope, counts) = holding(leader, judging).await;
                 add_counts(&mut outcome.counts, counts);
                 scope
             }
@@ -327,7 +328,8 @@ impl Round<'_> {
                 continue;
             }
             let keep_ns = Keep::Namespace(namespace.clone());
-            let (scope, counts) = judge_part(judge, &options, part.finish(), keep_ns, settings).await;
+            let judging = judge_part(judge, &options, part.finish(), keep_ns, settings);
+            let (scope, counts) = holding(leader, judging).await;
             add_counts(&mut outcome.counts, counts);
             outcome.counts.omitted += scope.omitted();
             if scope.has_findings() {
@@ -373,6 +375,20 @@ fn add_counts(total: &mut RoundCounts, part: RoundCounts) {
     total.parts_not_judged += part.parts_not_judged;
     for ((policy, result), n) in part.findings {
         total.add_findings(&policy, result, n);
+    }
+}
+
+/// `judging`, with the Lease renewed while it runs: a large part may take
+/// longer than the Lease lasts.
+async fn holding<T>(leader: &mut Leader, judging: impl std::future::Future<Output = T>) -> T {
+    let mut judging = std::pin::pin!(judging);
+    loop {
+        tokio::select! {
+            done = &mut judging => return done,
+            () = tokio::time::sleep(leader.times().renew_every) => {
+                leader.still_holds().await;
+            }
+        }
     }
 }
 
