@@ -103,16 +103,21 @@ impl BackgroundAudit {
             "background audit on; the replica holding the Lease audits"
         );
         let mut due = tokio::time::Instant::now();
-        let mut policy_changed = false;
+        // A change runs a round at once; its count is reported by the first
+        // round that succeeds after it (a failed one retries at the
+        // interval, not at once).
+        let mut run_now = false;
+        let mut unreported_change = false;
         loop {
             if let Err(e) = self.leader.try_hold().await {
                 tracing::warn!(error = %e, "cannot read or renew the audit Lease");
             }
             let holds = self.leader.holds();
             self.status.set_leader(holds);
-            if holds && (policy_changed || tokio::time::Instant::now() >= due) {
-                let after_change = std::mem::take(&mut policy_changed);
-                self.round_logged(after_change).await;
+            if holds && (run_now || tokio::time::Instant::now() >= due) {
+                run_now = false;
+                let done = self.round_logged(unreported_change).await.is_some();
+                unreported_change &= !done;
                 due = tokio::time::Instant::now() + self.settings.every;
             }
             tokio::select! {
@@ -121,7 +126,8 @@ impl BackgroundAudit {
                     Ok(()) => {
                         tokio::time::sleep(CHANGE_SETTLE).await;
                         changes.borrow_and_update();
-                        policy_changed = true;
+                        run_now = true;
+                        unreported_change = true;
                     }
                     // The store is gone: no more changes to wait for.
                     Err(_) => tokio::time::sleep(self.leader.times().renew_every).await,
