@@ -303,3 +303,58 @@ fn policy_reports_validate_against_the_crd_schema_and_count_the_results() {
         )
     );
 }
+
+/// The policy author's check before merging a policy change: `audit
+/// --snapshot` of what runs, under the policies as they are (exit 0) and
+/// as the change leaves them (exit 1, naming every workload the change
+/// would break, once, through its controller).
+#[test]
+fn a_policy_tightening_reports_the_workloads_it_would_break() {
+    let old = audit(CLEAN, "text");
+    assert_eq!(old.status.code(), Some(0), "{}", stderr(&old));
+    let new = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(
+        format!("{POLICIES}/blast-radius.yaml"),
+        new.path().join("blast-radius.yaml"),
+    )
+    .expect("copy");
+    // ml may no longer tolerate the GPU nodes' taint: only the reserved
+    // nodes'.
+    std::fs::write(
+        new.path().join("gpu-nodes.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata:\n  name: gpu-nodes\nspec:\n  namespaces:\n    names: [ml]\n  pods:\n    allow:\n    - key: example.com/reserved\n      operator: Exists\n",
+    )
+    .expect("policy");
+    let new = draguard(
+        &[
+            "audit",
+            "--snapshot",
+            CLEAN,
+            "--policies",
+            new.path().to_str().expect("utf-8"),
+            "-o",
+            "text",
+        ],
+        None,
+    );
+    assert_eq!(new.status.code(), Some(1), "{}", stderr(&new));
+    let report = stdout(&new);
+    assert_eq!(
+        denied_in("text", &report),
+        ["Deployment/ml/web", "Pod/ml/trainer-0", "Pod/ml/trainer-1"]
+            .map(str::to_owned)
+            .into(),
+        "{report}"
+    );
+    assert!(
+        report
+            .lines()
+            .filter(|l| l.contains(": error: "))
+            .all(|l| l.contains("toleration policy \"gpu-nodes\"")),
+        "{report}"
+    );
+    assert_eq!(
+        stderr(&new).trim(),
+        "draguard audit: 8 objects, 3 denied, 0 warnings (Kubernetes 1.37 rules)"
+    );
+}

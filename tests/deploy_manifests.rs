@@ -628,6 +628,67 @@ fn sync_quotas_component_adds_the_flag_and_the_writes() {
     );
 }
 
+/// The audit component adds the flag, lets draguard list every kind an
+/// audit reads (with base's reader role: kept in step with the kind
+/// registry), write only PolicyReports, and hold its Lease in its own
+/// namespace.
+#[test]
+fn audit_component_adds_the_flag_the_reads_and_the_report_writes() {
+    let Some(docs) = render_with_components(&["audit"]) else {
+        return;
+    };
+    assert_fails_safe(&docs, BASE_FAILURE);
+    assert!(args(&docs).contains(&"--audit-interval=1h"), "{:?}", args(&docs));
+    let namespace = deployment(&docs)["metadata"]["namespace"].clone();
+    let lists = |group: &str, plural: &str| {
+        ["draguard", "draguard-audit"].iter().any(|role| {
+            find(&docs, "ClusterRole", role).expect("role")["rules"]
+                .as_array()
+                .expect("rules")
+                .iter()
+                .any(|r| {
+                    let has =
+                        |field: &str, want: &str| r[field].as_array().is_some_and(|l| l.iter().any(|v| v == want));
+                    has("apiGroups", group) && has("resources", plural) && has("verbs", "list")
+                })
+        })
+    };
+    for audited in draguard::cluster::audited_kinds::audited() {
+        let c = &audited.collection;
+        // The tests' toy kind (the `toy-kind` feature) is in no cluster.
+        if c.group == "toy.draguard.dev" {
+            continue;
+        }
+        assert!(lists(c.group, c.plural), "{}/{} is not listed", c.group, c.plural);
+    }
+    let audit = find(&docs, "ClusterRole", "draguard-audit").expect("the audit role");
+    let writes: Vec<&Value> = audit["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .filter(|r| {
+            r["verbs"]
+                .as_array()
+                .expect("verbs")
+                .iter()
+                .any(|v| v != "list" && v != "get")
+        })
+        .collect();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(writes[0]["apiGroups"], json!(["wgpolicyk8s.io"]));
+    assert_eq!(writes[0]["resources"], json!(["policyreports", "clusterpolicyreports"]));
+    let lease = find(&docs, "Role", "draguard-audit-lease").expect("the lease role");
+    assert_eq!(lease["metadata"]["namespace"], namespace);
+    assert_eq!(lease["rules"][1]["resourceNames"], json!(["draguard-audit"]));
+    for (kind, name) in [
+        ("ClusterRoleBinding", "draguard-audit"),
+        ("RoleBinding", "draguard-audit-lease"),
+    ] {
+        let binding = find(&docs, kind, name).expect("binding");
+        assert_eq!(binding["subjects"][0]["namespace"], namespace);
+    }
+}
+
 /// Every kustomization under deploy/ renders (components are composed in
 /// the tests above).
 #[test]

@@ -133,6 +133,35 @@ fn cert_manager_mode_renders_deploy_cert_manager() {
     assert_same(&overlay, &chart);
 }
 
+/// `audit.enabled` renders what deploy/base with the audit component does.
+#[test]
+fn audit_values_render_the_audit_component() {
+    let Some(chart) = helm_template(&["audit.enabled=true"]) else {
+        return;
+    };
+    // kustomize refuses absolute resource paths: the overlay is written
+    // under the repository.
+    let scratch = Path::new(ROOT).join("target");
+    std::fs::create_dir_all(&scratch).expect("target/");
+    let dir = tempfile::Builder::new()
+        .prefix("kustomize-")
+        .tempdir_in(&scratch)
+        .expect("tempdir");
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        "resources: [../../deploy/base]\ncomponents: [../../deploy/components/audit]\n",
+    )
+    .expect("kustomization");
+    let Some(overlay) = run("kubectl", &["kustomize", dir.path().to_str().expect("utf-8")]) else {
+        return;
+    };
+    assert_same(&overlay, &chart);
+    let Some(hourly) = helm_template(&["audit.enabled=true", "audit.interval=20m"]) else {
+        return;
+    };
+    assert!(hourly.contains("- --audit-interval=20m"), "{hourly}");
+}
+
 /// The values other than the defaults land where they should.
 #[test]
 fn values_set_image_replicas_policies_failure_policy_exemptions_and_metrics() {

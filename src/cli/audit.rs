@@ -181,31 +181,11 @@ fn unusable(message: &str) -> ExitCode {
 /// read; the List itself is held while it is judged, as a snapshot file is
 /// (about the size of `kubectl get -o json` of the same kinds).
 fn read_cluster(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> Result<input::Source, String> {
-    use super::cluster_read::{Collection, client, list_if_served};
-    // What the judgement reads besides the judged kinds.
-    const READ: [Collection; 2] = [
-        Collection {
-            group: "",
-            versions: &["v1"],
-            plural: "resourcequotas",
-            kind: "ResourceQuota",
-        },
-        Collection {
-            group: "resource.k8s.io",
-            versions: &["v1", "v1beta2", "v1beta1"],
-            plural: "deviceclasses",
-            kind: "DeviceClass",
-        },
-    ];
-    let judged = crate::review::registry::rows().map(|row| Collection {
-        group: row.group,
-        versions: row.versions,
-        plural: row.plural,
-        kind: row.kind,
-    });
-    // A fact that is also a judged kind (DeviceClass) is read once.
-    let judged = judged.filter(|c| !READ.iter().any(|r| r.group == c.group && r.plural == c.plural));
-    let collections: Vec<Collection> = READ.into_iter().chain(judged).collect();
+    use super::cluster_read::{client, list_if_served};
+    let collections: Vec<_> = crate::cluster::audited_kinds::audited()
+        .into_iter()
+        .map(|a| a.collection)
+        .collect();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

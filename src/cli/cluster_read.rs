@@ -4,22 +4,11 @@
 
 use std::path::Path;
 
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
 
-/// A collection to read: the API path of its list and the versions to try,
-/// newest first (a 1.32 cluster serves DRA as v1beta1 only).
-pub struct Collection {
-    pub group: &'static str,
-    pub versions: &'static [&'static str],
-    pub plural: &'static str,
-    pub kind: &'static str,
-}
-
-/// How many objects one page asks for: a large cluster is read in pages,
-/// never in one response.
-const PAGE: u32 = 500;
+pub use crate::cluster::paged_list::Collection;
+use crate::cluster::paged_list::each_if_served;
 
 /// A client from `--kubeconfig`, or the default kubeconfig / in-cluster
 /// account. `context` picks a kubeconfig context.
@@ -63,38 +52,11 @@ pub async fn list_all(client: &kube::Client, collection: &Collection) -> Result<
 /// [`list_all`], or `None` when the cluster serves the collection in none
 /// of its versions (a CRD not installed, an API too new for the cluster).
 pub async fn list_if_served(client: &kube::Client, collection: &Collection) -> Result<Option<Vec<Value>>, String> {
-    for version in collection.versions {
-        let gvk = GroupVersionKind::gvk(collection.group, version, collection.kind);
-        let resource = ApiResource::from_gvk_with_plural(&gvk, collection.plural);
-        match list_pages(client, &resource).await {
-            Ok(items) => return Ok(Some(items)),
-            // Not served in this version: try the next one. An API group
-            // or version the apiserver does not serve is a plain-text
-            // `404 page not found`, not a Status with reason NotFound.
-            Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 404 => {}
-            Err(e) => return Err(format!("cannot list {}: {e}", collection.plural)),
-        }
-    }
-    Ok(None)
-}
-
-async fn list_pages(client: &kube::Client, resource: &ApiResource) -> Result<Vec<Value>, kube::Error> {
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
     let mut items = Vec::new();
-    let mut params = ListParams::default().limit(PAGE);
-    loop {
-        let page = api.list(&params).await?;
-        for object in page.items {
-            let mut value = serde_json::to_value(&object).map_err(kube::Error::SerdeError)?;
-            if let Some(map) = value.as_object_mut() {
-                map.insert("apiVersion".into(), Value::String(resource.api_version.clone()));
-                map.insert("kind".into(), Value::String(resource.kind.clone()));
-            }
-            items.push(value);
-        }
-        match page.metadata.continue_.filter(|t| !t.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(items),
-        }
-    }
+    let served = each_if_served(client, collection, None, |item| {
+        items.push(item);
+        Ok(())
+    })
+    .await?;
+    Ok(served.map(|_| items))
 }

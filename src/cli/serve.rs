@@ -9,6 +9,8 @@ use k8s_quantity::Quantity;
 
 use crate::cluster::apiserver::{self, Apiserver, Recheck};
 use crate::cluster::live::LiveView;
+use crate::controllers::background_audit::round::RoundSettings;
+use crate::controllers::background_audit::{AuditSettings, BackgroundAudit, lease};
 use crate::controllers::mutate_conditions_sync::MutateConditions;
 use crate::controllers::webhook_certs::{CertSettings, SERVICE_ACCOUNT_NAMESPACE, WebhookCerts, default_namespace};
 use crate::kubernetes::apiserver_report::Mismatch;
@@ -48,6 +50,8 @@ pub enum StartupError {
     /// A flag that works on the cluster, without one.
     #[error("{flag} needs a cluster (a kubeconfig or the in-cluster service account)")]
     NeedsCluster { flag: &'static str },
+    #[error("{0}")]
+    Audit(String),
 }
 
 impl StartupError {
@@ -166,6 +170,19 @@ pub struct ServeArgs {
         requires = "manage_webhook_certs"
     )]
     pub webhook_config: String,
+    /// Audit what already runs every DURATION (`1h`, `30m`): judge every
+    /// existing object as `draguard audit --cluster` does, write a
+    /// PolicyReport per namespace with findings and a ClusterPolicyReport,
+    /// export `draguard_audit_findings`; at once after a policy change too.
+    /// Only the replica holding the Lease `draguard-audit` audits. Needs a
+    /// cluster and the RBAC of deploy/components/audit. Off by default.
+    #[arg(long, value_parser = parse_interval, value_name = "DURATION", conflicts_with = "no_cluster")]
+    pub audit_interval: Option<Duration>,
+    /// With --audit-interval: the JSON one part of a round may hold (the
+    /// cluster-scoped objects with every ResourceClaim, or one namespace's
+    /// objects); a larger part is not judged, and the round says so.
+    #[arg(long, default_value = "16Mi", value_parser = parse_size, value_name = "BYTES", requires = "audit_interval")]
+    pub audit_part_size: usize,
     /// Log output format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -322,7 +339,23 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
         (None, _) => None,
     };
     let policies = config.policies.clone();
+    let audit = match (args.audit_interval, &cluster) {
+        (None, _) => None,
+        (Some(_), None) => {
+            return Err(StartupError::NeedsCluster {
+                flag: "--audit-interval",
+            });
+        }
+        (Some(every), Some((_, client))) => {
+            let audit = background_audit(&args, every, client.clone(), &config)?;
+            config.collectors.push(audit.status().collector());
+            Some(audit)
+        }
+    };
     let running = server::start(config).await?;
+    if let Some(audit) = audit {
+        tokio::spawn(audit.run());
+    }
     if let Some((manager, conditions)) = cert_manager {
         tokio::spawn(manager.run());
         tokio::spawn(conditions.run());
@@ -405,15 +438,49 @@ fn raise_fd_limit() {
     }
 }
 
-/// The `--webhook-*` flags, the namespace defaulted as documented.
-fn webhook_cert_settings(args: &ServeArgs) -> CertSettings {
-    let namespace = match &args.webhook_namespace {
+/// draguard's own namespace: `--webhook-namespace` ($POD_NAMESPACE), else
+/// the service account's, else `draguard`.
+fn own_namespace(args: &ServeArgs) -> String {
+    match &args.webhook_namespace {
         Some(ns) if !ns.trim().is_empty() => ns.trim().to_owned(),
         _ => {
             let file = std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE).ok();
             default_namespace(None, file.as_deref())
         }
+    }
+}
+
+/// The background audit of `--audit-interval`, its Lease in draguard's
+/// namespace.
+fn background_audit(
+    args: &ServeArgs,
+    every: Duration,
+    client: kube::Client,
+    config: &ServerConfig,
+) -> Result<BackgroundAudit, StartupError> {
+    let settings = AuditSettings {
+        every,
+        namespace: own_namespace(args),
+        identity: lease::identity(),
+        lease: lease::LeaseTimes::default(),
+        round: RoundSettings {
+            part_bytes: args.audit_part_size,
+            ..RoundSettings::default()
+        },
     };
+    BackgroundAudit::new(
+        client,
+        config.policies.clone(),
+        config.toleration_restriction.clone(),
+        config.target,
+        settings,
+    )
+    .map_err(StartupError::Audit)
+}
+
+/// The `--webhook-*` flags, the namespace defaulted as documented.
+fn webhook_cert_settings(args: &ServeArgs) -> CertSettings {
+    let namespace = own_namespace(args);
     CertSettings::new(
         &args.webhook_secret,
         &namespace,
@@ -522,6 +589,14 @@ pub(super) fn parse_size(text: &str) -> Result<usize, String> {
 fn parse_timeout(text: &str) -> Result<Duration, String> {
     match parse_delay(text)? {
         d if d.is_zero() => Err("the timeout must be above zero".into()),
+        d => Ok(d),
+    }
+}
+
+/// `1h`: how often something recurs, above zero.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    match parse_delay(text)? {
+        d if d.is_zero() => Err("the interval must be above zero".into()),
         d => Ok(d),
     }
 }
@@ -799,6 +874,22 @@ mod tests {
         assert_eq!(args.log_format, LogFormat::Json);
         assert!(parse(&["--no-cluster", "--kubeconfig", "k"]).is_err());
         assert!(parse(&["--listen", "nowhere"]).is_err());
+    }
+
+    #[test]
+    fn the_background_audit_is_off_by_default_and_needs_a_cluster() {
+        let args = parse(&[]).unwrap();
+        assert_eq!(args.audit_interval, None);
+        let args = parse(&["--audit-interval", "30m", "--audit-part-size", "8Mi"]).unwrap();
+        assert_eq!(args.audit_interval, Some(Duration::from_secs(1800)));
+        assert_eq!(args.audit_part_size, 8 << 20);
+        assert_eq!(parse(&["--audit-interval", "1h"]).unwrap().audit_part_size, 16 << 20);
+        assert!(parse(&["--audit-interval", "1h", "--no-cluster"]).is_err());
+        assert!(
+            parse(&["--audit-part-size", "8Mi"]).is_err(),
+            "only with --audit-interval"
+        );
+        assert_eq!(parse_interval("0s"), Err("the interval must be above zero".into()));
     }
 
     #[test]

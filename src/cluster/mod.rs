@@ -4,11 +4,13 @@
 //! only through that trait, so none of this is in its import graph.
 
 pub mod apiserver;
+pub mod audited_kinds;
 pub mod devices;
 pub(crate) mod error_log;
 pub mod impact_permits;
 pub mod index;
 pub mod indexes;
 pub mod live;
+pub mod paged_list;
 pub mod slim;
 pub(crate) mod watch_error;

@@ -3,6 +3,7 @@
 //! `cluster` and `server`, so neither depends on them and the house keeps
 //! one direction: `cli` → `controllers` → `server`, `cluster`, `quota`.
 
+pub mod background_audit;
 pub mod mutate_conditions;
 pub mod mutate_conditions_sync;
 pub mod mutate_selector_entries;

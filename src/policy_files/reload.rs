@@ -14,10 +14,20 @@ use crate::policy::PolicySet;
 use crate::policy::load::Skipped;
 
 /// The current policies, shared by every request; swapped whole on reload.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct PolicyStore {
     current: Arc<RwLock<Arc<PolicySet>>>,
     outcomes: Arc<ReloadOutcomes>,
+    /// Counts the sets put in force, for loops that act on a change (the
+    /// background audit's prompt round): a watch channel keeps only the
+    /// latest value, so it costs the same however often policies change.
+    changes: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Default for PolicyStore {
+    fn default() -> Self {
+        PolicyStore::new(PolicySet::default())
+    }
 }
 
 /// How loading the policy folder went, for `/metrics` to read at scrape
@@ -52,7 +62,14 @@ impl PolicyStore {
         PolicyStore {
             current: Arc::new(RwLock::new(Arc::new(set))),
             outcomes: Arc::default(),
+            changes: Arc::new(tokio::sync::watch::Sender::new(0)),
         }
+    }
+
+    /// Sees each [`PolicyStore::replace`] after this call (the latest one
+    /// when several came between two looks).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     pub fn current(&self) -> Arc<PolicySet> {
@@ -75,6 +92,7 @@ impl PolicyStore {
         self.outcomes.successes.fetch_add(1, Ordering::Relaxed);
         self.outcomes.last_success_ms.store(now_ms, Ordering::Relaxed);
         self.outcomes.last_failed.store(false, Ordering::Relaxed);
+        self.changes.send_modify(|n| *n += 1);
     }
 
     /// Records a load that was rejected; the policies in force stay.

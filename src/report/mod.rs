@@ -4,7 +4,7 @@
 
 mod github;
 mod junit;
-mod policy_report;
+pub mod policy_report;
 pub mod rules;
 
 pub use junit::escape as xml_escape;

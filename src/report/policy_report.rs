@@ -29,12 +29,17 @@ use crate::check::{Judgement, ObjectReport, Report, Severity};
 /// What every result and report says it came from.
 const SOURCE: &str = "draguard";
 /// Each report's name, in its namespace (and the cluster's).
-const NAME: &str = "draguard-audit";
+pub const NAME: &str = "draguard-audit";
 
+/// One report's results and counts: a namespace's, or the cluster's.
 #[derive(Default)]
-struct Scope {
+pub struct Scope {
     results: Vec<Value>,
     summary: Summary,
+    /// Results at most; `None` keeps all (`audit --output policyreport`).
+    cap: Option<usize>,
+    /// Results past the cap, counted in the summary but left out.
+    omitted: u64,
 }
 
 #[derive(Default)]
@@ -46,6 +51,68 @@ struct Summary {
     skip: u64,
 }
 
+impl Scope {
+    /// A scope that keeps at most `cap` results: an object in etcd holds at
+    /// most 1.5 MiB, and a result is about 1 KiB (serve's background
+    /// audit keeps 500).
+    pub fn capped(cap: usize) -> Self {
+        Scope {
+            cap: Some(cap),
+            ..Scope::default()
+        }
+    }
+
+    /// Adds one object's results and counts.
+    pub fn add(&mut self, object: &ObjectReport) {
+        if object.judgement != Judgement::NotKubernetes {
+            add(object, self);
+        }
+    }
+
+    /// Whether it holds a finding (fail, warn or error), kept or omitted.
+    pub fn has_findings(&self) -> bool {
+        let s = &self.summary;
+        s.fail + s.warn + s.error > 0
+    }
+
+    /// Results left out past the cap.
+    pub fn omitted(&self) -> u64 {
+        self.omitted
+    }
+
+    /// The PolicyReport of `namespace`, or the ClusterPolicyReport for
+    /// `None`. Results left out past the cap are said in the annotation
+    /// `draguard.dev/results-omitted` (the v1alpha2 summary has no field
+    /// for it; its counts still cover every result).
+    pub fn into_report(self, namespace: Option<&str>) -> Value {
+        let mut metadata = json!({
+            "name": NAME,
+            "labels": {"app.kubernetes.io/managed-by": "draguard"},
+        });
+        if self.omitted > 0 {
+            metadata["annotations"] = json!({"draguard.dev/results-omitted": self.omitted.to_string()});
+        }
+        let kind = match namespace {
+            Some(ns) => {
+                metadata["namespace"] = json!(ns);
+                "PolicyReport"
+            }
+            None => "ClusterPolicyReport",
+        };
+        let s = self.summary;
+        json!({
+            "apiVersion": API_VERSION,
+            "kind": kind,
+            "metadata": metadata,
+            "summary": {"pass": s.pass, "fail": s.fail, "warn": s.warn, "error": s.error, "skip": s.skip},
+            "results": self.results,
+        })
+    }
+}
+
+/// The group and version of the reports.
+pub const API_VERSION: &str = "wgpolicyk8s.io/v1alpha2";
+
 pub fn render(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     // By namespace; `None` is the cluster's report.
     let mut scopes: BTreeMap<Option<String>, Scope> = BTreeMap::new();
@@ -56,31 +123,11 @@ pub fn render(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<
             continue;
         }
         let scope = scopes.entry(object.id.namespace.clone()).or_default();
-        add(&object, scope);
+        scope.add(&object);
     }
     let items: Vec<Value> = scopes
         .into_iter()
-        .map(|(namespace, scope)| {
-            let mut metadata = json!({
-                "name": NAME,
-                "labels": {"app.kubernetes.io/managed-by": "draguard"},
-            });
-            let kind = match &namespace {
-                Some(ns) => {
-                    metadata["namespace"] = json!(ns);
-                    "PolicyReport"
-                }
-                None => "ClusterPolicyReport",
-            };
-            let s = scope.summary;
-            json!({
-                "apiVersion": "wgpolicyk8s.io/v1alpha2",
-                "kind": kind,
-                "metadata": metadata,
-                "summary": {"pass": s.pass, "fail": s.fail, "warn": s.warn, "error": s.error, "skip": s.skip},
-                "results": scope.results,
-            })
-        })
+        .map(|(namespace, scope)| scope.into_report(namespace.as_deref()))
         .collect();
     serde_json::to_writer_pretty(&mut *out, &json!({"apiVersion": "v1", "kind": "List", "items": items}))?;
     out.write_all(b"\n")
@@ -129,6 +176,10 @@ fn add(object: &ObjectReport, scope: &mut Scope) {
             properties.insert("field".into(), json!(field));
         }
         properties.insert("reason".into(), json!(finding.reason));
+        if scope.cap.is_some_and(|cap| scope.results.len() >= cap) {
+            scope.omitted += 1;
+            continue;
+        }
         scope.results.push(json!({
             "source": SOURCE,
             "policy": finding.policy.as_deref().unwrap_or(SOURCE),

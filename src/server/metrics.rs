@@ -297,6 +297,11 @@ impl Metrics {
         self.registry.register_collector(Box::new(CapacityCollector(capacity)));
     }
 
+    /// Exports what another part of draguard collects.
+    pub(crate) fn watch(&mut self, collector: Box<dyn Collector>) {
+        self.registry.register_collector(collector);
+    }
+
     pub(crate) fn review_rejected(&self, reason: RejectReason) {
         self.reviews_rejected
             .get_or_create(&ReasonLabels { reason: reason.label() })

@@ -149,6 +149,10 @@ pub struct ServerConfig {
     /// Whether those rules differ from what the apiserver runs, for
     /// `draguard_apiserver_mismatch` (set by `serve`).
     pub apiserver_mismatch: crate::kubernetes::apiserver_report::Mismatch,
+    /// More state `/metrics` reads at scrape time, from the loops `serve`
+    /// runs beside the server (the background audit); the server knows
+    /// none of them.
+    pub collectors: Vec<Box<dyn prometheus_client::collector::Collector>>,
 }
 
 impl ServerConfig {
@@ -173,6 +177,7 @@ impl ServerConfig {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             target: Default::default(),
             apiserver_mismatch: Default::default(),
+            collectors: Vec::new(),
         }
     }
 
@@ -285,7 +290,7 @@ pub fn install_crypto_provider() {
 }
 
 /// Binds, prepares TLS and starts serving in the background.
-pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
+pub async fn start(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
     install_crypto_provider();
     let prepared = prepare_tls(&config.tls)?;
     let listener = TcpListener::bind(config.listen)
@@ -363,6 +368,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     metrics.watch_certificate(prepared.store);
     metrics.watch_caches(config.cluster.clone());
     metrics.watch_apiserver_mismatch(config.apiserver_mismatch.clone());
+    for collector in std::mem::take(&mut config.collectors) {
+        metrics.watch(collector);
+    }
     let (reading_open, reading_intake, reading_memory) = (open.clone(), intake.clone(), intake.clone());
     metrics.watch_capacity(metrics::Capacity {
         connections: Box::new(move || reading_open.count()),

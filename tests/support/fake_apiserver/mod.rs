@@ -17,6 +17,7 @@
 //! configurations are watched collections that can also be read and
 //! JSON-patched (a failed `test` is a 422); a patch is a MODIFIED event.
 
+mod reports;
 mod watch;
 
 use std::collections::{BTreeMap, HashMap};
@@ -93,6 +94,8 @@ pub struct FakeApiServer {
     pub addr: SocketAddr,
     pub objects: Shared,
     watched: Arc<Watched>,
+    /// PolicyReports and Leases (`reports.rs`).
+    pub reports: reports::Shared,
 }
 
 impl FakeApiServer {
@@ -105,6 +108,7 @@ impl FakeApiServer {
     pub async fn start_on(mut objects: Objects, addr: SocketAddr) -> std::io::Result<FakeApiServer> {
         let watched = Arc::new(Watched::new(&mut objects.lists));
         let shared: Shared = Arc::new(Mutex::new(objects));
+        let reports = reports::Shared::default();
         let state = AppState {
             objects: shared.clone(),
             watched: watched.clone(),
@@ -115,6 +119,11 @@ impl FakeApiServer {
             .route("/api/v1/namespaces", axum::routing::get(list_namespaces))
             .route("/api/v1/resourcequotas", axum::routing::get(list_all_quotas))
             .route("/api/v1/pods", axum::routing::get(list_pods))
+            .route("/api/v1/namespaces/{ns}/pods", axum::routing::get(list_pods_in))
+            .route(
+                "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
+                axum::routing::get(list_claims_in),
+            )
             .route(
                 "/apis/draguard.dev/v1alpha1/resourceslicepatches",
                 axum::routing::get(list_patches),
@@ -152,7 +161,8 @@ impl FakeApiServer {
                 "/apis/admissionregistration.k8s.io/v1/{plural}/{name}",
                 axum::routing::get(get_webhook_config).patch(patch_webhook_config),
             )
-            .with_state(state);
+            .with_state(state)
+            .merge(reports::routes(reports.clone()));
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         tokio::spawn(async move {
@@ -162,6 +172,7 @@ impl FakeApiServer {
             addr,
             objects: shared,
             watched,
+            reports,
         })
     }
 
@@ -253,6 +264,43 @@ impl FakeApiServer {
         of_method(&self.objects.lock().expect("lock").refused, method)
     }
 
+    /// PolicyReport, ClusterPolicyReport and Lease writes, in order (see
+    /// `reports.rs` for their form).
+    pub fn report_writes(&self) -> Vec<String> {
+        self.reports.lock().expect("reports").writes.clone()
+    }
+
+    /// The stored PolicyReport `ns/name`, or the ClusterPolicyReport
+    /// `name` for `ns` `""`.
+    pub fn report(&self, ns: &str, name: &str) -> Option<Value> {
+        self.reports
+            .lock()
+            .expect("reports")
+            .reports
+            .get(&(ns.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
+    /// Stores a report as if written before (a namespace's stale one).
+    pub fn put_report(&self, ns: &str, report: Value) {
+        let name = report["metadata"]["name"].as_str().unwrap_or("").to_owned();
+        self.reports
+            .lock()
+            .expect("reports")
+            .reports
+            .insert((ns.to_owned(), name), report);
+    }
+
+    /// The stored Lease `ns/name`.
+    pub fn lease(&self, ns: &str, name: &str) -> Option<Value> {
+        self.reports
+            .lock()
+            .expect("reports")
+            .leases
+            .get(&(ns.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
     pub fn quotas(&self) -> Vec<Value> {
         self.watched_objects("resourcequotas")
     }
@@ -334,6 +382,14 @@ async fn list_device_classes(State(w): State<Arc<Watched>>, Query(q): Params) ->
 
 async fn list_pods(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
     w.serve("pods", None, q).await
+}
+
+async fn list_pods_in(State(w): State<Arc<Watched>>, Path(ns): Path<String>, Query(q): Params) -> Response {
+    w.serve("pods", Some(ns), q).await
+}
+
+async fn list_claims_in(State(w): State<Arc<Watched>>, Path(ns): Path<String>, Query(q): Params) -> Response {
+    w.serve("resourceclaims", Some(ns), q).await
 }
 
 async fn list_patches(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
