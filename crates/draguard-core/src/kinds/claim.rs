@@ -131,7 +131,8 @@ pub(super) fn driver_configs(
         &spec_path.child("devices").child("config"),
         facts.drivers,
     );
-    errs.extend(rules::driver_config::sharing_on_admin_access(spec, old, spec_path));
+    let admin = rules::driver_config::sharing_on_admin_access(spec, old, spec_path, &errs);
+    errs.extend(admin);
     errs
 }
 
