@@ -20,6 +20,7 @@ pub mod effective;
 mod example;
 pub mod memo;
 mod nvidia;
+mod passthrough_gate;
 pub mod registry;
 pub mod schema;
 mod structural;
@@ -27,6 +28,7 @@ mod structural;
 use serde_json::Value;
 
 pub use admin_access::sharing_on_admin_access;
+pub use passthrough_gate::vfio_without_passthrough;
 pub use registry::{DriverSchemas, Lookup};
 pub use schema::ConfigSchema;
 
