@@ -14,7 +14,7 @@
 //! bad config is as repetitive as a good one.
 //!
 //! Bounded twice, entries and bytes (the parameters' JSON length, at most
-//! the apiserver's 10 KiB each), oldest out first: at most
+//! the apiserver's 10 KiB each, and the errors'), oldest out first: at most
 //! [`MAX_ENTRIES`] × a few times [`MAX_BYTES`]/[`MAX_ENTRIES`] of memory, a
 //! few MiB, whatever the traffic. A config over the byte budget on its own
 //! is judged every time.
@@ -32,9 +32,10 @@ use crate::field::{FieldError, Path};
 
 /// How many configs' verdicts are kept.
 pub const MAX_ENTRIES: usize = 1024;
-/// How many bytes of parameters (as JSON) the kept verdicts may hold. The
-/// decoded `Value` takes a few times its JSON length, so the memo stays
-/// within a few MiB of the 256 Mi the deployment gets.
+/// How many bytes the kept verdicts may hold: the parameters' JSON length
+/// and the errors' size. The decoded `Value` takes a few times its JSON
+/// length, so the memo stays within a few MiB of the 256 Mi the deployment
+/// gets.
 pub const MAX_BYTES: usize = 1 << 20;
 
 /// Verdicts by (driver, parameters), for one schema set.
@@ -59,6 +60,7 @@ struct Entry {
     parameters: Value,
     /// The errors, at paths relative to the `parameters` field.
     errors: Arc<[FieldError]>,
+    /// The parameters' JSON length and the errors' size.
     bytes: usize,
 }
 
@@ -93,6 +95,9 @@ impl Verdicts {
                 // new config at once, and the second insert replaces the
                 // first with the same verdict.
                 let errors: Arc<[FieldError]> = judge().into();
+                // The verdict counts too: 10 KiB of unknown keys is a
+                // thousand errors, each larger than its key.
+                let bytes = bytes + errors.iter().map(error_size).sum::<usize>();
                 if bytes <= MAX_BYTES {
                     self.lock().insert(
                         key,
@@ -152,6 +157,16 @@ impl Inner {
         self.order.push_back(key);
         self.entries.insert(key, entry);
     }
+}
+
+/// About what a kept error occupies: its message, its bad value's text
+/// and its path's segments, and the struct around them.
+fn error_size(error: &FieldError) -> usize {
+    let value = match &error.value {
+        crate::field::BadValue::Str(s) | crate::field::BadValue::Json(s) => s.len(),
+        _ => 16,
+    };
+    std::mem::size_of::<FieldError>() + error.detail.len() + value + 32 * error.field.segments().len()
 }
 
 /// `error`, kept at a path relative to `parameters`, at its place under
@@ -219,6 +234,20 @@ mod tests {
         assert_eq!(calls, MAX_ENTRIES + 10);
         judged(&memo, &json!({"n": 0}), "p", &mut calls);
         assert_eq!(calls, MAX_ENTRIES + 11);
+    }
+
+    #[test]
+    fn the_errors_count_in_the_bytes() {
+        let memo = Verdicts::default();
+        let bad = json!({"bad": 1});
+        let bytes = bad.to_string().len();
+        memo.judge("d.example.com", &bad, bytes, &Path::new(""), || {
+            (0..100)
+                .map(|i| FieldError::forbidden(Path::parse(&format!("bad{i}")), "x".repeat(100)))
+                .collect()
+        });
+        let inner = memo.lock();
+        assert!(inner.bytes > bytes + 100 * 100, "{}", inner.bytes);
     }
 
     #[test]
