@@ -1,7 +1,7 @@
 //! Time per review of the core, from request bytes to response JSON, the
 //! same path the server takes for every call.
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use draguard::admission::Incoming;
 use draguard::review::Engine;
 use draguard::verdict::Phase;
@@ -34,6 +34,22 @@ fn configured_claim_review() -> Vec<u8> {
         {"requests": ["nic"], "opaque": {"driver": "compute-domain.nvidia.com", "parameters": {
             "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainChannelConfig",
             "domainID": "5b0f6f2c-3f43-4b5e-9d1c-7d2f5c0e8a11", "allocationMode": "Single"}}}
+    ]))
+}
+
+/// The three configs of `configured_claim_review`, made unique by `n`.
+fn new_configs_review(n: u64) -> Vec<u8> {
+    claim_review(json!([
+        {"requests": ["gpu"], "opaque": {"driver": "gpu.example.com", "parameters": {
+            "apiVersion": "gpu.resource.example.com/v1alpha1", "kind": "GpuConfig",
+            "sharing": {"strategy": "SpacePartitioning", "spacePartitioningConfig": {"partitionCount": n}}}}},
+        {"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+            "sharing": {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 50,
+                "defaultPinnedDeviceMemoryLimit": format!("{n}Mi"), "defaultPerDevicePinnedMemoryLimit": {"0": "5Gi"}}}}}},
+        {"requests": ["nic"], "opaque": {"driver": "compute-domain.nvidia.com", "parameters": {
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainChannelConfig",
+            "domainID": format!("domain-{n}"), "allocationMode": "Single"}}}
     ]))
 }
 
@@ -105,6 +121,26 @@ fn bench_review(c: &mut Criterion) {
             })
         });
     }
+    // Three configs like those, but never seen before: each review's
+    // parameters differ (a partition count, a pinned memory limit and a
+    // domain ID from a counter), so no verdict of an earlier review
+    // applies. The request is built outside the timing.
+    let mut n = 0u64;
+    c.bench_function("review claim with three new driver configs", |b| {
+        b.iter_batched(
+            || {
+                n += 1;
+                new_configs_review(n)
+            },
+            |body| {
+                let incoming = Incoming::parse(&body).expect("review");
+                let decision = incoming.decide(&ctx);
+                assert!(decision.allowed, "{:?}", decision.denial);
+                incoming.answer_with(&decision, &ctx).to_vec().expect("serializable")
+            },
+            BatchSize::SmallInput,
+        )
+    });
 }
 
 criterion_group!(benches, bench_review);

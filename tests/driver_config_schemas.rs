@@ -229,3 +229,59 @@ fn declared_feature_gates_give_the_drivers_stricter_verdict() {
         )]
     );
 }
+
+/// NVIDIA's PassthroughSupport gate declared off: the plugin then has no
+/// VFIO devices, so a VfioDeviceConfig that names a request is refused (at
+/// the parameters' kind), one that names none is skipped as the plugin
+/// skips it, and by default (the gate taken to be on) both are admitted.
+#[test]
+fn a_vfio_config_needs_the_passthrough_gate_when_it_is_declared() {
+    let folder = tempfile::tempdir().expect("folder");
+    std::fs::write(
+        folder.path().join("nvidia.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: DriverConfigSchema\nmetadata: {name: nvidia-gates}\nspec:\n  driver: gpu.nvidia.com\n  featureGates: {PassthroughSupport: false}\n",
+    )
+    .expect("write");
+    let claim = |requests: Value| {
+        json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "ml"},
+            "spec": {"devices": {
+                "requests": [{"name": "vm", "exactly": {"deviceClassName": "vfio.gpu.nvidia.com"}}],
+                "config": [{"requests": requests, "opaque": {"driver": "gpu.nvidia.com", "parameters":
+                    {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "VfioDeviceConfig"}}}]
+            }}
+        })
+    };
+    let judge = |options: &Options, object: &Value| {
+        let sources = [Source {
+            name: "c.json".into(),
+            text: object.to_string(),
+        }];
+        check(&sources, &[], options, |_, _| {}).objects[0]
+            .findings
+            .iter()
+            .map(|f| format!("{}: {}", f.field.clone().unwrap_or_default(), f.message))
+            .collect::<Vec<_>>()
+    };
+    let mut options = Options::at("2026-11-21T10:00:00Z".parse().expect("time"));
+    assert_eq!(
+        judge(&options, &claim(json!(["vm"]))),
+        Vec::<String>::new(),
+        "gate on by default"
+    );
+    options.policies = draguard::policy_files::load::load_dir(folder.path())
+        .expect("loads")
+        .set;
+    assert_eq!(
+        judge(&options, &claim(json!(["vm"]))),
+        [format!(
+            "{PARAMS}.kind: Invalid value: \"VfioDeviceConfig\": cannot apply VfioDeviceConfig (request: vm): the \"PassthroughSupport\" feature gate is not enabled, so the driver has no VFIO devices"
+        )]
+    );
+    assert_eq!(
+        judge(&options, &claim(json!([]))),
+        Vec::<String>::new(),
+        "skipped by the plugin"
+    );
+}

@@ -470,9 +470,11 @@ fn a_sharing_policy_denies_at_the_setting() {
     );
 }
 
-/// NVIDIA's own rule (#1320): sharing settings on an adminAccess request
-/// of gpu.nvidia.com are refused, without any policy; other requests of
-/// the same claim may share.
+/// NVIDIA's own rule (#1320): sharing settings on a config that names an
+/// adminAccess request of gpu.nvidia.com are refused, without any policy,
+/// in the driver's words; other requests of the same claim may share, and
+/// a config that names no request is left to the kubelet plugin (it
+/// narrows such a config by device type, which a claim does not show).
 #[test]
 fn nvidia_sharing_on_an_admin_access_request() {
     let mut object = gpu(json!({"strategy": "TimeSlicing"}));
@@ -482,8 +484,28 @@ fn nvidia_sharing_on_an_admin_access_request() {
     denied(
         &object,
         &format!("{P}.sharing"),
-        "Forbidden: sharing settings cannot be used on an adminAccess request: they would replace the sharing state of the device's owner (dra-driver-nvidia-gpu #1320)",
+        "Forbidden: TimeSlicing sharing configuration is not allowed for request \"gpu\": the request sets adminAccess, and sharing settings apply to the whole device",
     );
+    let mut mig = object.clone();
+    mig["spec"]["devices"]["config"][0]["opaque"]["parameters"] =
+        json!({"apiVersion": NVIDIA, "kind": "MigDeviceConfig", "sharing": {"strategy": "MPS"}});
+    denied(
+        &mig,
+        &format!("{P}.sharing"),
+        "Forbidden: MPS sharing configuration is not allowed for request \"gpu\": the request sets adminAccess, and sharing settings apply to the whole device",
+    );
+    // A config the schema refuses gets the schema's error only.
+    let mut bad = object.clone();
+    bad["spec"]["devices"]["config"][0]["opaque"]["parameters"]["sharing"]["timeSlicingConfig"] =
+        json!({"interval": "Extra"});
+    denied(
+        &bad,
+        &format!("{P}.sharing.timeSlicingConfig.interval"),
+        "Invalid value: \"Extra\": unknown time-slice interval: Extra, supported time-slice intervals: Default, Short, Medium, Long",
+    );
+    let mut every_request = object.clone();
+    every_request["spec"]["devices"]["config"][0]["requests"] = json!([]);
+    admitted(&every_request);
     let mut owner = object.clone();
     owner["spec"]["devices"]["requests"]
         .as_array_mut()

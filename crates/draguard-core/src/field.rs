@@ -224,6 +224,8 @@ pub struct At<'a>(Step<'a>);
 enum Step<'a> {
     Root(&'a Path),
     Field(&'a At<'a>, &'static str),
+    /// A field whose name comes from the data (a schema's property).
+    Name(&'a At<'a>, &'a str),
     Index(&'a At<'a>, usize),
     Key(&'a At<'a>, &'a str),
 }
@@ -235,6 +237,12 @@ impl<'a> At<'a> {
 
     pub fn field(&'a self, name: &'static str) -> At<'a> {
         At(Step::Field(self, name))
+    }
+
+    /// A field named by the data walked (a property of a driver's
+    /// schema); the name is copied only if a `Path` is built.
+    pub fn name(&'a self, name: &'a str) -> At<'a> {
+        At(Step::Name(self, name))
     }
 
     pub fn index(&'a self, i: usize) -> At<'a> {
@@ -261,7 +269,9 @@ impl<'a> At<'a> {
     fn len(&self) -> usize {
         match self.0 {
             Step::Root(p) => p.0.len(),
-            Step::Field(parent, _) | Step::Index(parent, _) | Step::Key(parent, _) => parent.len() + 1,
+            Step::Field(parent, _) | Step::Name(parent, _) | Step::Index(parent, _) | Step::Key(parent, _) => {
+                parent.len() + 1
+            }
         }
     }
 
@@ -271,6 +281,10 @@ impl<'a> At<'a> {
             Step::Field(parent, name) => {
                 parent.push_segments(out);
                 out.push(Segment::Field(Cow::Borrowed(name)));
+            }
+            Step::Name(parent, name) => {
+                parent.push_segments(out);
+                out.push(Segment::Field(Cow::Owned(name.to_owned())));
             }
             Step::Index(parent, i) => {
                 parent.push_segments(out);

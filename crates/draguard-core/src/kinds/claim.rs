@@ -125,13 +125,17 @@ pub(super) fn driver_configs(
     spec_path: &Path,
     facts: &Facts<'_>,
 ) -> Vec<FieldError> {
-    let mut errs = rules::driver_config::judge_configs(
+    let configs = spec_path.child("devices").child("config");
+    let old_configs = old.map(|o| o.devices.config.as_slice());
+    let mut errs = rules::driver_config::judge_configs(&spec.devices.config, old_configs, &configs, facts.drivers);
+    errs.extend(rules::driver_config::vfio_without_passthrough(
         &spec.devices.config,
-        old.map(|o| o.devices.config.as_slice()),
-        &spec_path.child("devices").child("config"),
+        old_configs,
+        &configs,
         facts.drivers,
-    );
-    errs.extend(rules::driver_config::sharing_on_admin_access(spec, old, spec_path));
+    ));
+    let admin = rules::driver_config::sharing_on_admin_access(spec, old, spec_path, &errs);
+    errs.extend(admin);
     errs
 }
 

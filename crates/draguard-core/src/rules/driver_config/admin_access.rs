@@ -1,22 +1,51 @@
 //! NVIDIA's rule for `gpu.nvidia.com`: no sharing settings on a config
-//! that applies to an adminAccess request. An adminAccess request is an
-//! observer of a device another claim owns, but time-slice and MPS
-//! settings belong to the device: the observer's prepare overwrote the
-//! owner's sharing state and its unprepare tore it down
-//! (kubernetes-sigs/dra-driver-nvidia-gpu issue #1280, refused by the
-//! kubelet plugin since PR #1320, and with any config since PR #1335,
-//! 2026-08-12). Those changes came after the commit the built-in schemas
-//! were read at (95932046), so the words are draguard's, naming the PR.
+//! that names an adminAccess request. An adminAccess request observes a
+//! device another claim owns, but time-slice and MPS settings belong to
+//! the device: the observer's prepare overwrote the owner's sharing state
+//! and its unprepare tore it down (kubernetes-sigs/dra-driver-nvidia-gpu
+//! issue #1280).
+//!
+//! Mirrored from the driver's admission webhook as PR #1320 ("Reject
+//! sharing config for adminAccess requests") wrote it:
+//! cmd/webhook/main.go, `requestsWithAdminAccess` and
+//! `validateNoSharingWithAdminAccess`, and the message its
+//! cmd/webhook/main_test.go expects. The search index holds that file from
+//! the PR's branch without naming its commit, and the PR's thread shows it
+//! closed, not merged: the driver's merged successor, PR #1335 (2026-08-12,
+//! which refuses any config on an adminAccess request), is in no stored
+//! snapshot of the repository (the mirror stops at 95932046, 2026-08-07,
+//! and the newest cmd/webhook/main.go indexed, at 3fe94879, checks no
+//! adminAccess), so these are #1320's words and rule:
+//! - only a `GpuConfig` or `MigDeviceConfig` whose strategy is
+//!   TimeSlicing or MPS, and only a config that names its requests: one
+//!   that names none applies to every request, but the kubelet plugin
+//!   narrows it by device type, which a claim does not show, and denying
+//!   it could refuse a claim the driver accepts;
+//! - a request named `<request>/<subrequest>` never matches, since a
+//!   subrequest cannot set adminAccess;
+//! - a config the driver already refuses (its schema's errors) is not
+//!   judged again: the webhook stops at the first error of a config;
+//! - the message names the first of the config's requests that sets
+//!   adminAccess.
+
+use serde_json::Value;
 
 use crate::field::{FieldError, Path};
 use crate::objects::ClaimSpec;
 
-use super::nvidia::GPU_DRIVER;
+use super::nvidia::{API_VERSION, GPU_DRIVER};
 
 /// The errors of `spec`'s configs (at `spec_path`) that put sharing
 /// settings on an adminAccess request of NVIDIA's GPU driver. `old`: on
-/// UPDATE, configs already stored are not judged again.
-pub fn sharing_on_admin_access(spec: &ClaimSpec, old: Option<&ClaimSpec>, spec_path: &Path) -> Vec<FieldError> {
+/// UPDATE, configs already stored are not judged again. `judged`: the
+/// errors the schemas found in these configs; a config among them is left
+/// to them.
+pub fn sharing_on_admin_access(
+    spec: &ClaimSpec,
+    old: Option<&ClaimSpec>,
+    spec_path: &Path,
+    judged: &[FieldError],
+) -> Vec<FieldError> {
     let admin: Vec<&str> = spec
         .devices
         .requests
@@ -33,25 +62,45 @@ pub fn sharing_on_admin_access(spec: &ClaimSpec, old: Option<&ClaimSpec>, spec_p
         if old.is_some_and(|o| o.devices.config.contains(config)) {
             continue;
         }
-        let Some(opaque) = config.opaque.as_ref().filter(|o| o.driver == GPU_DRIVER) else {
+        let Some(parameters) = config
+            .opaque
+            .as_ref()
+            .filter(|o| o.driver == GPU_DRIVER)
+            .and_then(|o| o.parameters.as_ref())
+        else {
             continue;
         };
-        let sharing = opaque.parameters.as_ref().and_then(|p| p.get("sharing"));
-        if sharing.is_none_or(serde_json::Value::is_null) {
+        let Some(strategy) = sharing_strategy(parameters) else {
+            continue;
+        };
+        let Some(request) = config.requests.iter().find(|r| admin.contains(&r.as_str())) else {
+            continue;
+        };
+        let at = configs.index(i);
+        if judged.iter().any(|e| e.field.segments().starts_with(at.segments())) {
             continue;
         }
-        // A config naming no request applies to every request.
-        let applies = config.requests.is_empty()
-            || config
-                .requests
-                .iter()
-                .any(|r| admin.contains(&r.split('/').next().unwrap_or("")));
-        if applies {
-            errs.push(FieldError::forbidden(
-                configs.index(i).child("opaque").child("parameters").child("sharing"),
-                "sharing settings cannot be used on an adminAccess request: they would replace the sharing state of the device's owner (dra-driver-nvidia-gpu #1320)",
-            ));
-        }
+        errs.push(FieldError::forbidden(
+            at.child("opaque").child("parameters").child("sharing"),
+            format!(
+                "{strategy} sharing configuration is not allowed for request {}: the request sets adminAccess, and sharing settings apply to the whole device",
+                crate::field::go_quote(request)
+            ),
+        ));
     }
     errs
+}
+
+/// The sharing strategy of a GPU or MIG device config, when it is one of
+/// the two that touch the device (`Sharing.IsTimeSlicing` / `IsMps`).
+fn sharing_strategy(parameters: &Value) -> Option<&'static str> {
+    let text = |k: &str| parameters.get(k).and_then(Value::as_str);
+    if text("apiVersion") != Some(API_VERSION) || !matches!(text("kind"), Some("GpuConfig" | "MigDeviceConfig")) {
+        return None;
+    }
+    match parameters.get("sharing")?.get("strategy")?.as_str()? {
+        "TimeSlicing" => Some("TimeSlicing"),
+        "MPS" => Some("MPS"),
+        _ => None,
+    }
 }

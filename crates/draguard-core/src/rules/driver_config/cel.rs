@@ -13,7 +13,7 @@ use kube_cel::cel::{Context, Value as CelValue};
 use kube_cel::{CompilationResult, CompiledSchema, KubeCelExt as _, compile_schema};
 use serde_json::Value;
 
-use crate::field::{BadValue, FieldError, Path, Segment};
+use crate::field::{At, BadValue, FieldError, Path, Segment};
 
 /// A schema's rules, compiled; `None` when the schema has none, so that a
 /// config whose schema is structural only costs no CEL at all.
@@ -45,7 +45,7 @@ impl Rules {
         let Some(compiled) = &self.0 else {
             return;
         };
-        BASE.with(|ctx| walk(compiled, parameters, base, ctx, 0, errs));
+        BASE.with(|ctx| walk(compiled, parameters, &At::new(base), ctx, 0, errs));
     }
 }
 
@@ -58,7 +58,7 @@ thread_local! {
 fn walk(
     compiled: &CompiledSchema,
     value: &Value,
-    path: &Path,
+    path: &At<'_>,
     ctx: &Context<'_>,
     depth: usize,
     errs: &mut Vec<FieldError>,
@@ -78,12 +78,12 @@ fn walk(
                 Ok(CelValue::Bool(true)) => {}
                 Ok(CelValue::Bool(false)) => errs.push(failed(rule, &scope, value, path)),
                 Ok(_) => errs.push(FieldError::invalid(
-                    path.clone(),
+                    path.path(),
                     BadValue::None,
                     format!("rule \"{}\" did not evaluate to bool", rule.rule.rule),
                 )),
                 Err(e) => errs.push(FieldError::invalid(
-                    path.clone(),
+                    path.path(),
                     BadValue::None,
                     format!("rule \"{}\": evaluation error: {e}", rule.rule.rule),
                 )),
@@ -94,7 +94,7 @@ fn walk(
         Value::Object(map) => {
             for (key, child) in map {
                 if let Some(c) = compiled.properties.get(key) {
-                    walk(c, child, &path.child(key), ctx, depth + 1, errs);
+                    walk(c, child, &path.name(key), ctx, depth + 1, errs);
                 } else if let Some(c) = &compiled.additional_properties {
                     walk(c, child, &path.key(key), ctx, depth + 1, errs);
                 }
@@ -114,7 +114,7 @@ fn walk(
 /// A failed rule as a field error at its `fieldPath`: `reason` picks the
 /// error type, as the apiserver's CRD validation does (`FieldValueInvalid`
 /// by default, with the value the rule judged).
-fn failed(rule: &CompilationResult, scope: &Context<'_>, value: &Value, path: &Path) -> FieldError {
+fn failed(rule: &CompilationResult, scope: &Context<'_>, value: &Value, path: &At<'_>) -> FieldError {
     let message = rule
         .message_program
         .as_ref()
@@ -128,7 +128,7 @@ fn failed(rule: &CompilationResult, scope: &Context<'_>, value: &Value, path: &P
     let field = relative
         .segments()
         .iter()
-        .fold(path.clone(), |p, s| p.with_segment(s.clone()));
+        .fold(path.path(), |p, s| p.with_segment(s.clone()));
     match rule.rule.reason.as_deref() {
         Some("FieldValueForbidden") => FieldError::forbidden(field, message),
         Some("FieldValueRequired") => FieldError::required(field, message),

@@ -18,7 +18,9 @@ mod amd;
 mod cel;
 pub mod effective;
 mod example;
+pub mod memo;
 mod nvidia;
+mod passthrough_gate;
 pub mod registry;
 pub mod schema;
 mod structural;
@@ -26,6 +28,7 @@ mod structural;
 use serde_json::Value;
 
 pub use admin_access::sharing_on_admin_access;
+pub use passthrough_gate::vfio_without_passthrough;
 pub use registry::{DriverSchemas, Lookup};
 pub use schema::ConfigSchema;
 
@@ -61,13 +64,20 @@ pub fn judge_configs(
         // Not an object, or over 10 KiB: the apiserver's own error, reported
         // by the claim rules. The bound also keeps what a schema walks (and
         // what CEL converts) small: at most 32 configs of 10 KiB a request.
-        let Some(parameters) = opaque.parameters.as_ref().filter(|p| {
-            p.is_object() && crate::rules::claim::encoded_len(p) <= crate::rules::claim::OPAQUE_PARAMETERS_MAX
-        }) else {
+        let Some(parameters) = opaque.parameters.as_ref().filter(|p| p.is_object()) else {
             continue;
         };
+        // Unknown drivers first: their configs cost nothing, not even a
+        // measure.
+        if !schemas.knows_driver(&opaque.driver) {
+            continue;
+        }
+        let bytes = crate::rules::claim::encoded_len(parameters);
+        if bytes > crate::rules::claim::OPAQUE_PARAMETERS_MAX {
+            continue;
+        }
         let at = path.index(i).child("opaque").child("parameters");
-        errs.extend(judge_parameters(&opaque.driver, parameters, &at, schemas));
+        errs.extend(judge_measured(&opaque.driver, parameters, bytes, &at, schemas));
     }
     errs
 }
@@ -77,6 +87,27 @@ pub fn judge_parameters(driver: &str, parameters: &Value, at: &Path, schemas: &D
     if !schemas.knows_driver(driver) {
         return Vec::new();
     }
+    let bytes = crate::rules::claim::encoded_len(parameters);
+    judge_measured(driver, parameters, bytes, at, schemas)
+}
+
+/// [`judge_parameters`] of a known driver's parameters of `bytes` JSON
+/// bytes: through the schema set's memo, so a config judged before costs
+/// a hash and a comparison (`memo.rs`).
+fn judge_measured(
+    driver: &str,
+    parameters: &Value,
+    bytes: usize,
+    at: &Path,
+    schemas: &DriverSchemas,
+) -> Vec<FieldError> {
+    schemas.verdicts().judge(driver, parameters, bytes, at, || {
+        judge_unmemoised(driver, parameters, &Path::new(""), schemas)
+    })
+}
+
+/// The verdict itself, at `at`.
+fn judge_unmemoised(driver: &str, parameters: &Value, at: &Path, schemas: &DriverSchemas) -> Vec<FieldError> {
     // apimachinery's json serializer (runtime/serializer/json/json.go,
     // meta.go `Interpret`) refuses an object without apiVersion or kind
     // before it looks for a type.

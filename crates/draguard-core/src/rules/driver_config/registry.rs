@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
+use super::memo::Verdicts;
 use super::schema::ConfigSchema;
 use super::{amd, example, nvidia};
 
@@ -20,6 +21,9 @@ pub struct DriverSchemas {
     /// Feature gates a user declared per driver (a DriverConfigSchema's
     /// `featureGates`); a gate not declared is taken to be on.
     gates: BTreeMap<String, BTreeMap<String, bool>>,
+    /// The verdicts of configs judged by exactly these schemas and gates:
+    /// shared by the clones, replaced by any change (`memo.rs`).
+    verdicts: Arc<Verdicts>,
 }
 
 /// What the registry knows of a config's (driver, apiVersion, kind).
@@ -41,6 +45,7 @@ static BUILT_IN: LazyLock<DriverSchemas> = LazyLock::new(|| {
     let mut schemas = DriverSchemas {
         drivers: BTreeMap::new(),
         gates: BTreeMap::new(),
+        verdicts: Arc::default(),
     };
     for (driver, api_version, kind, openapi) in nvidia::schemas()
         .into_iter()
@@ -70,6 +75,7 @@ impl DriverSchemas {
 
     /// Adds or replaces one version of a driver's parameters.
     pub fn insert(&mut self, driver: &str, api_version: &str, kind: &str, schema: Arc<ConfigSchema>) {
+        self.verdicts = Arc::default();
         self.drivers
             .entry(driver.to_owned())
             .or_default()
@@ -78,6 +84,7 @@ impl DriverSchemas {
 
     /// Declares one of a driver's feature gates on or off.
     pub fn set_gate(&mut self, driver: &str, gate: &str, enabled: bool) {
+        self.verdicts = Arc::default();
         self.gates
             .entry(driver.to_owned())
             .or_default()
@@ -92,6 +99,11 @@ impl DriverSchemas {
             .and_then(|g| g.get(gate))
             .copied()
             .unwrap_or(true)
+    }
+
+    /// The memo of verdicts of this schema set.
+    pub fn verdicts(&self) -> &Verdicts {
+        &self.verdicts
     }
 
     pub fn knows_driver(&self, driver: &str) -> bool {

@@ -93,3 +93,30 @@ fn unknown_drivers_and_versions_are_admitted_unknown_kinds_are_not() {
         ]
     );
 }
+
+/// The memo of verdicts belongs to one schema set: a set changed after a
+/// config was judged (a gate declared off, as a reload may do) judges it
+/// afresh instead of answering from the old set's memo.
+#[test]
+fn a_changed_schema_set_does_not_answer_from_the_old_memo() {
+    let at = crate::field::Path::parse("spec.devices.config[0].opaque.parameters");
+    let params = json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+        "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}});
+    let schemas = DriverSchemas::default();
+    assert!(judge_parameters("gpu.nvidia.com", &params, &at, &schemas).is_empty());
+    assert!(!schemas.verdicts().is_empty());
+    let mut gated = schemas.clone();
+    gated.set_gate("gpu.nvidia.com", "TimeSlicingSettings", false);
+    assert!(gated.verdicts().is_empty());
+    assert_eq!(
+        judge_parameters("gpu.nvidia.com", &params, &at, &gated)
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        [
+            "spec.devices.config[0].opaque.parameters.sharing.strategy: Invalid value: \"TimeSlicing\": \"TimeSlicing\" is selected as the GPU sharing strategy, but the \"TimeSlicingSettings\" feature gate is not enabled"
+        ]
+    );
+    // The first set keeps its verdict.
+    assert!(judge_parameters("gpu.nvidia.com", &params, &at, &schemas).is_empty());
+}
