@@ -185,11 +185,15 @@ impl MutateConditions {
                     due |= Instant::now() >= next_recheck;
                 }
                 seen = changes.next(), if watching => match seen {
-                    Some(webhooks) => {
+                    Some(Seen { webhooks, listed }) => {
                         if !self.plan(&webhooks, &desired).is_empty() {
                             due = true;
                             let now = Instant::now();
-                            let undone = last_written.is_some_and(|at| now.duration_since(at) < CONTENDED_WITHIN);
+                            // A listed state may predate our last write (the
+                            // watch's first list can answer after the start's
+                            // patch): it is checked, never taken for an undo.
+                            let undone =
+                                !listed && last_written.is_some_and(|at| now.duration_since(at) < CONTENDED_WITHIN);
                             contended = if undone { contended.saturating_add(1) } else { 0 };
                             // The first undo in a row is repaired at once
                             // (a person's edit); from the second on, later.
@@ -268,15 +272,26 @@ impl MutateConditions {
 /// `metadata.name`, which is what lets RBAC's `resourceNames` apply to a
 /// watch: see `webhook_config_watch`). A deletion says nothing: there is
 /// no entry to keep a condition in.
-fn entries(
-    api: Api<MutatingWebhookConfiguration>,
-    name: &str,
-) -> impl Stream<Item = Vec<MutatingWebhook>> + Send + 'static {
+/// One state of the configuration the watch saw.
+struct Seen {
+    webhooks: Vec<MutatingWebhook>,
+    /// From a list (the first, or a re-list), not a change event.
+    listed: bool,
+}
+
+fn entries(api: Api<MutatingWebhookConfiguration>, name: &str) -> impl Stream<Item = Seen> + Send + 'static {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut log = ErrorLog::new(ERROR_LINE_EVERY);
     watcher(api, config).default_backoff().filter_map(move |event| {
         let seen = match event {
-            Ok(watcher::Event::Apply(c) | watcher::Event::InitApply(c)) => Some(c.webhooks.unwrap_or_default()),
+            Ok(watcher::Event::Apply(c)) => Some(Seen {
+                webhooks: c.webhooks.unwrap_or_default(),
+                listed: false,
+            }),
+            Ok(watcher::Event::InitApply(c)) => Some(Seen {
+                webhooks: c.webhooks.unwrap_or_default(),
+                listed: true,
+            }),
             Ok(_) => None,
             Err(e) => {
                 if let ErrorLineAction::Log { suppressed } = log.failed_with(Instant::now(), &watch_error::key(&e)) {
