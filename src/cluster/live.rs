@@ -177,6 +177,13 @@ impl LiveView {
         }))
     }
 
+    /// Changes to what a DeviceTaintRule's reach is counted from (slices,
+    /// and claims with their allocations and reserving pods) so far: equal
+    /// counts, the same reach.
+    pub fn reach_changes(&self) -> u64 {
+        self.slices.changes().wrapping_add(self.claims.changes())
+    }
+
     fn not_synced<I: super::index::WatchIndex>(watched: &Watched<I>) -> Option<NotSynced> {
         (!watched.is_synced()).then(|| NotSynced(watched.name()))
     }

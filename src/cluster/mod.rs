@@ -11,4 +11,5 @@ pub mod index;
 pub mod indexes;
 pub mod live;
 pub mod slim;
+pub mod taint_rules;
 pub(crate) mod watch_error;

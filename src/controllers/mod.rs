@@ -6,5 +6,6 @@
 pub mod mutate_conditions;
 pub mod mutate_conditions_sync;
 pub mod quota_sync;
+pub mod standing_taint_rules;
 pub mod webhook_certs;
 pub mod webhook_config_watch;

@@ -23,6 +23,7 @@ mod metrics;
 mod process;
 mod review_memory;
 mod routes;
+pub mod taint_rule_reach;
 mod tls;
 
 pub use fd_limit::{FdLimit, raise_fd_limit};
@@ -149,6 +150,9 @@ pub struct ServerConfig {
     /// Whether those rules differ from what the apiserver runs, for
     /// `draguard_apiserver_mismatch` (set by `serve`).
     pub apiserver_mismatch: crate::kubernetes::apiserver_report::Mismatch,
+    /// What standing DeviceTaintRules reach, for
+    /// `draguard_taint_rule_reach` (set by `serve`'s standing check).
+    pub taint_rule_reach: taint_rule_reach::TaintRuleReach,
 }
 
 impl ServerConfig {
@@ -173,6 +177,7 @@ impl ServerConfig {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             target: Default::default(),
             apiserver_mismatch: Default::default(),
+            taint_rule_reach: Default::default(),
         }
     }
 
@@ -363,6 +368,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     metrics.watch_certificate(prepared.store);
     metrics.watch_caches(config.cluster.clone());
     metrics.watch_apiserver_mismatch(config.apiserver_mismatch.clone());
+    metrics.watch_taint_rule_reach(config.taint_rule_reach.clone());
     let (reading_open, reading_intake, reading_memory) = (open.clone(), intake.clone(), intake.clone());
     metrics.watch_capacity(metrics::Capacity {
         connections: Box::new(move || reading_open.count()),

@@ -15,12 +15,26 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::authentication::v1::UserInfo;
 
+pub use super::taint_rule_caps::ACKNOWLEDGE_EVICTIONS;
 use super::taint_rule_caps::Evictions;
 use crate::impact::ImpactCounts;
+use crate::kubernetes::KubeVersion;
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::policy::PolicySet;
 use crate::policy::applicable::Applicable;
 use crate::policy::model::OnExceed;
+
+/// Set by `onExceed: Pause` on the rule it paused: when, and why.
+pub const PAUSED: &str = "draguard.dev/paused";
+
+/// The `resource.k8s.io` version `serve` watches DeviceTaintRules in, for
+/// the Kubernetes release whose rules are in force: the newest one that
+/// release serves (v1alpha3 since 1.33, v1beta2 since 1.36, v1 since 1.37:
+/// kubernetes pkg/registry/resource/devicetaintrule/strategy.go at
+/// 1acfb8e8, which serves all three; SPEC-k8s-rules.md §1.6).
+pub fn api_version(version: KubeVersion) -> &'static str {
+    if version >= KubeVersion::V1_37 { "v1" } else { "v1beta2" }
+}
 
 /// What a standing rule reaches, and the caps it passes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +64,24 @@ impl StandingReach {
         self.exceeded.iter().find(|e| e.on_exceed == OnExceed::Pause)
     }
 
-    /// One line for an Event, a log and the pause annotation.
+    /// With `onExceed: Pause` passed: the merge patch that pauses the rule
+    /// (effect None, the upstream dry run: the rule is kept and still
+    /// tells what it would evict), with the [`PAUSED`] annotation saying
+    /// when and why. It carries the rule's resourceVersion, so that the
+    /// apiserver refuses it (409) if the rule changed since it was judged.
+    pub fn pause_patch(&self, resource_version: &str, now: &str) -> Option<serde_json::Value> {
+        let pause = self.pause()?;
+        let note = format!(
+            "{now}: reach {} pods in {} namespaces passed the caps of toleration policy {:?}: {}",
+            self.pods, self.namespaces, pause.policy, pause.message
+        );
+        Some(serde_json::json!({
+            "metadata": {"resourceVersion": resource_version, "annotations": {PAUSED: note}},
+            "spec": {"taint": {"effect": "None"}}
+        }))
+    }
+
+    /// One line for an Event and a log.
     pub fn summary(&self, rule: &str) -> String {
         let messages: Vec<String> = self
             .exceeded
@@ -164,6 +195,13 @@ spec: {namespaces: {names: [ml]}, taintRules: {maxEvictedPods: 0, onExceed: Paus
     }
 
     #[test]
+    fn watched_in_the_newest_version_the_release_serves() {
+        assert_eq!(api_version(KubeVersion::V1_36), "v1beta2");
+        assert_eq!(api_version(KubeVersion::V1_37), "v1");
+        assert_eq!(api_version(KubeVersion::V1_38), "v1");
+    }
+
+    #[test]
     fn within_the_caps_nothing_is_exceeded_and_the_reach_is_counted() {
         let reach = judge(
             &policies(),
@@ -208,6 +246,16 @@ spec: {namespaces: {names: [ml]}, taintRules: {maxEvictedPods: 0, onExceed: Paus
             "ml-only selects namespaces, so it does not govern a cluster-scoped rule"
         );
         assert_eq!(reach.pause().map(|e| e.policy.as_str()), Some("breaker"));
+        assert_eq!(
+            reach.pause_patch("42", "2026-11-26T23:00:00Z"),
+            Some(serde_json::json!({
+                "metadata": {"resourceVersion": "42", "annotations": {"draguard.dev/paused":
+                    "2026-11-26T23:00:00Z: reach 3 pods in 2 namespaces passed the caps of toleration policy \"breaker\": \
+                     the rule would evict pods in 2 namespaces (batch, ml), more than taintRules.maxAffectedNamespaces \
+                     (1); to go past this cap on purpose, annotate the rule draguard.dev/acknowledge-evictions: \"3\""}},
+                "spec": {"taint": {"effect": "None"}}
+            }))
+        );
         assert_eq!(
             reach.summary("gpu-maintenance"),
             "DeviceTaintRule gpu-maintenance now reaches 3 pods in 2 namespaces, past its caps: toleration policy \
