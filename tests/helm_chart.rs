@@ -133,6 +133,33 @@ fn cert_manager_mode_renders_deploy_cert_manager() {
     assert_same(&overlay, &chart);
 }
 
+/// `taintRuleBreaker.enabled` renders deploy/base with the
+/// taint-rule-breaker component, composed as a user's overlay would (under
+/// the repository: kustomize refuses absolute resource paths).
+#[test]
+fn taint_rule_breaker_renders_its_component() {
+    let Some(chart) = helm_template(&["taintRuleBreaker.enabled=true"]) else {
+        return;
+    };
+    let scratch = Path::new(ROOT).join("target");
+    std::fs::create_dir_all(&scratch).expect("target/");
+    let dir = tempfile::Builder::new()
+        .prefix("kustomize-")
+        .tempdir_in(&scratch)
+        .expect("tempdir");
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        "resources: [../../deploy/base]\ncomponents: [../../deploy/components/taint-rule-breaker]\n",
+    )
+    .expect("write kustomization");
+    let path = dir.path().to_string_lossy().into_owned();
+    let Some(overlay) = run("kubectl", &["kustomize", &path]) else {
+        return;
+    };
+    assert!(overlay.contains("name: draguard-taint-rule-breaker"), "{overlay}");
+    assert_same(&overlay, &chart);
+}
+
 /// The values other than the defaults land where they should.
 #[test]
 fn values_set_image_replicas_policies_failure_policy_exemptions_and_metrics() {
