@@ -640,8 +640,14 @@ fn taint_rule_events_in_base_and_the_breaker_patch_only_in_its_component() {
         json!([{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}])
     );
     let binding = find(&base, "ClusterRoleBinding", "draguard-events").expect("its binding");
-    assert_eq!(binding["subjects"][0]["namespace"], deployment(&base)["metadata"]["namespace"]);
-    assert!(find(&base, "ClusterRole", "draguard-taint-rule-breaker").is_none(), "opt-in");
+    assert_eq!(
+        binding["subjects"][0]["namespace"],
+        deployment(&base)["metadata"]["namespace"]
+    );
+    assert!(
+        find(&base, "ClusterRole", "draguard-taint-rule-breaker").is_none(),
+        "opt-in"
+    );
     let Some(docs) = render_with_components(&["taint-rule-breaker"]) else {
         return;
     };
@@ -652,7 +658,10 @@ fn taint_rule_events_in_base_and_the_breaker_patch_only_in_its_component() {
         json!([{"apiGroups": ["resource.k8s.io"], "resources": ["devicetaintrules"], "verbs": ["patch"]}])
     );
     let binding = find(&docs, "ClusterRoleBinding", "draguard-taint-rule-breaker").expect("binding");
-    assert_eq!(binding["subjects"][0]["namespace"], deployment(&docs)["metadata"]["namespace"]);
+    assert_eq!(
+        binding["subjects"][0]["namespace"],
+        deployment(&docs)["metadata"]["namespace"]
+    );
 }
 
 /// Every kustomization under deploy/ renders (components are composed in

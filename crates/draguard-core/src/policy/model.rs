@@ -269,14 +269,6 @@ impl TaintRuleCaps {
     pub fn is_empty(&self) -> bool {
         self == &TaintRuleCaps::default()
     }
-
-    /// Caps on eviction counts or namespaces, which a standing rule can
-    /// grow past (`requireDryRunFirst` judges writes only).
-    pub fn caps_evictions(&self) -> bool {
-        self.max_evicted_pods.is_some()
-            || self.max_affected_namespaces.is_some()
-            || !self.protected_namespaces.is_empty()
-    }
 }
 
 /// `taintRules.onExceed`: what `serve` does when a standing NoExecute
