@@ -210,6 +210,22 @@ async fn a_standing_rule_crossing_its_cap_gets_one_event_and_its_reach_gauge() {
         Vec::<String>::new(),
         "without onExceed: Pause the rule is left as it is"
     );
+    // The claim released: back within the caps, said once.
+    fake.delete("resourceclaims", "ml", "trainer");
+    assert_eq!(serve.until(PODS, |v| v == Some(0.0)).await, Some(0.0));
+    let started = Instant::now();
+    while events(&fake).len() < 2 && started.elapsed() < WITHIN {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        events(&fake)[1..],
+        [(
+            "POST".to_owned(),
+            "ReachWithinCaps".to_owned(),
+            "DeviceTaintRule gpu-maintenance reaches 0 pods in 0 namespaces, within its caps again".to_owned()
+        )]
+    );
+    assert_eq!(fake.events()[1].2["type"], "Normal");
     // The rule deleted: its series go.
     fake.delete("devicetaintrules", "", RULE);
     assert_eq!(serve.until(PODS, |v| v.is_none()).await, None);
