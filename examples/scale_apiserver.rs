@@ -239,7 +239,10 @@ fn objects(args: &Args) -> Objects {
         names.iter().map(|ns| quota(ns, per_namespace)).collect(),
     );
     lists.insert("resourceslicepatches".into(), (0..PATCHES).map(slice_patch).collect());
-    lists.insert("devicetaintrules".into(), (0..args.taint_rules).map(taint_rule).collect());
+    lists.insert(
+        "devicetaintrules".into(),
+        (0..args.taint_rules).map(taint_rule).collect(),
+    );
     objects
 }
 

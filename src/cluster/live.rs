@@ -177,6 +177,42 @@ impl LiveView {
         }))
     }
 
+    /// A standing rule's impact, counted only while no review counts one
+    /// ([`ImpactPermits::acquire_if_idle`]): `Busy` otherwise, at once, so
+    /// that the standing check never makes a review wait for a slot.
+    pub fn taint_rule_impact_when_idle(&self, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> TaintRuleImpact {
+        self.count_impact(rule, version, ImpactPermits::acquire_if_idle)
+    }
+
+    /// Counted from the indexes under a slot `slot` gives: the reached
+    /// devices (a named driver's only), then the claims allocated on them.
+    /// Unknown until both caches have listed.
+    fn count_impact(
+        &self,
+        rule: &DeviceTaintRuleSpec,
+        version: KubeVersion,
+        slot: for<'p> fn(&'p ImpactPermits) -> Option<super::impact_permits::Permit<'p>>,
+    ) -> TaintRuleImpact {
+        if !self.slices.is_synced() || !self.claims.is_synced() {
+            return TaintRuleImpact::Unknown;
+        }
+        let Some(_slot) = slot(&self.impact_permits) else {
+            return TaintRuleImpact::Busy {
+                slots: self.impact_permits.slots(),
+            };
+        };
+        let selector = rule.device_selector.as_ref();
+        // Both read locks, always in this order (writers take one each).
+        self.slices.read(|slices| {
+            self.claims.read(|claims| {
+                let mut counter = ImpactCounter::new(rule, version);
+                slices.count(&mut counter, selector, version);
+                claims.allocations.count(&mut counter, selector, version);
+                TaintRuleImpact::Known(counter.finish())
+            })
+        })
+    }
+
     /// Changes to what a DeviceTaintRule's reach is counted from (slices,
     /// and claims with their allocations and reserving pods) so far: equal
     /// counts, the same reach.
@@ -239,24 +275,7 @@ impl ClusterView for LiveView {
     /// only), then the claims allocated on them, under a slot of the cap
     /// ([`super::impact_permits`]). Unknown until both caches have listed.
     fn taint_rule_impact(&self, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> TaintRuleImpact {
-        if !self.slices.is_synced() || !self.claims.is_synced() {
-            return TaintRuleImpact::Unknown;
-        }
-        let Some(_slot) = self.impact_permits.acquire() else {
-            return TaintRuleImpact::Busy {
-                slots: self.impact_permits.slots(),
-            };
-        };
-        let selector = rule.device_selector.as_ref();
-        // Both read locks, always in this order (writers take one each).
-        self.slices.read(|slices| {
-            self.claims.read(|claims| {
-                let mut counter = ImpactCounter::new(rule, version);
-                slices.count(&mut counter, selector, version);
-                claims.allocations.count(&mut counter, selector, version);
-                TaintRuleImpact::Known(counter.finish())
-            })
-        })
+        self.count_impact(rule, version, ImpactPermits::acquire)
     }
 
     fn slice_patches(&self) -> Vec<(String, PatchSpec)> {

@@ -14,8 +14,10 @@
 //!   only when it, the slices or the claims changed since its last count,
 //!   or the policies were reloaded, so a burst of changes costs one count.
 //! - At most [`Settings::per_round`] counts a round, one at a time, on a
-//!   blocking thread, each under a slot of `cluster::impact_permits`:
-//!   reviews keep the other slot, and a busy slot is retried next round.
+//!   blocking thread, each under a slot of `cluster::impact_permits` taken
+//!   only while no DeviceTaintRule review holds one (and never waited
+//!   for): reviews go first and keep the other slot; a rule that found
+//!   them busy is retried next round.
 //! - An Event only when what the rule passes changes, not every round.
 //!
 //! Every replica runs it; each publishes its own Events (its pod name is
@@ -43,7 +45,7 @@ use crate::policy::PolicySet;
 use crate::policy_files::reload::PolicyStore;
 use crate::review::standing_taint_rule::{self, StandingReach};
 use crate::server::taint_rule_reach::{Reach, TaintRuleReach};
-use crate::view::{ClusterView, TaintRuleImpact};
+use crate::view::TaintRuleImpact;
 
 /// The Event reason when a standing rule passes its caps.
 pub const REASON_EXCEEDS: &str = "ReachExceedsCaps";
@@ -298,10 +300,10 @@ impl StandingTaintRules {
     }
 }
 
-/// The one place the reach is counted: on a blocking thread, as it waits
-/// for an impact slot and walks the indexes under their read locks.
+/// The one place the reach is counted: on a blocking thread, as it walks
+/// the indexes under their read locks.
 async fn reach_now(view: LiveView, spec: DeviceTaintRuleSpec, version: KubeVersion) -> TaintRuleImpact {
-    tokio::task::spawn_blocking(move || view.taint_rule_impact(&spec, version))
+    tokio::task::spawn_blocking(move || view.taint_rule_impact_when_idle(&spec, version))
         .await
         .unwrap_or(TaintRuleImpact::Unknown)
 }
