@@ -24,7 +24,10 @@
 //!   ResourceSlice per node (`node-0`…), and then claim `i < D` is
 //!   allocated on device `i` and reserved for pod `trainer-i-0`, which is
 //!   served too (running on that node); claims from D on are pending. This
-//!   is the cluster of `scripts/cluster-memory.sh`.
+//!   is the cluster of `scripts/cluster-memory.sh`;
+//! - with `--taint-rules R`: R standing NoExecute DeviceTaintRules
+//!   (`drain-gpus-0`…) over every `gpu.example.com` device, for
+//!   `scripts/standing-taint-rules.sh`.
 //!
 //! `--snapshot PATH` writes the ResourceSlices, ResourceClaims and Pods as
 //! one `kind: List` (as `kubectl get resourceslices,resourceclaims,pods -A
@@ -52,6 +55,9 @@ struct Args {
     /// them, one each, and the rest stay pending. 0: the default mix.
     #[arg(long, default_value_t = 0)]
     devices: usize,
+    /// Standing NoExecute DeviceTaintRules over every gpu.example.com device.
+    #[arg(long, default_value_t = 0)]
+    taint_rules: usize,
     /// Write the slices, claims and pods as one List to this file and exit.
     #[arg(long)]
     snapshot: Option<std::path::PathBuf>,
@@ -199,6 +205,14 @@ fn slice_patch(i: usize) -> Value {
             "taints": [{"key": "example.com/maintenance", "value": "planned", "effect": "NoSchedule"}]}}})
 }
 
+/// A NoExecute rule over every gpu.example.com device, admitted long ago.
+fn taint_rule(i: usize) -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+        "metadata": {"name": format!("drain-gpus-{i}"), "uid": format!("uid-drain-gpus-{i}")},
+        "spec": {"deviceSelector": {"driver": "gpu.example.com"},
+            "taint": {"key": "example.com/maintenance", "effect": "NoExecute", "timeAdded": "2026-11-21T10:00:00Z"}}})
+}
+
 fn objects(args: &Args) -> Objects {
     let namespaces = args.namespaces as usize;
     let names: Vec<String> = (0..namespaces).map(namespace_name).collect();
@@ -225,6 +239,10 @@ fn objects(args: &Args) -> Objects {
         names.iter().map(|ns| quota(ns, per_namespace)).collect(),
     );
     lists.insert("resourceslicepatches".into(), (0..PATCHES).map(slice_patch).collect());
+    lists.insert(
+        "devicetaintrules".into(),
+        (0..args.taint_rules).map(taint_rule).collect(),
+    );
     objects
 }
 

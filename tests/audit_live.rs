@@ -10,8 +10,9 @@ mod support {
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
 
-/// The Namespace, Pods, claims and slices of examples/audit/snapshot.yaml
-/// (the kinds the fake API server serves), by plural.
+/// The Namespace, Pods, claims, slices and the standing DeviceTaintRule of
+/// examples/audit/snapshot.yaml (the kinds the fake API server serves), by
+/// plural.
 fn served_objects() -> (Objects, Value) {
     let text = std::fs::read_to_string("examples/audit/snapshot.yaml").expect("the example snapshot");
     let list: Value = serde_saphyr::from_str(&text).expect("YAML");
@@ -23,6 +24,7 @@ fn served_objects() -> (Objects, Value) {
             Some("Pod") => "pods",
             Some("ResourceClaim") => "resourceclaims",
             Some("ResourceSlice") => "resourceslices",
+            Some("DeviceTaintRule") => "devicetaintrules",
             _ => continue,
         };
         objects.lists.entry(plural.to_owned()).or_default().push(item.clone());
@@ -75,6 +77,7 @@ async fn audit_reads_the_live_cluster_in_pages_and_judges_it_as_a_snapshot() {
             "draguard audit: read 0 deviceclasses",
             "draguard audit: read 1 resourceclaims",
             "draguard audit: read 1 resourceslices",
+            "draguard audit: read 1 devicetaintrules",
             "draguard audit: read 0 resourceslicepatches",
             "draguard audit: read 605 pods",
             "draguard audit: read 1 namespaces",
@@ -105,10 +108,13 @@ async fn audit_reads_the_live_cluster_in_pages_and_judges_it_as_a_snapshot() {
     };
     let live: Value = serde_json::from_slice(&live.stdout).expect("JSON");
     // The ReplicaSets are not served: the Pods they made are judged
-    // themselves, and batch's tolerates spot nodes too.
+    // themselves, and batch's tolerates spot nodes too. The standing
+    // NoExecute rule evicts both trainer pods, past its cap of one.
     assert_eq!(
         denied(&live),
-        ["Pod/batch-5d9-x7k2p", "Pod/rogue"].map(str::to_owned).into()
+        ["DeviceTaintRule/gpu-maintenance", "Pod/batch-5d9-x7k2p", "Pod/rogue"]
+            .map(str::to_owned)
+            .into()
     );
 
     let offline = support::cli::draguard(

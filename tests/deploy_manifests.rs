@@ -689,6 +689,42 @@ fn audit_component_adds_the_flag_the_reads_and_the_report_writes() {
     }
 }
 
+/// Standing DeviceTaintRules: the base may publish Events about them and
+/// nothing else; patching a rule's effect (`onExceed: Pause`) comes only
+/// with deploy/components/taint-rule-breaker.
+#[test]
+fn taint_rule_events_in_base_and_the_breaker_patch_only_in_its_component() {
+    let Some(base) = render(&overlay("base")) else { return };
+    let events = find(&base, "ClusterRole", "draguard-events").expect("the Events role");
+    assert_eq!(
+        events["rules"],
+        json!([{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}])
+    );
+    let binding = find(&base, "ClusterRoleBinding", "draguard-events").expect("its binding");
+    assert_eq!(
+        binding["subjects"][0]["namespace"],
+        deployment(&base)["metadata"]["namespace"]
+    );
+    assert!(
+        find(&base, "ClusterRole", "draguard-taint-rule-breaker").is_none(),
+        "opt-in"
+    );
+    let Some(docs) = render_with_components(&["taint-rule-breaker"]) else {
+        return;
+    };
+    assert_fails_safe(&docs, BASE_FAILURE);
+    let breaker = find(&docs, "ClusterRole", "draguard-taint-rule-breaker").expect("the breaker role");
+    assert_eq!(
+        breaker["rules"],
+        json!([{"apiGroups": ["resource.k8s.io"], "resources": ["devicetaintrules"], "verbs": ["patch"]}])
+    );
+    let binding = find(&docs, "ClusterRoleBinding", "draguard-taint-rule-breaker").expect("binding");
+    assert_eq!(
+        binding["subjects"][0]["namespace"],
+        deployment(&docs)["metadata"]["namespace"]
+    );
+}
+
 /// Every kustomization under deploy/ renders (components are composed in
 /// the tests above).
 #[test]

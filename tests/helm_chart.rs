@@ -133,14 +133,9 @@ fn cert_manager_mode_renders_deploy_cert_manager() {
     assert_same(&overlay, &chart);
 }
 
-/// `audit.enabled` renders what deploy/base with the audit component does.
-#[test]
-fn audit_values_render_the_audit_component() {
-    let Some(chart) = helm_template(&["audit.enabled=true"]) else {
-        return;
-    };
-    // kustomize refuses absolute resource paths: the overlay is written
-    // under the repository.
+/// deploy/base with `component`, composed as a user's overlay would (under
+/// the repository: kustomize refuses absolute resource paths).
+fn base_with_component(component: &str) -> Option<String> {
     let scratch = Path::new(ROOT).join("target");
     std::fs::create_dir_all(&scratch).expect("target/");
     let dir = tempfile::Builder::new()
@@ -149,10 +144,20 @@ fn audit_values_render_the_audit_component() {
         .expect("tempdir");
     std::fs::write(
         dir.path().join("kustomization.yaml"),
-        "resources: [../../deploy/base]\ncomponents: [../../deploy/components/audit]\n",
+        format!("resources: [../../deploy/base]\ncomponents: [../../deploy/components/{component}]\n"),
     )
-    .expect("kustomization");
-    let Some(overlay) = run("kubectl", &["kustomize", dir.path().to_str().expect("utf-8")]) else {
+    .expect("write kustomization");
+    let path = dir.path().to_string_lossy().into_owned();
+    run("kubectl", &["kustomize", &path])
+}
+
+/// `audit.enabled` renders what deploy/base with the audit component does.
+#[test]
+fn audit_values_render_the_audit_component() {
+    let Some(chart) = helm_template(&["audit.enabled=true"]) else {
+        return;
+    };
+    let Some(overlay) = base_with_component("audit") else {
         return;
     };
     assert_same(&overlay, &chart);
@@ -160,6 +165,20 @@ fn audit_values_render_the_audit_component() {
         return;
     };
     assert!(hourly.contains("- --audit-interval=20m"), "{hourly}");
+}
+
+/// `taintRuleBreaker.enabled` renders deploy/base with the
+/// taint-rule-breaker component.
+#[test]
+fn taint_rule_breaker_renders_its_component() {
+    let Some(chart) = helm_template(&["taintRuleBreaker.enabled=true"]) else {
+        return;
+    };
+    let Some(overlay) = base_with_component("taint-rule-breaker") else {
+        return;
+    };
+    assert!(overlay.contains("name: draguard-taint-rule-breaker"), "{overlay}");
+    assert_same(&overlay, &chart);
 }
 
 /// The values other than the defaults land where they should.

@@ -12,6 +12,7 @@ use crate::cluster::live::LiveView;
 use crate::controllers::background_audit::round::RoundSettings;
 use crate::controllers::background_audit::{AuditSettings, BackgroundAudit, lease};
 use crate::controllers::mutate_conditions_sync::MutateConditions;
+use crate::controllers::standing_taint_rules::{Settings as StandingSettings, StandingTaintRules};
 use crate::controllers::webhook_certs::{CertSettings, SERVICE_ACCOUNT_NAMESPACE, WebhookCerts, default_namespace};
 use crate::kubernetes::apiserver_report::Mismatch;
 use crate::policy::toleration_restriction::TolerationRestrictionConfigError;
@@ -352,9 +353,23 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
             Some(audit)
         }
     };
+    let standing = cluster.as_ref().map(|(view, client)| {
+        StandingTaintRules::start(
+            client.clone(),
+            view.clone(),
+            policies.clone(),
+            config.target.version,
+            config.taint_rule_reach.clone(),
+            StandingSettings::default(),
+        )
+    });
     let running = server::start(config).await?;
     if let Some(audit) = audit {
         tokio::spawn(audit.run());
+    }
+    if let Some(standing) = standing {
+        // Standing DeviceTaintRules are judged again as their reach grows.
+        tokio::spawn(standing.run());
     }
     if let Some((manager, conditions)) = cert_manager {
         tokio::spawn(manager.run());

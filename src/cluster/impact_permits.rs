@@ -57,6 +57,19 @@ impl ImpactPermits {
         self.slots
     }
 
+    /// A slot only while no computation runs, without waiting: for work
+    /// that must never make a review wait (`controllers::standing_taint_rules`
+    /// retries next round). A review that comes meanwhile still finds the
+    /// other slot free.
+    pub fn acquire_if_idle(&self) -> Option<Permit<'_>> {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if *running > 0 {
+            return None;
+        }
+        *running += 1;
+        Some(Permit(self))
+    }
+
     /// A slot, waiting up to the configured time; `None` when none freed.
     pub fn acquire(&self) -> Option<Permit<'_>> {
         let until = Instant::now() + self.wait;
@@ -93,6 +106,17 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(20));
         drop(a);
         assert!(permits.acquire().is_some(), "a freed slot is taken again");
+    }
+
+    #[test]
+    fn idle_work_takes_a_slot_only_while_none_is_taken_and_leaves_one_for_reviews() {
+        let permits = ImpactPermits::new(2, Duration::from_millis(20));
+        let review = permits.acquire().expect("a review's slot");
+        assert!(permits.acquire_if_idle().is_none(), "a review runs: idle work waits");
+        drop(review);
+        let idle = permits.acquire_if_idle().expect("idle: a slot");
+        assert!(permits.acquire().is_some(), "a review still gets the other slot");
+        drop(idle);
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub struct Watched<I> {
     /// Time from the start to the first completed list.
     first_synced_after: OnceLock<Duration>,
     errors: AtomicU64,
+    /// Changes applied to the index in service (events, swapped-in lists),
+    /// for a reader that redoes work only when something changed
+    /// (`controllers::standing_taint_rules`).
+    changes: AtomicU64,
     /// The watch task has ended (its runtime is shutting down): the index
     /// will never change again.
     stopped: AtomicBool,
@@ -67,6 +71,7 @@ impl<I: WatchIndex> Watched<I> {
             started: Instant::now(),
             first_synced_after: OnceLock::new(),
             errors: AtomicU64::new(0),
+            changes: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
             optional,
             denied: Mutex::new(None),
@@ -85,6 +90,12 @@ impl<I: WatchIndex> Watched<I> {
     /// The watch has a complete list and has not lost events since.
     pub fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
+    }
+
+    /// How many times the index in service has changed so far; equal
+    /// counts mean the same index.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
     }
 
     /// While the apiserver refuses this watch: what is missing, and that
@@ -110,6 +121,7 @@ impl<I: WatchIndex> Watched<I> {
 
     fn write(&self, f: impl FnOnce(&mut I)) {
         f(&mut self.index.write().unwrap_or_else(PoisonError::into_inner));
+        self.changes.fetch_add(1, Ordering::AcqRel);
     }
 
     pub fn state(&self) -> CacheState {
@@ -306,9 +318,11 @@ mod tests {
         watched.on_event(watcher::Event::InitDone, &mut relist);
         assert!(watched.is_synced());
         assert_eq!(names(&watched), ["a", "b"]);
+        assert_eq!(watched.changes(), 1, "the list swapped in is one change");
         watched.on_event(watcher::Event::Apply(named("c")), &mut relist);
         watched.on_event(watcher::Event::Delete(named("a")), &mut relist);
         assert_eq!(names(&watched), ["b", "c"]);
+        assert_eq!(watched.changes(), 3);
         let state = watched.state();
         assert_eq!((state.synced, state.objects), (true, 2));
         assert!(state.first_synced_after.is_some());

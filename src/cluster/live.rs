@@ -17,9 +17,11 @@ use super::index::{Watched, spawn_watch};
 use super::indexes::{ClaimIndexes, DeviceClassIndex, NamespaceIndex, PatchIndex, QuotaIndex};
 use super::slim::SlimObject;
 use crate::impact::DeviceFacts;
+use crate::kubernetes::KubeVersion;
+use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::objects::patch::PatchSpec;
 use crate::quota::{DeviceClassFacts, Limits};
-use crate::view::{CacheState, ClusterView, FactsLent, NotSynced, QuotaUsage};
+use crate::view::{CacheState, ClusterView, FactsLent, NotSynced, QuotaUsage, TaintRuleImpact, impact_from};
 
 const READY_POLL: Duration = Duration::from_millis(50);
 
@@ -175,6 +177,51 @@ impl LiveView {
         }))
     }
 
+    /// A standing rule's impact, counted only while no review counts one
+    /// ([`ImpactPermits::acquire_if_idle`]): `Busy` otherwise, at once, so
+    /// that the standing check never makes a review wait for a slot.
+    pub fn taint_rule_impact_when_idle(&self, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> TaintRuleImpact {
+        impact_from(
+            |read| self.lend_facts(ImpactPermits::acquire_if_idle, read),
+            rule,
+            version,
+        )
+    }
+
+    /// Lends `read` the devices and allocations indexes under a slot
+    /// `slot` gives. Unknown until both caches have listed.
+    fn lend_facts(
+        &self,
+        slot: for<'p> fn(&'p ImpactPermits) -> Option<super::impact_permits::Permit<'p>>,
+        read: &mut dyn FnMut(&dyn DeviceFacts),
+    ) -> FactsLent {
+        if !self.slices.is_synced() || !self.claims.is_synced() {
+            return FactsLent::Unknown;
+        }
+        let Some(_slot) = slot(&self.impact_permits) else {
+            return FactsLent::Busy {
+                slots: self.impact_permits.slots(),
+            };
+        };
+        // Both read locks, always in this order (writers take one each).
+        self.slices.read(|slices| {
+            self.claims.read(|claims| {
+                read(&DeviceIndexes {
+                    slices,
+                    claims: &claims.allocations,
+                })
+            })
+        });
+        FactsLent::Lent
+    }
+
+    /// Changes to what a DeviceTaintRule's reach is counted from (slices,
+    /// and claims with their allocations and reserving pods) so far: equal
+    /// counts, the same reach.
+    pub fn reach_changes(&self) -> u64 {
+        self.slices.changes().wrapping_add(self.claims.changes())
+    }
+
     fn not_synced<I: super::index::WatchIndex>(watched: &Watched<I>) -> Option<NotSynced> {
         (!watched.is_synced()).then(|| NotSynced(watched.name()))
     }
@@ -227,27 +274,10 @@ impl ClusterView for LiveView {
     }
 
     /// The devices and allocations indexes, under a slot of the cap on
-    /// impact computations ([`super::impact_permits`]). Unknown until both
-    /// caches have listed.
+    /// impact computations ([`super::impact_permits`]), waited for as a
+    /// review waits. Unknown until both caches have listed.
     fn device_facts(&self, read: &mut dyn FnMut(&dyn DeviceFacts)) -> FactsLent {
-        if !self.slices.is_synced() || !self.claims.is_synced() {
-            return FactsLent::Unknown;
-        }
-        let Some(_slot) = self.impact_permits.acquire() else {
-            return FactsLent::Busy {
-                slots: self.impact_permits.slots(),
-            };
-        };
-        // Both read locks, always in this order (writers take one each).
-        self.slices.read(|slices| {
-            self.claims.read(|claims| {
-                read(&DeviceIndexes {
-                    slices,
-                    claims: &claims.allocations,
-                })
-            })
-        });
-        FactsLent::Lent
+        self.lend_facts(ImpactPermits::acquire, read)
     }
 
     fn slice_patches(&self) -> Vec<(String, PatchSpec)> {
@@ -298,10 +328,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::kubernetes::KubeVersion;
-    use crate::objects::dra::DeviceTaintRuleSpec;
     use crate::quota::Charge;
-    use crate::view::{TaintRuleImpact, taint_rule_impact};
+    use crate::view::taint_rule_impact;
 
     fn listed<I: super::super::index::WatchIndex>(watched: &Watched<I>, objects: Vec<I::Object>) {
         let mut relist = None;

@@ -13,4 +13,5 @@ pub mod indexes;
 pub mod live;
 pub mod paged_list;
 pub mod slim;
+pub mod taint_rules;
 pub(crate) mod watch_error;

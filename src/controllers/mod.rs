@@ -8,5 +8,6 @@ pub mod mutate_conditions;
 pub mod mutate_conditions_sync;
 pub mod mutate_selector_entries;
 pub mod quota_sync;
+pub mod standing_taint_rules;
 pub mod webhook_certs;
 pub mod webhook_config_watch;

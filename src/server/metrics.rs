@@ -19,6 +19,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
+use super::taint_rule_reach::TaintRuleReach;
 use super::tls::CertStore;
 use crate::build_info;
 #[cfg(test)]
@@ -337,6 +338,12 @@ impl Metrics {
         self.registry.register_collector(Box::new(CacheCollector(cluster)));
     }
 
+    /// Exports what each standing DeviceTaintRule reaches.
+    pub(crate) fn watch_taint_rule_reach(&mut self, reach: TaintRuleReach) {
+        self.registry
+            .register_collector(Box::new(TaintRuleReachCollector(reach)));
+    }
+
     /// Exports whether the rules in force differ from the apiserver's.
     pub(crate) fn watch_apiserver_mismatch(&mut self, mismatch: Mismatch) {
         self.registry.register_collector(Box::new(MismatchCollector(mismatch)));
@@ -451,6 +458,36 @@ impl Collector for PolicyCollector {
             "draguard_policies_loaded",
             "Toleration policies in force.",
             ConstGauge::new(loaded),
+        )
+    }
+}
+
+#[derive(Debug)]
+struct TaintRuleReachCollector(TaintRuleReach);
+
+impl Collector for TaintRuleReachCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let rules = self.0.snapshot();
+        // No family without a standing rule (or without a cluster).
+        if rules.is_empty() {
+            return Ok(());
+        }
+        let gauge = |n: u64| ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX));
+        family(
+            &mut encoder,
+            "draguard_taint_rule_reach",
+            "What each standing DeviceTaintRule reaches now, by kind: pods (evicted by a NoExecute rule, kept from \
+             being scheduled again by a NoSchedule one) and their namespaces.",
+            MetricType::Gauge,
+            rules.iter().flat_map(|(rule, reach)| {
+                [
+                    ([("rule", rule.as_str()), ("kind", "pods")], gauge(reach.pods)),
+                    (
+                        [("rule", rule.as_str()), ("kind", "namespaces")],
+                        gauge(reach.namespaces),
+                    ),
+                ]
+            }),
         )
     }
 }
@@ -896,6 +933,33 @@ mod tests {
                 "missing {prefix:?} in\n{text}"
             );
         }
+    }
+
+    #[test]
+    fn taint_rule_reach_by_rule_and_kind_and_gone_with_the_rule() {
+        use crate::server::taint_rule_reach::{Reach, TaintRuleReach};
+        let reach = TaintRuleReach::default();
+        let mut m = Metrics::new(Target::default());
+        m.watch_taint_rule_reach(reach.clone());
+        lacks(&m.render(), "draguard_taint_rule_reach");
+        reach.set("gpu-maintenance", Reach { pods: 5, namespaces: 2 });
+        reach.set("drain", Reach { pods: 0, namespaces: 0 });
+        let text = m.render();
+        for line in [
+            "# TYPE draguard_taint_rule_reach gauge",
+            "draguard_taint_rule_reach{rule=\"drain\",kind=\"pods\"} 0",
+            "draguard_taint_rule_reach{rule=\"gpu-maintenance\",kind=\"pods\"} 5",
+            "draguard_taint_rule_reach{rule=\"gpu-maintenance\",kind=\"namespaces\"} 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        reach.retain(|rule| rule != "gpu-maintenance");
+        let text = m.render();
+        assert!(
+            !text.contains("gpu-maintenance"),
+            "a deleted rule has no series:\n{text}"
+        );
+        assert!(text.contains("rule=\"drain\""));
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod metrics;
 mod process;
 mod review_memory;
 mod routes;
+pub mod taint_rule_reach;
 mod tls;
 
 pub use fd_limit::{FdLimit, raise_fd_limit};
@@ -153,6 +154,9 @@ pub struct ServerConfig {
     /// runs beside the server (the background audit); the server knows
     /// none of them.
     pub collectors: Vec<Box<dyn prometheus_client::collector::Collector>>,
+    /// What standing DeviceTaintRules reach, for
+    /// `draguard_taint_rule_reach` (set by `serve`'s standing check).
+    pub taint_rule_reach: taint_rule_reach::TaintRuleReach,
 }
 
 impl ServerConfig {
@@ -178,6 +182,7 @@ impl ServerConfig {
             target: Default::default(),
             apiserver_mismatch: Default::default(),
             collectors: Vec::new(),
+            taint_rule_reach: Default::default(),
         }
     }
 
@@ -371,6 +376,7 @@ pub async fn start(mut config: ServerConfig) -> Result<RunningServer, ServerErro
     for collector in std::mem::take(&mut config.collectors) {
         metrics.watch(collector);
     }
+    metrics.watch_taint_rule_reach(config.taint_rule_reach.clone());
     let (reading_open, reading_intake, reading_memory) = (open.clone(), intake.clone(), intake.clone());
     metrics.watch_capacity(metrics::Capacity {
         connections: Box::new(move || reading_open.count()),

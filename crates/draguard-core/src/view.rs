@@ -131,8 +131,19 @@ pub enum FactsLent {
 /// What `rule` would do to the devices and allocated claims `view` knows,
 /// as counts ([`crate::impact::facts::count`]).
 pub fn taint_rule_impact(view: &dyn ClusterView, rule: &DeviceTaintRuleSpec, version: KubeVersion) -> TaintRuleImpact {
+    impact_from(|read| view.device_facts(read), rule, version)
+}
+
+/// What `rule` would do to the facts `lend` lends, as counts: for a view
+/// that lends them on other terms than [`ClusterView::device_facts`] (the
+/// live view's standing check, which never waits for a slot).
+pub fn impact_from(
+    lend: impl FnOnce(&mut dyn FnMut(&dyn DeviceFacts)) -> FactsLent,
+    rule: &DeviceTaintRuleSpec,
+    version: KubeVersion,
+) -> TaintRuleImpact {
     let mut counts = None;
-    match view.device_facts(&mut |facts| counts = Some(crate::impact::facts::count(facts, rule, version))) {
+    match lend(&mut |facts| counts = Some(crate::impact::facts::count(facts, rule, version))) {
         FactsLent::Unknown => TaintRuleImpact::Unknown,
         FactsLent::Busy { slots } => TaintRuleImpact::Busy { slots },
         FactsLent::Lent => counts.map_or(TaintRuleImpact::Unknown, TaintRuleImpact::Known),

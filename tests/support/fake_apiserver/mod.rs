@@ -16,6 +16,11 @@
 //! each as the apiserver's Status body. Mutating and validating webhook
 //! configurations are watched collections that can also be read and
 //! JSON-patched (a failed `test` is a 422); a patch is a MODIFIED event.
+//!
+//! DeviceTaintRules are watched too, and can be merge-patched with the
+//! apiserver's optimistic lock (a stale `metadata.resourceVersion` in the
+//! patch is a 409). events.k8s.io Events can be created and patched; each
+//! body is kept, in order, in [`Objects::events`].
 
 mod reports;
 mod watch;
@@ -60,6 +65,9 @@ pub struct Objects {
     pub metrics_text: Option<String>,
     /// `GET /metrics` requests received.
     pub metrics_requests: usize,
+    /// events.k8s.io/v1 Events written, as `(method, namespace, body)`:
+    /// POST creates one, PATCH adds to its series.
+    pub events: Vec<(String, String, Value)>,
 }
 
 impl Objects {
@@ -152,6 +160,22 @@ impl FakeApiServer {
             .route(
                 "/api/v1/namespaces/{ns}/secrets/{name}",
                 axum::routing::get(get_secret).put(replace_secret),
+            )
+            .route(
+                "/apis/resource.k8s.io/v1/devicetaintrules",
+                axum::routing::get(list_taint_rules),
+            )
+            .route(
+                "/apis/resource.k8s.io/v1/devicetaintrules/{name}",
+                axum::routing::patch(merge_patch_taint_rule),
+            )
+            .route(
+                "/apis/events.k8s.io/v1/namespaces/{ns}/events",
+                axum::routing::post(create_event),
+            )
+            .route(
+                "/apis/events.k8s.io/v1/namespaces/{ns}/events/{name}",
+                axum::routing::patch(patch_event),
             )
             .route(
                 "/apis/admissionregistration.k8s.io/v1/{plural}",
@@ -303,6 +327,11 @@ impl FakeApiServer {
 
     pub fn quotas(&self) -> Vec<Value> {
         self.watched_objects("resourcequotas")
+    }
+
+    /// The Events written so far, as `(method, namespace, body)`.
+    pub fn events(&self) -> Vec<(String, String, Value)> {
+        self.objects.lock().expect("lock").events.clone()
     }
 }
 
@@ -698,4 +727,96 @@ async fn patch_webhook_config(
     let stored = state.watched.apply(&plural, doc);
     drop(objects);
     axum::Json(stored).into_response()
+}
+
+async fn list_taint_rules(State(w): State<Arc<Watched>>, Query(q): Params) -> Response {
+    w.serve("devicetaintrules", None, q).await
+}
+
+/// A JSON merge patch of a DeviceTaintRule. A `metadata.resourceVersion`
+/// in the patch is a precondition, as for the apiserver: a stale one is a
+/// 409 Conflict.
+async fn merge_patch_taint_rule(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
+    const GROUP: Option<&str> = Some("resource.k8s.io");
+    let content_type = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if content_type != "application/merge-patch+json" {
+        return status(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!("this fake only takes merge patches of DeviceTaintRules, not {content_type}"),
+            "devicetaintrules",
+            GROUP,
+            &name,
+        );
+    }
+    let Some(mut doc) = state.watched.get("devicetaintrules", "", &name) else {
+        return status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("devicetaintrules.resource.k8s.io \"{name}\" not found"),
+            "devicetaintrules",
+            GROUP,
+            &name,
+        );
+    };
+    let patch: Value = match serde_json::from_slice(&body) {
+        Ok(patch) => patch,
+        Err(e) => {
+            return status(
+                StatusCode::BAD_REQUEST,
+                "BadRequest",
+                e.to_string(),
+                "devicetaintrules",
+                GROUP,
+                &name,
+            );
+        }
+    };
+    let mut objects = state.objects.lock().expect("lock");
+    let wanted = &patch["metadata"]["resourceVersion"];
+    if !wanted.is_null() && *wanted != doc["metadata"]["resourceVersion"] {
+        objects
+            .refused
+            .push(("PATCH".into(), format!("409 Conflict devicetaintrules/{name}")));
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on devicetaintrules.resource.k8s.io \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+            ),
+            "devicetaintrules",
+            GROUP,
+            &name,
+        );
+    }
+    json_patch::merge(&mut doc, &patch);
+    objects.writes.push((
+        "PATCH".into(),
+        format!("devicetaintrules/{name} {}", String::from_utf8_lossy(&body)),
+    ));
+    let stored = state.watched.apply("devicetaintrules", doc);
+    drop(objects);
+    axum::Json(stored).into_response()
+}
+
+async fn create_event(State(s): State<Shared>, Path(ns): Path<String>, axum::Json(v): axum::Json<Value>) -> Response {
+    s.lock().expect("lock").events.push(("POST".into(), ns, v.clone()));
+    (StatusCode::CREATED, axum::Json(v)).into_response()
+}
+
+async fn patch_event(
+    State(s): State<Shared>,
+    Path((ns, _name)): Path<(String, String)>,
+    axum::Json(v): axum::Json<Value>,
+) -> Response {
+    s.lock().expect("lock").events.push(("PATCH".into(), ns, v.clone()));
+    axum::Json(v).into_response()
 }

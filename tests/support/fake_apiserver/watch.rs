@@ -50,7 +50,7 @@ pub struct Kind {
     pub kind: &'static str,
 }
 
-const KIND_COUNT: usize = 9;
+const KIND_COUNT: usize = 10;
 
 /// The watched collections; the plural is the key of `Objects::lists` that
 /// seeds each one.
@@ -99,6 +99,11 @@ pub const KINDS: [Kind; KIND_COUNT] = [
         plural: "validatingwebhookconfigurations",
         api_version: "admissionregistration.k8s.io/v1",
         kind: "ValidatingWebhookConfiguration",
+    },
+    Kind {
+        plural: "devicetaintrules",
+        api_version: "resource.k8s.io/v1",
+        kind: "DeviceTaintRule",
     },
 ];
 

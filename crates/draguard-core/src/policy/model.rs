@@ -258,11 +258,35 @@ pub struct TaintRuleCaps {
         description = "NoExecute only on a rule that existed with effect None, the same selector and taint key."
     )]
     pub require_dry_run_first: bool,
+    /// What `serve` does when a standing NoExecute rule's reach grows past
+    /// the eviction caps (slices and allocations appeared after the write).
+    #[serde(default, skip_serializing_if = "OnExceed::is_warn")]
+    #[schemars(schema_with = "super::schema::on_exceed")]
+    pub on_exceed: OnExceed,
 }
 
 impl TaintRuleCaps {
     pub fn is_empty(&self) -> bool {
         self == &TaintRuleCaps::default()
+    }
+}
+
+/// `taintRules.onExceed`: what `serve` does when a standing NoExecute
+/// DeviceTaintRule goes past the eviction caps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+pub enum OnExceed {
+    /// An Event on the rule, the metric and a log line; the rule stays.
+    #[default]
+    Warn,
+    /// That, and the rule's effect set to None (the upstream dry run),
+    /// which stops further evictions. Opt-in: see README "Standing
+    /// DeviceTaintRules" for what it risks.
+    Pause,
+}
+
+impl OnExceed {
+    pub fn is_warn(&self) -> bool {
+        *self == OnExceed::Warn
     }
 }
 

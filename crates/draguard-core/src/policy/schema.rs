@@ -55,6 +55,14 @@ pub(super) fn mode(_: &mut schemars::SchemaGenerator) -> Schema {
     })
 }
 
+/// `spec.taintRules.onExceed`, as `mode` is: a plain `enum`.
+pub(super) fn on_exceed(_: &mut schemars::SchemaGenerator) -> Schema {
+    schemars::json_schema!({
+        "enum": ["Warn", "Pause"],
+        "description": "When a standing NoExecute DeviceTaintRule's reach passes the eviction caps: Warn (default) emits an Event and the metric; Pause also sets its effect to None, stopping evictions the rule's author meant."
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,7 +91,7 @@ spec:
   devices: {allow: [], deny: [], defaults: []}
   quota: {claims: 3, devices: {gpu: 2}}
   patches: {denyPriorityTies: true}
-  taintRules: {maxEvictedPods: 5, maxAffectedNamespaces: 2, protectedNamespaces: [kube-*], requireDryRunFirst: true}
+  taintRules: {maxEvictedPods: 5, maxAffectedNamespaces: 2, protectedNamespaces: [kube-*], requireDryRunFirst: true, onExceed: Pause}
   namespaceGuards: {allow: {users: [u], groups: [g], serviceAccounts: [ns/sa]}, labels: [example.com/l], annotations: [example.com/a]}
   message: m
 "#;
@@ -133,6 +141,11 @@ spec:
                 serde_json::json!({"quota": {"claims": -1}}),
                 "/spec/quota/claims",
                 "minimum",
+            ),
+            (
+                serde_json::json!({"taintRules": {"onExceed": "Delete"}}),
+                "/spec/taintRules/onExceed",
+                "enum",
             ),
             (
                 serde_json::json!({"taintRules": {"maxPods": 1}}),

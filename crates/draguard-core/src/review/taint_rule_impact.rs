@@ -12,20 +12,16 @@
 //! a rule that may evict every pod must not pass them unchecked. (The
 //! webhook entry for DeviceTaintRules fails closed for the same reason.)
 
+use super::taint_rule_caps::Evictions;
 use super::{Context, ReviewSubject};
 use crate::field::Path;
-use crate::impact::ImpactCounts;
 use crate::kinds::{AdmittedKind, ObjectView};
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::policy::applicable::Applicable;
-use crate::policy::glob_match;
-use crate::policy::model::{TaintRuleCaps, TolerationPolicy};
+use crate::policy::model::TolerationPolicy;
 use crate::verdict::Violation;
 use crate::verdict::Warning;
 use crate::view::TaintRuleImpact;
-
-/// With the exact count of pods the rule evicts, goes past the eviction caps.
-pub const ACKNOWLEDGE_EVICTIONS: &str = "draguard.dev/acknowledge-evictions";
 
 pub fn taint_rule_impact<K: AdmittedKind>(
     subject: &ReviewSubject<'_, K>,
@@ -93,26 +89,11 @@ pub fn taint_rule_impact<K: AdmittedKind>(
         }
     };
     let evicted = Evictions::of(&impact);
-    let acknowledged = subject
-        .view
-        .metadata()
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(ACKNOWLEDGE_EVICTIONS))
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        == Some(evicted.pods);
-    if acknowledged {
+    if evicted.acknowledged(subject.view.metadata().annotations.as_ref()) {
         return (violations, warnings);
     }
     for policy in &capping {
-        let over = evicted.over(&policy.spec.taint_rules);
-        if !over.is_empty() {
-            let message = format!(
-                "{}; to go past {} on purpose, annotate the rule {ACKNOWLEDGE_EVICTIONS}: \"{}\"",
-                over.join("; "),
-                if over.len() == 1 { "this cap" } else { "these caps" },
-                evicted.pods
-            );
+        if let Some(message) = evicted.past(&policy.spec.taint_rules) {
             violations.push(violation(policy, Path::new("spec"), message));
         }
     }
@@ -142,55 +123,4 @@ fn dry_run_missing(rule: &DeviceTaintRuleSpec, old: Option<&DeviceTaintRuleSpec>
         "NoExecute needs a dry run first: create the rule with effect None, read what it would evict, then change the effect"
             .to_owned()
     })
-}
-
-/// The pods a rule evicts, per namespace.
-struct Evictions<'i> {
-    pods: usize,
-    namespaces: &'i std::collections::BTreeMap<String, usize>,
-}
-
-impl<'i> Evictions<'i> {
-    fn of(impact: &'i ImpactCounts) -> Self {
-        Evictions {
-            pods: impact.evicted_pods(),
-            namespaces: &impact.evicted,
-        }
-    }
-
-    /// What goes past `caps`, each as a sentence with the numbers.
-    fn over(&self, caps: &TaintRuleCaps) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(max) = caps.max_evicted_pods
-            && self.pods as u64 > max
-        {
-            out.push(format!(
-                "the rule would evict {} pods, more than taintRules.maxEvictedPods ({max})",
-                self.pods
-            ));
-        }
-        if let Some(max) = caps.max_affected_namespaces
-            && self.namespaces.len() as u64 > max
-        {
-            let names: Vec<&str> = self.namespaces.keys().map(String::as_str).collect();
-            out.push(format!(
-                "the rule would evict pods in {} namespaces ({}), more than taintRules.maxAffectedNamespaces ({max})",
-                self.namespaces.len(),
-                names.join(", ")
-            ));
-        }
-        let protected: Vec<String> = self
-            .namespaces
-            .iter()
-            .filter(|(ns, _)| caps.protected_namespaces.iter().any(|g| glob_match(g, ns)))
-            .map(|(ns, n)| format!("{ns}: {n}"))
-            .collect();
-        if !protected.is_empty() {
-            out.push(format!(
-                "the rule would evict pods in protected namespaces ({})",
-                protected.join(", ")
-            ));
-        }
-        out
-    }
 }

@@ -1,0 +1,293 @@
+//! `draguard serve` against a (fake) cluster: a NoExecute DeviceTaintRule
+//! admitted while it reached no device crosses its policy's eviction cap
+//! once a slice and an allocated claim appear. The reach gauge follows,
+//! one Warning Event names the numbers and the policy, and with
+//! `onExceed: Pause` the rule's effect is patched to None.
+
+mod support {
+    pub mod fake_apiserver;
+    pub mod kubeconfig;
+}
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::fake_apiserver::{FakeApiServer, Objects};
+
+const RULE: &str = "gpu-maintenance";
+const PODS: &str = r#"draguard_taint_rule_reach{rule="gpu-maintenance",kind="pods"}"#;
+const NAMESPACES: &str = r#"draguard_taint_rule_reach{rule="gpu-maintenance",kind="namespaces"}"#;
+/// A round is 5 s (`Settings::default`); a crossing shows within two.
+const WITHIN: Duration = Duration::from_secs(20);
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    listener.local_addr().expect("address").port()
+}
+
+/// The ResourceSlice and the allocated ResourceClaim of
+/// examples/audit/snapshot.yaml: two pods in `ml` on gpu.example.com.
+fn slice_and_claim() -> Vec<(&'static str, Value)> {
+    let text = std::fs::read_to_string("examples/audit/snapshot.yaml").expect("the snapshot");
+    let list: Value = serde_saphyr::from_str(&text).expect("YAML");
+    let mut found = Vec::new();
+    for item in list["items"].as_array().into_iter().flatten() {
+        match item["kind"].as_str() {
+            Some("ResourceSlice") => found.push(("resourceslices", item.clone())),
+            Some("ResourceClaim") => found.push(("resourceclaims", item.clone())),
+            _ => {}
+        }
+    }
+    assert_eq!(found.len(), 2, "one slice and one claim");
+    found
+}
+
+/// A standing NoExecute rule on gpu.example.com's devices, as admitted
+/// while the cluster had none.
+fn rule() -> Value {
+    json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+        "metadata": {"name": RULE, "uid": "uid-rule"},
+        "spec": {"deviceSelector": {"driver": "gpu.example.com"},
+            "taint": {"key": "example.com/maintenance", "effect": "NoExecute", "timeAdded": "2026-11-21T10:00:00Z"}}
+    })
+}
+
+struct Serve {
+    child: Child,
+    metrics: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `draguard serve` with one policy capping evictions at one pod.
+fn serve(fake: &FakeApiServer, on_exceed: Option<&str>) -> Serve {
+    let dir = tempfile::tempdir().expect("a folder");
+    let kubeconfig = dir.path().join("kubeconfig");
+    support::kubeconfig::write(&kubeconfig, fake.addr);
+    let policies = dir.path().join("policies");
+    std::fs::create_dir(&policies).expect("policies folder");
+    let on_exceed = on_exceed.map(|v| format!(", onExceed: {v}")).unwrap_or_default();
+    std::fs::write(
+        policies.join("blast-radius.yaml"),
+        format!(
+            "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: blast-radius}}\n\
+             spec: {{taintRules: {{maxEvictedPods: 1{on_exceed}}}}}\n"
+        ),
+    )
+    .expect("policy written");
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let child = Command::new(env!("CARGO_BIN_EXE_draguard"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--kubernetes-version", "1.37"])
+        .args(["--metrics-listen", &metrics, "--log-format", "json"])
+        .arg("--policies")
+        .arg(&policies)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--certs-dir")
+        .arg(dir.path().join("certs"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("draguard runs");
+    Serve {
+        child,
+        metrics,
+        _dir: dir,
+    }
+}
+
+impl Serve {
+    async fn scrape(&self) -> String {
+        draguard::server::install_crypto_provider();
+        let get = reqwest::Client::new()
+            .get(format!("http://{}/metrics", self.metrics))
+            .timeout(Duration::from_secs(2));
+        match get.send().await {
+            Ok(response) => response.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// The value of `series` once `wanted` accepts it, within `WITHIN`.
+    async fn until(&self, series: &str, wanted: impl Fn(Option<f64>) -> bool) -> Option<f64> {
+        let started = Instant::now();
+        loop {
+            let value = metric(&self.scrape().await, series);
+            if wanted(value) || started.elapsed() > WITHIN {
+                return value;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+fn metric(scrape: &str, series: &str) -> Option<f64> {
+    scrape
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+/// The Events the fake got about the rule, as `(method, reason, note)`.
+fn events(fake: &FakeApiServer) -> Vec<(String, String, String)> {
+    fake.events()
+        .into_iter()
+        .filter(|(_, _, e)| e["regarding"]["name"] == RULE)
+        .map(|(method, ns, e)| {
+            assert_eq!(ns, "default", "a cluster-scoped object's Events live in default");
+            assert_eq!(e["regarding"]["kind"], "DeviceTaintRule");
+            assert_eq!(e["regarding"]["apiVersion"], "resource.k8s.io/v1");
+            assert_eq!(e["regarding"]["uid"], "uid-rule");
+            assert_eq!(e["reportingController"], "draguard");
+            (
+                method,
+                e["reason"].as_str().unwrap_or_default().to_owned(),
+                e["note"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn cluster_with_the_rule() -> FakeApiServer {
+    let mut objects = Objects::default();
+    objects.lists.insert("devicetaintrules".into(), vec![rule()]);
+    FakeApiServer::start(objects).await
+}
+
+const EXCEEDS: &str = "DeviceTaintRule gpu-maintenance now reaches 2 pods in 1 namespaces, past its caps: toleration \
+                       policy \"blast-radius\": the rule would evict 2 pods, more than taintRules.maxEvictedPods (1); \
+                       to go past this cap on purpose, annotate the rule draguard.dev/acknowledge-evictions: \"2\"";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standing_rule_crossing_its_cap_gets_one_event_and_its_reach_gauge() {
+    let fake = cluster_with_the_rule().await;
+    let serve = serve(&fake, None);
+    // Tracked, and within its cap: it reaches nothing yet.
+    assert_eq!(serve.until(PODS, |v| v.is_some()).await, Some(0.0));
+    assert_eq!(metric(&serve.scrape().await, NAMESPACES), Some(0.0));
+    assert_eq!(events(&fake), vec![], "no Event within the caps");
+    // A driver publishes its devices and a claim is allocated on them.
+    for (collection, object) in slice_and_claim() {
+        fake.apply(collection, object);
+    }
+    let crossed = Instant::now();
+    assert_eq!(serve.until(PODS, |v| v == Some(2.0)).await, Some(2.0));
+    assert_eq!(metric(&serve.scrape().await, NAMESPACES), Some(1.0));
+    let started = Instant::now();
+    while events(&fake).is_empty() && started.elapsed() < WITHIN {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(crossed.elapsed() < WITHIN, "within seconds: {:?}", crossed.elapsed());
+    assert_eq!(
+        events(&fake),
+        vec![("POST".to_owned(), "ReachExceedsCaps".to_owned(), EXCEEDS.to_owned())]
+    );
+    let event = &fake.events()[0].2;
+    assert_eq!(event["type"], "Warning");
+    // The same state is not said again: a change elsewhere makes the next
+    // rounds count the rule again, to the same answer.
+    fake.apply(
+        "namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}),
+    );
+    let mut claim = slice_and_claim()[1].1.clone();
+    claim["metadata"]["labels"] = json!({"touched": "yes"});
+    fake.apply("resourceclaims", claim);
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(events(&fake).len(), 1, "{:?}", events(&fake));
+    assert_eq!(
+        fake.writes_of("PATCH"),
+        Vec::<String>::new(),
+        "without onExceed: Pause the rule is left as it is"
+    );
+    // The claim released: back within the caps, said once.
+    fake.delete("resourceclaims", "ml", "trainer");
+    assert_eq!(serve.until(PODS, |v| v == Some(0.0)).await, Some(0.0));
+    let started = Instant::now();
+    while events(&fake).len() < 2 && started.elapsed() < WITHIN {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        events(&fake)[1..],
+        [(
+            "POST".to_owned(),
+            "ReachWithinCaps".to_owned(),
+            "DeviceTaintRule gpu-maintenance reaches 0 pods in 0 namespaces, within its caps again".to_owned()
+        )]
+    );
+    assert_eq!(fake.events()[1].2["type"], "Normal");
+    // The rule deleted: its series go.
+    fake.delete("devicetaintrules", "", RULE);
+    assert_eq!(serve.until(PODS, |v| v.is_none()).await, None);
+    assert_eq!(metric(&serve.scrape().await, NAMESPACES), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_exceed_pause_sets_the_effect_to_none_and_says_why() {
+    let fake = cluster_with_the_rule().await;
+    let serve = serve(&fake, Some("Pause"));
+    assert_eq!(serve.until(PODS, |v| v.is_some()).await, Some(0.0));
+    let before = fake.watched_objects("devicetaintrules")[0]["metadata"]["resourceVersion"].clone();
+    for (collection, object) in slice_and_claim() {
+        fake.apply(collection, object);
+    }
+    let started = Instant::now();
+    while fake.writes_of("PATCH").is_empty() && started.elapsed() < WITHIN {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let patches = fake.writes_of("PATCH");
+    assert_eq!(patches.len(), 1, "{patches:?}");
+    let body: Value = serde_json::from_str(
+        patches[0]
+            .strip_prefix("devicetaintrules/gpu-maintenance ")
+            .expect("a patch of the rule"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        body["metadata"]["resourceVersion"], before,
+        "sent with the judged version"
+    );
+    assert_eq!(body["spec"], json!({"taint": {"effect": "None"}}));
+    let stored = &fake.watched_objects("devicetaintrules")[0];
+    assert_eq!(stored["spec"]["taint"]["effect"], "None");
+    assert_eq!(
+        stored["spec"]["taint"]["key"], "example.com/maintenance",
+        "the rest is kept"
+    );
+    let why = stored["metadata"]["annotations"]["draguard.dev/paused"]
+        .as_str()
+        .expect("the annotation");
+    let (when, reason) = why.split_once(": ").expect("a time first");
+    assert!(when.parse::<jiff::Timestamp>().is_ok(), "{when}");
+    assert_eq!(
+        reason,
+        "reach 2 pods in 1 namespaces passed the caps of toleration policy \"blast-radius\": the rule would evict 2 \
+         pods, more than taintRules.maxEvictedPods (1); to go past this cap on purpose, annotate the rule \
+         draguard.dev/acknowledge-evictions: \"2\""
+    );
+    // The Event of the crossing, then the one of the pause.
+    let started = Instant::now();
+    while events(&fake).len() < 2 && started.elapsed() < WITHIN {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        events(&fake),
+        vec![
+            ("POST".to_owned(), "ReachExceedsCaps".to_owned(), EXCEEDS.to_owned()),
+            ("POST".to_owned(), "Paused".to_owned(), why.to_owned()),
+        ]
+    );
+    // Paused, the rule no longer stands: no series, no second patch.
+    assert_eq!(serve.until(PODS, |v| v.is_none()).await, None);
+    assert_eq!(fake.writes_of("PATCH").len(), 1);
+}
