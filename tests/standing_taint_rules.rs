@@ -7,24 +7,20 @@
 mod support {
     pub mod fake_apiserver;
     pub mod kubeconfig;
+    pub mod serve_process;
 }
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
+use support::serve_process::{self, ServeProcess};
 
 const RULE: &str = "gpu-maintenance";
 const PODS: &str = r#"draguard_taint_rule_reach{rule="gpu-maintenance",kind="pods"}"#;
 const NAMESPACES: &str = r#"draguard_taint_rule_reach{rule="gpu-maintenance",kind="namespaces"}"#;
 /// A round is 5 s (`Settings::default`); a crossing shows within two.
 const WITHIN: Duration = Duration::from_secs(20);
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
-    listener.local_addr().expect("address").port()
-}
 
 /// The ResourceSlice and the allocated ResourceClaim of
 /// examples/audit/snapshot.yaml: two pods in `ml` on gpu.example.com.
@@ -55,23 +51,14 @@ fn rule() -> Value {
 }
 
 struct Serve {
-    child: Child,
-    metrics: String,
+    process: ServeProcess,
+    /// The policy folder.
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// `draguard serve` with one policy capping evictions at one pod.
 fn serve(fake: &FakeApiServer, on_exceed: Option<&str>) -> Serve {
     let dir = tempfile::tempdir().expect("a folder");
-    let kubeconfig = dir.path().join("kubeconfig");
-    support::kubeconfig::write(&kubeconfig, fake.addr);
     let policies = dir.path().join("policies");
     std::fs::create_dir(&policies).expect("policies folder");
     let on_exceed = on_exceed.map(|v| format!(", onExceed: {v}")).unwrap_or_default();
@@ -83,39 +70,15 @@ fn serve(fake: &FakeApiServer, on_exceed: Option<&str>) -> Serve {
         ),
     )
     .expect("policy written");
-    let metrics = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(env!("CARGO_BIN_EXE_draguard"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--kubernetes-version", "1.37"])
-        .args(["--metrics-listen", &metrics, "--log-format", "json"])
-        .arg("--policies")
-        .arg(&policies)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .arg("--certs-dir")
-        .arg(dir.path().join("certs"))
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("draguard runs");
-    Serve {
-        child,
-        metrics,
-        _dir: dir,
-    }
+    let policies = policies.to_string_lossy().into_owned();
+    let process =
+        serve_process::spawn_discarding_log(fake.addr, &["--kubernetes-version", "1.37", "--policies", &policies]);
+    Serve { process, _dir: dir }
 }
 
 impl Serve {
     async fn scrape(&self) -> String {
-        draguard::server::install_crypto_provider();
-        let get = reqwest::Client::new()
-            .get(format!("http://{}/metrics", self.metrics))
-            .timeout(Duration::from_secs(2));
-        match get.send().await {
-            Ok(response) => response.text().await.unwrap_or_default(),
-            Err(_) => String::new(),
-        }
+        self.process.scrape().await
     }
 
     /// The value of `series` once `wanted` accepts it, within `WITHIN`.

@@ -21,7 +21,9 @@ pub fn free_port() -> u16 {
 
 /// A running `draguard serve`.
 pub struct ServeProcess {
-    child: Child,
+    /// Taken by [`ServeProcess::stop`]; killed on drop otherwise, so a
+    /// failing test leaves no process behind.
+    child: Option<Child>,
     /// `127.0.0.1:port` of its `--metrics-listen`.
     pub metrics: String,
     client: reqwest::Client,
@@ -49,6 +51,16 @@ impl Stopped {
 /// address for the kubeconfig: a fake one, or a port nothing serves), with
 /// `extra` arguments after the common ones and `RUST_LOG` unset.
 pub fn spawn<S: AsRef<OsStr>>(apiserver: impl std::fmt::Display, extra: &[S]) -> ServeProcess {
+    start(apiserver, extra, Stdio::piped())
+}
+
+/// [`spawn`] with the log discarded, for a run too long for a pipe nobody
+/// reads until the end (its buffer would fill and stall the process).
+pub fn spawn_discarding_log<S: AsRef<OsStr>>(apiserver: impl std::fmt::Display, extra: &[S]) -> ServeProcess {
+    start(apiserver, extra, Stdio::null())
+}
+
+fn start<S: AsRef<OsStr>>(apiserver: impl std::fmt::Display, extra: &[S], log: Stdio) -> ServeProcess {
     let dir = tempfile::tempdir().expect("temporary directory");
     let kubeconfig = dir.path().join("kubeconfig");
     super::kubeconfig::write(&kubeconfig, apiserver);
@@ -71,12 +83,12 @@ pub fn spawn<S: AsRef<OsStr>>(apiserver: impl std::fmt::Display, extra: &[S]) ->
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(log)
         .spawn()
         .expect("draguard runs");
     draguard::server::install_crypto_provider();
     ServeProcess {
-        child,
+        child: Some(child),
         metrics,
         client: reqwest::Client::new(),
         _dir: dir,
@@ -84,6 +96,18 @@ pub fn spawn<S: AsRef<OsStr>>(apiserver: impl std::fmt::Display, extra: &[S]) ->
 }
 
 impl ServeProcess {
+    /// One scrape of `/metrics` (empty when it does not answer).
+    pub async fn scrape(&self) -> String {
+        let scrape = self
+            .client
+            .get(format!("http://{}/metrics", self.metrics))
+            .timeout(Duration::from_secs(2));
+        match scrape.send().await {
+            Ok(response) => response.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
     /// Scrapes `/metrics` every 100 ms, at most `tries` times, until
     /// `done` holds for the text; returns the last text scraped (empty if
     /// none answered).
@@ -91,14 +115,7 @@ impl ServeProcess {
         let mut text = String::new();
         for _ in 0..tries {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            let scrape = self
-                .client
-                .get(format!("http://{}/metrics", self.metrics))
-                .timeout(Duration::from_secs(2));
-            let Ok(response) = scrape.send().await else {
-                continue;
-            };
-            text = response.text().await.unwrap_or_default();
+            text = self.scrape().await;
             if done(&text) {
                 break;
             }
@@ -108,10 +125,20 @@ impl ServeProcess {
 
     /// Kills the process and returns its log.
     pub fn stop(mut self) -> Stopped {
-        self.child.kill().expect("stop draguard");
-        let out = self.child.wait_with_output().expect("draguard exits");
+        let mut child = self.child.take().expect("running until stopped");
+        child.kill().expect("stop draguard");
+        let out = child.wait_with_output().expect("draguard exits");
         Stopped {
             stderr: String::from_utf8(out.stderr).expect("the log is UTF-8"),
+        }
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }
