@@ -189,11 +189,7 @@ impl MutateConditions {
                         if !self.plan(&webhooks, &desired).is_empty() {
                             due = true;
                             let now = Instant::now();
-                            // A listed state may predate our last write (the
-                            // watch's first list can answer after the start's
-                            // patch): it is checked, never taken for an undo.
-                            let undone =
-                                !listed && last_written.is_some_and(|at| now.duration_since(at) < CONTENDED_WITHIN);
+                            let undone = undoes_ours(listed, last_written, now);
                             contended = if undone { contended.saturating_add(1) } else { 0 };
                             // The first undo in a row is repaired at once
                             // (a person's edit); from the second on, later.
@@ -272,6 +268,14 @@ impl MutateConditions {
 /// `metadata.name`, which is what lets RBAC's `resourceNames` apply to a
 /// watch: see `webhook_config_watch`). A deletion says nothing: there is
 /// no entry to keep a condition in.
+/// Whether a state the watch saw that differs from ours is another writer
+/// undoing our last write: a change event soon after it. A listed state may
+/// predate that write (the watch's first list can answer after the start's
+/// patch), so it is checked, never taken for an undo.
+fn undoes_ours(listed: bool, last_written: Option<Instant>, now: Instant) -> bool {
+    !listed && last_written.is_some_and(|at| now.duration_since(at) < CONTENDED_WITHIN)
+}
+
 /// One state of the configuration the watch saw.
 struct Seen {
     webhooks: Vec<MutatingWebhook>,
@@ -306,4 +310,27 @@ fn entries(api: Api<MutatingWebhookConfiguration>, name: &str) -> impl Stream<It
         };
         std::future::ready(seen)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a change event within [`CONTENDED_WITHIN`] of our write counts
+    /// as an undo: never a listed state, never one long after.
+    #[test]
+    fn a_listed_state_is_never_an_undo() {
+        let written = Instant::now();
+        let soon = written + Duration::from_millis(50);
+        assert!(undoes_ours(false, Some(written), soon));
+        assert!(
+            !undoes_ours(true, Some(written), soon),
+            "the first list, answered after our patch"
+        );
+        assert!(!undoes_ours(false, None, soon), "nothing written yet");
+        assert!(
+            !undoes_ours(false, Some(written), written + CONTENDED_WITHIN),
+            "long after"
+        );
+    }
 }
