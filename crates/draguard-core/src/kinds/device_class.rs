@@ -1,16 +1,14 @@
-//! DeviceClass: judged for its drivers' opaque configs (`spec.config[i]`),
-//! which every claim of the class gets before its own and which no
-//! driver's webhook checks. The apiserver's own DeviceClass rules
-//! (selectors, config count and size) are not reproduced here yet; the
-//! class's metadata is.
-
-use serde::Deserialize;
+//! DeviceClass: judged as the apiserver judges it (`rules::device_class`:
+//! metadata, selectors, configs, the extended resource name), then for its
+//! drivers' opaque configs (`spec.config[i]`), which every claim of the
+//! class gets before its own and which no driver's webhook checks.
 
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
-use crate::field::Path;
-use crate::objects::claim::DeviceClaimConfiguration;
-use crate::objects::{DecodeError, ObjectJson, Whole, nullable};
+use crate::field::{FieldError, Path};
+use crate::objects::device_class::DeviceClassSpec;
+use crate::objects::{DecodeError, ObjectJson, Whole};
 use crate::rules;
+use crate::rules::device_class::Judged;
 
 pub const ROW: KindRow = KindRow::new(
     "resource.k8s.io",
@@ -21,16 +19,6 @@ pub const ROW: KindRow = KindRow::new(
 
 pub struct DeviceClassKind;
 
-/// The part of a class's spec draguard judges. A class config has no
-/// `requests` (it applies to every request of the class); the field is
-/// read with the claims' type, where it stays empty.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct DeviceClassSpec {
-    #[serde(deserialize_with = "nullable")]
-    pub config: Vec<DeviceClaimConfiguration>,
-}
-
 impl AdmittedKind for DeviceClassKind {
     type View = Whole<DeviceClassSpec>;
 
@@ -38,10 +26,13 @@ impl AdmittedKind for DeviceClassKind {
         object.decode()
     }
 
-    /// On UPDATE a config the class already had is not judged again, so a
-    /// schema that became stricter never blocks an unrelated edit.
+    /// The apiserver's causes first, in its order (declarative ones last
+    /// where it enforces them), then the drivers' findings, which only a
+    /// class the apiserver admits would meet. On UPDATE a config the class
+    /// already had is not judged again by its driver's schema, so a schema
+    /// that became stricter never blocks an unrelated edit.
     fn validate(new: &Self::View, old: Option<&Self::View>, facts: &Facts<'_>) -> RuleVerdict {
-        let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
+        let mut errs = apiserver_errors(new, old, facts);
         errs.extend(rules::driver_config::judge_configs(
             &new.spec.config,
             old.map(|o| o.spec.config.as_slice()),
@@ -49,5 +40,50 @@ impl AdmittedKind for DeviceClassKind {
             facts.drivers,
         ));
         errs.into()
+    }
+}
+
+/// What kube-apiserver says of the class. The strategy
+/// (pkg/registry/resource/deviceclass/strategy.go) validates an UPDATE with
+/// `ValidateDeviceClass(new)` and then `ValidateDeviceClassUpdate(new, old)`,
+/// which judges the metadata again; both halves are kept, repeats included,
+/// as the apiserver lists them. Declarative validation is applied here
+/// rather than by the review, so that its errors come after the
+/// apiserver's other errors and before the drivers' findings.
+fn apiserver_errors(
+    new: &Whole<DeviceClassSpec>,
+    old: Option<&Whole<DeviceClassSpec>>,
+    facts: &Facts<'_>,
+) -> Vec<FieldError> {
+    let judged = Judged {
+        declarative: facts.target.declarative_validation(),
+        cel: facts.cel,
+    };
+    let metadata = Path::new("metadata");
+    let spec = Path::new("spec");
+    let meta = || rules::meta::validate_object_meta_long_name(&new.metadata, false, &metadata);
+    let mut errs = meta();
+    match old {
+        None => errs.extend(rules::device_class::validate_device_class_spec(
+            &new.spec, &spec, judged,
+        )),
+        Some(old) => {
+            let (as_created, against_old) =
+                rules::device_class::validate_device_class_update(&new.spec, &old.spec, &spec, judged);
+            errs.extend(as_created);
+            errs.extend(meta());
+            errs.extend(shared::validate_meta_update(&new.metadata, &old.metadata));
+            errs.extend(against_old);
+        }
+    }
+    if judged.declarative {
+        // Declarative validation runs once a request, not once a half:
+        // each of its errors is listed once.
+        let mut seen = std::collections::HashSet::new();
+        errs.retain(|e| e.declared.is_none() || seen.insert(e.to_string()));
+        rules::declarative::enforce(errs, Path::clone)
+    } else {
+        rules::declarative::forget(&mut errs);
+        errs
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod claim;
 pub mod claim_status;
+pub mod device_class;
 pub mod dra;
 pub mod go_json;
 pub mod patch;

@@ -37,6 +37,73 @@ pub fn validate_object_meta<'p>(meta: &ObjectMeta, namespaced: bool, path: impl 
             names::dns_subdomain_name(name, false),
         )),
     }
+    errs.extend(validate_common(meta, namespaced, path));
+    errs
+}
+
+/// The longest base the apiserver keeps of a `generateName` before it
+/// appends its 5 random characters (k8s.io/apiserver
+/// pkg/storage/names/generate.go, `MaxGeneratedNameLength` = 63 - 5).
+const GENERATED_NAME_BASE_MAX: usize = 58;
+
+/// `ValidateObjectMetaWithOpts` (apimachinery pkg/api/validation/objectmeta.go,
+/// v0.36.0) with `validate.LongName` as the name rule, as
+/// `ValidateDeviceClass` calls it (kubernetes pkg/apis/resource/validation/validation.go).
+/// Unlike [`validate_object_meta`], `generateName` is not judged itself:
+/// the name generated from it is. A manifest in `check` has no generated
+/// name yet, so its `generateName` (cut where the apiserver cuts it) is
+/// judged at `metadata.name` in its place; the random suffix it would get
+/// is lower-case letters and digits and cannot make it wrong. The name's
+/// format errors are declarative validation's too
+/// (`+k8s:subfield(name)=+k8s:format=k8s-long-name` on the type), so they
+/// are marked as such; a missing name is not (`+k8s:optional`).
+pub fn validate_object_meta_long_name<'p>(
+    meta: &ObjectMeta,
+    namespaced: bool,
+    path: impl Into<At<'p>>,
+) -> Vec<FieldError> {
+    let path = path.into();
+    let mut errs = Vec::new();
+    let generate_name = meta.generate_name.as_deref().unwrap_or("");
+    let name = match meta.name.as_deref().unwrap_or("") {
+        "" if generate_name.is_empty() => {
+            errs.push(FieldError::required(
+                path.child("name"),
+                "name or generateName is required",
+            ));
+            None
+        }
+        // A base ending in `-` is fine: the suffix follows it.
+        "" => Some((cut(generate_name, GENERATED_NAME_BASE_MAX), true)),
+        name => Some((name, false)),
+    };
+    if let Some((name, prefix)) = name {
+        errs.extend(
+            invalid_each(path.field("name"), name, names::dns_subdomain_name(name, prefix))
+                .into_iter()
+                .map(FieldError::declared),
+        );
+    }
+    errs.extend(validate_common(meta, namespaced, path));
+    errs
+}
+
+/// `s` cut to at most `max` bytes, on a character boundary.
+fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// `validateObjectMetaAccessorWithOptsCommon`: what follows the name,
+/// whichever name rule a kind has.
+fn validate_common(meta: &ObjectMeta, namespaced: bool, path: At<'_>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
     let namespace = meta.namespace.as_deref().unwrap_or("");
     if namespaced {
         if namespace.is_empty() {
@@ -121,6 +188,45 @@ mod tests {
         let errs = validate_object_meta(&meta("a", ""), true, &Path::new("metadata"));
         assert_eq!(errs[0].to_string(), "metadata.namespace: Required value");
         assert!(validate_object_meta(&meta("a", ""), false, &Path::new("metadata")).is_empty());
+    }
+
+    /// `ValidateObjectMetaWithOpts` judges the name, never `generateName`
+    /// itself; a manifest's `generateName` stands in for the name it will
+    /// get, and the name's format errors are declarative validation's too.
+    #[test]
+    fn long_name_meta_judges_the_name_only() {
+        let path = Path::new("metadata");
+        let mut m = meta("gpu.example.com", "");
+        m.generate_name = Some("Bad_".into());
+        assert!(validate_object_meta_long_name(&m, false, &path).is_empty());
+        m.name = Some("Bad_Name".into());
+        let errs = validate_object_meta_long_name(&m, false, &path);
+        let got: Vec<(String, bool)> = errs.iter().map(|e| (e.to_string(), e.declared.is_some())).collect();
+        assert_eq!(
+            got,
+            [(
+                "metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_owned(),
+                true
+            )]
+        );
+        m.name = None;
+        m.generate_name = Some("gpu-".into());
+        assert!(validate_object_meta_long_name(&m, false, &path).is_empty());
+        m.generate_name = Some("Gpu-".into());
+        assert_eq!(
+            validate_object_meta_long_name(&m, false, &path)[0].field.as_str(),
+            "metadata.name"
+        );
+        m.generate_name = None;
+        assert_eq!(
+            validate_object_meta_long_name(&m, false, &path)[0].to_string(),
+            "metadata.name: Required value: name or generateName is required"
+        );
+        let namespaced = meta("gpu", "ml");
+        assert_eq!(
+            validate_object_meta_long_name(&namespaced, false, &path)[0].to_string(),
+            "metadata.namespace: Forbidden: not allowed on this type"
+        );
     }
 
     #[test]

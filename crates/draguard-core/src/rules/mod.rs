@@ -6,6 +6,7 @@ pub mod capacity;
 pub mod cel;
 pub mod claim;
 pub mod declarative;
+pub mod device_class;
 pub mod device_patch;
 pub mod devicetaintrule;
 pub mod driver_config;
