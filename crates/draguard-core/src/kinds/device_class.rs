@@ -4,7 +4,7 @@
 //! class gets before its own and which no driver's webhook checks.
 
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
-use crate::field::{FieldError, Path};
+use crate::field::{FieldError, Path, Segment};
 use crate::objects::device_class::DeviceClassSpec;
 use crate::objects::{DecodeError, ObjectJson, Whole};
 use crate::rules;
@@ -78,12 +78,39 @@ fn apiserver_errors(
     }
     if judged.declarative {
         // Declarative validation runs once a request, not once a half:
-        // each of its errors is listed once.
+        // each of its errors is listed once. On UPDATE it says nothing of
+        // a field left as stored (the generated validators return early
+        // when the value equals the old one), and the hand-written errors
+        // it covers are dropped all the same (k8s.io/apiserver
+        // pkg/registry/rest/validate.go, `filterHandwrittenErrors`).
         let mut seen = std::collections::HashSet::new();
-        errs.retain(|e| e.declared.is_none() || seen.insert(e.to_string()));
+        errs.retain(|e| {
+            e.declared.is_none() || (old.is_none_or(|old| changed(&e.field, new, old)) && seen.insert(e.to_string()))
+        });
         rules::declarative::enforce(errs, Path::clone)
     } else {
         rules::declarative::forget(&mut errs);
         errs
+    }
+}
+
+/// Whether the top-level field `field` lies in differs from the stored
+/// class (the granularity of the declarative tags of a DeviceClass).
+fn changed(field: &Path, new: &Whole<DeviceClassSpec>, old: &Whole<DeviceClassSpec>) -> bool {
+    let names: Vec<&str> = field
+        .segments()
+        .iter()
+        .take(2)
+        .filter_map(|s| match s {
+            Segment::Field(name) => Some(name.as_ref()),
+            _ => None,
+        })
+        .collect();
+    match names.as_slice() {
+        ["metadata", "name"] => new.metadata.name != old.metadata.name,
+        ["spec", "selectors"] => new.spec.selectors != old.spec.selectors,
+        ["spec", "config"] => new.spec.config != old.spec.config,
+        ["spec", "extendedResourceName"] => new.spec.extended_resource_name != old.spec.extended_resource_name,
+        _ => true,
     }
 }

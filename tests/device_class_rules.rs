@@ -1,0 +1,270 @@
+//! DeviceClass judged as kube-apiserver judges it (`rules::device_class`),
+//! through the webhook's `/validate` core and through `check`: one change
+//! to a valid class is denied at the exact field path with the apiserver's
+//! message, its causes come before the drivers' findings, and an UPDATE is
+//! judged as the registry's strategy judges it.
+
+use draguard::admission::Incoming;
+use draguard::check::{Options, Severity, Source, check};
+use draguard::kubernetes::{KubeVersion, Target};
+use draguard::policy::PolicySet;
+use draguard::review::Engine;
+use draguard::verdict::Phase;
+use draguard::view::NoCluster;
+use serde_json::{Value, json};
+
+const NVIDIA: &str = "resource.nvidia.com/v1beta1";
+const UNDECLARED: &str = "compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '')";
+const SPREAD: &str = "Invalid value: \"Spread\": unknown GPU sharing strategy: Spread, supported GPU sharing strategies: TimeSlicing, MPS";
+
+/// A class both the apiserver and NVIDIA's driver accept.
+fn class() -> Value {
+    json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "gpu.nvidia.com"},
+        "spec": {
+            "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+            "config": [{"opaque": {"driver": "gpu.nvidia.com", "parameters": {"apiVersion": NVIDIA, "kind": "GpuConfig"}}}],
+            "extendedResourceName": "nvidia.com/gpu"
+        }
+    })
+}
+
+/// `class()` with the value at the JSON pointer `at` replaced.
+fn with(at: &str, value: Value) -> Value {
+    let mut object = class();
+    *object.pointer_mut(at).expect("pointer") = value;
+    object
+}
+
+fn causes(object: &Value, old: Option<&Value>, version: KubeVersion) -> Vec<(String, String)> {
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "u1",
+            "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "DeviceClass"},
+            "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "deviceclasses"},
+            "name": object["metadata"]["name"],
+            "operation": if old.is_some() { "UPDATE" } else { "CREATE" },
+            "userInfo": {"username": "alice"},
+            "object": object, "oldObject": old
+        }
+    });
+    let policies = PolicySet::default();
+    let ctx = Engine::new(&policies, &NoCluster, Target::new(version)).context(
+        "2026-11-21T10:00:00Z".parse().expect("time"),
+        Phase::Validate,
+        None,
+    );
+    let bytes = serde_json::to_vec(&review).expect("JSON");
+    let (decision, response) = Incoming::parse(&bytes).expect("review").answer(&ctx);
+    if decision.allowed {
+        return Vec::new();
+    }
+    assert_eq!(response["response"]["status"]["code"], 422, "{response}");
+    assert_eq!(response["response"]["status"]["reason"], "Invalid", "{response}");
+    response["response"]["status"]["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| {
+            (
+                c["field"].as_str().unwrap_or("").to_owned(),
+                c["message"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn check_errors(object: &Value, version: KubeVersion) -> Vec<(String, String)> {
+    let sources = [Source {
+        name: "class.json".into(),
+        text: serde_json::to_string_pretty(object).expect("JSON"),
+    }];
+    let mut options = Options::at("2026-11-21T10:00:00Z".parse().expect("time"));
+    options.target = Target::new(version);
+    let report = check(&sources, &[], &options, |_, _| {});
+    report.objects[0]
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| (f.field.clone().unwrap_or_default(), f.message.clone()))
+        .collect()
+}
+
+/// Both doors give `object` exactly these causes on CREATE under `version`.
+fn denied(object: &Value, version: KubeVersion, want: &[(&str, &str)]) {
+    let want: Vec<(String, String)> = want.iter().map(|(f, m)| ((*f).to_owned(), (*m).to_owned())).collect();
+    assert_eq!(causes(object, None, version), want, "/validate");
+    assert_eq!(check_errors(object, version), want, "check");
+}
+
+#[test]
+fn a_valid_class_is_admitted_by_both_doors() {
+    for version in [KubeVersion::V1_36, KubeVersion::V1_37] {
+        denied(&class(), version, &[]);
+    }
+}
+
+/// Each one-change variant, denied by both doors with the apiserver's cause.
+#[test]
+fn one_change_variants_are_denied_with_the_apiservers_cause() {
+    let v36 = KubeVersion::V1_36;
+    let undeclared = format!("Invalid value: \"foo\": {UNDECLARED}");
+    let cases: [(Value, &str, &str); 7] = [
+        (
+            with("/spec/selectors/0/cel/expression", json!("foo")),
+            "spec.selectors[0].cel.expression",
+            &undeclared,
+        ),
+        (
+            with("/spec/selectors/0", json!({})),
+            "spec.selectors[0].cel",
+            "Required value",
+        ),
+        (
+            with("/spec/config/0", json!({})),
+            "spec.config[0].opaque",
+            "Required value",
+        ),
+        (
+            with("/spec/config/0/opaque/parameters", json!("gpu")),
+            "spec.config[0].opaque.parameters",
+            "Invalid value: \"<value omitted>\": must be a valid JSON object",
+        ),
+        (
+            with("/spec/config/0/opaque/parameters", json!({"a": "x".repeat(10 * 1024)})),
+            "spec.config[0].opaque.parameters",
+            "Too long: may not be more than 10240 bytes",
+        ),
+        (
+            with("/spec/extendedResourceName", json!("gpu")),
+            "spec.extendedResourceName",
+            "Invalid value: \"gpu\": must be a valid extended resource name",
+        ),
+        (
+            with(
+                "/spec/selectors",
+                json!(vec![json!({"cel": {"expression": "true"}}); 33]),
+            ),
+            "spec.selectors",
+            "Too many: 33: must have at most 32 items",
+        ),
+    ];
+    for (object, field, message) in &cases {
+        denied(object, v36, &[(field, message)]);
+    }
+    denied(
+        &with("/metadata/name", json!("GPU")),
+        v36,
+        &[(
+            "metadata.name",
+            "Invalid value: \"GPU\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        )],
+    );
+}
+
+/// A bad selector and a config its driver refuses: the apiserver's cause
+/// first, then the driver's finding (which a real apiserver would never
+/// let the webhook see, but `check` reports everything at once).
+#[test]
+fn apiserver_causes_come_before_the_drivers_findings() {
+    let mut object = with("/spec/selectors/0/cel/expression", json!("foo"));
+    object["spec"]["config"][0]["opaque"]["parameters"]["sharing"] = json!({"strategy": "Spread"});
+    let undeclared = format!("Invalid value: \"foo\": {UNDECLARED}");
+    for version in [KubeVersion::V1_36, KubeVersion::V1_37] {
+        denied(
+            &object,
+            version,
+            &[
+                ("spec.selectors[0].cel.expression", &undeclared),
+                ("spec.config[0].opaque.parameters.sharing.strategy", SPREAD),
+            ],
+        );
+    }
+}
+
+/// From 1.37 declarative validation is enforced: the errors it covers come
+/// after the hand-written ones, in its words, and still before the
+/// drivers' findings.
+#[test]
+fn declarative_errors_come_last_of_the_apiservers_from_1_37() {
+    let mut object = with("/spec/extendedResourceName", json!("gpu"));
+    object["spec"]["selectors"][0]["cel"]["expression"] = json!("foo");
+    object["spec"]["config"][0]["opaque"]["parameters"]["sharing"] = json!({"strategy": "Spread"});
+    object["metadata"]["name"] = json!("GPU");
+    let undeclared = format!("Invalid value: \"foo\": {UNDECLARED}");
+    let name = "Invalid value: \"GPU\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    denied(
+        &object,
+        KubeVersion::V1_36,
+        &[
+            ("metadata.name", name),
+            ("spec.selectors[0].cel.expression", &undeclared),
+            (
+                "spec.extendedResourceName",
+                "Invalid value: \"gpu\": must be a valid extended resource name",
+            ),
+            ("spec.config[0].opaque.parameters.sharing.strategy", SPREAD),
+        ],
+    );
+    denied(
+        &object,
+        KubeVersion::V1_37,
+        &[
+            ("spec.selectors[0].cel.expression", &undeclared),
+            ("metadata.name", name),
+            (
+                "spec.extendedResourceName",
+                "Invalid value: \"gpu\": a name must be a domain-prefixed path, such as 'example.com/my-prop'",
+            ),
+            ("spec.config[0].opaque.parameters.sharing.strategy", SPREAD),
+        ],
+    );
+}
+
+/// An UPDATE is `ValidateDeviceClass(new)` then `ValidateDeviceClassUpdate(new, old)`:
+/// a changed bad selector is reported by both halves (1.36 lists the
+/// repeat as a cause; 1.37 filters hand-written repeats), and the
+/// immutable name by the second.
+#[test]
+fn an_update_is_judged_as_the_strategy_judges_it() {
+    let old = class();
+    let new = with("/spec/selectors/0/cel/expression", json!("foo"));
+    let undeclared = format!("Invalid value: \"foo\": {UNDECLARED}");
+    let cause = ("spec.selectors[0].cel.expression".to_owned(), undeclared.clone());
+    assert_eq!(
+        causes(&new, Some(&old), KubeVersion::V1_36),
+        vec![cause.clone(), cause.clone()]
+    );
+    assert_eq!(causes(&new, Some(&old), KubeVersion::V1_37), vec![cause]);
+    let renamed = with("/metadata/name", json!("other"));
+    assert_eq!(
+        causes(&renamed, Some(&old), KubeVersion::V1_36),
+        vec![(
+            "metadata.name".to_owned(),
+            "Invalid value: \"other\": field is immutable".to_owned()
+        )]
+    );
+    // A label added to a valid class: nothing to say.
+    let mut relabelled = old.clone();
+    relabelled["metadata"]["labels"] = json!({"team": "ml"});
+    assert_eq!(causes(&relabelled, Some(&old), KubeVersion::V1_36), Vec::new());
+}
+
+/// Parameters stored before the 10 KiB limit (1.32) keep their size in
+/// the update half, but the strategy's create half judges them as new:
+/// the apiserver refuses any update of such a class, once.
+#[test]
+fn stored_oversized_parameters_are_refused_by_the_create_half() {
+    let old = with("/spec/config/0/opaque/parameters", json!({"a": "x".repeat(10 * 1024)}));
+    let mut relabelled = old.clone();
+    relabelled["metadata"]["labels"] = json!({"team": "ml"});
+    assert_eq!(
+        causes(&relabelled, Some(&old), KubeVersion::V1_36),
+        vec![(
+            "spec.config[0].opaque.parameters".to_owned(),
+            "Too long: may not be more than 10240 bytes".to_owned()
+        )]
+    );
+}
