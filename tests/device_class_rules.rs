@@ -268,3 +268,66 @@ fn stored_oversized_parameters_are_refused_by_the_create_half() {
         )]
     );
 }
+
+/// A config with a bad driver and parameters that are no object: 1.36
+/// reports the driver first; from 1.37 the driver's error is declarative
+/// validation's (its caseless wording), after the parameters'.
+#[test]
+fn a_bad_driver_moves_behind_the_parameters_from_1_37() {
+    let mut object = with("/spec/config/0/opaque/driver", json!("gpu_nvidia"));
+    object["spec"]["config"][0]["opaque"]["parameters"] = json!(1);
+    let parameters = (
+        "spec.config[0].opaque.parameters",
+        "Invalid value: \"<value omitted>\": must be a valid JSON object",
+    );
+    denied(
+        &object,
+        KubeVersion::V1_36,
+        &[
+            (
+                "spec.config[0].opaque.driver",
+                "Invalid value: \"gpu_nvidia\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ),
+            parameters,
+        ],
+    );
+    denied(
+        &object,
+        KubeVersion::V1_37,
+        &[
+            parameters,
+            (
+                "spec.config[0].opaque.driver",
+                "Invalid value: \"gpu_nvidia\": an RFC 1123 subdomain must consist of alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'Example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ),
+        ],
+    );
+}
+
+/// From 1.37 declarative validation says nothing of a field an UPDATE left
+/// as stored, and the hand-written errors it covers are dropped: a class
+/// stored with a name 1.37 refuses can still be relabelled. Changing the
+/// field brings its error back.
+#[test]
+fn declarative_errors_ratchet_on_unchanged_fields_from_1_37() {
+    let old = with("/spec/extendedResourceName", json!("gpu"));
+    let mut relabelled = old.clone();
+    relabelled["metadata"]["labels"] = json!({"team": "ml"});
+    assert_eq!(causes(&relabelled, Some(&old), KubeVersion::V1_37), Vec::new());
+    let hand_written = (
+        "spec.extendedResourceName".to_owned(),
+        "Invalid value: \"gpu\": must be a valid extended resource name".to_owned(),
+    );
+    assert_eq!(
+        causes(&relabelled, Some(&old), KubeVersion::V1_36),
+        vec![hand_written.clone(), hand_written]
+    );
+    let changed = with("/spec/extendedResourceName", json!("gpus"));
+    assert_eq!(
+        causes(&changed, Some(&old), KubeVersion::V1_37),
+        vec![(
+            "spec.extendedResourceName".to_owned(),
+            "Invalid value: \"gpus\": a name must be a domain-prefixed path, such as 'example.com/my-prop'".to_owned()
+        )]
+    );
+}

@@ -21,9 +21,9 @@ use crate::objects::claim::{DeviceClaimConfiguration, DeviceSelector};
 use crate::objects::device_class::DeviceClassSpec;
 use crate::rules::cel::CompileBudget;
 use crate::rules::claim::{
-    DEVICE_CONFIG_MAX, DEVICE_SELECTORS_MAX, OPAQUE_PARAMETERS_MAX, encoded_len, validate_driver_name,
+    DEVICE_CONFIG_MAX, DEVICE_SELECTORS_MAX, DRIVER_NAME_MAX, OPAQUE_PARAMETERS_MAX, encoded_len, validate_driver_name,
 };
-use crate::rules::{cel, declare_list, names, validate_slice};
+use crate::rules::{cel, declare_list, invalid_each, names, validate_slice};
 
 /// `v1helper.IsExtendedResourceName` says no (1.36, and 1.37+ where
 /// declarative validation finds nothing to say instead).
@@ -38,7 +38,8 @@ const REQUESTS_PREFIX: &str = "requests.";
 #[derive(Clone, Copy)]
 pub struct Judged<'a> {
     /// Whether declarative validation is enforced (1.37 and later): the
-    /// extended resource name is then reported in its words.
+    /// configs' drivers and the extended resource name are then reported
+    /// in its words.
     pub declarative: bool,
     pub cel: &'a CompileBudget<'a>,
 }
@@ -82,7 +83,7 @@ fn validate_spec(
     let configs_stored = old.is_some_and(|o| o.config == spec.config);
     let config = at.field("config");
     let mut config_errs = validate_slice(&spec.config, DEVICE_CONFIG_MAX, config, |c, p| {
-        validate_class_config(c, p, configs_stored)
+        validate_class_config(c, p, configs_stored, judged.declarative)
     });
     declare_list(&mut config_errs, config, None);
     errs.extend(config_errs);
@@ -110,17 +111,47 @@ fn validate_selector(selector: &DeviceSelector, path: At<'_>, stored: bool, budg
 
 /// `validateDeviceClassConfiguration` → `validateDeviceConfiguration` →
 /// `validateOpaqueConfiguration`.
-fn validate_class_config(config: &DeviceClaimConfiguration, path: At<'_>, stored: bool) -> Vec<FieldError> {
+fn validate_class_config(
+    config: &DeviceClaimConfiguration,
+    path: At<'_>,
+    stored: bool,
+    declarative: bool,
+) -> Vec<FieldError> {
     let Some(opaque) = &config.opaque else {
         return vec![FieldError::required(path.child("opaque"), "")];
     };
     let opaque_path = path.field("opaque");
-    let mut errs = validate_driver_name(&opaque.driver, opaque_path.field("driver"));
+    let mut errs = validate_class_driver(&opaque.driver, opaque_path.field("driver"), declarative);
     errs.extend(validate_raw_parameters(
         opaque.parameters.as_ref(),
         opaque_path.field("parameters"),
         stored,
     ));
+    errs
+}
+
+/// `opaque.driver`: `ValidateCSIDriverName` (Required, TooLong, then the
+/// format of the lower-cased name), all three marked covered by
+/// declarative validation (`RequiredCovered`, `FormatCovered`,
+/// `SizeCovered`). Where that is enforced (1.37 on) its own errors stand in
+/// their place: `+k8s:required`, which stops there, then
+/// `+k8s:format=k8s-long-name-caseless` and `+k8s:maxLength=63`, in that
+/// order (k8s.io/api resource/v1/zz_generated.validations.go, HEAD
+/// 10b39a39, `Validate_OpaqueDeviceConfiguration`).
+fn validate_class_driver(driver: &str, path: At<'_>, declarative: bool) -> Vec<FieldError> {
+    if !declarative {
+        return validate_driver_name(driver, path);
+    }
+    if driver.is_empty() {
+        return vec![FieldError::required(path, "").declared()];
+    }
+    let mut errs: Vec<FieldError> = invalid_each(path, driver, names::dns1123_subdomain_caseless(driver))
+        .into_iter()
+        .map(FieldError::declared)
+        .collect();
+    if driver.len() > DRIVER_NAME_MAX {
+        errs.push(FieldError::too_long(path, DRIVER_NAME_MAX).declared());
+    }
     errs
 }
 
@@ -201,6 +232,7 @@ mod tests {
     use serde_json::json;
 
     const EMPTY_DRIVER: &str = "spec.config[0].opaque.driver: Invalid value: \"\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    const CASELESS: &str = "an RFC 1123 subdomain must consist of alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'Example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
     const UNDECLARED: &str = "compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '')";
 
     /// A class the apiserver admits: one selector, one config.
@@ -366,6 +398,36 @@ mod tests {
         let want: Vec<(&str, bool)> = want.iter().map(|m| (*m, true)).collect();
         assert_eq!(got, want);
         assert!(validate_extended_resource_name("example.com/gpu", (&path).into(), true).is_empty());
+    }
+
+    /// From 1.37 a config's driver is judged by declarative validation:
+    /// required stops there, then the caseless format, then the length.
+    #[rstest]
+    #[case::missing("", &["Required value"])]
+    #[case::upper_case("GPU.example.com", &[])]
+    #[case::not_a_subdomain("gpu_example", &[CASELESS])]
+    #[case::too_long(&format!("{}.com", "a".repeat(60)), &["Too long: may not be more than 63 bytes"])]
+    #[case::both(&format!("{}_.com", "a".repeat(60)), &[CASELESS, "Too long: may not be more than 63 bytes"])]
+    fn driver_in_declarative_words(#[case] driver: &str, #[case] want: &[&str]) {
+        let path = Path::new("spec")
+            .child("config")
+            .index(0)
+            .child("opaque")
+            .child("driver");
+        let errs = validate_class_driver(driver, (&path).into(), true);
+        let got: Vec<(String, bool)> = errs.iter().map(|e| (e.body(), e.declared.is_some())).collect();
+        let want: Vec<(String, bool)> = want
+            .iter()
+            .map(|m| {
+                let body = if *m == CASELESS {
+                    format!("Invalid value: {driver:?}: {CASELESS}")
+                } else {
+                    (*m).to_owned()
+                };
+                (body, true)
+            })
+            .collect();
+        assert_eq!(got, want);
     }
 
     /// On UPDATE the half judged against the stored class skips what is
