@@ -499,6 +499,19 @@ impl FieldError {
     }
 
     /// `field.TooLong(path, value, max)`: the value itself is never printed.
+    /// `field.TooLongCharacters`: declarative validation's `maxLength`,
+    /// which counts characters, not bytes (apimachinery v0.36.0
+    /// pkg/api/validate/limits.go).
+    pub fn too_long_characters(field: impl Into<Path>, max: usize) -> Self {
+        let unit = if max == 1 { "character" } else { "characters" };
+        Self::new(
+            ErrorType::TooLong,
+            field.into(),
+            BadValue::None,
+            format!("may not be more than {max} {unit}"),
+        )
+    }
+
     pub fn too_long(field: impl Into<Path>, max: usize) -> Self {
         Self::new(
             ErrorType::TooLong,

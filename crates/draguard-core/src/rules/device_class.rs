@@ -135,7 +135,8 @@ fn validate_class_config(
 /// declarative validation (`RequiredCovered`, `FormatCovered`,
 /// `SizeCovered`). Where that is enforced (1.37 on) its own errors stand in
 /// their place: `+k8s:required`, which stops there, then
-/// `+k8s:format=k8s-long-name-caseless` and `+k8s:maxLength=63`, in that
+/// `+k8s:format=k8s-long-name-caseless` and `+k8s:maxLength=63` (in
+/// characters), in that
 /// order (k8s.io/api resource/v1/zz_generated.validations.go, HEAD
 /// 10b39a39, `Validate_OpaqueDeviceConfiguration`).
 fn validate_class_driver(driver: &str, path: At<'_>, declarative: bool) -> Vec<FieldError> {
@@ -149,8 +150,9 @@ fn validate_class_driver(driver: &str, path: At<'_>, declarative: bool) -> Vec<F
         .into_iter()
         .map(FieldError::declared)
         .collect();
-    if driver.len() > DRIVER_NAME_MAX {
-        errs.push(FieldError::too_long(path, DRIVER_NAME_MAX).declared());
+    // `validate.MaxLength` counts characters and says so.
+    if driver.len() > DRIVER_NAME_MAX && driver.chars().count() > DRIVER_NAME_MAX {
+        errs.push(FieldError::too_long_characters(path, DRIVER_NAME_MAX).declared());
     }
     errs
 }
@@ -406,8 +408,9 @@ mod tests {
     #[case::missing("", &["Required value"])]
     #[case::upper_case("GPU.example.com", &[])]
     #[case::not_a_subdomain("gpu_example", &[CASELESS])]
-    #[case::too_long(&format!("{}.com", "a".repeat(60)), &["Too long: may not be more than 63 bytes"])]
-    #[case::both(&format!("{}_.com", "a".repeat(60)), &[CASELESS, "Too long: may not be more than 63 bytes"])]
+    #[case::too_long(&format!("{}.com", "a".repeat(60)), &["Too long: may not be more than 63 characters"])]
+    #[case::both(&format!("{}_.com", "a".repeat(60)), &[CASELESS, "Too long: may not be more than 63 characters"])]
+    #[case::long_in_bytes_only(&format!("{}.com", "é".repeat(40)), &[CASELESS])]
     fn driver_in_declarative_words(#[case] driver: &str, #[case] want: &[&str]) {
         let path = Path::new("spec")
             .child("config")
