@@ -106,6 +106,41 @@ fn a_valid_class_is_admitted_by_both_doors() {
     }
 }
 
+/// Every DeviceClass of the drivers' corpus (tests/fixtures/driver_configs,
+/// each file naming its source) passes the apiserver's rules, and its
+/// selectors compile, under every version draguard knows.
+#[test]
+fn the_drivers_classes_pass_under_every_version() {
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/driver_configs");
+    let files = [
+        "nvidia/rendered/deviceclasses.yaml",
+        "nvidia/demo/specs/extended-resources/mig-1g-12gb.yaml",
+        "example/rendered/deviceclass.yaml",
+    ];
+    let sources: Vec<Source> = files
+        .iter()
+        .map(|f| Source {
+            name: (*f).to_owned(),
+            text: std::fs::read_to_string(format!("{corpus}/{f}")).expect("corpus file"),
+        })
+        .collect();
+    for version in KubeVersion::SUPPORTED {
+        let mut options = Options::at("2026-11-21T10:00:00Z".parse().expect("time"));
+        options.target = Target::new(*version);
+        let report = check(&sources, &[], &options, |_, _| {});
+        let classes: Vec<_> = report.objects.iter().filter(|o| o.id.kind == "DeviceClass").collect();
+        assert_eq!(classes.len(), 7, "{version:?}");
+        for class in classes {
+            assert!(
+                class.allowed && class.findings.is_empty(),
+                "{version:?} {}: {:?}",
+                class.id,
+                class.findings
+            );
+        }
+    }
+}
+
 /// Each one-change variant, denied by both doors with the apiserver's cause.
 #[test]
 fn one_change_variants_are_denied_with_the_apiservers_cause() {
