@@ -239,7 +239,10 @@ fn assert_fails_safe(docs: &[Value], expected_failure: &[(&str, &str)]) {
             // It only warns, and its read of the workload takes 500 ms at
             // most (src/server/scale_workload.rs).
             assert_eq!(w["timeoutSeconds"], 1, "{name}");
-            assert_eq!(w["failurePolicy"], "Ignore", "{name}: a warning is never worth a failed scale");
+            assert_eq!(
+                w["failurePolicy"], "Ignore",
+                "{name}: a warning is never worth a failed scale"
+            );
         } else {
             assert_eq!(w["timeoutSeconds"], 2, "{name}");
         }

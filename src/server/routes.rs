@@ -149,7 +149,7 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
     // With a cluster, a small body is parsed here, so that a `scale` write
     // can have its workload fetched (async IO) before it is judged; a
     // Scale is always small. Without one, nothing changes.
-    let input = if small && state.scale_workloads.is_some() {
+    let mut input = if small && state.scale_workloads.is_some() {
         match Incoming::parse(&body) {
             Ok(incoming) => {
                 // The objects are copied out: the body goes before the wait.
@@ -169,7 +169,7 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
         let engine = Engine::new(&policies, &*state.cluster, state.target)
             .with_toleration_restriction(state.toleration_restriction.as_deref())
             .with_cel(&OffTheAsyncWorker);
-        let outcome = decide(&input, endpoint, &engine, stop_at);
+        let outcome = decide(&mut input, endpoint, &engine, stop_at);
         return respond(&state, endpoint, outcome, slot, started.elapsed(), deadline);
     }
     let cluster = state.cluster.clone();
@@ -182,7 +182,7 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
         let engine = Engine::new(&policies, &*cluster, target)
             .with_toleration_restriction(toleration_restriction.as_deref())
             .with_cel(&OffTheAsyncWorker);
-        let outcome = decide(&input, endpoint, &engine, stop_at);
+        let outcome = decide(&mut input, endpoint, &engine, stop_at);
         drop(input);
         (outcome, slot)
     });
@@ -323,7 +323,7 @@ enum ReviewOutcome {
 }
 
 /// The whole review: parse (unless done), judge, serialize.
-fn decide(input: &Input, endpoint: Endpoint, engine: &Engine<'_>, deadline: Instant) -> ReviewOutcome {
+fn decide(input: &mut Input, endpoint: Endpoint, engine: &Engine<'_>, deadline: Instant) -> ReviewOutcome {
     let parsed;
     let (incoming, workload) = match input {
         Input::Body(body) => {
@@ -333,7 +333,7 @@ fn decide(input: &Input, endpoint: Endpoint, engine: &Engine<'_>, deadline: Inst
             };
             (&parsed, None)
         }
-        Input::Parsed(incoming, workload) => (&**incoming, workload.as_ref()),
+        Input::Parsed(incoming, workload) => (&**incoming, workload.take()),
     };
     let ctx = engine.context(jiff::Timestamp::now(), endpoint.phase(), Some(deadline));
     let decision = match workload {

@@ -50,6 +50,15 @@ pub const MAX_WORKLOAD_BYTES: usize = 3 << 20;
 /// workload as the scale leaves it, and the stored one beside it.
 const COPIES_WHILE_JUDGED: usize = 3;
 
+/// What a review is charged for the workload it read, on top of its own
+/// charge: every copy alive while it is judged, each charged as a review
+/// of the workload's text would be. `tests/review_memory.rs` measures it.
+pub fn workload_charge(workload: &[u8]) -> usize {
+    let mut shape = Shape::default();
+    shape.feed(workload);
+    shape.charge().saturating_mul(COPIES_WHILE_JUDGED)
+}
+
 /// How a fetch ended, the `result` label of its counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FetchOutcome {

@@ -62,7 +62,7 @@ fn warnings(incoming: &Incoming, workload: &Value) -> Vec<String> {
         Phase::Validate,
         None,
     );
-    let decision = incoming.decide_scale(&ctx, workload);
+    let decision = incoming.decide_scale(&ctx, workload.clone());
     assert!(decision.allowed, "a scale is never denied");
     assert!(decision.denial.is_none());
     assert!(decision.patch.is_empty());

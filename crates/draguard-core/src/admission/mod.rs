@@ -164,7 +164,7 @@ impl Incoming {
     /// The verdict on a `scale` write, given the workload it scales as
     /// stored (fetched by the server): allowed, with the warning of the
     /// Pods it would stamp ([`crate::review::scale`]).
-    pub fn decide_scale(&self, ctx: &Context<'_>, workload: &Value) -> Decision {
+    pub fn decide_scale(&self, ctx: &Context<'_>, workload: Value) -> Decision {
         match &self.request {
             Ok(req) => crate::review::scale::review_scale(req, workload, ctx),
             Err(e) => Decision::bad_request(e.clone()),

@@ -14,9 +14,9 @@
 
 use serde_json::Value;
 
-use super::{Context, review};
+use super::{Context, registry, standing_template};
 use crate::kinds::KindRow;
-use crate::kinds::workload::{DEPLOYMENT, REPLICA_SET, STATEFUL_SET};
+use crate::kinds::workload::{DEPLOYMENT, REPLICA_SET, STATEFUL_SET, WorkloadKind};
 use crate::objects::ObjectJson;
 use crate::verdict::{Decision, Envelope, Request};
 use kube_core::admission::Operation;
@@ -93,7 +93,7 @@ fn is_dns_name(name: &str) -> bool {
 /// template alone would get (`new pods of this Deployment would be
 /// denied: …`). No warning when the review is not a scale-up
 /// ([`scale_target`]) or `workload` is not the object it names.
-pub fn review_scale(req: &Request, workload: &Value, ctx: &Context<'_>) -> Decision {
+pub fn review_scale(req: &Request, workload: Value, ctx: &Context<'_>) -> Decision {
     let Some(target) = scale_target(req) else {
         return Decision::allow();
     };
@@ -103,23 +103,15 @@ pub fn review_scale(req: &Request, workload: &Value, ctx: &Context<'_>) -> Decis
         && workload.get("kind").and_then(Value::as_str) == Some(row.kind)
         && workload.pointer("/metadata/namespace").and_then(Value::as_str) == Some(target.namespace)
         && workload.pointer("/metadata/name").and_then(Value::as_str) == Some(target.name);
-    if !names_it {
+    let Some(routed) = registry::route(row.group, target.version, row.kind).filter(|_| names_it) else {
         return Decision::allow();
-    }
-    // The workload as this write leaves it: the scale's replicas, the same
-    // template. The replicas are what the write changes; the template,
-    // unchanged, is what the UPDATE's review judges for its warning.
-    let mut scaled = workload.clone();
-    if let (Some(spec), Some(replicas)) = (
-        scaled.get_mut("spec").and_then(Value::as_object_mut),
-        req.object
-            .as_ref()
-            .and_then(|o| o.tree().ok()?.pointer("/spec/replicas").cloned()),
-    ) {
-        spec.insert("replicas".into(), replicas);
-    }
+    };
+    // The stored workload as if created now, as the UPDATE's warning
+    // judges it: its template is what the new Pods get, and the replicas
+    // the scale changes are not judged. Moved, not copied: a workload can
+    // be megabytes (its charge: src/server/scale_workload.rs).
     let env = &req.envelope;
-    let update = Request {
+    let create = Request {
         envelope: Envelope {
             uid: env.uid.clone(),
             kind: GroupVersionKind::gvk(row.group, target.version, row.kind),
@@ -127,17 +119,17 @@ pub fn review_scale(req: &Request, workload: &Value, ctx: &Context<'_>) -> Decis
             sub_resource: None,
             name: env.name.clone(),
             namespace: env.namespace.clone(),
-            operation: Operation::Update,
+            operation: Operation::Create,
             user_info: env.user_info.clone(),
             dry_run: env.dry_run,
         },
-        object: Some(ObjectJson::Tree(scaled)),
-        old_object: Some(ObjectJson::Tree(workload.clone())),
+        object: Some(ObjectJson::Tree(workload)),
+        old_object: None,
     };
-    // The template is unchanged, so the UPDATE is not judged: only its
-    // warning is taken, and the scale is admitted whatever it says.
     Decision {
-        warnings: review(&update, ctx).warnings,
+        warnings: standing_template::warning_as_created::<WorkloadKind>(routed, &create, ctx)
+            .into_iter()
+            .collect(),
         ..Decision::allow()
     }
 }
