@@ -129,6 +129,41 @@ async fn a_refused_get_admits_the_scale_without_a_warning() {
     server.stop().await.expect("stops");
 }
 
+/// A workload whose judgement would not fit in the review memory budget
+/// is not read to its end: admitted without a warning, and counted.
+#[tokio::test]
+async fn a_workload_over_the_review_memory_budget_is_not_judged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut big = deployment("w");
+    big["spec"]["template"]["spec"]["tolerations"] = (0..10_000)
+        .map(|i| json!({"key": format!("example.com/taint-{i:05}"), "operator": "Exists"}))
+        .collect();
+    let mut objects = Objects::default();
+    objects
+        .lists
+        .insert("deployments".into(), vec![big, deployment("small")]);
+    let apiserver = FakeApiServer::start(objects).await;
+    let policies = dir.path().join("policies");
+    std::fs::create_dir_all(&policies).expect("policies dir");
+    std::fs::write(policies.join("gpu.yaml"), POLICY).expect("policy");
+    let server = start(&dir.path().join("certs"), |config| {
+        config.policies_dir = Some(policies);
+        config.scale_workloads = Some(ScaleWorkloads::new(apiserver.client()));
+        // Room for a review and a small workload, not for 10,000
+        // tolerations (charged 66 MB).
+        config.max_body = 64 << 10;
+        config.limits.review_memory = 2 << 20;
+    })
+    .await;
+    assert_eq!(validate(&server, &scale_review("w", 5, 1)).await, (true, vec![]));
+    assert_eq!(fetches(&server, "review_memory").await, 1.0);
+    // The budget is given back: a small one still gets its warning.
+    let (allowed, warnings) = validate(&server, &scale_review("small", 5, 1)).await;
+    assert!(allowed);
+    assert_eq!(warnings, [WARNING]);
+    server.stop().await.expect("stops");
+}
+
 /// An apiserver that accepts the connection and never answers: the GET
 /// gives up within its 500 ms, well inside the entry's 1 s.
 #[tokio::test]
