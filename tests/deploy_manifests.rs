@@ -213,6 +213,7 @@ fn sent_for_operation(webhook: &Value, user: &str, operation: &str) -> bool {
 }
 
 const KUBELET: &str = "system:node:worker-1";
+const SCALE: &str = "scale.validate.draguard.dev";
 const NODE_CONTROLLER: &str = "system:serviceaccount:kube-system:node-controller";
 const CONTROLLER_MANAGER: &str = "system:kube-controller-manager";
 const ADMIN: &str = "alice";
@@ -234,6 +235,14 @@ fn assert_fails_safe(docs: &[Value], expected_failure: &[(&str, &str)]) {
             assert_eq!(w["reinvocationPolicy"], "Never", "{name}: a reinvocation waits again");
             // A mutation is never worth a failed API call.
             assert_eq!(w["failurePolicy"], "Ignore", "{name}");
+        } else if name == SCALE {
+            // It only warns, and its read of the workload takes 500 ms at
+            // most (src/server/scale_workload.rs).
+            assert_eq!(w["timeoutSeconds"], 1, "{name}");
+            assert_eq!(
+                w["failurePolicy"], "Ignore",
+                "{name}: a warning is never worth a failed scale"
+            );
         } else {
             assert_eq!(w["timeoutSeconds"], 2, "{name}");
         }
@@ -1461,6 +1470,78 @@ fn workload_updates_are_sent_when_the_template_or_a_users_spec_or_labels_change(
             json!([{"key": "example.com/tpu", "operator": "Exists"}]);
         assert_eq!(sent(&tolerating, &object), [WORKLOADS], "{kind}: a toleration changed");
     }
+}
+
+/// A write of a workload's `scale` subresource (`kubectl scale`, the
+/// HorizontalPodAutoscaler) reaches draguard only when a user scales up:
+/// the HPA and every controller, and a scale-down, never wait on it. The
+/// request is what an apiserver sends for the subresource (kubernetes
+/// v1.36 staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/
+/// request/admissionreview.go: `kind` is autoscaling/v1 Scale, `resource`
+/// the workload's, `subResource` scale).
+#[test]
+fn scale_writes_reach_draguard_only_for_users_scale_ups() {
+    let Some(docs) = render(&overlay("base")) else { return };
+    let ns = json!({"metadata": {"name": "ml"}});
+    let scale = |replicas: Option<i64>| {
+        let mut spec = json!({});
+        if let Some(n) = replicas {
+            spec["replicas"] = json!(n);
+        }
+        json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "w", "namespace": "ml"}, "spec": spec, "status": {"replicas": 1}})
+    };
+    for plural in ["deployments", "replicasets", "statefulsets"] {
+        let write = |user: &str, new: Option<i64>, old: Option<i64>| {
+            json!({
+                "uid": "u", "operation": "UPDATE",
+                "kind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                "resource": {"group": "apps", "version": "v1", "resource": plural},
+                "subResource": "scale",
+                "requestKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                "name": "w", "namespace": "ml",
+                "userInfo": {"username": user, "groups": ["system:authenticated"]},
+                "object": scale(new), "oldObject": scale(old),
+            })
+        };
+        let sent = |user: &str, new: Option<i64>, old: Option<i64>| {
+            let reached = reached(&docs, &write(user, new, old), &ns);
+            assert!(worst_wait(&reached) <= 1, "{plural}: {:?}", names(&reached));
+            names(&reached).into_iter().map(str::to_owned).collect::<Vec<_>>()
+        };
+        assert_eq!(sent(ADMIN, Some(5), Some(1)), [SCALE], "{plural}: a user's scale-up");
+        assert_eq!(sent(ADMIN, Some(3), None), [SCALE], "{plural}: up from zero (omitted)");
+        for (new, old) in [(Some(1), Some(5)), (Some(3), Some(3)), (None, Some(2))] {
+            assert!(sent(ADMIN, new, old).is_empty(), "{plural}: {old:?} -> {new:?}");
+        }
+        for controller in [
+            "system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+            CONTROLLER_MANAGER,
+            "system:serviceaccount:kube-system:deployment-controller",
+        ] {
+            assert!(
+                sent(controller, Some(5), Some(1)).is_empty(),
+                "{plural}: {controller} scales without draguard"
+            );
+        }
+    }
+    // Subresources of kinds without a scale, and the workloads' own
+    // writes, are not this entry's.
+    let entry = validating(&docs, SCALE);
+    assert_eq!(
+        resources(entry),
+        ["deployments/scale", "replicasets/scale", "statefulsets/scale"]
+    );
+    assert_eq!(entry["rules"][0]["operations"], json!(["UPDATE"]));
+    // It reads each workload it is sent, and nothing more.
+    let role = find(&docs, "ClusterRole", "draguard-workloads").expect("the workloads ClusterRole");
+    assert_eq!(
+        role["rules"],
+        json!([{"apiGroups": ["apps"], "resources": ["deployments", "replicasets", "statefulsets"], "verbs": ["get"]}])
+    );
+    let binding = find(&docs, "ClusterRoleBinding", "draguard-workloads").expect("its binding");
+    assert_eq!(binding["roleRef"]["name"], "draguard-workloads");
+    assert_eq!(binding["subjects"][0]["name"], "draguard");
 }
 
 /// A claim or template CREATE costs one webhook call once draguard has

@@ -177,6 +177,90 @@ fn shapes() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// A scale-up's review judged on the workload read for it (src/server/
+/// scale_workload.rs): the peak beyond what was live before, with the
+/// review's body and the workload's text counted as live throughout (the
+/// fetch holds the text until it is parsed). Judged under a policy that
+/// refuses every toleration, so that the warning names each one.
+fn peak_of_scale_review(body: &[u8], workload: &[u8]) -> usize {
+    let policy = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpu-nodes}\nspec:\n  namespaces: {names: [ns]}\n  pods:\n    allow: [{key: nvidia.com/gpu, operator: Exists}]\n";
+    let policies = draguard::policy::PolicySet {
+        policies: draguard::policy::load::parse("p.yaml", policy).expect("policy"),
+        ..Default::default()
+    };
+    let ctx = Engine::new(&policies, &NoCluster, Default::default()).context(
+        "2026-11-21T10:00:00Z".parse().expect("time"),
+        Phase::Validate,
+        None,
+    );
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    {
+        let incoming = Incoming::parse(body).expect("an AdmissionReview");
+        let fetched: Value = serde_json::from_slice(workload).expect("a workload");
+        let decision = incoming.decide_scale(&ctx, fetched);
+        assert!(decision.allowed && !decision.warnings.is_empty());
+        let answer = incoming.answer_with(&decision, &ctx).to_vec().expect("an answer");
+        assert!(!answer.is_empty());
+    }
+    PEAK.load(Ordering::Relaxed) - before + body.len() + workload.len()
+}
+
+/// Deployments whose templates decode to the most per byte, and the
+/// Scale review that raises each one.
+fn scale_shapes() -> Vec<(&'static str, Vec<u8>, Vec<u8>)> {
+    let deployment = |template_spec: Value, labels: Value| {
+        serde_json::to_vec(&json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "big", "namespace": "ns"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "big"}},
+                     "template": {"metadata": {"labels": labels}, "spec": template_spec}}}))
+        .expect("serializable")
+    };
+    let scale = |replicas: i64| {
+        json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "big", "namespace": "ns"}, "spec": {"replicas": replicas}})
+    };
+    let body = serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u-1", "kind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "resource": {"group": "apps", "version": "v1", "resource": "deployments"}, "subResource": "scale",
+            "name": "big", "namespace": "ns", "operation": "UPDATE", "userInfo": {"username": "alice"},
+            "object": scale(5), "oldObject": scale(1), "dryRun": false}}))
+    .expect("serializable");
+    let toleration =
+        |i: usize| json!({"key": format!("example.com/taint-{i:05}"), "operator": "Exists", "effect": "NoSchedule"});
+    let containers = json!([{"name": "c", "image": "busybox"}]);
+    let one = json!([{"key": "spot", "operator": "Exists"}]);
+    vec![
+        (
+            "scale, template with 10k tolerations",
+            body.clone(),
+            deployment(
+                json!({"containers": containers, "tolerations": (0..10_000).map(toleration).collect::<Vec<_>>()}),
+                json!({"app": "big"}),
+            ),
+        ),
+        (
+            "scale, template with 200k empty tolerations",
+            body.clone(),
+            deployment(
+                json!({"containers": containers, "tolerations": vec![json!({"key": "k"}); 200_000]}),
+                json!({}),
+            ),
+        ),
+        (
+            "scale, template with 200k one-letter labels",
+            body,
+            deployment(
+                json!({"containers": containers, "tolerations": one}),
+                (0..200_000)
+                    .map(|i| (format!("{i:x}"), json!("")))
+                    .collect::<serde_json::Map<_, _>>()
+                    .into(),
+            ),
+        ),
+    ]
+}
+
 #[test]
 fn a_review_holds_no_more_than_it_is_charged() {
     let mut report = String::new();
@@ -196,6 +280,22 @@ fn a_review_holds_no_more_than_it_is_charged() {
             if peak > charged {
                 over.push(line);
             }
+        }
+    }
+    for (name, body, workload) in scale_shapes() {
+        let peak = peak_of_scale_review(&body, &workload);
+        let charged =
+            draguard::server::review_charge(&body) + draguard::server::scale_workload::workload_charge(&workload);
+        let line = format!(
+            "{name:<40} Validate: workload {} B, peak {} B ({:.1}x), charged {} B\n",
+            workload.len(),
+            peak,
+            peak as f64 / workload.len() as f64,
+            charged
+        );
+        report.push_str(&line);
+        if peak > charged {
+            over.push(line);
         }
     }
     println!("{report}");

@@ -294,8 +294,10 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     config.metrics_listen = args.metrics_listen;
     config.toleration_restriction = args.toleration_restriction.load()?.map(std::sync::Arc::new);
     let cluster = live_view(&args).await?;
-    if let Some((view, _)) = &cluster {
+    if let Some((view, client)) = &cluster {
         config = config.with_live_view(view.clone());
+        // A scale-up's workload is read when it is reviewed, not cached.
+        config.scale_workloads = Some(server::ScaleWorkloads::new(client.clone()));
     }
     config.target = rules_in_force(
         &args,

@@ -53,7 +53,7 @@ pub(crate) struct ReviewSlot {
 impl ReviewSlot {
     /// Grows this review's charge to `bytes`; false when the budget has no
     /// room.
-    fn reserve(&mut self, bytes: usize) -> bool {
+    pub(crate) fn reserve(&mut self, bytes: usize) -> bool {
         let want = kib(bytes);
         let held = self
             .charge
@@ -72,6 +72,14 @@ impl ReviewSlot {
             }
             Err(_) => false,
         }
+    }
+}
+
+impl ReviewSlot {
+    /// The bytes this review is charged now (in whole KiB), for a part of
+    /// the review that adds to it (the workload of a scale).
+    pub(crate) fn charged(&self) -> usize {
+        self.charge.as_ref().map_or(0, |p| p.num_permits().saturating_mul(KIB))
     }
 }
 

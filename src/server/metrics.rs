@@ -19,6 +19,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
+use super::scale_workload::FetchOutcome;
 use super::taint_rule_reach::TaintRuleReach;
 use super::tls::CertStore;
 use crate::build_info;
@@ -148,6 +149,11 @@ struct ReasonLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct TimeoutLabels {
     timeout: &'static str,
 }
@@ -179,6 +185,7 @@ pub(crate) struct Metrics {
     reviews_rejected: Family<ReasonLabels, Counter>,
     connection_timeouts: Family<TimeoutLabels, Counter>,
     metrics_connections_closed: Family<ReasonLabels, Counter>,
+    scale_workload_fetches: Family<ResultLabels, Counter>,
 }
 
 impl Metrics {
@@ -251,6 +258,19 @@ impl Metrics {
              request on a keep-alive connection)",
             metrics_connections_closed.clone(),
         );
+        let scale_workload_fetches = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "draguard_scale_workload_fetches",
+            "Workloads read for a scale-up's warning, by result: fetched, timeout, forbidden (RBAC), not_found, \
+             review_memory (no room in the budget), unreadable (too large, not JSON), failed; every one but \
+             fetched admits the scale without a warning",
+            scale_workload_fetches.clone(),
+        );
+        for outcome in FetchOutcome::ALL {
+            let _ = scale_workload_fetches.get_or_create(&ResultLabels {
+                result: outcome.label(),
+            });
+        }
         // Every series from the start: `rate()` and `increase()` need the zero.
         for reason in MetricsClose::ALL {
             let _ = metrics_connections_closed.get_or_create(&ReasonLabels { reason: reason.label() });
@@ -290,6 +310,7 @@ impl Metrics {
             reviews_rejected,
             connection_timeouts,
             metrics_connections_closed,
+            scale_workload_fetches,
         }
     }
 
@@ -306,6 +327,14 @@ impl Metrics {
     pub(crate) fn review_rejected(&self, reason: RejectReason) {
         self.reviews_rejected
             .get_or_create(&ReasonLabels { reason: reason.label() })
+            .inc();
+    }
+
+    pub(crate) fn scale_workload_fetched(&self, outcome: FetchOutcome) {
+        self.scale_workload_fetches
+            .get_or_create(&ResultLabels {
+                result: outcome.label(),
+            })
             .inc();
     }
 

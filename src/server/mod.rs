@@ -23,12 +23,14 @@ mod metrics;
 mod process;
 mod review_memory;
 mod routes;
+pub mod scale_workload;
 pub mod taint_rule_reach;
 mod tls;
 
 pub use fd_limit::{FdLimit, raise_fd_limit};
 pub use limits::ServerLimits;
 pub use review_memory::review_charge;
+pub use scale_workload::ScaleWorkloads;
 pub use tls::ManagedCert;
 
 use std::fmt;
@@ -157,6 +159,10 @@ pub struct ServerConfig {
     /// What standing DeviceTaintRules reach, for
     /// `draguard_taint_rule_reach` (set by `serve`'s standing check).
     pub taint_rule_reach: taint_rule_reach::TaintRuleReach,
+    /// Reads the workload of a `scale` write, to warn of the Pods it would
+    /// stamp (set by `serve` with a cluster; without one a scale is
+    /// admitted silently).
+    pub scale_workloads: Option<ScaleWorkloads>,
 }
 
 impl ServerConfig {
@@ -183,6 +189,7 @@ impl ServerConfig {
             apiserver_mismatch: Default::default(),
             collectors: Vec::new(),
             taint_rule_reach: Default::default(),
+            scale_workloads: None,
         }
     }
 
@@ -400,6 +407,7 @@ pub async fn start(mut config: ServerConfig) -> Result<RunningServer, ServerErro
         intake,
         draining: draining.clone(),
         target: config.target,
+        scale_workloads: config.scale_workloads,
     };
     let app = routes::router(state);
     let shared = Arc::new(connection::Shared {

@@ -17,12 +17,14 @@ use super::drain::{Draining, SHUTTING_DOWN};
 use super::duration::review_deadline;
 use super::intake::{Intake, ReviewSlot};
 use super::metrics::{self, Metrics};
+use super::scale_workload::{FetchOutcome, ScaleWorkloads};
 use crate::admission::Incoming;
 use crate::kubernetes::Target;
 use crate::log_field::clip;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::policy_files::reload::PolicyStore;
 use crate::review::Engine;
+use crate::review::scale::scale_target;
 use crate::verdict::{Decision, Phase, operation_name};
 use crate::view::ClusterView;
 
@@ -40,6 +42,8 @@ pub(crate) struct AppState {
     pub(crate) draining: Draining,
     /// The Kubernetes release whose rules judge every review.
     pub(crate) target: Target,
+    /// Reads a scaled workload, when `serve` has a cluster.
+    pub(crate) scale_workloads: Option<ScaleWorkloads>,
 }
 
 /// `/healthz` and `/readyz` are never behind the review cap: they answer
@@ -132,7 +136,7 @@ const INLINE_REVIEW_MAX_BODY: usize = 32 << 10;
 /// slot, with the review's memory charge, is held until the answer is
 /// written (`answer_body`).
 async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, request: Request) -> Response {
-    let (body, slot) = match state.intake.admit(&state.metrics, endpoint.name(), request).await {
+    let (body, mut slot) = match state.intake.admit(&state.metrics, endpoint.name(), request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
@@ -141,11 +145,31 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
     let deadline = review_deadline(query.as_deref());
     // Both paths hand the review its deadline: it stops there by itself.
     let stop_at = started + deadline;
-    if body.len() <= INLINE_REVIEW_MAX_BODY && state.cluster.answers_from_memory() {
+    let small = body.len() <= INLINE_REVIEW_MAX_BODY;
+    // With a cluster, a small body is parsed here, so that a `scale` write
+    // can have its workload fetched (async IO) before it is judged; a
+    // Scale is always small. Without one, nothing changes.
+    let mut input = if small && state.scale_workloads.is_some() {
+        match Incoming::parse(&body) {
+            Ok(incoming) => {
+                // The objects are copied out: the body goes before the wait.
+                drop(body);
+                let workload = scale_workload(&state, endpoint, &incoming, &mut slot, stop_at).await;
+                Input::Parsed(Box::new(incoming), workload)
+            }
+            Err(e) => {
+                let outcome = ReviewOutcome::NotAReview(e.to_string());
+                return respond(&state, endpoint, outcome, slot, started.elapsed(), deadline);
+            }
+        }
+    } else {
+        Input::Body(body)
+    };
+    if small && state.cluster.answers_from_memory() {
         let engine = Engine::new(&policies, &*state.cluster, state.target)
             .with_toleration_restriction(state.toleration_restriction.as_deref())
             .with_cel(&OffTheAsyncWorker);
-        let outcome = decide(&body, endpoint, &engine, stop_at);
+        let outcome = decide(&mut input, endpoint, &engine, stop_at);
         return respond(&state, endpoint, outcome, slot, started.elapsed(), deadline);
     }
     let cluster = state.cluster.clone();
@@ -158,8 +182,8 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
         let engine = Engine::new(&policies, &*cluster, target)
             .with_toleration_restriction(toleration_restriction.as_deref())
             .with_cel(&OffTheAsyncWorker);
-        let outcome = decide(&body, endpoint, &engine, stop_at);
-        drop(body);
+        let outcome = decide(&mut input, endpoint, &engine, stop_at);
+        drop(input);
         (outcome, slot)
     });
     let (outcome, slot) = match tokio::time::timeout(deadline, task).await {
@@ -172,6 +196,41 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
         Err(_) => return missed_deadline(&state, endpoint, deadline),
     };
     respond(&state, endpoint, outcome, slot, started.elapsed(), deadline)
+}
+
+/// What a review judges: the body as it came, or parsed already with the
+/// workload of a `scale` write when it was fetched.
+enum Input {
+    Body(Vec<u8>),
+    Parsed(Box<Incoming>, Option<serde_json::Value>),
+}
+
+/// The workload a `scale` write on `/validate` raises, as stored, for its
+/// warning; `None` for every other review, and when the fetch fails
+/// (counted and logged by the fetch; the scale is admitted silently).
+/// `/mutate` gives no warnings, and is never sent a scale.
+async fn scale_workload(
+    state: &AppState,
+    endpoint: Endpoint,
+    incoming: &Incoming,
+    slot: &mut ReviewSlot,
+    stop_at: Instant,
+) -> Option<serde_json::Value> {
+    let workloads = state.scale_workloads.as_ref()?;
+    if !matches!(endpoint, Endpoint::Validate) {
+        return None;
+    }
+    let target = scale_target(incoming.request()?)?;
+    let left = stop_at.saturating_duration_since(Instant::now());
+    // The workload's charge comes on top of the review's own.
+    let base = slot.charged();
+    let fetched = workloads
+        .fetch(&target, left, |bytes| slot.reserve(base.saturating_add(bytes)))
+        .await;
+    state
+        .metrics
+        .scale_workload_fetched(fetched.as_ref().err().copied().unwrap_or(FetchOutcome::Fetched));
+    fetched.ok()
 }
 
 /// The answer to a review past the apiserver's deadline. The apiserver has
@@ -263,14 +322,24 @@ enum ReviewOutcome {
     },
 }
 
-/// The whole review: parse, judge, serialize.
-fn decide(body: &[u8], endpoint: Endpoint, engine: &Engine<'_>, deadline: Instant) -> ReviewOutcome {
-    let incoming = match Incoming::parse(body) {
-        Ok(incoming) => incoming,
-        Err(e) => return ReviewOutcome::NotAReview(e.to_string()),
+/// The whole review: parse (unless done), judge, serialize.
+fn decide(input: &mut Input, endpoint: Endpoint, engine: &Engine<'_>, deadline: Instant) -> ReviewOutcome {
+    let parsed;
+    let (incoming, workload) = match input {
+        Input::Body(body) => {
+            parsed = match Incoming::parse(body) {
+                Ok(incoming) => incoming,
+                Err(e) => return ReviewOutcome::NotAReview(e.to_string()),
+            };
+            (&parsed, None)
+        }
+        Input::Parsed(incoming, workload) => (&**incoming, workload.take()),
     };
     let ctx = engine.context(jiff::Timestamp::now(), endpoint.phase(), Some(deadline));
-    let decision = incoming.decide(&ctx);
+    let decision = match workload {
+        Some(workload) => incoming.decide_scale(&ctx, workload),
+        None => incoming.decide(&ctx),
+    };
     if decision.missed_deadline() {
         return ReviewOutcome::MissedDeadline;
     }
@@ -278,7 +347,7 @@ fn decide(body: &[u8], endpoint: Endpoint, engine: &Engine<'_>, deadline: Instan
     match answer.to_vec() {
         Ok(body) => ReviewOutcome::Answered {
             body,
-            summary: Box::new(Summary::new(&incoming, &decision, answer.status_message())),
+            summary: Box::new(Summary::new(incoming, &decision, answer.status_message())),
         },
         Err(e) => ReviewOutcome::Unrenderable(e.to_string()),
     }

@@ -68,6 +68,11 @@ pub struct Objects {
     /// events.k8s.io/v1 Events written, as `(method, namespace, body)`:
     /// POST creates one, PATCH adds to its series.
     pub events: Vec<(String, String, Value)>,
+    /// When set, every apps/v1 workload GET is forbidden (403), as by a
+    /// ClusterRole without `get` on them.
+    pub forbid_workload_gets: bool,
+    /// apps/v1 workload GETs received, as `namespace/plural/name`.
+    pub workload_gets: Vec<String>,
 }
 
 impl Objects {
@@ -155,6 +160,10 @@ impl FakeApiServer {
             .route(
                 "/api/v1/namespaces/{ns}/resourcequotas/{name}",
                 axum::routing::get(get_quota).put(replace_quota).delete(delete_quota),
+            )
+            .route(
+                "/apis/apps/v1/namespaces/{ns}/{plural}/{name}",
+                axum::routing::get(get_workload),
             )
             .route("/api/v1/namespaces/{ns}/secrets", axum::routing::post(create_secret))
             .route(
@@ -525,6 +534,37 @@ fn secret_not_found(name: &str) -> Response {
         None,
         name,
     )
+}
+
+/// Deployments, ReplicaSets and StatefulSets, read one at a time from
+/// `Objects::lists` (by plural), as `serve` reads the workload of a scale.
+async fn get_workload(State(s): State<Shared>, Path((ns, plural, name)): Path<(String, String, String)>) -> Response {
+    let mut objects = s.lock().expect("lock");
+    objects.workload_gets.push(format!("{ns}/{plural}/{name}"));
+    if objects.forbid_workload_gets {
+        let message = format!(
+            "{plural}.apps \"{name}\" is forbidden: User \"system:serviceaccount:draguard:draguard\" cannot get resource \"{plural}\" in API group \"apps\" in the namespace \"{ns}\""
+        );
+        return status(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            message,
+            &plural,
+            Some("apps"),
+            &name,
+        );
+    }
+    match find_in(&objects, &plural, Some(&ns), &name).and_then(|i| objects.lists.get(&plural).map(|l| l[i].clone())) {
+        Some(v) => axum::Json(v).into_response(),
+        None => status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("{plural}.apps \"{name}\" not found"),
+            &plural,
+            Some("apps"),
+            &name,
+        ),
+    }
 }
 
 async fn get_secret(State(s): State<Shared>, Path((ns, name)): Path<(String, String)>) -> Response {

@@ -161,6 +161,16 @@ impl Incoming {
         }
     }
 
+    /// The verdict on a `scale` write, given the workload it scales as
+    /// stored (fetched by the server): allowed, with the warning of the
+    /// Pods it would stamp ([`crate::review::scale`]).
+    pub fn decide_scale(&self, ctx: &Context<'_>, workload: Value) -> Decision {
+        match &self.request {
+            Ok(req) => crate::review::scale::review_scale(req, workload, ctx),
+            Err(e) => Decision::bad_request(e.clone()),
+        }
+    }
+
     /// The AdmissionReview response that carries `decision` back.
     pub fn answer_with<'a>(&'a self, decision: &'a Decision, ctx: &Context<'_>) -> AdmissionAnswer<'a> {
         AdmissionAnswer::new(&self.api_version, &self.kind, &self.uid, decision, ctx.phase)

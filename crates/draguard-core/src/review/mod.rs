@@ -19,6 +19,7 @@ mod namespace_guards;
 mod policies;
 mod quota;
 pub mod registry;
+pub mod scale;
 pub mod standing_taint_rule;
 mod standing_template;
 mod subject;

@@ -25,12 +25,10 @@ use crate::verdict::{Concept, Denial, Envelope, Phase, Request, Warning};
 /// `/mutate`, whose warnings `/validate` would repeat).
 pub(super) fn warning<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_>) -> Option<Warning> {
     let env = &req.envelope;
-    if env.operation != Operation::Update || routed.row.pod_spec.is_none() || ctx.phase == Phase::Mutate {
+    if env.operation != Operation::Update {
         return None;
     }
-    // The same object, as if it were created now. A controlled workload
-    // (a Deployment's ReplicaSet) is not judged on CREATE either, and its
-    // controller reads no warning: nothing is said.
+    // The same object, as if it were created now.
     let create = Request {
         envelope: Envelope {
             operation: Operation::Create,
@@ -39,7 +37,23 @@ pub(super) fn warning<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Cont
         object: req.object.clone(),
         old_object: None,
     };
-    let decision = super::pipeline::<K>(routed, &create, ctx);
+    warning_as_created::<K>(routed, &create, ctx)
+}
+
+/// The warning for the Pods a stored workload would stamp, `create` being
+/// its CREATE now (also for a scale-up: `scale.rs`); `None` for an
+/// allowed template, a controlled workload and `/mutate`.
+pub(super) fn warning_as_created<K: AdmittedKind>(
+    routed: Routed,
+    create: &Request,
+    ctx: &Context<'_>,
+) -> Option<Warning> {
+    if routed.row.pod_spec.is_none() || ctx.phase == Phase::Mutate {
+        return None;
+    }
+    // A controlled workload (a Deployment's ReplicaSet) is not judged on
+    // CREATE either, and its controller reads no warning: nothing is said.
+    let decision = super::pipeline::<K>(routed, create, ctx);
     let Some(Denial::Forbidden { violations, .. }) = &decision.denial else {
         return None;
     };
@@ -55,7 +69,7 @@ pub(super) fn warning<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Cont
         field: None,
         message: format!(
             "new pods of this {} would be denied: {}",
-            env.kind.kind,
+            create.envelope.kind.kind,
             messages.join("; ")
         ),
         concept: violations.first().map(|v| v.concept),
