@@ -73,9 +73,8 @@ static ALLOCATOR: Counting = Counting;
 /// The bytes a review of `body` holds at its peak beyond what was live
 /// before it, the body included: the server holds the body from its first
 /// byte to the answer.
-fn peak_of_review(body: &[u8], phase: Phase) -> (usize, usize) {
-    let policies = draguard::policy::PolicySet::default();
-    let ctx = Engine::new(&policies, &NoCluster, Default::default()).context(
+fn peak_of_review(body: &[u8], phase: Phase, policies: &draguard::policy::PolicySet) -> (usize, usize) {
+    let ctx = Engine::new(policies, &NoCluster, Default::default()).context(
         "2026-11-21T10:00:00Z".parse().expect("time"),
         phase,
         None,
@@ -152,6 +151,13 @@ fn shapes() -> Vec<(&'static str, Vec<u8>)> {
             "pod, 500k empty tolerations",
             pod(json!({"containers": containers, "tolerations": vec![json!({}); 500_000]})),
         ),
+        // Valid tolerations with the shortest keys: each one a policy
+        // refuses is a violation that names it.
+        (
+            "pod, 100k short-key tolerations",
+            pod(json!({"containers": containers,
+                       "tolerations": (0..100_000).map(|i| json!({"key": format!("{i:x}")})).collect::<Vec<_>>()})),
+        ),
         ("claim, 200k empty requests", claim(vec![json!({}); 200_000])),
         (
             "pod, 200k one-letter labels",
@@ -177,17 +183,24 @@ fn shapes() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// A policy for namespace `ns` that refuses every toleration the shapes
+/// carry, so that each is named in a violation: the most a review's
+/// errors hold.
+fn refusing_every_toleration() -> draguard::policy::PolicySet {
+    let policy = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpu-nodes}\nspec:\n  namespaces: {names: [ns]}\n  pods:\n    allow: [{key: nvidia.com/gpu, operator: Exists}]\n";
+    draguard::policy::PolicySet {
+        policies: draguard::policy::load::parse("p.yaml", policy).expect("policy"),
+        ..Default::default()
+    }
+}
+
 /// A scale-up's review judged on the workload read for it (src/server/
 /// scale_workload.rs): the peak beyond what was live before, with the
 /// review's body and the workload's text counted as live throughout (the
 /// fetch holds the text until it is parsed). Judged under a policy that
 /// refuses every toleration, so that the warning names each one.
 fn peak_of_scale_review(body: &[u8], workload: &[u8]) -> usize {
-    let policy = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpu-nodes}\nspec:\n  namespaces: {names: [ns]}\n  pods:\n    allow: [{key: nvidia.com/gpu, operator: Exists}]\n";
-    let policies = draguard::policy::PolicySet {
-        policies: draguard::policy::load::parse("p.yaml", policy).expect("policy"),
-        ..Default::default()
-    };
+    let policies = refusing_every_toleration();
     let ctx = Engine::new(&policies, &NoCluster, Default::default()).context(
         "2026-11-21T10:00:00Z".parse().expect("time"),
         Phase::Validate,
@@ -265,12 +278,22 @@ fn scale_shapes() -> Vec<(&'static str, Vec<u8>, Vec<u8>)> {
 fn a_review_holds_no_more_than_it_is_charged() {
     let mut report = String::new();
     let mut over = Vec::new();
+    // Without policies, and under one that refuses every toleration: a
+    // refused toleration's violation names it, so a pod of 100k refused
+    // tolerations holds more than one nobody refuses.
+    let policy_sets = [
+        ("no policy", draguard::policy::PolicySet::default()),
+        ("refusing", refusing_every_toleration()),
+    ];
     for (name, body) in shapes() {
-        for phase in [Phase::Mutate, Phase::Validate] {
-            let (peak, answer) = peak_of_review(&body, phase);
+        for ((policy, policies), phase) in policy_sets
+            .iter()
+            .flat_map(|p| [Phase::Mutate, Phase::Validate].map(move |phase| (p, phase)))
+        {
+            let (peak, answer) = peak_of_review(&body, phase, policies);
             let charged = draguard::server::review_charge(&body);
             let line = format!(
-                "{name:<40} {phase:?}: body {} B, peak {} B ({:.1}x), answer {answer} B, charged {} B\n",
+                "{name:<40} {policy:<9} {phase:?}: body {} B, peak {} B ({:.1}x), answer {answer} B, charged {} B\n",
                 body.len(),
                 peak,
                 peak as f64 / body.len() as f64,

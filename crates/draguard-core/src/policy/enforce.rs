@@ -49,6 +49,15 @@ pub fn evaluate(set: &PolicySet, subject: &PolicySubject<'_>) -> PolicyOutcome {
     judge_all(&applicable, subject.target, &subject.tolerations)
 }
 
+/// The violations one policy lists for one object; past it, one more
+/// violation counts the rest. Each message names the toleration and spells
+/// out what the namespace may use, so an object of 100,000 refused
+/// tolerations held 95 MB of messages on `/validate`, more than the review
+/// memory budget charged it (the root package's server/review_memory.rs),
+/// while the apiserver shows a reader only the first few kilobytes of the
+/// answer. No real object comes near: a Pod's tolerations are a handful.
+pub const VIOLATIONS_PER_POLICY_MAX: usize = 100;
+
 /// What the applying policies say about every toleration.
 pub fn judge_all(
     applicable: &Applicable<'_>,
@@ -58,18 +67,28 @@ pub fn judge_all(
     let mut outcome = PolicyOutcome::default();
     for (p, selection) in &applicable.policies {
         let unknown = *selection == Selection::Unknown;
+        let caveat = if unknown {
+            format!(
+                " (if it applies: the labels of namespace {:?} are unknown; give them with a Namespace object or --namespace-labels)",
+                applicable.namespace
+            )
+        } else {
+            String::new()
+        };
+        // Spelled out once per policy, not once per toleration.
+        let may_use = may_use(p, target);
+        let mut listed = 0;
+        let mut unlisted: Option<(&Path, usize)> = None;
         for (path, t) in tolerations {
             let Some(why) = judge(p, target, t) else {
                 continue;
             };
-            let caveat = if unknown {
-                format!(
-                    " (if it applies: the labels of namespace {:?} are unknown; give them with a Namespace object or --namespace-labels)",
-                    applicable.namespace
-                )
-            } else {
-                String::new()
-            };
+            if listed == VIOLATIONS_PER_POLICY_MAX {
+                let (_, more) = unlisted.get_or_insert((path, 0));
+                *more += 1;
+                continue;
+            }
+            listed += 1;
             outcome.violations.push(Violation {
                 concept: crate::verdict::Concept::TolerationPolicy,
                 policy: p.metadata.name.clone(),
@@ -78,11 +97,25 @@ pub fn judge_all(
                 message: with_message(
                     p,
                     format!(
-                        "toleration policy {:?}{caveat}: {path} ({}) {why}; namespace {:?} may use {}",
+                        "toleration policy {:?}{caveat}: {path} ({}) {why}; namespace {:?} may use {may_use}",
                         p.metadata.name,
                         describe(t),
                         applicable.namespace,
-                        may_use(p, target)
+                    ),
+                ),
+            });
+        }
+        if let Some((first, more)) = unlisted {
+            outcome.violations.push(Violation {
+                concept: crate::verdict::Concept::TolerationPolicy,
+                policy: p.metadata.name.clone(),
+                mode: p.spec.mode,
+                field: Some(first.clone()),
+                message: with_message(
+                    p,
+                    format!(
+                        "toleration policy {:?}{caveat}: {more} more tolerations from {first} on are not admitted either (the first {VIOLATIONS_PER_POLICY_MAX} are listed); namespace {:?} may use {may_use}",
+                        p.metadata.name, applicable.namespace,
                     ),
                 ),
             });
@@ -238,6 +271,43 @@ mod tests {
     }
 
     const ML: &str = "  namespaces: {names: [ml]}\n  pods:\n    allow:\n    - {key: dedicated, operator: Equal, value: ml, effect: NoSchedule}\n  message: \"ask #platform\"\n";
+
+    #[test]
+    fn past_the_bound_one_violation_counts_the_rest() {
+        let s = set(&policy("ml-nodes", ML));
+        let refused = |i: usize| tol(&format!("k{i}"), "Exists", "", "", None);
+        let admitted = tol("dedicated", "Equal", "ml", "NoSchedule", None);
+        // 103 refused, with an admitted one after the first 100 refused.
+        let mut tols: Vec<Toleration> = (0..VIOLATIONS_PER_POLICY_MAX).map(refused).collect();
+        tols.push(admitted);
+        tols.extend((VIOLATIONS_PER_POLICY_MAX..VIOLATIONS_PER_POLICY_MAX + 3).map(refused));
+        let out = run(&s, "ml", "bob", TolerationTarget::Pod, tols);
+        assert_eq!(out.violations.len(), VIOLATIONS_PER_POLICY_MAX + 1);
+        assert_eq!(
+            out.violations[VIOLATIONS_PER_POLICY_MAX - 1].message,
+            "toleration policy \"ml-nodes\": spec.tolerations[99] (k99:*) is not allowed; namespace \"ml\" may use only: dedicated=ml:NoSchedule: ask #platform"
+        );
+        let last = &out.violations[VIOLATIONS_PER_POLICY_MAX];
+        assert_eq!(
+            last.message,
+            "toleration policy \"ml-nodes\": 3 more tolerations from spec.tolerations[101] on are not admitted either (the first 100 are listed); namespace \"ml\" may use only: dedicated=ml:NoSchedule: ask #platform"
+        );
+        assert_eq!(
+            last.field.as_ref().map(ToString::to_string).as_deref(),
+            Some("spec.tolerations[101]")
+        );
+        assert_eq!((last.policy.as_str(), last.mode), ("ml-nodes", Mode::Enforce));
+        // Exactly at the bound nothing is summed up.
+        let out = run(
+            &s,
+            "ml",
+            "bob",
+            TolerationTarget::Pod,
+            (0..VIOLATIONS_PER_POLICY_MAX).map(refused).collect(),
+        );
+        assert_eq!(out.violations.len(), VIOLATIONS_PER_POLICY_MAX);
+        assert!(out.violations.iter().all(|v| !v.message.contains("more tolerations")));
+    }
 
     #[test]
     fn allow_list_message_names_policy_path_and_what_may_be_used() {
