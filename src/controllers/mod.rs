@@ -4,6 +4,7 @@
 //! one direction: `cli` → `controllers` → `server`, `cluster`, `quota`.
 
 pub mod background_audit;
+pub mod lease;
 pub mod mutate_conditions;
 pub mod mutate_conditions_sync;
 pub mod mutate_selector_entries;
