@@ -12,8 +12,9 @@ use crate::cluster::live::LiveView;
 use crate::controllers::background_audit::round::RoundSettings;
 use crate::controllers::background_audit::{AuditSettings, BackgroundAudit};
 use crate::controllers::lease;
+use crate::controllers::lease_gauge::LeaseGauge;
 use crate::controllers::mutate_conditions_sync::MutateConditions;
-use crate::controllers::standing_taint_rules::{Settings as StandingSettings, StandingTaintRules};
+use crate::controllers::standing_taint_rules::{self, Settings as StandingSettings, StandingTaintRules};
 use crate::controllers::webhook_certs::{CertSettings, SERVICE_ACCOUNT_NAMESPACE, WebhookCerts, default_namespace};
 use crate::kubernetes::apiserver_report::Mismatch;
 use crate::policy::toleration_restriction::TolerationRestrictionConfigError;
@@ -355,6 +356,18 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
         }
     };
     let standing = cluster.as_ref().map(|(view, client)| {
+        // One replica publishes the Events: the holder of this Lease.
+        let holding = LeaseGauge::default();
+        config
+            .collectors
+            .push(holding.collector(standing_taint_rules::LEADER_METRIC, standing_taint_rules::LEADER_HELP));
+        let leader = lease::Leader::new(
+            client.clone(),
+            &own_namespace(&args),
+            standing_taint_rules::LEASE_NAME,
+            lease::identity(),
+            lease::LeaseTimes::default(),
+        );
         StandingTaintRules::start(
             client.clone(),
             view.clone(),
@@ -362,6 +375,8 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
             config.target.version,
             config.taint_rule_reach.clone(),
             StandingSettings::default(),
+            leader,
+            holding,
         )
     });
     let running = server::start(config).await?;
