@@ -60,6 +60,12 @@ struct Serve {
 
 /// `draguard serve` with one policy capping evictions at one pod.
 fn serve(fake: &FakeApiServer, on_exceed: Option<&str>) -> Serve {
+    serve_logging(fake, on_exceed, false)
+}
+
+/// [`serve`], its log kept for [`ServeProcess::stop`] when `keep_log` (a
+/// short run only: nobody reads the pipe until then).
+fn serve_logging(fake: &FakeApiServer, on_exceed: Option<&str>, keep_log: bool) -> Serve {
     let dir = tempfile::tempdir().expect("a folder");
     let policies = dir.path().join("policies");
     std::fs::create_dir(&policies).expect("policies folder");
@@ -73,8 +79,12 @@ fn serve(fake: &FakeApiServer, on_exceed: Option<&str>) -> Serve {
     )
     .expect("policy written");
     let policies = policies.to_string_lossy().into_owned();
-    let process =
-        serve_process::spawn_discarding_log(fake.addr, &["--kubernetes-version", "1.37", "--policies", &policies]);
+    let args = ["--kubernetes-version", "1.37", "--policies", &policies];
+    let process = if keep_log {
+        serve_process::spawn(fake.addr, &args)
+    } else {
+        serve_process::spawn_discarding_log(fake.addr, &args)
+    };
     Serve { process, _dir: dir }
 }
 
@@ -365,4 +375,45 @@ async fn two_replicas_publish_one_event_and_the_successor_does_not_repeat_it() {
     }
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(reasons(&fake), vec![post("ReachExceedsCaps"), post("ReachWithinCaps")]);
+}
+
+/// Without the Lease's Role (an upgrade that kept the old RBAC), no replica
+/// publishes: the reach is counted and exported all the same, the gauge
+/// says nobody leads, and the log says why once, not once per 2-s try.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_lease_role_nothing_is_published_and_the_log_says_it_once() {
+    let fake = cluster_with_the_rule().await;
+    fake.forbid_leases();
+    let serve = serve_logging(&fake, Some("Pause"), true);
+    assert_eq!(serve.until(PODS, |v| v.is_some()).await, Some(0.0));
+    for (collection, object) in slice_and_claim() {
+        fake.apply(collection, object);
+    }
+    assert_eq!(serve.until(PODS, |v| v == Some(2.0)).await, Some(2.0), "counted");
+    // Two more rounds, five more tries for the Lease.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(metric(&serve.scrape().await, LEADER), Some(0.0));
+    assert_eq!(events(&fake), vec![], "no Event without the Lease");
+    assert_eq!(fake.writes_of("PATCH"), Vec::<String>::new(), "and no pause");
+    let log = serve.process.stop();
+    let lines = log.lines();
+    // Besides the start's INFO line that names the Lease.
+    let said: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["lease"] == "draguard-taint-rules" && l["level"] != "INFO")
+        .collect();
+    assert_eq!(said.len(), 1, "{}", log.stderr);
+    assert_eq!(said[0]["level"], "WARN");
+    assert_eq!(
+        said[0]["message"],
+        "cannot read or renew the Lease; this replica writes nothing the Lease guards until it holds it (at most \
+         one line a minute; `suppressed` errors since the last)"
+    );
+    assert!(
+        said[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot get resource \"leases\" in API group \"coordination.k8s.io\"")),
+        "{}",
+        said[0]
+    );
 }

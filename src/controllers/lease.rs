@@ -206,7 +206,8 @@ impl Leader {
                         error = %e,
                         lease = %self.name,
                         suppressed,
-                        "cannot read or renew the Lease; this replica writes nothing it guards until it holds it"
+                        "cannot read or renew the Lease; this replica writes nothing the Lease guards until it holds it \
+                         (at most one line a minute; `suppressed` errors since the last)"
                     );
                 }
                 self.holds()
