@@ -23,8 +23,8 @@
 //! One voice for all replicas: every replica counts (its own gauge, scraped
 //! per pod, and warm counts for a take-over), but only the replica holding
 //! the Lease [`LEASE_NAME`] in draguard's namespace (`controllers::lease`)
-//! publishes the Events and sends the pause; with 2 replicas each Event was
-//! published twice before. What the holder has said travels in the Lease
+//! publishes the Events and sends the pause (each replica published each
+//! Event before: three times over with deploy/base's three replicas). What the holder has said travels in the Lease
 //! (`standing_taint_rules_said`): the replica that takes over (at most
 //! `leaseDurationSeconds` + a renewal after the holder went silent, 17 s by
 //! default) judges every rule again against it, so it says what changed
