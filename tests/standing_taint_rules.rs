@@ -417,3 +417,44 @@ async fn without_the_lease_role_nothing_is_published_and_the_log_says_it_once() 
         said[0]
     );
 }
+
+/// A holder that is stopped (SIGTERM: a rolling update, a drain) gives the
+/// Lease up with its note: another replica speaks within a renewal instead
+/// of after 15 s of silence, and still does not repeat what was said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_holder_hands_the_lease_over_at_once() {
+    let fake = cluster_with_the_rule().await;
+    let first = serve(&fake, None);
+    assert_eq!(first.until(LEADER, |v| v == Some(1.0)).await, Some(1.0));
+    let second = serve(&fake, None);
+    assert_eq!(second.until(PODS, |v| v.is_some()).await, Some(0.0));
+    for (collection, object) in slice_and_claim() {
+        fake.apply(collection, object);
+    }
+    let started = Instant::now();
+    while events(&fake).is_empty() && started.elapsed() < WITHIN {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(reasons(&fake), vec![post("ReachExceedsCaps")]);
+    // Let the holder note it in the Lease (the round's end).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let stopped = Instant::now();
+    first.process.terminate();
+    assert_eq!(
+        second
+            .until_within(LEADER, Duration::from_secs(10), |v| v == Some(1.0))
+            .await,
+        Some(1.0)
+    );
+    let took = stopped.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "a renewal (2 s), not a duration: {took:?}"
+    );
+    let lease = fake.lease(LEASE.0, LEASE.1).expect("the Lease");
+    assert_eq!(lease["spec"]["leaseTransitions"], 1);
+    // Two rounds of the new holder: the note came through the release.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(reasons(&fake), vec![post("ReachExceedsCaps")]);
+}

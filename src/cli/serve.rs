@@ -383,9 +383,14 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     if let Some(audit) = audit {
         tokio::spawn(audit.run());
     }
+    // Set at SIGTERM, for the loops that give up a Lease on their way out.
+    let (stopping, stopped) = tokio::sync::watch::channel(false);
     if let Some(standing) = standing {
         // Standing DeviceTaintRules are judged again as their reach grows.
-        tokio::spawn(standing.run());
+        let mut stopped = stopped.clone();
+        tokio::spawn(standing.run(async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        }));
     }
     if let Some((manager, conditions)) = cert_manager {
         tokio::spawn(manager.run());
@@ -406,6 +411,7 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     tokio::spawn(async move {
         server::shutdown_signal().await;
         tracing::info!("shutdown requested");
+        let _ = stopping.send(true);
         stop.shutdown();
     });
     running.wait().await?;

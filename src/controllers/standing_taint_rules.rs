@@ -25,8 +25,9 @@
 //! the Lease [`LEASE_NAME`] in draguard's namespace (`controllers::lease`)
 //! publishes the Events and sends the pause (each replica published each
 //! Event before: three times over with deploy/base's three replicas). What the holder has said travels in the Lease
-//! (`standing_taint_rules_said`): the replica that takes over (at most
-//! `leaseDurationSeconds` + a renewal after the holder went silent, 17 s by
+//! (`standing_taint_rules_said`): the replica that takes over (within a
+//! renewal, 2 s, of a holder that stopped and gave the Lease up; at most
+//! `leaseDurationSeconds` + a renewal after one that died, 17 s by
 //! default) judges every rule again against it, so it says what changed
 //! and repeats an Event at most once per take-over (when the holder died
 //! between publishing and noting). A replica that cannot read or renew the
@@ -186,7 +187,10 @@ impl StandingTaintRules {
         }
     }
 
-    pub async fn run(mut self) {
+    /// The loop, until `stop` completes: then it gives the Lease up, so
+    /// that another replica speaks within a renewal, not after 15 s.
+    pub async fn run(mut self, stop: impl std::future::Future<Output = ()>) {
+        let mut stop = std::pin::pin!(stop);
         tracing::info!(
             lease = %self.leader.name(),
             identity = %self.leader.identity(),
@@ -208,8 +212,13 @@ impl StandingTaintRules {
                 _ = renewals.tick() => {
                     self.lead().await;
                 }
+                () = &mut stop => break,
             }
         }
+        if let Err(e) = self.leader.release().await {
+            tracing::warn!(error = %e, lease = %self.leader.name(), "cannot release the Lease; another replica takes it over once it expires");
+        }
+        self.holding.set(false);
     }
 
     /// Whether this replica holds the Lease now, renewing it when due.
