@@ -24,7 +24,8 @@
 //! per pod, and warm counts for a take-over), but only the replica holding
 //! the Lease [`LEASE_NAME`] in draguard's namespace (`controllers::lease`)
 //! publishes the Events and sends the pause (each replica published each
-//! Event before: three times over with deploy/base's three replicas). What the holder has said travels in the Lease
+//! Event before: three times over with deploy/base's three replicas).
+//! What the holder has said travels in the Lease
 //! (`standing_taint_rules_said`): the replica that takes over (within a
 //! renewal, 2 s, of a holder that stopped and gave the Lease up; at most
 //! `leaseDurationSeconds` + a renewal after one that died, 17 s by
@@ -222,21 +223,25 @@ impl StandingTaintRules {
     }
 
     /// Whether this replica holds the Lease now, renewing it when due.
-    /// Having just taken it, it reads what its predecessor said and counts
-    /// every rule again to judge against that.
+    /// Having just taken it, it reads what its predecessor said; holding it
+    /// again (taken, or renewed after a lapse in which it said nothing), it
+    /// counts every rule again to judge against what was said.
     async fn lead(&mut self) -> bool {
         let holds = self.leader.still_holds().await;
-        if let Some(found) = self.leader.acquired() {
+        let acquired = self.leader.acquired();
+        if let Some(found) = &acquired {
             let (said, unreadable) = Said::parse(found.as_deref());
             if let Some(error) = unreadable {
                 tracing::warn!(%error, annotation = NOTE, "the Lease's note of Events published is unreadable; the rules past their caps are said again");
             }
-            tracing::info!(
-                past_caps = said.len(),
-                "holds the standing DeviceTaintRules' Lease: this replica publishes their Events from now on"
-            );
             self.said = said;
             self.leader.set_note(self.said.note());
+        }
+        if holds && (!self.leading || acquired.is_some()) {
+            tracing::info!(
+                past_caps = self.said.len(),
+                "holds the standing DeviceTaintRules' Lease: this replica publishes their Events from now on"
+            );
             self.seen.clear();
         } else if self.leading && !holds {
             tracing::info!(
