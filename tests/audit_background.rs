@@ -14,9 +14,9 @@ mod support {
 use std::path::Path;
 use std::time::Duration;
 
-use draguard::controllers::background_audit::lease::LeaseTimes;
 use draguard::controllers::background_audit::round::RoundSettings;
 use draguard::controllers::background_audit::{AuditSettings, BackgroundAudit};
+use draguard::controllers::lease::LeaseTimes;
 use draguard::policy_files::reload::PolicyStore;
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
@@ -250,7 +250,7 @@ async fn without_the_policy_report_crds_the_round_still_counts_and_writes_nothin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_holder_loses_the_lease_after_its_duration_and_stops_writing_before() {
-    use draguard::controllers::background_audit::lease::Leader;
+    use draguard::controllers::lease::Leader;
     let api = FakeApiServer::start(Objects::default()).await;
     let times = LeaseTimes {
         duration: Duration::from_secs(2),

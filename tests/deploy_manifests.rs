@@ -698,8 +698,8 @@ fn audit_component_adds_the_flag_the_reads_and_the_report_writes() {
     }
 }
 
-/// Standing DeviceTaintRules: the base may publish Events about them and
-/// nothing else; patching a rule's effect (`onExceed: Pause`) comes only
+/// Standing DeviceTaintRules: the base may publish Events about them, and
+/// hold the Lease that picks the one replica that does, and nothing else; patching a rule's effect (`onExceed: Pause`) comes only
 /// with deploy/components/taint-rule-breaker.
 #[test]
 fn taint_rule_events_in_base_and_the_breaker_patch_only_in_its_component() {
@@ -713,6 +713,40 @@ fn taint_rule_events_in_base_and_the_breaker_patch_only_in_its_component() {
     assert_eq!(
         binding["subjects"][0]["namespace"],
         deployment(&base)["metadata"]["namespace"]
+    );
+    // Only the holder of the Lease draguard-taint-rules publishes them: the
+    // Lease in draguard's namespace, and no other.
+    let namespace = deployment(&base)["metadata"]["namespace"].clone();
+    let lease = find(&base, "Role", "draguard-taint-rules-lease").expect("the Lease's Role");
+    assert_eq!(lease["metadata"]["namespace"], namespace);
+    assert_eq!(
+        lease["rules"],
+        json!([
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+             "resourceNames": [draguard::controllers::standing_taint_rules::LEASE_NAME], "verbs": ["get", "update"]}
+        ])
+    );
+    // The Lease and the Events are written past draguard's own webhooks:
+    // no entry intercepts them, so nothing waits on draguard to elect or
+    // to say (kube-system's own Leases neither).
+    for (_, webhook) in webhooks(&base) {
+        for rule in webhook["rules"].as_array().expect("rules") {
+            for group in rule["apiGroups"].as_array().expect("apiGroups") {
+                assert!(
+                    !["coordination.k8s.io", "events.k8s.io", "*"].contains(&group.as_str().unwrap_or("")),
+                    "{} intercepts {group}",
+                    webhook["name"]
+                );
+            }
+        }
+    }
+    let binding = find(&base, "RoleBinding", "draguard-taint-rules-lease").expect("its binding");
+    assert_eq!(binding["metadata"]["namespace"], namespace);
+    assert_eq!(binding["roleRef"]["name"], "draguard-taint-rules-lease");
+    assert_eq!(
+        binding["subjects"][0],
+        json!({"kind": "ServiceAccount", "name": "draguard", "namespace": namespace})
     );
     assert!(
         find(&base, "ClusterRole", "draguard-taint-rule-breaker").is_none(),

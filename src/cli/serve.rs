@@ -10,9 +10,11 @@ use k8s_quantity::Quantity;
 use crate::cluster::apiserver::{self, Apiserver, Recheck};
 use crate::cluster::live::LiveView;
 use crate::controllers::background_audit::round::RoundSettings;
-use crate::controllers::background_audit::{AuditSettings, BackgroundAudit, lease};
+use crate::controllers::background_audit::{AuditSettings, BackgroundAudit};
+use crate::controllers::lease;
+use crate::controllers::lease_gauge::LeaseGauge;
 use crate::controllers::mutate_conditions_sync::MutateConditions;
-use crate::controllers::standing_taint_rules::{Settings as StandingSettings, StandingTaintRules};
+use crate::controllers::standing_taint_rules::{self, Settings as StandingSettings, StandingTaintRules};
 use crate::controllers::webhook_certs::{CertSettings, SERVICE_ACCOUNT_NAMESPACE, WebhookCerts, default_namespace};
 use crate::kubernetes::apiserver_report::Mismatch;
 use crate::policy::toleration_restriction::TolerationRestrictionConfigError;
@@ -356,6 +358,18 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
         }
     };
     let standing = cluster.as_ref().map(|(view, client)| {
+        // One replica publishes the Events: the holder of this Lease.
+        let holding = LeaseGauge::default();
+        config
+            .collectors
+            .push(holding.collector(standing_taint_rules::LEADER_METRIC, standing_taint_rules::LEADER_HELP));
+        let leader = lease::Leader::new(
+            client.clone(),
+            &own_namespace(&args),
+            standing_taint_rules::LEASE_NAME,
+            lease::identity(),
+            lease::LeaseTimes::default(),
+        );
         StandingTaintRules::start(
             client.clone(),
             view.clone(),
@@ -363,15 +377,22 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
             config.target.version,
             config.taint_rule_reach.clone(),
             StandingSettings::default(),
+            leader,
+            holding,
         )
     });
     let running = server::start(config).await?;
     if let Some(audit) = audit {
         tokio::spawn(audit.run());
     }
+    // Set at SIGTERM, for the loops that give up a Lease on their way out.
+    let (stopping, stopped) = tokio::sync::watch::channel(false);
     if let Some(standing) = standing {
         // Standing DeviceTaintRules are judged again as their reach grows.
-        tokio::spawn(standing.run());
+        let mut stopped = stopped.clone();
+        tokio::spawn(standing.run(async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        }));
     }
     if let Some((manager, conditions)) = cert_manager {
         tokio::spawn(manager.run());
@@ -392,6 +413,7 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
     tokio::spawn(async move {
         server::shutdown_signal().await;
         tracing::info!("shutdown requested");
+        let _ = stopping.send(true);
         stop.shutdown();
     });
     running.wait().await?;

@@ -4,10 +4,13 @@
 //! one direction: `cli` → `controllers` → `server`, `cluster`, `quota`.
 
 pub mod background_audit;
+pub mod lease;
+pub mod lease_gauge;
 pub mod mutate_conditions;
 pub mod mutate_conditions_sync;
 pub mod mutate_selector_entries;
 pub mod quota_sync;
 pub mod standing_taint_rules;
+pub mod standing_taint_rules_said;
 pub mod webhook_certs;
 pub mod webhook_config_watch;

@@ -20,9 +20,23 @@
 //!   them busy is retried next round.
 //! - An Event only when what the rule passes changes, not every round.
 //!
-//! Every replica runs it; each publishes its own Events (its pod name is
-//! the Event's reporting instance). A pause is sent with the rule's
-//! resourceVersion, so when replicas race, one wins and the others get 409.
+//! One voice for all replicas: every replica counts (its own gauge, scraped
+//! per pod, and warm counts for a take-over), but only the replica holding
+//! the Lease [`LEASE_NAME`] in draguard's namespace (`controllers::lease`)
+//! publishes the Events and sends the pause (each replica published each
+//! Event before: three times over with deploy/base's three replicas).
+//! What the holder has said travels in the Lease
+//! (`standing_taint_rules_said`): the replica that takes over (within a
+//! renewal, 2 s, of a holder that stopped and gave the Lease up; at most
+//! `leaseDurationSeconds` + a renewal after one that died, 17 s by
+//! default) judges every rule again against it, so it says what changed
+//! and repeats an Event at most once per take-over (when the holder died
+//! between publishing and noting). A replica that cannot read or renew the
+//! Lease (its Role missing, the apiserver down) publishes nothing, logs
+//! that once a minute and exports `draguard_taint_rules_leader 0`; reviews
+//! never wait on any of it. A pause is still sent with the rule's
+//! resourceVersion, so that even two holders (a partition) cannot both
+//! apply one.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -39,6 +53,9 @@ use crate::cluster::index::{Watched, spawn_watch};
 use crate::cluster::live::LiveView;
 use crate::cluster::slim::SlimObject;
 use crate::cluster::taint_rules::{StandingRule, TaintRuleIndex};
+use crate::controllers::lease::Leader;
+use crate::controllers::lease_gauge::LeaseGauge;
+use crate::controllers::standing_taint_rules_said::{NOTE, Said, Say};
 use crate::kubernetes::KubeVersion;
 use crate::objects::dra::DeviceTaintRuleSpec;
 use crate::policy::PolicySet;
@@ -46,6 +63,14 @@ use crate::policy_files::reload::PolicyStore;
 use crate::review::standing_taint_rule::{self, StandingReach};
 use crate::server::taint_rule_reach::{Reach, TaintRuleReach};
 use crate::view::TaintRuleImpact;
+
+/// The Lease whose holder speaks for all replicas, in draguard's
+/// namespace: one of its own, not the audit's, as the audit is opt-in and
+/// may hold its Lease through a long round.
+pub const LEASE_NAME: &str = "draguard-taint-rules";
+/// `/metrics`: whether this replica holds it.
+pub const LEADER_METRIC: &str = "draguard_taint_rules_leader";
+pub const LEADER_HELP: &str = "1 while this replica holds the Lease draguard-taint-rules (only it publishes the standing DeviceTaintRules' Events and pauses them), else 0.";
 
 /// The Event reason when a standing rule passes its caps.
 pub const REASON_EXCEEDS: &str = "ReachExceedsCaps";
@@ -80,14 +105,12 @@ impl Default for Settings {
     }
 }
 
-/// What was last counted and said for one rule.
+/// What was last counted for one rule (what was said is in [`Said`]).
 struct Seen {
     resource_version: Option<String>,
     reach_changes: u64,
     policies: Arc<PolicySet>,
     counted: Instant,
-    /// The summary the last `ReachExceedsCaps` Event said, while past.
-    reported: Option<String>,
 }
 
 pub struct StandingTaintRules {
@@ -101,6 +124,14 @@ pub struct StandingTaintRules {
     recorder: Recorder,
     settings: Settings,
     seen: HashMap<String, Seen>,
+    /// The Lease: only its holder publishes and pauses.
+    leader: Leader,
+    holding: LeaseGauge,
+    leading: bool,
+    /// What the holder has said, by rule uid; written to the Lease when
+    /// it changed.
+    said: Said,
+    said_changed: bool,
     errors: ErrorLog,
     untracked_logged: usize,
 }
@@ -108,6 +139,9 @@ pub struct StandingTaintRules {
 impl StandingTaintRules {
     /// Starts the DeviceTaintRule watch (in the version `version` serves)
     /// on the current runtime; [`StandingTaintRules::run`] is the loop.
+    /// `leader` is the Lease [`LEASE_NAME`]; `holding` says whether this
+    /// replica holds it.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         client: Client,
         view: LiveView,
@@ -115,6 +149,8 @@ impl StandingTaintRules {
         version: KubeVersion,
         reach: TaintRuleReach,
         settings: Settings,
+        leader: Leader,
+        holding: LeaseGauge,
     ) -> Self {
         let gvk = GroupVersionKind::gvk(
             "resource.k8s.io",
@@ -142,18 +178,89 @@ impl StandingTaintRules {
             reach,
             settings,
             seen: HashMap::new(),
+            leader: leader.with_note(NOTE),
+            holding,
+            leading: false,
+            said: Said::default(),
+            said_changed: false,
             errors: ErrorLog::new(ERROR_LINE_EVERY),
             untracked_logged: 0,
         }
     }
 
-    pub async fn run(mut self) {
-        let mut tick = tokio::time::interval(self.settings.every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    /// The loop, until `stop` completes: then it gives the Lease up, so
+    /// that another replica speaks within a renewal, not after 15 s.
+    pub async fn run(mut self, stop: impl std::future::Future<Output = ()>) {
+        let mut stop = std::pin::pin!(stop);
+        tracing::info!(
+            lease = %self.leader.name(),
+            identity = %self.leader.identity(),
+            "standing DeviceTaintRules: every replica counts their reach; the replica holding the Lease publishes their Events"
+        );
+        let mut rounds = tokio::time::interval(self.settings.every);
+        rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The Lease is renewed (or watched for a silent holder) on its own
+        // period, between rounds too.
+        let mut renewals = tokio::time::interval(self.leader.times().renew_every);
+        renewals.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
-            self.round().await;
+            tokio::select! {
+                _ = rounds.tick() => {
+                    self.lead().await;
+                    self.round().await;
+                    self.write_said().await;
+                }
+                _ = renewals.tick() => {
+                    self.lead().await;
+                }
+                () = &mut stop => break,
+            }
         }
+        if let Err(e) = self.leader.release().await {
+            tracing::warn!(error = %e, lease = %self.leader.name(), "cannot release the Lease; another replica takes it over once it expires");
+        }
+        self.holding.set(false);
+    }
+
+    /// Whether this replica holds the Lease now, renewing it when due.
+    /// Having just taken it, it reads what its predecessor said; holding it
+    /// again (taken, or renewed after a lapse in which it said nothing), it
+    /// counts every rule again to judge against what was said.
+    async fn lead(&mut self) -> bool {
+        let holds = self.leader.still_holds().await;
+        let acquired = self.leader.acquired();
+        if let Some(found) = &acquired {
+            let (said, unreadable) = Said::parse(found.as_deref());
+            if let Some(error) = unreadable {
+                tracing::warn!(%error, annotation = NOTE, "the Lease's note of Events published is unreadable; the rules past their caps are said again");
+            }
+            self.said = said;
+            self.leader.set_note(self.said.note());
+        }
+        if holds && (!self.leading || acquired.is_some()) {
+            tracing::info!(
+                past_caps = self.said.len(),
+                "holds the standing DeviceTaintRules' Lease: this replica publishes their Events from now on"
+            );
+            self.seen.clear();
+        } else if self.leading && !holds {
+            tracing::info!(
+                "no longer holds the standing DeviceTaintRules' Lease: publishes nothing until it holds it again"
+            );
+        }
+        self.leading = holds;
+        self.holding.set(holds);
+        holds
+    }
+
+    /// Writes what was said to the Lease at once when it changed, so that
+    /// a successor repeats as little as possible.
+    async fn write_said(&mut self) {
+        if !std::mem::take(&mut self.said_changed) || !self.leading {
+            return;
+        }
+        self.leader.set_note(self.said.note());
+        self.leader.try_hold_logged().await;
     }
 
     /// One round: forget deleted rules, count the changed ones.
@@ -177,6 +284,8 @@ impl StandingTaintRules {
         let names: std::collections::HashSet<&str> = rules.iter().map(|(n, _)| n.as_str()).collect();
         self.seen.retain(|name, _| names.contains(name.as_str()));
         self.reach.retain(|name| names.contains(name));
+        let keys: std::collections::HashSet<&str> = rules.iter().map(|(n, r)| said_key(n, r)).collect();
+        self.said_changed |= self.said.retain(|key| keys.contains(key));
         let policies = self.policies.current();
         let changes = self.view.reach_changes();
         let mut due: Vec<&(String, StandingRule)> = rules
@@ -215,34 +324,39 @@ impl StandingTaintRules {
                 namespaces: reach.namespaces as u64,
             },
         );
-        let reported = self.seen.remove(name).and_then(|s| s.reported);
         let summary = (!reach.exceeded.is_empty()).then(|| reach.summary(name));
         let mut seen = Seen {
             resource_version: rule.resource_version.clone(),
             reach_changes: changes,
             policies: policies.clone(),
             counted: Instant::now(),
-            reported: summary.clone(),
         };
-        match (&summary, &reported) {
-            (Some(now), before) if Some(now) != before.as_ref() => {
-                tracing::warn!(rule = name, pods = reach.pods, namespaces = reach.namespaces, "{now}");
-                self.publish(name, rule, EventType::Warning, REASON_EXCEEDS, now).await;
+        // Only the holder speaks; the others have counted for their gauge.
+        if self.lead().await {
+            let key = said_key(name, rule);
+            match (self.said.say(key, summary.as_deref()), &summary) {
+                (Say::Exceeds, Some(now)) => {
+                    tracing::warn!(rule = name, pods = reach.pods, namespaces = reach.namespaces, "{now}");
+                    self.publish(name, rule, EventType::Warning, REASON_EXCEEDS, now).await;
+                }
+                (Say::Within, _) => {
+                    let within = format!(
+                        "DeviceTaintRule {name} reaches {} pods in {} namespaces, within its caps again",
+                        reach.pods, reach.namespaces
+                    );
+                    tracing::info!(rule = name, "{within}");
+                    self.publish(name, rule, EventType::Normal, REASON_WITHIN, &within)
+                        .await;
+                }
+                _ => {}
             }
-            (None, Some(_)) => {
-                let within = format!(
-                    "DeviceTaintRule {name} reaches {} pods in {} namespaces, within its caps again",
-                    reach.pods, reach.namespaces
-                );
-                tracing::info!(rule = name, "{within}");
-                self.publish(name, rule, EventType::Normal, REASON_WITHIN, &within)
-                    .await;
+            // Noted after publishing: a holder that dies in between leaves
+            // its successor to say it once more, never to miss it.
+            self.said_changed |= self.said.note_said(key, summary.as_deref());
+            if rule.spec.taint.effect == "NoExecute" && !self.pause(name, rule, &reach).await {
+                // Not paused though asked to: due again next round.
+                seen.resource_version = None;
             }
-            _ => {}
-        }
-        if rule.spec.taint.effect == "NoExecute" && !self.pause(name, rule, &reach).await {
-            // Not paused though asked to: due again next round.
-            seen.resource_version = None;
         }
         self.seen.insert(name.to_owned(), seen);
     }
@@ -255,6 +369,9 @@ impl StandingTaintRules {
         let Some(patch) = reach.pause_patch(resource_version, &now) else {
             return true;
         };
+        if !self.lead().await {
+            return false;
+        }
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &self.resource);
         match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             Ok(_) => {
@@ -298,6 +415,12 @@ impl StandingTaintRules {
             tracing::warn!(rule = name, reason, error = %e, suppressed, "cannot publish the Event (the log line above says the same)");
         }
     }
+}
+
+/// The key of a rule in [`Said`]: its uid (a rule deleted and created
+/// again under its name is another rule), its name for a rule without one.
+fn said_key<'a>(name: &'a str, rule: &'a StandingRule) -> &'a str {
+    rule.uid.as_deref().unwrap_or(name)
 }
 
 /// The one place the reach is counted: on a blocking thread, as it walks

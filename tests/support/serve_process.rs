@@ -123,6 +123,17 @@ impl ServeProcess {
         text
     }
 
+    /// Asks the process to stop (SIGTERM, as the kubelet does), without
+    /// waiting for it.
+    pub fn terminate(&self) {
+        let pid = self.child.as_ref().expect("running until stopped").id();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "SIGTERM to {pid}");
+    }
+
     /// Kills the process and returns its log.
     pub fn stop(mut self) -> Stopped {
         let mut child = self.child.take().expect("running until stopped");

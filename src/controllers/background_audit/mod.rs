@@ -5,12 +5,11 @@
 //! PolicyReport per namespace with findings and a ClusterPolicyReport
 //! ([`reports`]), deletes its reports of namespaces whose findings are
 //! gone, exports the counts ([`metrics`]) and logs one line. Other
-//! replicas only keep trying for the Lease ([`lease`]).
+//! replicas only keep trying for the Lease (`controllers::lease`).
 //!
 //! Nothing here is on a review's path: the webhook answers whether or not
 //! the audit runs, and the audit writes only its own reports and Lease.
 
-pub mod lease;
 pub mod metrics;
 pub mod reports;
 pub mod round;
@@ -18,7 +17,7 @@ pub mod round;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lease::{Leader, LeaseTimes};
+use crate::controllers::lease::{Leader, LeaseTimes};
 use metrics::AuditStatus;
 use reports::ReportWriter;
 use round::{Judge, Round, RoundOutcome, RoundSettings};
@@ -109,10 +108,8 @@ impl BackgroundAudit {
         let mut run_now = false;
         let mut unreported_change = false;
         loop {
-            if let Err(e) = self.leader.try_hold().await {
-                tracing::warn!(error = %e, "cannot read or renew the audit Lease");
-            }
-            let holds = self.leader.holds();
+            // Logged at most once a minute: a missing Role must not fill the log.
+            let holds = self.leader.try_hold_logged().await;
             self.status.set_leader(holds);
             if holds && (run_now || tokio::time::Instant::now() >= due) {
                 run_now = false;

@@ -24,12 +24,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::lease::Leader;
 use super::metrics::RoundCounts;
 use super::reports::{ReportWriter, WriteError};
 use crate::check::{self, Judgement, ObjectReport, Options, Severity, Sink};
 use crate::cluster::audited_kinds::{Audited, audited};
 use crate::cluster::paged_list::{Collection, each_if_served};
+use crate::controllers::lease::Leader;
 use crate::policy::toleration_restriction::TolerationRestrictionConfig;
 use crate::policy_files::reload::PolicyStore;
 use crate::report::policy_report::Scope;

@@ -324,6 +324,11 @@ impl FakeApiServer {
             .insert((ns.to_owned(), name), report);
     }
 
+    /// Refuses every Lease request with 403 from now on.
+    pub fn forbid_leases(&self) {
+        self.reports.lock().expect("lock").forbid_leases = true;
+    }
+
     /// The stored Lease `ns/name`.
     pub fn lease(&self, ns: &str, name: &str) -> Option<Value> {
         self.reports

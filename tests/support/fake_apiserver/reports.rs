@@ -6,7 +6,7 @@
 //!   is 415), listed (all namespaces, by label selector `k=v`) and deleted;
 //! - Leases are read, created (409 AlreadyExists on a second create) and
 //!   replaced (409 Conflict for a stale resourceVersion), each write with
-//!   the next resourceVersion.
+//!   the next resourceVersion; or all refused (403, `forbid_leases`).
 //!
 //! Every write is recorded, as `PATCH policyreports/<ns>/<name>
 //! fieldManager=<m> force=<f> <content type>`, `DELETE policyreports/<ns>/<name>`,
@@ -32,6 +32,9 @@ pub struct Store {
     /// When set, every report write is refused with 404 page not found,
     /// as by a cluster without the CRDs.
     pub no_crds: bool,
+    /// When set, every Lease request is refused with 403, as for a
+    /// ServiceAccount without the Lease's Role.
+    pub forbid_leases: bool,
 }
 
 impl Store {
@@ -216,8 +219,23 @@ fn lease_not_found(name: &str) -> Response {
     )
 }
 
+/// The apiserver's refusal of a verb on a Lease to draguard's ServiceAccount.
+fn lease_forbidden(verb: &str, ns: &str, name: &str) -> Response {
+    status(
+        StatusCode::FORBIDDEN,
+        "Forbidden",
+        format!(
+            "leases.coordination.k8s.io \"{name}\" is forbidden: User \"system:serviceaccount:draguard:draguard\" cannot {verb} resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"{ns}\""
+        ),
+    )
+}
+
 async fn get_lease(State(s): State<Shared>, Path((ns, name)): Path<(String, String)>) -> Response {
-    match s.lock().expect("store").leases.get(&(ns, name.clone())) {
+    let store = s.lock().expect("store");
+    if store.forbid_leases {
+        return lease_forbidden("get", &ns, &name);
+    }
+    match store.leases.get(&(ns, name.clone())) {
         Some(v) => axum::Json(v.clone()).into_response(),
         None => lease_not_found(&name),
     }
@@ -234,6 +252,9 @@ async fn create_lease(
 ) -> Response {
     let mut store = s.lock().expect("store");
     let name = v["metadata"]["name"].as_str().unwrap_or("").to_owned();
+    if store.forbid_leases {
+        return lease_forbidden("create", &ns, &name);
+    }
     if store.leases.contains_key(&(ns.clone(), name.clone())) {
         return status(
             StatusCode::CONFLICT,
@@ -255,6 +276,9 @@ async fn replace_lease(
     axum::Json(mut v): axum::Json<Value>,
 ) -> Response {
     let mut store = s.lock().expect("store");
+    if store.forbid_leases {
+        return lease_forbidden("update", &ns, &name);
+    }
     let Some(stored) = store.leases.get(&(ns.clone(), name.clone())) else {
         return lease_not_found(&name);
     };
