@@ -40,6 +40,8 @@ pub fn purge_freed_memory_promptly() {
 }
 
 /// The purge delay in force, in ms (-1: never purge), for the startup log.
+// C's long is i64 on Linux, i32 on Windows: the conversion is for the latter.
+#[allow(clippy::useless_conversion)]
 pub fn purge_delay_ms() -> i64 {
     // SAFETY: reads one option by its index.
     i64::from(unsafe { mi_option_get(PURGE_DELAY) })
