@@ -3,16 +3,17 @@
 //!
 //! mimalloc 3.3.2 (libmimalloc-sys 0.1.49) does not return an emptied
 //! arena range when it is freed: it schedules a purge `purge_delay` ms
-//! later (default 10) times `arena_purge_mult` (default 10), and runs due
-//! purges only when some thread next passes through its collection, a few
-//! arenas per pass (`mi_arena_schedule_purge` and `mi_arenas_try_purge`,
-//! src/arena.c). A replica whose work comes in bursts of large transient
-//! tables (a DeviceTaintRule count builds a per-pod map, ~10 MB at 100k
-//! pods, on whichever blocking thread runs it) therefore holds freed pages
-//! it will not reuse soon. Measured with `scripts/standing-taint-rules.sh
-//! 100000 0 40` under 256 MiB: with the default delay the 40-rule run
-//! peaked at 213 to 237 MB RSS (cgroup 229 to 255 MiB, at its limit once);
-//! with a delay of 0 at 179 MB (cgroup 204 MiB, never at the limit).
+//! later (default 1,000 in src/options.c, though include/mimalloc.h says
+//! 10) times `arena_purge_mult` (default 1), and runs due purges only when
+//! some thread next passes through its collection, a few arenas per pass
+//! (`mi_arena_schedule_purge` and `mi_arenas_try_purge`, src/arena.c). A
+//! replica whose work comes in bursts of large transient tables (a
+//! DeviceTaintRule count builds a per-pod map, ~10 MB at 100k pods, on
+//! whichever blocking thread runs it) therefore holds freed pages it will
+//! not reuse soon. Measured with `scripts/standing-taint-rules.sh 100000 0
+//! 40` under 256 MiB, two runs each: with the default delay the 40-rule
+//! run peaked at 194 and 233 MB RSS (cgroup 225 and 255 MiB, at its limit
+//! once); with a delay of 0 at 172 and 173 MB (cgroup 189 and 198 MiB).
 //! A delay of 0 purges when a range is freed (`delay == 0` in
 //! `mi_arena_schedule_purge`).
 //!
