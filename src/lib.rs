@@ -11,6 +11,7 @@ pub use draguard_core::{
     view, yaml,
 };
 
+pub mod allocator;
 pub mod build_info;
 pub mod check;
 pub mod cli;

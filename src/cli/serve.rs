@@ -246,8 +246,15 @@ impl ServeArgs {
 
 /// Exit 0 after a clean shutdown, 2 when the server cannot start.
 pub fn run(args: ServeArgs) -> ExitCode {
+    // First, while this is the only thread (mimalloc's setters are not
+    // thread-safe); why: src/allocator.rs.
+    crate::allocator::purge_freed_memory_promptly();
     let json = args.log_format == LogFormat::Json;
     crate::logging::init_logging(json);
+    tracing::info!(
+        purge_delay_ms = crate::allocator::purge_delay_ms(),
+        "allocator: freed memory goes back to the OS after purge_delay_ms (MIMALLOC_PURGE_DELAY overrides)"
+    );
     raise_fd_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
