@@ -7,6 +7,7 @@ pub mod claim;
 pub mod claim_status;
 pub mod dra;
 pub mod go_json;
+pub mod parameters;
 pub mod patch;
 pub mod patch_crd;
 pub mod pod;
