@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::field::{At, FieldError, Path};
 use crate::kubernetes::KubeVersion;
 use crate::objects::claim::{
@@ -500,7 +498,7 @@ mod tests {
     use super::*;
     use crate::objects::ClaimVersion;
     use rstest::rstest;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// The errors declarative validation shares with the hand-written
     /// rules are marked, and only those: each mark below is one tag of the
