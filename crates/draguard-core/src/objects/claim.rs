@@ -121,7 +121,7 @@ pub struct OpaqueDeviceConfiguration {
     #[serde(deserialize_with = "nullable")]
     pub driver: String,
     /// `runtime.RawExtension`: JSON `null` and absence both decode to nothing.
-    pub parameters: Option<Value>,
+    pub parameters: Option<super::parameters::Parameters>,
 }
 
 /// The request shape of v1 and v1beta2: `exactly` or `firstAvailable`.

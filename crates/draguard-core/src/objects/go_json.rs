@@ -186,7 +186,7 @@ mod tests {
                     requests: Vec::new(),
                     opaque: Some(OpaqueDeviceConfiguration {
                         driver: "d.example.com".into(),
-                        parameters: Some(serde_json::json!({"z": 1, "a": "<&>"})),
+                        parameters: Some(serde_json::json!({"z": 1, "a": "<&>"}).into()),
                     }),
                 }],
             },

@@ -8,6 +8,7 @@ pub mod claim_status;
 pub mod device_class;
 pub mod dra;
 pub mod go_json;
+pub mod parameters;
 pub mod patch;
 pub mod patch_crd;
 pub mod pod;

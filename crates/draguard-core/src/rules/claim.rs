@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::field::{At, FieldError, Path};
 use crate::kubernetes::KubeVersion;
 use crate::objects::claim::{
     ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ClaimSpec, DeviceClaim, DeviceClaimConfiguration,
     DeviceConstraint, DeviceRequest, DeviceSelector, DeviceSubRequest, ExactDeviceRequest, OpaqueDeviceConfiguration,
 };
+use crate::objects::parameters::Parameters;
 use crate::objects::{ClaimVersion, go_json};
 use crate::rules::cel::CompileBudget;
 use crate::rules::ratchet::check_enum;
@@ -347,38 +346,13 @@ fn validate_opaque(opaque: &OpaqueDeviceConfiguration, path: At<'_>) -> Vec<Fiel
     errs
 }
 
-/// An `io::Write` that keeps only the number of bytes written: the size of
-/// an encoding without building it.
-struct ByteCount(usize);
-
-impl std::io::Write for ByteCount {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 = self.0.saturating_add(buf.len());
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The size of `value` encoded compactly. The apiserver measures the raw
-/// bytes it received; a webhook sees the object re-encoded, so the compact
-/// encoding is the closest measure.
-pub fn encoded_len(value: &Value) -> usize {
-    let mut counted = ByteCount(0);
-    match serde_json::to_writer(&mut counted, value) {
-        Ok(()) => counted.0,
-        Err(_) => usize::MAX,
-    }
-}
-
 /// `validateRawExtension` on create: present, at most 10 KiB, a JSON object.
-fn validate_raw_parameters(parameters: Option<&Value>, path: At<'_>) -> Vec<FieldError> {
+fn validate_raw_parameters(parameters: Option<&Parameters>, path: At<'_>) -> Vec<FieldError> {
     let Some(value) = parameters else {
         return vec![FieldError::required(path, "")];
     };
-    if encoded_len(value) > OPAQUE_PARAMETERS_MAX {
+    // Without decoding the tree when its text is short enough to tell.
+    if !value.fits(OPAQUE_PARAMETERS_MAX) {
         return vec![FieldError::too_long(path, OPAQUE_PARAMETERS_MAX)];
     }
     if !value.is_object() {
@@ -524,7 +498,7 @@ mod tests {
     use super::*;
     use crate::objects::ClaimVersion;
     use rstest::rstest;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// The errors declarative validation shares with the hand-written
     /// rules are marked, and only those: each mark below is one tag of the

@@ -212,7 +212,7 @@ impl<'a> ConfigGo<'a> {
             requests: slice(&c.requests, String::as_str),
             opaque: c.opaque.as_ref().map(|o| OpaqueGo {
                 driver: &o.driver,
-                parameters: o.parameters.as_ref(),
+                parameters: o.parameters.as_deref(),
             }),
         }
     }

@@ -66,7 +66,7 @@ pub fn sharing_on_admin_access(
             .opaque
             .as_ref()
             .filter(|o| o.driver == GPU_DRIVER)
-            .and_then(|o| o.parameters.as_ref())
+            .and_then(|o| o.parameters.as_deref())
         else {
             continue;
         };

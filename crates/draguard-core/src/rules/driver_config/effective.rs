@@ -87,7 +87,7 @@ fn applied(c: &DeviceClaimConfiguration, source: String) -> Option<Applied> {
     Some(Applied {
         source,
         driver: opaque.driver.clone(),
-        parameters: opaque.parameters.clone().unwrap_or(Value::Null),
+        parameters: opaque.parameters.as_deref().cloned().unwrap_or(Value::Null),
     })
 }
 
@@ -149,7 +149,7 @@ mod tests {
                     requests: Vec::new(),
                     opaque: Some(crate::objects::claim::OpaqueDeviceConfiguration {
                         driver: "gpu.nvidia.com".into(),
-                        parameters: Some(json!({"class": true})),
+                        parameters: Some(json!({"class": true}).into()),
                     }),
                 }]
             })

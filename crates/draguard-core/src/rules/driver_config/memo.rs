@@ -1,6 +1,6 @@
 //! The verdicts of configs already judged, so that a config seen before
-//! costs a hash and a comparison instead of its schema's walk and CEL
-//! rules. Workloads stamp out the same few configs over and over (every
+//! costs a hash and a comparison of its text instead of its schema's walk
+//! and CEL rules. Workloads stamp out the same few configs over and over (every
 //! claim of a template, every replica's claim), so nearly every config a
 //! webhook sees is one it has judged.
 //!
@@ -13,11 +13,23 @@
 //! template shares one entry. Failures are kept too: a client retrying a
 //! bad config is as repetitive as a good one.
 //!
-//! Bounded twice, entries and bytes (the parameters' JSON length, at most
-//! the apiserver's 10 KiB each, and the errors'), oldest out first: at most
-//! [`MAX_ENTRIES`] × a few times [`MAX_BYTES`]/[`MAX_ENTRIES`] of memory, a
-//! few MiB, whatever the traffic. A config over the byte budget on its own
-//! is judged every time.
+//! Keyed by the parameters' JSON text ([`Parameters::text`]), not their
+//! tree: hashing and comparing the text is a pass over a few hundred bytes,
+//! where the tree's hash and comparison walked every node and string. The
+//! same text always decodes to the same tree, so a kept verdict is right
+//! for it; the same tree written differently (key order: the apiserver
+//! compacts a RawExtension but keeps its client's order) is only judged
+//! again and kept once more. Claims a template stamps carry one text.
+//!
+//! Bounded twice, entries and bytes (the parameters' text, at most the
+//! apiserver's 10 KiB each, and the errors'), oldest out first. Sizing
+//! rule: at most [`MAX_BYTES`] of texts and errors plus [`MAX_ENTRIES`]
+//! entries' fixed part (under 200 bytes each: the driver's name, at most
+//! 63 bytes, the map's and the queue's slots, the allocations' headers), so
+//! under 1.25 MiB whatever the traffic and the cluster's size. A config
+//! over the byte budget on its own is judged every time.
+//!
+//! [`Parameters::text`]: crate::objects::parameters::Parameters::text
 //!
 //! [`DriverSchemas`]: super::DriverSchemas
 
@@ -26,15 +38,13 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde_json::Value;
-
 use crate::field::{FieldError, Path};
+use crate::objects::parameters::Parameters;
 
 /// How many configs' verdicts are kept.
 pub const MAX_ENTRIES: usize = 1024;
-/// How many bytes the kept verdicts may hold: the parameters' JSON length
-/// and the errors' size. The decoded `Value` takes a few times its JSON
-/// length, so the memo stays within a few MiB of the 256 Mi the deployment
+/// How many bytes the kept verdicts may hold: the parameters' text and the
+/// errors' size, so the memo stays near 1 MiB of the 256 Mi the deployment
 /// gets.
 pub const MAX_BYTES: usize = 1 << 20;
 
@@ -57,10 +67,11 @@ struct Inner {
 
 struct Entry {
     driver: Box<str>,
-    parameters: Value,
+    /// The parameters' JSON text.
+    text: Box<str>,
     /// The errors, at paths relative to the `parameters` field.
     errors: Arc<[FieldError]>,
-    /// The parameters' JSON length and the errors' size.
+    /// The text's length and the errors' size.
     bytes: usize,
 }
 
@@ -71,23 +82,23 @@ impl std::fmt::Debug for Verdicts {
 }
 
 impl Verdicts {
-    /// The verdict on `parameters` of `driver` at `at`, from the memo, or
-    /// `judge`d (at the empty path) and kept. `bytes`: the parameters'
-    /// JSON length, which the caller has measured already.
+    /// The verdict on `parameters` of `driver` at `at` (built only when
+    /// there are errors to place), from the memo, or `judge`d (at the empty
+    /// path) and kept.
     pub fn judge(
         &self,
         driver: &str,
-        parameters: &Value,
-        bytes: usize,
-        at: &Path,
+        parameters: &Parameters,
+        at: impl FnOnce() -> Path,
         judge: impl FnOnce() -> Vec<FieldError>,
     ) -> Vec<FieldError> {
-        let key = self.key(driver, parameters);
+        let text = parameters.text();
+        let key = self.key(driver, text);
         let kept = self
             .lock()
             .entries
             .get(&key)
-            .and_then(|e| (*e.driver == *driver && e.parameters == *parameters).then(|| Arc::clone(&e.errors)));
+            .and_then(|e| (*e.driver == *driver && *e.text == *text).then(|| Arc::clone(&e.errors)));
         let errors = match kept {
             Some(errors) => errors,
             None => {
@@ -97,13 +108,13 @@ impl Verdicts {
                 let errors: Arc<[FieldError]> = judge().into();
                 // The verdict counts too: 10 KiB of unknown keys is a
                 // thousand errors, each larger than its key.
-                let bytes = bytes + errors.iter().map(error_size).sum::<usize>();
+                let bytes = text.len() + errors.iter().map(error_size).sum::<usize>();
                 if bytes <= MAX_BYTES {
                     self.lock().insert(
                         key,
                         Entry {
                             driver: driver.into(),
-                            parameters: parameters.clone(),
+                            text: text.into(),
                             errors: Arc::clone(&errors),
                             bytes,
                         },
@@ -112,7 +123,11 @@ impl Verdicts {
                 errors
             }
         };
-        errors.iter().map(|e| placed(e, at)).collect()
+        if errors.is_empty() {
+            return Vec::new();
+        }
+        let at = at();
+        errors.iter().map(|e| placed(e, &at)).collect()
     }
 
     /// How many verdicts are kept (for tests of the bounds).
@@ -124,10 +139,10 @@ impl Verdicts {
         self.len() == 0
     }
 
-    fn key(&self, driver: &str, parameters: &Value) -> u64 {
+    fn key(&self, driver: &str, text: &str) -> u64 {
         let mut h = self.hasher.build_hasher();
         driver.hash(&mut h);
-        parameters.hash(&mut h);
+        text.hash(&mut h);
         h.finish()
     }
 
@@ -183,20 +198,25 @@ fn placed(error: &FieldError, at: &Path) -> FieldError {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
     fn judged(memo: &Verdicts, parameters: &Value, at: &str, calls: &mut usize) -> Vec<String> {
-        let bytes = parameters.to_string().len();
-        memo.judge("d.example.com", parameters, bytes, &Path::parse(at), || {
-            *calls += 1;
-            if parameters.get("bad").is_some() {
-                vec![FieldError::forbidden(Path::parse("bad"), "no")]
-            } else {
-                Vec::new()
-            }
-        })
+        let parameters = Parameters::from(parameters.clone());
+        memo.judge(
+            "d.example.com",
+            &parameters,
+            || Path::parse(at),
+            || {
+                *calls += 1;
+                if parameters.get("bad").is_some() {
+                    vec![FieldError::forbidden(Path::parse("bad"), "no")]
+                } else {
+                    Vec::new()
+                }
+            },
+        )
         .iter()
         .map(ToString::to_string)
         .collect()
@@ -239,13 +259,18 @@ mod tests {
     #[test]
     fn the_errors_count_in_the_bytes() {
         let memo = Verdicts::default();
-        let bad = json!({"bad": 1});
-        let bytes = bad.to_string().len();
-        memo.judge("d.example.com", &bad, bytes, &Path::new(""), || {
-            (0..100)
-                .map(|i| FieldError::forbidden(Path::parse(&format!("bad{i}")), "x".repeat(100)))
-                .collect()
-        });
+        let bad = Parameters::from(json!({"bad": 1}));
+        let bytes = bad.text().len();
+        memo.judge(
+            "d.example.com",
+            &bad,
+            || Path::new(""),
+            || {
+                (0..100)
+                    .map(|i| FieldError::forbidden(Path::parse(&format!("bad{i}")), "x".repeat(100)))
+                    .collect()
+            },
+        );
         let inner = memo.lock();
         assert!(inner.bytes > bytes + 100 * 100, "{}", inner.bytes);
     }

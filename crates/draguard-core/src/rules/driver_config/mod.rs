@@ -34,6 +34,7 @@ pub use schema::ConfigSchema;
 
 use crate::field::{FieldError, Path};
 use crate::objects::claim::DeviceClaimConfiguration;
+use crate::objects::parameters::Parameters;
 
 /// A built-in schema: driver, apiVersion, kind, `openAPIV3Schema`.
 type BuiltIn = (&'static str, &'static str, &'static str, Value);
@@ -72,36 +73,35 @@ pub fn judge_configs(
         if !schemas.knows_driver(&opaque.driver) {
             continue;
         }
-        let bytes = crate::rules::claim::encoded_len(parameters);
-        if bytes > crate::rules::claim::OPAQUE_PARAMETERS_MAX {
+        if !parameters.fits(crate::rules::claim::OPAQUE_PARAMETERS_MAX) {
             continue;
         }
-        let at = path.index(i).child("opaque").child("parameters");
-        errs.extend(judge_measured(&opaque.driver, parameters, bytes, &at, schemas));
+        // The path is built only for a verdict with errors: a config
+        // judged before and found right costs no allocation.
+        let at = || path.index(i).child("opaque").child("parameters");
+        errs.extend(judge_memoised(&opaque.driver, parameters, at, schemas));
     }
     errs
 }
 
 /// One config's parameters, at `at` (the `parameters` field).
-pub fn judge_parameters(driver: &str, parameters: &Value, at: &Path, schemas: &DriverSchemas) -> Vec<FieldError> {
+pub fn judge_parameters(driver: &str, parameters: &Parameters, at: &Path, schemas: &DriverSchemas) -> Vec<FieldError> {
     if !schemas.knows_driver(driver) {
         return Vec::new();
     }
-    let bytes = crate::rules::claim::encoded_len(parameters);
-    judge_measured(driver, parameters, bytes, at, schemas)
+    judge_memoised(driver, parameters, || at.clone(), schemas)
 }
 
-/// [`judge_parameters`] of a known driver's parameters of `bytes` JSON
-/// bytes: through the schema set's memo, so a config judged before costs
-/// a hash and a comparison (`memo.rs`).
-fn judge_measured(
+/// A known driver's parameters, through the schema set's memo, so a
+/// config judged before costs a hash and a comparison of its text
+/// (`memo.rs`).
+fn judge_memoised(
     driver: &str,
-    parameters: &Value,
-    bytes: usize,
-    at: &Path,
+    parameters: &Parameters,
+    at: impl FnOnce() -> Path,
     schemas: &DriverSchemas,
 ) -> Vec<FieldError> {
-    schemas.verdicts().judge(driver, parameters, bytes, at, || {
+    schemas.verdicts().judge(driver, parameters, at, || {
         judge_unmemoised(driver, parameters, &Path::new(""), schemas)
     })
 }

@@ -48,7 +48,7 @@ pub fn vfio_without_passthrough(
             .opaque
             .as_ref()
             .filter(|o| o.driver == GPU_DRIVER)
-            .and_then(|o| o.parameters.as_ref())
+            .and_then(|o| o.parameters.as_deref())
         else {
             continue;
         };

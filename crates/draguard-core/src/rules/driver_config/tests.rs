@@ -5,7 +5,7 @@ use super::{DriverSchemas, judge_parameters, nvidia};
 /// The causes of one config's parameters, as `path: body` lines.
 fn judge(driver: &str, parameters: Value) -> Vec<String> {
     let at = crate::field::Path::parse("spec.devices.config[0].opaque.parameters");
-    judge_parameters(driver, &parameters, &at, DriverSchemas::built_in())
+    judge_parameters(driver, &parameters.into(), &at, DriverSchemas::built_in())
         .iter()
         .map(|e| format!("{}: {}", e.field, e.body()))
         .collect()
@@ -100,8 +100,9 @@ fn unknown_drivers_and_versions_are_admitted_unknown_kinds_are_not() {
 #[test]
 fn a_changed_schema_set_does_not_answer_from_the_old_memo() {
     let at = crate::field::Path::parse("spec.devices.config[0].opaque.parameters");
-    let params = json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
-        "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}});
+    let params: super::Parameters = json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+        "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}})
+    .into();
     let schemas = DriverSchemas::default();
     assert!(judge_parameters("gpu.nvidia.com", &params, &at, &schemas).is_empty());
     assert!(!schemas.verdicts().is_empty());
