@@ -14,14 +14,13 @@
 //! created, refuses: they only spare the second half's repeats. draguard
 //! follows that to the letter ([`validate_device_class_update`]).
 
-use serde_json::Value;
-
 use crate::field::{At, FieldError, Path};
 use crate::objects::claim::{DeviceClaimConfiguration, DeviceSelector};
 use crate::objects::device_class::DeviceClassSpec;
+use crate::objects::parameters::Parameters;
 use crate::rules::cel::CompileBudget;
 use crate::rules::claim::{
-    DEVICE_CONFIG_MAX, DEVICE_SELECTORS_MAX, DRIVER_NAME_MAX, OPAQUE_PARAMETERS_MAX, encoded_len, validate_driver_name,
+    DEVICE_CONFIG_MAX, DEVICE_SELECTORS_MAX, DRIVER_NAME_MAX, OPAQUE_PARAMETERS_MAX, validate_driver_name,
 };
 use crate::rules::{cel, declare_list, invalid_each, names, validate_slice};
 
@@ -161,11 +160,12 @@ fn validate_class_driver(driver: &str, path: At<'_>, declarative: bool) -> Vec<F
 /// most 10 KiB (parameters stored before the limit came in 1.32 keep
 /// their size). JSON `null` decodes to nothing, which is `Required` as the
 /// apiserver's `v == nil` is.
-fn validate_raw_parameters(parameters: Option<&Value>, path: At<'_>, stored: bool) -> Vec<FieldError> {
+fn validate_raw_parameters(parameters: Option<&Parameters>, path: At<'_>, stored: bool) -> Vec<FieldError> {
     let Some(value) = parameters else {
         return vec![FieldError::required(path, "")];
     };
-    if !stored && encoded_len(value) > OPAQUE_PARAMETERS_MAX {
+    // Without decoding the tree when its text is short enough to tell.
+    if !stored && !value.fits(OPAQUE_PARAMETERS_MAX) {
         return vec![FieldError::too_long(path, OPAQUE_PARAMETERS_MAX)];
     }
     if !value.is_object() {
@@ -231,7 +231,7 @@ fn declared_extended_resource_name(name: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use rstest::rstest;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     const EMPTY_DRIVER: &str = "spec.config[0].opaque.driver: Invalid value: \"\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
     const CASELESS: &str = "an RFC 1123 subdomain must consist of alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'Example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
