@@ -77,6 +77,19 @@ pub fn judge_all(
         };
         // Spelled out once per policy, not once per toleration.
         let may_use = may_use(p, target);
+        let violation = |field: &Path, what: String| Violation {
+            concept: crate::verdict::Concept::TolerationPolicy,
+            policy: p.metadata.name.clone(),
+            mode: p.spec.mode,
+            field: Some(field.clone()),
+            message: with_message(
+                p,
+                format!(
+                    "toleration policy {:?}{caveat}: {what}; namespace {:?} may use {may_use}",
+                    p.metadata.name, applicable.namespace,
+                ),
+            ),
+        };
         let mut listed = 0;
         let mut unlisted: Option<(&Path, usize)> = None;
         for (path, t) in tolerations {
@@ -89,36 +102,14 @@ pub fn judge_all(
                 continue;
             }
             listed += 1;
-            outcome.violations.push(Violation {
-                concept: crate::verdict::Concept::TolerationPolicy,
-                policy: p.metadata.name.clone(),
-                mode: p.spec.mode,
-                field: Some(path.clone()),
-                message: with_message(
-                    p,
-                    format!(
-                        "toleration policy {:?}{caveat}: {path} ({}) {why}; namespace {:?} may use {may_use}",
-                        p.metadata.name,
-                        describe(t),
-                        applicable.namespace,
-                    ),
-                ),
-            });
+            let what = format!("{path} ({}) {why}", describe(t));
+            outcome.violations.push(violation(path, what));
         }
         if let Some((first, more)) = unlisted {
-            outcome.violations.push(Violation {
-                concept: crate::verdict::Concept::TolerationPolicy,
-                policy: p.metadata.name.clone(),
-                mode: p.spec.mode,
-                field: Some(first.clone()),
-                message: with_message(
-                    p,
-                    format!(
-                        "toleration policy {:?}{caveat}: {more} more tolerations from {first} on are not admitted either (the first {VIOLATIONS_PER_POLICY_MAX} are listed); namespace {:?} may use {may_use}",
-                        p.metadata.name, applicable.namespace,
-                    ),
-                ),
-            });
+            let what = format!(
+                "{more} more tolerations from {first} on are not admitted either (the first {VIOLATIONS_PER_POLICY_MAX} are listed)"
+            );
+            outcome.violations.push(violation(first, what));
         }
     }
     outcome

@@ -342,17 +342,22 @@ fn validate_opaque(opaque: &OpaqueDeviceConfiguration, path: At<'_>) -> Vec<Fiel
     errs.extend(validate_raw_parameters(
         opaque.parameters.as_ref(),
         path.field("parameters"),
+        false,
     ));
     errs
 }
 
-/// `validateRawExtension` on create: present, at most 10 KiB, a JSON object.
-fn validate_raw_parameters(parameters: Option<&Parameters>, path: At<'_>) -> Vec<FieldError> {
+/// `validateRawExtension`: present, a JSON object, and at most 10 KiB
+/// unless `stored` (a DeviceClass's parameters stored before the limit
+/// came in 1.32 keep their size; a claim's are never judged on update).
+/// JSON `null` decodes to nothing, which is `Required` as the apiserver's
+/// `v == nil` is.
+pub fn validate_raw_parameters(parameters: Option<&Parameters>, path: At<'_>, stored: bool) -> Vec<FieldError> {
     let Some(value) = parameters else {
         return vec![FieldError::required(path, "")];
     };
     // Without decoding the tree when its text is short enough to tell.
-    if !value.fits(OPAQUE_PARAMETERS_MAX) {
+    if !stored && !value.fits(OPAQUE_PARAMETERS_MAX) {
         return vec![FieldError::too_long(path, OPAQUE_PARAMETERS_MAX)];
     }
     if !value.is_object() {

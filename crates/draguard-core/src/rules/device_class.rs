@@ -17,10 +17,9 @@
 use crate::field::{At, FieldError, Path};
 use crate::objects::claim::{DeviceClaimConfiguration, DeviceSelector};
 use crate::objects::device_class::DeviceClassSpec;
-use crate::objects::parameters::Parameters;
 use crate::rules::cel::CompileBudget;
 use crate::rules::claim::{
-    DEVICE_CONFIG_MAX, DEVICE_SELECTORS_MAX, DRIVER_NAME_MAX, OPAQUE_PARAMETERS_MAX, validate_driver_name,
+    DEVICE_CONFIG_MAX, DEVICE_SELECTORS_MAX, DRIVER_NAME_MAX, validate_driver_name, validate_raw_parameters,
 };
 use crate::rules::{cel, declare_list, invalid_each, names, validate_slice};
 
@@ -154,28 +153,6 @@ fn validate_class_driver(driver: &str, path: At<'_>, declarative: bool) -> Vec<F
         errs.push(FieldError::too_long_characters(path, DRIVER_NAME_MAX).declared());
     }
     errs
-}
-
-/// `validateRawExtension`: present, a JSON object, and on a new list at
-/// most 10 KiB (parameters stored before the limit came in 1.32 keep
-/// their size). JSON `null` decodes to nothing, which is `Required` as the
-/// apiserver's `v == nil` is.
-fn validate_raw_parameters(parameters: Option<&Parameters>, path: At<'_>, stored: bool) -> Vec<FieldError> {
-    let Some(value) = parameters else {
-        return vec![FieldError::required(path, "")];
-    };
-    // Without decoding the tree when its text is short enough to tell.
-    if !stored && !value.fits(OPAQUE_PARAMETERS_MAX) {
-        return vec![FieldError::too_long(path, OPAQUE_PARAMETERS_MAX)];
-    }
-    if !value.is_object() {
-        return vec![FieldError::invalid(
-            path,
-            "<value omitted>",
-            "must be a valid JSON object",
-        )];
-    }
-    Vec::new()
 }
 
 /// `spec.extendedResourceName`. Hand-written, `v1helper.IsExtendedResourceName`
