@@ -248,6 +248,45 @@ async fn without_the_policy_report_crds_the_round_still_counts_and_writes_nothin
     assert!(writes_by(&api, "PATCH").is_empty());
 }
 
+/// A part the round cannot judge (too large for `--audit-part-size`) keeps
+/// its last report: deleting or emptying it would say its findings are
+/// gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_part_not_judged_keeps_its_last_report() {
+    let api = FakeApiServer::start(served_objects()).await;
+    let managed = json!({"app.kubernetes.io/managed-by": "draguard"});
+    let earlier = |ns: &str, kind: &str| {
+        json!({"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": kind,
+               "metadata": {"name": "draguard-audit", "namespace": ns, "labels": managed},
+               "summary": {"fail": 1}})
+    };
+    api.put_report("ml", earlier("ml", "PolicyReport"));
+    api.put_report("", earlier("", "ClusterPolicyReport"));
+    let settings = AuditSettings {
+        every: Duration::from_secs(3600),
+        namespace: "draguard".into(),
+        identity: "replica-a".into(),
+        lease: LeaseTimes::default(),
+        // Not even one object fits a part.
+        round: RoundSettings {
+            part_bytes: 64,
+            ..RoundSettings::default()
+        },
+    };
+    let mut a = BackgroundAudit::new(api.client(), policies(), None, Default::default(), settings).expect("audit");
+    let outcome = a.round_logged(false).await.expect("a round");
+    assert_eq!(outcome.counts.objects, 0);
+    // The cluster's part and each namespace's.
+    assert_eq!(outcome.counts.parts_not_judged, 1 + outcome.namespaces as u64);
+    assert!(writes_by(&api, "PATCH").is_empty(), "{:?}", api.report_writes());
+    assert!(writes_by(&api, "DELETE").is_empty(), "{:?}", api.report_writes());
+    assert_eq!(api.report("ml", "draguard-audit"), Some(earlier("ml", "PolicyReport")));
+    assert_eq!(
+        api.report("", "draguard-audit"),
+        Some(earlier("", "ClusterPolicyReport"))
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_holder_loses_the_lease_after_its_duration_and_stops_writing_before() {
     use draguard::controllers::lease::Leader;

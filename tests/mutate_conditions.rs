@@ -199,8 +199,9 @@ fn patch_len(
     incoming.answer(&ctx).0.patch.len()
 }
 
-#[test]
-fn the_condition_sends_every_write_draguard_would_patch() {
+/// The cluster of [`NAMESPACES`]: their labels (with the name label the
+/// apiserver sets) and annotations.
+fn namespaces_view() -> StaticView {
     let mut view = StaticView::default();
     for (name, labels, annotations) in NAMESPACES {
         let mut all: Vec<(&str, &str)> = labels.to_vec();
@@ -212,6 +213,12 @@ fn the_condition_sends_every_write_draguard_would_patch() {
             .collect();
         view.annotations.insert((*name).to_owned(), annotations);
     }
+    view
+}
+
+#[test]
+fn the_condition_sends_every_write_draguard_would_patch() {
+    let view = namespaces_view();
     let restriction = TolerationRestrictionConfig::default();
     let requests = requests();
     assert!(requests.len() >= 30, "fixtures: {}", requests.len());
@@ -356,17 +363,7 @@ fn defaulting_entries_reached<'a>(
 
 #[test]
 fn with_the_selector_entries_a_patched_write_reaches_one_defaulting_entry_and_none_reaches_two() {
-    let mut view = StaticView::default();
-    for (name, labels, annotations) in NAMESPACES {
-        let mut all: Vec<(&str, &str)> = labels.to_vec();
-        all.push(("kubernetes.io/metadata.name", name));
-        view = view.with_namespace(name, &all);
-        let annotations: BTreeMap<String, String> = annotations
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        view.annotations.insert((*name).to_owned(), annotations);
-    }
+    let view = namespaces_view();
     let restriction = TolerationRestrictionConfig::default();
     let config = shipped_config();
     let requests = requests();

@@ -201,7 +201,7 @@ pub struct ServeArgs {
     pub max_concurrent_reviews: usize,
     /// Bytes the reviews in progress may hold together, from the first
     /// byte of their body to their written answer, each charged 16 KiB, 4
-    /// bytes per body byte, 256 per JSON element and 352 per object; beyond
+    /// bytes per body byte, 256 per JSON element and 448 per object; beyond
     /// it the answer is 503 with Retry-After. Never below the charge of an element-free
     /// body of --max-body bytes. (--body-memory is its former name.)
     #[arg(long, alias = "body-memory", default_value = "96Mi", value_parser = parse_size, value_name = "BYTES")]

@@ -37,7 +37,7 @@ pub const DEFAULT_MAX_REVIEWS: usize = 256;
 /// Bytes the reviews in flight may hold together, each charged what it
 /// will really hold from its first body byte to its written answer
 /// ([`super::review_memory`]: 16 KiB, 4 per body byte, 256 per JSON
-/// element and 352 per object, read off the body as it arrives); beyond it
+/// element and 448 per object, read off the body as it arrives); beyond it
 /// the answer is 503 at once. A typical review is charged 50 to 110 KiB, so
 /// a burst of hundreds fits; the 10,000-request claim of issue 27 (1.47 MB)
 /// is charged 47.4 MiB, so two run at once and the rest are told to retry.

@@ -165,7 +165,10 @@ async fn admit(state: AppState, endpoint: Endpoint, query: Option<String>, reque
     } else {
         Input::Body(body)
     };
-    if small && state.cluster.answers_from_memory() {
+    // A fetched workload (up to 3 MiB, however small the Scale) is judged
+    // off the async worker, as a large body is.
+    let fetched = matches!(input, Input::Parsed(_, Some(_)));
+    if small && !fetched && state.cluster.answers_from_memory() {
         let engine = Engine::new(&policies, &*state.cluster, state.target)
             .with_toleration_restriction(state.toleration_restriction.as_deref())
             .with_cel(&OffTheAsyncWorker);

@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 
 use draguard_core::admission::Incoming;
 use draguard_core::policy::PolicySet;
-use draguard_core::review::Engine;
 use draguard_core::review::scale::scale_target;
-use draguard_core::verdict::Phase;
+use draguard_core::review::{Context, Engine};
+use draguard_core::verdict::{Decision, Phase};
 use draguard_core::view::StaticView;
 
 const POLICY: &str = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpu-nodes}\nspec:\n  namespaces: {names: [ml]}\n  pods:\n    allow: [{key: nvidia.com/gpu, operator: Exists}]\n";
@@ -50,8 +50,8 @@ fn workload(kind: &str, toleration: &str) -> Value {
         "status": {"replicas": 1}})
 }
 
-/// The answer's warnings, after checking it is allowed.
-fn warnings(incoming: &Incoming, workload: &Value) -> Vec<String> {
+/// What `judge` decides on `/validate` under [`POLICY`], with no cluster.
+fn validated(judge: impl FnOnce(&Context<'_>) -> Decision) -> Decision {
     let policies = PolicySet {
         policies: draguard_core::policy::load::parse("p.yaml", POLICY).expect("policy"),
         ..Default::default()
@@ -62,7 +62,12 @@ fn warnings(incoming: &Incoming, workload: &Value) -> Vec<String> {
         Phase::Validate,
         None,
     );
-    let decision = incoming.decide_scale(&ctx, workload.clone());
+    judge(&ctx)
+}
+
+/// The answer's warnings, after checking it is allowed.
+fn warnings(incoming: &Incoming, workload: &Value) -> Vec<String> {
+    let decision = validated(|ctx| incoming.decide_scale(ctx, workload.clone()));
     assert!(decision.allowed, "a scale is never denied");
     assert!(decision.denial.is_none());
     assert!(decision.patch.is_empty());
@@ -158,17 +163,7 @@ fn a_controlled_replica_set_gets_no_warning() {
 /// template.
 #[test]
 fn without_the_workload_a_scale_is_allowed_silently() {
-    let policies = PolicySet {
-        policies: draguard_core::policy::load::parse("p.yaml", POLICY).expect("policy"),
-        ..Default::default()
-    };
-    let view = StaticView::default();
-    let ctx = Engine::new(&policies, &view, Default::default()).context(
-        "2026-11-21T10:00:00Z".parse().expect("time"),
-        Phase::Validate,
-        None,
-    );
-    let decision = scale_review("deployments", 5, 1).decide(&ctx);
+    let decision = validated(|ctx| scale_review("deployments", 5, 1).decide(ctx));
     assert!(decision.allowed);
     assert!(decision.warnings.is_empty());
 }

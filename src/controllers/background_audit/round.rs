@@ -278,18 +278,21 @@ impl Round<'_> {
         let cluster_scope = match part {
             Some(text) => {
                 let judging = judge_part(judge, &options, text.finish(), Keep::Cluster, settings);
-                let (scope, counts) = holding(leader, judging).await;
-                add_counts(&mut outcome.counts, counts);
-                scope
+                holding(leader, judging).await
             }
-            None => {
-                outcome.counts.parts_not_judged += 1;
-                Scope::capped(settings.report_results)
-            }
+            None => None,
         };
-        outcome.counts.omitted += cluster_scope.omitted();
         let mut can_write = true;
-        write(leader, writer, None, cluster_scope, &mut can_write, &mut outcome).await?;
+        // A part not judged (too large, or its judgement failed) keeps its
+        // last report: an empty one would say its findings are gone.
+        match cluster_scope {
+            Some((scope, counts)) => {
+                add_counts(&mut outcome.counts, counts);
+                outcome.counts.omitted += scope.omitted();
+                write(leader, writer, None, scope, &mut can_write, &mut outcome).await?;
+            }
+            None => outcome.counts.parts_not_judged += 1,
+        }
 
         // Each namespace's part. A kind the cluster does not serve is
         // asked for once, in the first namespace; a served one in the
@@ -303,6 +306,12 @@ impl Round<'_> {
         let mut keep = BTreeSet::new();
         outcome.namespaces = namespaces.len();
         for (namespace, namespace_text) in &namespaces {
+            // Renewed between namespaces too: a round of many clean
+            // namespaces writes nothing for long, and a Lease left to run
+            // out lets a second replica start a round of its own.
+            if !leader.still_holds().await {
+                return Err(RoundError::LostLease);
+            }
             let mut part = PartText::new(settings.part_bytes);
             let mut fits = part.push_text(namespace_text);
             for class in &classes {
@@ -325,11 +334,17 @@ impl Round<'_> {
             if let Err(e) = fits {
                 too_large(&format!("namespace {namespace}"), &e);
                 outcome.counts.parts_not_judged += 1;
+                // Not judged, so its last report stands.
+                keep.insert(namespace.clone());
                 continue;
             }
             let keep_ns = Keep::Namespace(namespace.clone());
             let judging = judge_part(judge, &options, part.finish(), keep_ns, settings);
-            let (scope, counts) = holding(leader, judging).await;
+            let Some((scope, counts)) = holding(leader, judging).await else {
+                outcome.counts.parts_not_judged += 1;
+                keep.insert(namespace.clone());
+                continue;
+            };
             add_counts(&mut outcome.counts, counts);
             outcome.counts.omitted += scope.omitted();
             if scope.has_findings() {
@@ -392,14 +407,15 @@ async fn holding<T>(leader: &mut Leader, judging: impl std::future::Future<Outpu
     }
 }
 
-/// Judges one part on the audit's own thread.
+/// Judges one part on the audit's own thread; `None` when the judgement
+/// failed.
 async fn judge_part(
     judge: &Judge,
     options: &Arc<Options>,
     text: String,
     keep: Keep,
     settings: RoundSettings,
-) -> (Scope, RoundCounts) {
+) -> Option<(Scope, RoundCounts)> {
     let pool = judge.pool.clone();
     let options = options.clone();
     let judged = tokio::task::spawn_blocking(move || {
@@ -418,16 +434,13 @@ async fn judge_part(
         (sink.scope, sink.counts)
     })
     .await;
-    judged.unwrap_or_else(|e| {
-        // A panic in the judgement is draguard's bug: this part is lost,
-        // the round and the server go on.
-        tracing::error!(error = %e, "audit: judging a part failed");
-        let counts = RoundCounts {
-            parts_not_judged: 1,
-            ..RoundCounts::default()
-        };
-        (Scope::capped(settings.report_results), counts)
-    })
+    judged
+        .inspect_err(|e| {
+            // A panic in the judgement is draguard's bug: this part is
+            // lost, the round and the server go on.
+            tracing::error!(error = %e, "audit: judging a part failed");
+        })
+        .ok()
 }
 
 /// Writes one report while this replica holds the Lease; without the CRDs

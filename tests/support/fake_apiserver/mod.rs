@@ -512,6 +512,15 @@ async fn delete_quota(State(s): State<AppState>, Path((ns, name)): Path<(String,
 }
 
 /// A Status body as the apiserver sends it.
+/// A request's Content-Type, or "" without one: what the fake's writes
+/// check before they take a body.
+fn content_type(headers: &axum::http::HeaderMap) -> &str {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
 fn status(code: StatusCode, reason: &str, message: String, kind: &str, group: Option<&str>, name: &str) -> Response {
     let mut details = json!({"name": name, "kind": kind});
     if let Some(group) = group {
@@ -702,10 +711,7 @@ async fn patch_webhook_config(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
-    let content_type = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let content_type = content_type(&headers);
     if content_type != "application/json-patch+json" {
         return status(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -788,10 +794,7 @@ async fn merge_patch_taint_rule(
     body: Bytes,
 ) -> Response {
     const GROUP: Option<&str> = Some("resource.k8s.io");
-    let content_type = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let content_type = content_type(&headers);
     if content_type != "application/merge-patch+json" {
         return status(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -112,11 +112,7 @@ fn apply(
     if store.no_crds {
         return page_not_found();
     }
-    let content_type = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
+    let content_type = super::content_type(headers).to_owned();
     if content_type != "application/apply-patch+yaml" {
         return status(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -75,8 +75,9 @@ pub fn judge_all(
         } else {
             String::new()
         };
-        // Spelled out once per policy, not once per toleration.
-        let may_use = may_use(p, target);
+        // Spelled out at a policy's first violation, once: most reviews
+        // have none.
+        let may_use = std::cell::OnceCell::new();
         let violation = |field: &Path, what: String| Violation {
             concept: crate::verdict::Concept::TolerationPolicy,
             policy: p.metadata.name.clone(),
@@ -85,8 +86,10 @@ pub fn judge_all(
             message: with_message(
                 p,
                 format!(
-                    "toleration policy {:?}{caveat}: {what}; namespace {:?} may use {may_use}",
-                    p.metadata.name, applicable.namespace,
+                    "toleration policy {:?}{caveat}: {what}; namespace {:?} may use {}",
+                    p.metadata.name,
+                    applicable.namespace,
+                    may_use.get_or_init(|| may_use_text(p, target)),
                 ),
             ),
         };
@@ -154,7 +157,7 @@ fn judge(p: &TolerationPolicy, target: TolerationTarget, t: &Toleration) -> Opti
 }
 
 /// What a namespace may use under `p`, for messages.
-fn may_use(p: &TolerationPolicy, target: TolerationTarget) -> String {
+fn may_use_text(p: &TolerationPolicy, target: TolerationTarget) -> String {
     let (allow, deny, _) = lists(p, target);
     let join = |l: &[Toleration]| l.iter().map(describe).collect::<Vec<_>>().join(", ");
     match (allow.is_empty(), deny.is_empty()) {

@@ -77,15 +77,9 @@ pub fn scale_target(req: &Request) -> Option<ScaleTarget<'_>> {
 }
 
 /// A DNS subdomain (RFC 1123, as `metadata.name` of these kinds and every
-/// namespace name are): lowercase letters, digits, `-` and `.`, at most
-/// 253 characters, starting and ending with a letter or digit.
+/// namespace name are), so that a name cannot steer the GET's URL.
 fn is_dns_name(name: &str) -> bool {
-    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !name.is_empty()
-        && name.len() <= 253
-        && name.chars().all(|c| alnum(c) || c == '-' || c == '.')
-        && name.starts_with(alnum)
-        && name.ends_with(alnum)
+    !name.is_empty() && crate::rules::names::dns1123_subdomain(name).is_empty()
 }
 
 /// The answer to a `scale` write, given the workload as stored: always

@@ -25,7 +25,8 @@ use crate::verdict::{Concept, Denial, Envelope, Phase, Request, Warning};
 /// `/mutate`, whose warnings `/validate` would repeat).
 pub(super) fn warning<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_>) -> Option<Warning> {
     let env = &req.envelope;
-    if env.operation != Operation::Update {
+    // Checked before the object is copied: most UPDATEs stop here.
+    if env.operation != Operation::Update || routed.row.pod_spec.is_none() || ctx.phase == Phase::Mutate {
         return None;
     }
     // The same object, as if it were created now.

@@ -63,11 +63,10 @@ impl<'i> Evictions<'i> {
         if let Some(max) = caps.max_affected_namespaces
             && self.namespaces.len() as u64 > max
         {
-            let names: Vec<&str> = self.namespaces.keys().map(String::as_str).collect();
             out.push(format!(
                 "the rule would evict pods in {} namespaces ({}), more than taintRules.maxAffectedNamespaces ({max})",
                 self.namespaces.len(),
-                names.join(", ")
+                listed(self.namespaces.keys().cloned())
             ));
         }
         let protected: Vec<String> = self
@@ -79,9 +78,43 @@ impl<'i> Evictions<'i> {
         if !protected.is_empty() {
             out.push(format!(
                 "the rule would evict pods in protected namespaces ({})",
-                protected.join(", ")
+                listed(protected.into_iter())
             ));
         }
         out
+    }
+}
+
+/// The names a message lists: at most [`LISTED_MAX`], then how many more.
+/// The message goes into a denial, an Event and the `draguard.dev/paused`
+/// annotation, and a rule reaching thousands of namespaces must not pass
+/// the apiserver's 256 KiB annotation limit (the pause would be refused
+/// exactly when the reach is widest).
+fn listed(names: impl ExactSizeIterator<Item = String>) -> String {
+    let total = names.len();
+    let mut text = names.take(LISTED_MAX).collect::<Vec<_>>().join(", ");
+    if total > LISTED_MAX {
+        text.push_str(&format!(" and {} more", total - LISTED_MAX));
+    }
+    text
+}
+
+/// How many namespaces a message names.
+const LISTED_MAX: usize = 10;
+
+#[cfg(test)]
+mod tests {
+    use super::listed;
+
+    #[test]
+    fn a_message_names_ten_namespaces_and_counts_the_rest() {
+        let names = |n: usize| (0..n).map(|i| format!("ns-{i:04}"));
+        assert_eq!(listed(names(2)), "ns-0000, ns-0001");
+        assert_eq!(listed(names(10)).matches(", ").count(), 9);
+        let many = listed(names(5000));
+        assert_eq!(
+            many,
+            "ns-0000, ns-0001, ns-0002, ns-0003, ns-0004, ns-0005, ns-0006, ns-0007, ns-0008, ns-0009 and 4990 more"
+        );
     }
 }
