@@ -18,7 +18,9 @@ mod cluster;
 mod control_plane;
 mod draguard;
 mod env;
+mod install;
 mod kubectl;
+mod outage;
 mod pki;
 mod process;
 mod runner;
@@ -38,7 +40,13 @@ pub type Scenario = fn(&mut Cluster) -> Outcome;
 /// Every scenario, in the order they run: the Helm install first, on a
 /// cluster where nothing of draguard exists yet, then the kustomize
 /// install the later scenarios run against.
-pub const SCENARIOS: &[(&str, Scenario)] = &[("smoke::control_plane", smoke::control_plane)];
+pub const SCENARIOS: &[(&str, Scenario)] = &[
+    ("smoke::control_plane", smoke::control_plane),
+    ("install::helm", install::helm),
+    ("install::kustomize", install::kustomize),
+    ("outage::killed", outage::killed),
+    ("outage::hung", outage::hung),
+];
 
 fn main() {
     std::process::exit(runner::run(SCENARIOS));
