@@ -121,7 +121,12 @@ pub fn helm(cluster: &mut Cluster) -> Outcome {
     for kind in CONFIGURATIONS {
         assert!(!cluster.admin.exists(&[kind, NAME]), "{kind} {NAME} after uninstall");
     }
-    // What remains in the namespace was made by no chart.
+    // The namespace stays: --create-namespace makes it outside the release.
+    assert!(
+        cluster.admin.exists(&["namespace", NAMESPACE]),
+        "namespace {NAMESPACE} is not the release's: helm uninstall leaves it"
+    );
+    // What remains in it was made by no chart.
     let namespaced = cluster
         .admin
         .ok(&["api-resources", "--verbs=list", "--namespaced=true", "-o", "name"]);
