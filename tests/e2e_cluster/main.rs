@@ -9,10 +9,25 @@
 //!     K8S_BIN=target/k8s-bin cargo test --test e2e_cluster             # all
 //!     K8S_BIN=target/k8s-bin cargo test --test e2e_cluster -- outage   # by name
 //!
-//! A scenario is a `fn(&mut Cluster) -> Outcome` listed in [`SCENARIOS`];
-//! [`cluster::Cluster`] holds what scenarios share (the control plane,
-//! kubectl identities, draguard's install and its serve process).
-//! `E2E_KEEP=1` keeps the temporary folder (logs, PKI) for a look after.
+//! A scenario is a `fn(&mut Cluster) -> Outcome` in a module of its own,
+//! listed in [`SCENARIOS`]; it fails by panicking (the runner catches it,
+//! prints the processes' log tails, and goes on). [`cluster::Cluster`]
+//! holds what scenarios share:
+//! - `ensure_base_serving()`: deploy/base installed and `draguard serve`
+//!   answering the apiserver (installed and started only if not already);
+//!   `start_serve(&ServeOptions { policies, extra_args })` restarts serve
+//!   with another policies folder or more flags, `stop_serve()` kills it;
+//! - `admin` (system:masters), `operator()` (cluster-admin, not
+//!   system:masters: what tenant writes are made as), `kubelet()` (a
+//!   node's client certificate), `admin.impersonating(user, groups)`;
+//! - `Kubectl::traced` gives each request kubectl made with the time the
+//!   apiserver took (its `-v=6` log); `Serve::metrics()` scrapes serve's
+//!   plain-HTTP `/metrics` (calls per write);
+//! - `helm(args)` runs helm against the cluster.
+//!
+//! Scenarios run in the listed order on one cluster: leave draguard as
+//! `ensure_base_serving` can pick it up (installed, serve running or
+//! stopped). `E2E_KEEP=1` keeps the temporary folder (logs, PKI).
 
 mod cluster;
 mod control_plane;
