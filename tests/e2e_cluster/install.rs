@@ -167,7 +167,10 @@ pub fn kustomize(cluster: &mut Cluster) -> Outcome {
     cluster.start_serve(&ServeOptions::default());
     let entries = settled_entries(cluster);
     let Some(helm) = &cluster.helm_entries else {
-        return Outcome::Skipped("no Helm install's entries to compare with (install::helm did not run)".to_owned());
+        return Outcome::Skipped(
+            "no Helm install's entries to compare with (install::helm did not run, or failed before storing them)"
+                .to_owned(),
+        );
     };
     let mut diffs = Vec::new();
     differences(helm, &entries, "", &mut diffs);
