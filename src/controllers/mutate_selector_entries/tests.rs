@@ -107,7 +107,20 @@ fn selects(selector: Option<&K8sSelector>, labels: &BTreeMap<String, String>) ->
 }
 
 fn sent(expression: &str, request: &Value) -> bool {
-    let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
+    thread_local! {
+        // Compiled once per expression: the property test below evaluates
+        // the same few thousands of times.
+        static PROGRAMS: std::cell::RefCell<BTreeMap<String, std::rc::Rc<Program>>> = Default::default();
+    }
+    let program = PROGRAMS.with(|programs| {
+        programs
+            .borrow_mut()
+            .entry(expression.to_owned())
+            .or_insert_with(|| {
+                std::rc::Rc::new(Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}")))
+            })
+            .clone()
+    });
     let mut ctx = Context::default();
     for (name, value) in [
         ("request", request),
@@ -709,4 +722,101 @@ fn entry_names_are_recognised_only_in_our_shape() {
     // Stable: replicas of different builds name `team=ml`'s entry alike
     // (FNV-1a over key, operator and values, pinned here).
     assert_eq!(id, "b50a0cd762a3cb0e");
+}
+
+/// A random requirement over keys `a`, `b`, `c` and values `x`, `y`.
+fn requirement_yaml() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    (
+        prop::sample::select(vec!["a", "b", "c"]),
+        prop::sample::select(vec!["In", "NotIn", "Exists", "DoesNotExist"]),
+        prop::sample::subsequence(vec!["x", "y"], 1..=2),
+    )
+        .prop_map(|(key, operator, values)| match operator {
+            // Quoted: YAML 1.1 reads a bare `y` as true.
+            "In" | "NotIn" => format!(
+                "{{key: {key}, operator: {operator}, values: ['{}']}}",
+                values.join("', '")
+            ),
+            _ => format!("{{key: {key}, operator: {operator}}}"),
+        })
+}
+
+/// A random policy: a selector of one to three requirements, sometimes a
+/// name or an exclusion, Pod or claim defaults or both.
+fn policy_yaml() -> impl proptest::strategy::Strategy<Value = (String, &'static str)> {
+    use proptest::prelude::*;
+    (
+        prop::collection::vec(requirement_yaml(), 1..=3),
+        prop::sample::select(vec!["", ", names: [named]", ", exclude: [excluded]"]),
+        prop::sample::select(vec!["pods", "devices", "both"]),
+    )
+        .prop_map(|(requirements, extra, kinds)| {
+            (
+                format!(
+                    "{{selector: {{matchExpressions: [{}]}}{extra}}}",
+                    requirements.join(", ")
+                ),
+                kinds,
+            )
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    /// Random label-selector policies, every namespace of keys `a`, `b`,
+    /// `c` each absent, `x`, `y` or `w`, by three names: a write reaches
+    /// at most one defaulting entry, one wherever a default applies, and
+    /// none that adds nothing unless a widening says where.
+    #[test]
+    fn every_namespace_reaches_at_most_one_entry_covering_its_policies(
+        specs in proptest::collection::vec(policy_yaml(), 1..=4),
+    ) {
+        let names: Vec<String> = (0..specs.len()).map(|i| format!("p{i}")).collect();
+        let policies: Vec<Spec<'_>> = specs
+            .iter()
+            .zip(&names)
+            .map(|((namespaces, kinds), name)| (name.as_str(), namespaces.as_str(), *kinds))
+            .collect();
+        let policies = set(&policies);
+        let desired = managed(&policies, false);
+        let config = applied(config(), &desired);
+        let mut label_sets: Vec<Vec<(&str, &str)>> = vec![Vec::new()];
+        for key in ["a", "b", "c"] {
+            label_sets = label_sets
+                .into_iter()
+                .flat_map(|set| {
+                    let mut out = vec![set.clone()];
+                    for value in ["x", "y", "w"] {
+                        let mut with = set.clone();
+                        with.push((key, value));
+                        out.push(with);
+                    }
+                    out
+                })
+                .collect();
+        }
+        for labels in &label_sets {
+            for ns in ["tenant", "named", "excluded"] {
+                for resource in ["pods", "resourceclaims"] {
+                    let reached = reached(&config, resource, ns, labels);
+                    let needed = defaulted(&policies, resource, ns, labels);
+                    proptest::prop_assert!(reached.len() <= 1, "{resource} in {ns} {labels:?} reaches {reached:?}");
+                    proptest::prop_assert!(
+                        !needed || reached.len() == 1,
+                        "{resource} in {ns} {labels:?} needs a default, reaches {reached:?}"
+                    );
+                    // Past the bound an entry may send more than needed;
+                    // then, and only then, a widening says so.
+                    if !needed && !reached.is_empty() {
+                        proptest::prop_assert!(
+                            !desired.widenings.is_empty(),
+                            "{resource} in {ns} {labels:?} reaches {reached:?} silently"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
