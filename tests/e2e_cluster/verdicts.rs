@@ -1,7 +1,8 @@
 //! The verdicts scenario of the end-to-end suite (issue 39): the
-//! conformance corpus (`tests/conformance/*.json`, one AdmissionReview and
-//! its expected verdict each) replayed as server-side dry runs against a
-//! real kube-apiserver that has draguard registered.
+//! conformance corpus (`tests/conformance/*.json` and its folders'
+//! `*.json`, one AdmissionReview and its expected verdict each) replayed as
+//! server-side dry runs against a real kube-apiserver that has draguard
+//! registered.
 //!
 //! Each case is asked three ways:
 //! - **with draguard**: `kubectl create|replace --dry-run=server` in the
@@ -27,8 +28,8 @@
 //! draguard answers exactly as the apiserver alone (allowed, or the same
 //! error as kubectl prints it, every cause with its field), and draguard's
 //! own answer does too. The fresh answers of the apiserver alone are also
-//! compared with the ones recorded earlier
-//! (`apiserver-verdicts-1.36.jsonl`), which `tests/conformance.rs` holds
+//! compared with the ones recorded earlier (each folder's
+//! `apiserver-verdicts-1.36.jsonl`), which `tests/conformance.rs` holds
 //! draguard to offline.
 //!
 //! UPDATE cases store their old object first (a real create, then the
@@ -61,10 +62,31 @@ pub const CI_STRIDE: usize = 8;
 /// Cases where draguard answers differently from the apiserver, known and
 /// documented in docs/differences.md: (case file, why). A listed case that
 /// agrees again is reported, so the list cannot go stale.
-pub const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
-    "070-resourceclaim-validateexactdevicerequest-derived.json",
-    "draguard enforces the documented limit of 16 device tolerations per request (SPEC.md §3); the apiserver sets none",
-)];
+pub const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
+    (
+        "070-resourceclaim-validateexactdevicerequest-derived.json",
+        "on purpose: draguard enforces the documented limit of 16 device tolerations per request \
+         (SPEC.md §3); the apiserver sets none",
+    ),
+    // cel-go's compile errors (k8s.io/dynamic-resource-allocation v0.36
+    // cel/compile.go: "compilation failed: " + issues.String()) give each
+    // undeclared reference, in source order, at its line and column with
+    // the source line and a caret (` | foo` / ` | ^`); draguard names the
+    // alphabetically first one with no position, and its syntax errors'
+    // snippet lines lack the space before `|`.
+    (
+        "deviceclass/002-bad-cel-selector.json",
+        "draguard wrong, to fix: an undeclared reference's CEL error has no position nor snippet",
+    ),
+    (
+        "deviceclass/011-causes-in-order.json",
+        "draguard wrong, to fix: an undeclared reference's CEL error has no position nor snippet",
+    ),
+    (
+        "deviceclass/012-update-bad-selector.json",
+        "draguard wrong, to fix: an undeclared reference's CEL error has no position nor snippet",
+    ),
+];
 
 /// Which cases to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,6 +202,10 @@ pub struct Replay {
     pub elapsed: Duration,
     /// Why draguard was not asked directly, when it was not.
     pub direct_unavailable: Option<String>,
+    /// The `/validate` calls draguard counted from the apiserver during the
+    /// replay (its metrics, less the direct ones), when it could be asked:
+    /// proof that the runs with draguard reached it.
+    pub calls_from_the_apiserver: Option<u64>,
 }
 
 impl Replay {
@@ -206,6 +232,10 @@ impl Replay {
     pub fn unexpected(&self) -> Vec<String> {
         let known = |case: &str| KNOWN_DIFFERENCES.iter().any(|(c, _)| *c == case);
         let mut out = Vec::new();
+        let admitted = self.compared().any(|(_, c)| c.with_draguard.allowed);
+        if admitted && self.calls_from_the_apiserver == Some(0) {
+            out.push("draguard counted no call from the apiserver: its entries did not reach it".to_owned());
+        }
         for (case, comparison) in self.compared() {
             match (comparison.differences.is_empty(), known(&case.case)) {
                 (false, false) => out.push(format!("{}: {}", case.case, comparison.differences.join("; "))),
@@ -230,11 +260,14 @@ impl Replay {
             "verdicts: {} cases, {compared} compared ({} agreed, {differed} differed), {} skipped; \
              the apiserver alone admitted {admitted} (draguard judged them live) and denied {} \
              (before any webhook: draguard's own answer is asked directly); \
-             draguard asked directly in {direct}; {stale} fresh apiserver answers differ from the record; {:.1} s",
+             draguard asked directly in {direct}, called {} times by the apiserver; \
+             {stale} fresh apiserver answers differ from the record; {:.1} s",
             self.cases.len(),
             compared - differed,
             self.skipped().count(),
             compared - admitted,
+            self.calls_from_the_apiserver
+                .map_or("an unknown number of".to_owned(), |n| n.to_string()),
             self.elapsed.as_secs_f64()
         )
     }
@@ -316,34 +349,60 @@ pub fn replay(kubectl: &Path, kubeconfig: &Path, cases_dir: &Path, sample: Sampl
         Ok(direct) => (Some(direct), None),
         Err(why) => (None, Some(why)),
     };
-    let recorded = read_recorded(&cases_dir.join("apiserver-verdicts-1.36.jsonl"));
+    let calls_before = direct.as_ref().and_then(Direct::validate_calls);
     let mut cases = Vec::new();
-    for (index, file) in case_files(cases_dir).iter().enumerate() {
+    for (index, (name, file, recorded)) in corpus(cases_dir).into_iter().enumerate() {
         if !sample.takes(index) {
             continue;
         }
-        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("?").to_owned();
-        cases.push(replay_case(&kubectl, direct.as_ref(), file, name, &recorded));
+        cases.push(replay_case(&kubectl, direct.as_ref(), &file, name, recorded));
     }
+    let direct_calls = cases
+        .iter()
+        .filter(|c| matches!(&c.outcome, Outcome::Compared(c) if c.direct.is_some()))
+        .count() as u64;
+    let calls_after = direct.as_ref().and_then(Direct::validate_calls);
     Replay {
         cases,
         elapsed: started.elapsed(),
         direct_unavailable,
+        calls_from_the_apiserver: calls_before
+            .zip(calls_after)
+            .map(|(before, after)| after.saturating_sub(before).saturating_sub(direct_calls)),
     }
 }
 
-fn case_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "json"))
-                .collect()
-        })
+/// The cases of `dir` and of its folders (`deviceclass/`), in order:
+/// (name relative to `dir`, file, the answer recorded beside it).
+fn corpus(dir: &Path) -> Vec<(String, PathBuf, Option<Recorded>)> {
+    let mut folders = vec![(String::new(), dir.to_owned())];
+    folders.extend(
+        entries(dir)
+            .into_iter()
+            .filter(|p| p.is_dir())
+            .filter_map(|p| Some((format!("{}/", p.file_name()?.to_str()?), p))),
+    );
+    let mut out = Vec::new();
+    for (prefix, folder) in folders {
+        let mut recorded = read_recorded(&folder.join("apiserver-verdicts-1.36.jsonl"));
+        for file in entries(&folder)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        {
+            let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("?").to_owned();
+            let record = recorded.remove(&name);
+            out.push((format!("{prefix}{name}"), file, record));
+        }
+    }
+    out
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default();
-    files.sort();
-    files
+    paths.sort();
+    paths
 }
 
 fn read_recorded(path: &Path) -> BTreeMap<String, Recorded> {
@@ -367,7 +426,7 @@ fn replay_case(
     direct: Option<&Direct>,
     file: &Path,
     name: String,
-    recorded: &BTreeMap<String, Recorded>,
+    recorded: Option<Recorded>,
 ) -> CaseReplay {
     let case: Value = match std::fs::read(file)
         .map_err(|e| e.to_string())
@@ -395,7 +454,7 @@ fn replay_case(
     let operation = text("/operation");
     let outcome = match Staged::from_case(&case) {
         Err(why) => Outcome::Skipped(why),
-        Ok(staged) => staged.run(kubectl, direct, &case, recorded.get(&name)),
+        Ok(staged) => staged.run(kubectl, direct, &case, recorded.as_ref()),
     };
     CaseReplay {
         case: name,
@@ -953,6 +1012,22 @@ impl Direct {
             client,
             url: format!("https://{server_name}:{port}{path}"),
         })
+    }
+
+    /// The `/validate` answers draguard has counted
+    /// (`draguard_admission_requests_total`), from its HTTPS `/metrics`.
+    fn validate_calls(&self) -> Option<u64> {
+        let url = self.url.rsplit_once('/')?.0.to_owned() + "/metrics";
+        let text = self
+            .runtime
+            .block_on(async { self.client.get(&url).send().await?.text().await })
+            .ok()?;
+        let calls = text
+            .lines()
+            .filter(|l| l.starts_with("draguard_admission_requests_total{") && l.contains("endpoint=\"validate\""))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum::<f64>();
+        Some(calls as u64)
     }
 
     /// draguard's answer to `review`, printed as kubectl prints the
