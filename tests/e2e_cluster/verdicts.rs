@@ -56,7 +56,7 @@ pub const JUDGED_NAMESPACE: &str = "verdicts-judged";
 /// Labelled `draguard.dev/ignore=true`: the apiserver answers alone.
 pub const EXEMPT_NAMESPACE: &str = "verdicts-exempt";
 
-/// In CI every `CI_STRIDE`-th case runs (about 15 of 116, a few seconds).
+/// In CI every `CI_STRIDE`-th case runs (16 of 127, about 8 s).
 pub const CI_STRIDE: usize = 8;
 
 /// Cases where draguard answers differently from the apiserver, known and
@@ -84,7 +84,13 @@ pub const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ),
     (
         "deviceclass/012-update-bad-selector.json",
-        "draguard wrong, to fix: an undeclared reference's CEL error has no position nor snippet",
+        "draguard wrong, to fix: an undeclared reference's CEL error has no position nor snippet; \
+         and v1.36.2 lists the changed selector's cause once, draguard twice",
+    ),
+    (
+        "deviceclass/013-update-parameters-not-an-object.json",
+        "draguard wrong, to check: v1.36.2 lists the changed config's cause once, draguard twice \
+         (kubectl prints it once either way)",
     ),
 ];
 
@@ -126,6 +132,11 @@ pub struct Answer {
     pub denied_by: Option<String>,
     /// `Warning:` lines (the apiserver's deprecations, draguard's warnings).
     pub warnings: Vec<String>,
+    /// The Status's causes, every one in order (kubectl prints each
+    /// distinct one once): (field, reason, message). `None` when allowed,
+    /// or when the Status could not be read whole (kubectl logs at most
+    /// 10240 characters of a body at -v=9).
+    pub causes: Option<Vec<(String, String, String)>>,
 }
 
 impl Answer {
@@ -135,12 +146,21 @@ impl Answer {
             message: String::new(),
             denied_by: None,
             warnings: Vec::new(),
+            causes: None,
         }
     }
 
-    /// Same verdict, and the same error when denied.
+    /// Same verdict, and the same error when denied: as kubectl prints it
+    /// and, when both Statuses were read, cause by cause.
     fn same_verdict(&self, other: &Answer) -> bool {
-        self.allowed == other.allowed && (self.allowed || self.message == other.message)
+        self.allowed == other.allowed && (self.allowed || self.message == other.message) && self.same_causes(other)
+    }
+
+    fn same_causes(&self, other: &Answer) -> bool {
+        match (&self.causes, &other.causes) {
+            (Some(mine), Some(theirs)) => mine == theirs,
+            _ => true,
+        }
     }
 
     fn describe(&self) -> String {
@@ -148,6 +168,20 @@ impl Answer {
             (true, _) => "admitted".to_owned(),
             (false, Some(entry)) => format!("denied by {entry}: {}", self.message),
             (false, None) => format!("denied: {}", self.message),
+        }
+    }
+
+    /// [`Answer::describe`], with the causes when the printed messages
+    /// are the same and the causes are not.
+    fn describe_against(&self, other: &Answer) -> String {
+        if self.message == other.message && !self.same_causes(other) {
+            format!(
+                "{}; causes {:?}",
+                self.describe(),
+                self.causes.as_deref().unwrap_or_default()
+            )
+        } else {
+            self.describe()
         }
     }
 }
@@ -256,10 +290,15 @@ impl Replay {
         let direct = self.compared().filter(|(_, c)| c.direct.is_some()).count();
         let stale = self.compared().filter(|(_, c)| c.record_differs.is_some()).count();
         let admitted = self.compared().filter(|(_, c)| c.apiserver.allowed).count();
+        let causes_read = self
+            .compared()
+            .filter(|(_, c)| !c.apiserver.allowed && c.apiserver.causes.is_some())
+            .count();
         format!(
             "verdicts: {} cases, {compared} compared ({} agreed, {differed} differed), {} skipped; \
              the apiserver alone admitted {admitted} (draguard judged them live) and denied {} \
-             (before any webhook: draguard's own answer is asked directly); \
+             (before any webhook: draguard's own answer is asked directly; \
+             their causes read whole in {causes_read}); \
              draguard asked directly in {direct}, called {} times by the apiserver; \
              {stale} fresh apiserver answers differ from the record; {:.1} s",
             self.cases.len(),
@@ -551,6 +590,7 @@ impl Staged {
                     message: why,
                     denied_by: None,
                     warnings: Vec::new(),
+                    causes: None,
                 },
             };
             (apiserver, with_draguard, false)
@@ -580,9 +620,9 @@ impl Staged {
         if !with_draguard.same_verdict(&apiserver) {
             differences.push(format!(
                 "with draguard registered: {}; the apiserver alone{}: {}",
-                with_draguard.describe(),
+                with_draguard.describe_against(&apiserver),
                 if inferred { " (read from it)" } else { "" },
-                apiserver.describe()
+                apiserver.describe_against(&with_draguard)
             ));
         }
         if let Some(own) = &direct
@@ -590,8 +630,8 @@ impl Staged {
         {
             differences.push(format!(
                 "draguard's own answer: {}; the apiserver's: {}",
-                own.describe(),
-                apiserver.describe()
+                own.describe_against(&apiserver),
+                apiserver.describe_against(own)
             ));
         }
         let record_differs = recorded.and_then(|r| record_difference(r, &apiserver));
@@ -822,11 +862,11 @@ impl Kubectl<'_> {
     }
 
     /// A server-side dry run of `verb` (create or replace), with the
-    /// response bodies logged (-v=8) to tell a webhook's denial from the
-    /// apiserver's own.
+    /// response bodies logged (-v=9) to tell a webhook's denial from the
+    /// apiserver's own and read the Status's causes.
     fn dry_run(&self, verb: &str, subresource: Option<&str>, object: &Value) -> Answer {
         let subresource = subresource.map(|s| format!("--subresource={s}"));
-        let mut args = vec![verb, "--dry-run=server", "-o", "name", "-v=8", "-f", "-"];
+        let mut args = vec![verb, "--dry-run=server", "-o", "name", "-v=9", "-f", "-"];
         args.extend(subresource.as_deref());
         let run = self.run(&args, Some(object));
         answer_of(&run)
@@ -883,10 +923,20 @@ impl Kubectl<'_> {
     }
 }
 
-/// A kubectl run's answer: its exit status, the error it printed and the
-/// webhook named in the response body it logged at -v=8.
+/// A kubectl run's answer: its exit status, the error it printed, and the
+/// webhook and causes of the Status it logged at -v=9.
 fn answer_of(run: &Run) -> Answer {
     let (printed, logged) = split_klog(&run.stderr);
+    let status = logged
+        .iter()
+        .rev()
+        .filter(|(header, _)| header.contains("\"Response Body\""))
+        .filter_map(|(_, body)| serde_json::from_str::<Value>(body.trim()).ok())
+        .find(|body| body.get("kind").and_then(Value::as_str) == Some("Status"));
+    let logged: String = logged
+        .iter()
+        .map(|(header, body)| format!("{header}\n{body}"))
+        .collect();
     let warnings: Vec<String> = printed
         .iter()
         .filter(|l| l.starts_with("Warning: "))
@@ -905,28 +955,45 @@ fn answer_of(run: &Run) -> Answer {
         denied_by: if run.ok { None } else { denying_webhook(&logged) },
         message: if run.ok { String::new() } else { message },
         warnings,
+        causes: if run.ok { None } else { status.as_ref().map(causes_of) },
     }
 }
 
-/// kubectl's stderr at -v=8: the lines it printed for a person, and klog's
-/// (a header `I1128 09:31:13.301 27284 file.go:246] …`, a multi-line value
-/// between `=<` and a lone ` >`).
-fn split_klog(stderr: &str) -> (Vec<&str>, String) {
+/// A Status's causes: (field, reason, message), in order.
+fn causes_of(status: &Value) -> Vec<(String, String, String)> {
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+    status
+        .pointer("/details/causes")
+        .and_then(Value::as_array)
+        .map(|causes| {
+            causes
+                .iter()
+                .map(|c| (text(c, "field"), text(c, "reason"), text(c, "message")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// kubectl's stderr at -v=9: the lines it printed for a person, and klog's
+/// entries (a header `I1128 09:31:13.301 27284 file.go:246] …`, and a
+/// multi-line value, tab-indented between `=<` and ` >`).
+fn split_klog(stderr: &str) -> (Vec<&str>, Vec<(&str, String)>) {
     let mut printed = Vec::new();
-    let mut logged = String::new();
+    let mut logged: Vec<(&str, String)> = Vec::new();
     let mut in_block = false;
     for line in stderr.lines() {
         if in_block {
-            logged.push_str(line);
-            logged.push('\n');
             // The block ends at ` >`, which may carry the rest of the
             // entry (` > milliseconds=6`).
             in_block = !line.starts_with(" >");
+            if let (true, Some((_, body))) = (in_block, logged.last_mut()) {
+                body.push_str(line.strip_prefix('\t').unwrap_or(line));
+                body.push('\n');
+            }
             continue;
         }
         if is_klog_header(line) {
-            logged.push_str(line);
-            logged.push('\n');
+            logged.push((line, String::new()));
             in_block = line.ends_with("=<");
         } else {
             printed.push(line);
@@ -1045,6 +1112,7 @@ impl Direct {
                     message: format!("draguard did not answer: {e}"),
                     denied_by: Some("(direct)".to_owned()),
                     warnings: Vec::new(),
+                    causes: None,
                 };
             }
         };
@@ -1059,15 +1127,17 @@ impl Direct {
             })
             .unwrap_or_default();
         let allowed = response.get("allowed").and_then(Value::as_bool).unwrap_or(false);
+        let status = response.get("status").unwrap_or(&Value::Null);
         Answer {
             allowed,
             message: if allowed {
                 String::new()
             } else {
-                as_kubectl_prints(response.get("status").unwrap_or(&Value::Null))
+                as_kubectl_prints(status)
             },
             denied_by: None,
             warnings,
+            causes: (!allowed).then(|| causes_of(status)),
         }
     }
 }
