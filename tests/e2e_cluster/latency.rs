@@ -76,7 +76,9 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
             "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}, labels: {{draguard.dev/ignore: \"true\"}}}}\n"
         ));
     }
-    admin.apply(&format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: {DRAGUARD}}}\n"));
+    admin.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {DRAGUARD}}}\n"
+    ));
 
     let _noop = start_noop(cluster, &noop_binary);
     register_vap(cluster);
@@ -87,10 +89,7 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
         .expect("a runtime for kube's client");
     let client = runtime.block_on(client(cluster));
     let setups = [NONE, NOOP, VAP, DRAGUARD];
-    let apis: Vec<Api<ResourceClaim>> = setups
-        .iter()
-        .map(|ns| Api::namespaced(client.clone(), ns))
-        .collect();
+    let apis: Vec<Api<ResourceClaim>> = setups.iter().map(|ns| Api::namespaced(client.clone(), ns)).collect();
     let claim: ResourceClaim = serde_json::from_value(json!({
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
@@ -134,7 +133,10 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
         let calls = (draguard_calls(cluster) - calls_before) / rounds as f64;
         let floor = median(&mut times[0]);
         println!("run {run} of {runs}");
-        println!("  {:<10} {:>10} {:>10} {:>14}", "setup", "median", "p99", "added median");
+        println!(
+            "  {:<10} {:>10} {:>10} {:>14}",
+            "setup", "median", "p99", "added median"
+        );
         for (setup, samples) in setups.iter().zip(times.iter_mut()) {
             let m = median(samples);
             let p99 = percentile(samples, 0.99);
@@ -155,8 +157,18 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
     }
     println!();
 
-    admin.ok(&["delete", "validatingwebhookconfiguration", NOOP_CONFIGURATION, "--ignore-not-found"]);
-    admin.ok(&["delete", "validatingadmissionpolicybinding", VAP_NAME, "--ignore-not-found"]);
+    admin.ok(&[
+        "delete",
+        "validatingwebhookconfiguration",
+        NOOP_CONFIGURATION,
+        "--ignore-not-found",
+    ]);
+    admin.ok(&[
+        "delete",
+        "validatingadmissionpolicybinding",
+        VAP_NAME,
+        "--ignore-not-found",
+    ]);
     admin.ok(&["delete", "validatingadmissionpolicy", VAP_NAME, "--ignore-not-found"]);
     Outcome::Passed
 }
@@ -198,7 +210,11 @@ fn start_noop(cluster: &Cluster, binary: &Path) -> Daemon {
     let bundle = base64::engine::general_purpose::STANDARD.encode(&pem);
     let claim = crate::draguard::claim_yaml(NOOP, "probe");
     for (entry_port, admitted, what) in [
-        (free_port(), false, "the no-op entry in force (refused: nothing listens on its port)"),
+        (
+            free_port(),
+            false,
+            "the no-op entry in force (refused: nothing listens on its port)",
+        ),
         (port, true, "the no-op entry calling the webhook (admitted)"),
     ] {
         admin.apply(&noop_configuration(entry_port, &bundle).to_string());
@@ -257,7 +273,9 @@ fn register_vap(cluster: &Cluster) {
 fn wait_for_answer(cluster: &Cluster, yaml: &str, admitted: bool, what: &str) {
     let start = Instant::now();
     loop {
-        let run = cluster.admin.run(&["create", "--dry-run=server", "-f", "-"], Some(yaml));
+        let run = cluster
+            .admin
+            .run(&["create", "--dry-run=server", "-f", "-"], Some(yaml));
         if run.success == admitted {
             return;
         }

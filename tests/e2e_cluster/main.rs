@@ -41,6 +41,8 @@ mod pki;
 mod process;
 mod runner;
 mod smoke;
+mod verdicts;
+mod verdicts_scenario;
 
 use cluster::Cluster;
 
@@ -62,6 +64,7 @@ pub const SCENARIOS: &[(&str, Scenario)] = &[
     ("install::kustomize", install::kustomize),
     ("outage::killed", outage::killed),
     ("outage::hung", outage::hung),
+    ("verdicts::replay", verdicts_scenario::replay),
 ];
 
 fn main() {
