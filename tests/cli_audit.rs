@@ -358,3 +358,47 @@ fn a_policy_tightening_reports_the_workloads_it_would_break() {
         "draguard audit: 8 objects, 3 denied, 0 warnings (Kubernetes 1.37 rules)"
     );
 }
+
+/// A Warn-mode policy's finding is a `warn` result of that policy, not of
+/// `draguard` (the API's own rules): found by the e2e suite's audit
+/// scenario, where the shipped maintenance-is-sre-only warned under the
+/// name `draguard`.
+#[test]
+fn a_warn_mode_finding_names_its_policy_in_the_policy_report() {
+    let policies = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        policies.path().join("warn.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: spot-warned}\nspec:\n  mode: Warn\n  pods:\n    deny:\n    - {key: spot, operator: Exists}\n",
+    )
+    .expect("policy");
+    let snapshot = policies.path().join("snapshot.yaml");
+    std::fs::write(
+        &snapshot,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns, uid: u-1}\nspec:\n  containers: [{name: c, image: i}]\n  tolerations: [{key: spot, operator: Exists}]\n",
+    )
+    .expect("snapshot");
+    let out = draguard(
+        &[
+            "audit",
+            "--snapshot",
+            snapshot.to_str().expect("utf-8"),
+            "--policies",
+            policies.path().to_str().expect("utf-8"),
+            "-o",
+            "policyreport",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let list: Value = serde_json::from_str(&stdout(&out)).expect("a List");
+    let results: Vec<(String, String)> = objects(&list["items"])
+        .flat_map(|report| report["results"].as_array().cloned().unwrap_or_default())
+        .map(|r| {
+            (
+                r["result"].as_str().unwrap_or_default().to_owned(),
+                r["policy"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(results, [("warn".to_owned(), "spot-warned".to_owned())], "{list:#}");
+}

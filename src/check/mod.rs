@@ -999,7 +999,7 @@ impl Place<'_> {
                 message: warning.message.clone(),
                 position: self.at(warning.field.as_ref()),
                 concept: warning.concept,
-                policy: None,
+                policy: warning.policy.clone(),
             });
         }
     }

@@ -29,6 +29,8 @@
 //! `ensure_base_serving` can pick it up (installed, serve running or
 //! stopped). `E2E_KEEP=1` keeps the temporary folder (logs, PKI).
 
+mod allocated;
+mod audit;
 mod cluster;
 mod control_plane;
 mod draguard;
@@ -41,6 +43,7 @@ mod pki;
 mod process;
 mod runner;
 mod smoke;
+mod standing_rules;
 mod verdicts;
 mod verdicts_scenario;
 
@@ -64,6 +67,11 @@ pub const SCENARIOS: &[(&str, Scenario)] = &[
     ("install::kustomize", install::kustomize),
     ("outage::killed", outage::killed),
     ("outage::hung", outage::hung),
+    (
+        "standing_rules::eviction_controller",
+        standing_rules::eviction_controller,
+    ),
+    ("audit::cluster_and_reports", audit::cluster_and_reports),
     ("verdicts::replay", verdicts_scenario::replay),
 ];
 

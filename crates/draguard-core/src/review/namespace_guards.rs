@@ -47,6 +47,7 @@ pub fn namespace_guards<K: AdmittedKind>(
             if !requester_known && !from_an_apiserver {
                 warnings.push(Warning {
                     concept: Some(crate::verdict::Concept::NamespaceGuard),
+                    policy: Some(name.clone()),
                     ..Warning::at(
                         change.field(),
                         format!("toleration policy {name:?}: {rule}; the write is denied to anyone else"),

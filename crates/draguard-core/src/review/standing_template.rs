@@ -163,6 +163,11 @@ pub(super) fn warning_as_created<K: AdmittedKind>(
             messages.join("; ")
         ),
         concept: violations.first().map(|v| v.concept),
+        // The policies of the messages, when they are one.
+        policy: violations
+            .first()
+            .map(|v| v.policy.clone())
+            .filter(|p| violations.iter().all(|v| v.policy == *p)),
     })
 }
 

@@ -45,6 +45,10 @@ pub struct Warning {
     pub message: String,
     /// The rule a Warn-mode violation broke; `None` for other warnings.
     pub concept: Option<Concept>,
+    /// The toleration policy a Warn-mode violation or a guard belongs to;
+    /// `None` for the API's own warnings. Reports name it (a PolicyReport
+    /// result's `policy`, `draguard_audit_findings{policy}`).
+    pub policy: Option<String>,
 }
 
 impl Warning {
@@ -53,6 +57,7 @@ impl Warning {
             field: None,
             message: message.into(),
             concept: None,
+            policy: None,
         }
     }
 
@@ -61,6 +66,7 @@ impl Warning {
             field: Some(field),
             message: message.into(),
             concept: None,
+            policy: None,
         }
     }
 }
@@ -161,6 +167,7 @@ impl Decision {
                     field: v.field,
                     message: v.message,
                     concept: Some(v.concept),
+                    policy: Some(v.policy),
                 }),
                 Mode::Audit => audit.push(v.message),
                 Mode::Enforce => denials.push(v),
