@@ -29,6 +29,8 @@
 //! `ensure_base_serving` can pick it up (installed, serve running or
 //! stopped). `E2E_KEEP=1` keeps the temporary folder (logs, PKI).
 
+mod admission_calls;
+mod calls;
 mod cluster;
 mod control_plane;
 mod draguard;
@@ -40,6 +42,7 @@ mod pki;
 mod process;
 mod runner;
 mod smoke;
+mod warnings;
 
 use cluster::Cluster;
 
@@ -61,6 +64,8 @@ pub const SCENARIOS: &[(&str, Scenario)] = &[
     ("install::kustomize", install::kustomize),
     ("outage::killed", outage::killed),
     ("outage::hung", outage::hung),
+    ("calls::per_write", calls::per_write),
+    ("warnings::workloads", warnings::workloads),
 ];
 
 fn main() {
