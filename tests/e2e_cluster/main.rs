@@ -29,8 +29,10 @@
 //! `ensure_base_serving` can pick it up (installed, serve running or
 //! stopped). `E2E_KEEP=1` keeps the temporary folder (logs, PKI).
 
+mod admission_calls;
 mod allocated;
 mod audit;
+mod calls;
 mod cluster;
 mod control_plane;
 mod draguard;
@@ -46,6 +48,7 @@ mod smoke;
 mod standing_rules;
 mod verdicts;
 mod verdicts_scenario;
+mod warnings;
 
 use cluster::Cluster;
 
@@ -67,6 +70,8 @@ pub const SCENARIOS: &[(&str, Scenario)] = &[
     ("install::kustomize", install::kustomize),
     ("outage::killed", outage::killed),
     ("outage::hung", outage::hung),
+    ("calls::per_write", calls::per_write),
+    ("warnings::workloads", warnings::workloads),
     (
         "standing_rules::eviction_controller",
         standing_rules::eviction_controller,
