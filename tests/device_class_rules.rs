@@ -14,7 +14,9 @@ use draguard::view::NoCluster;
 use serde_json::{Value, json};
 
 const NVIDIA: &str = "resource.nvidia.com/v1beta1";
-const UNDECLARED: &str = "compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '')";
+/// The real apiserver's answer (v1.36.2) for the selector `foo`.
+const UNDECLARED: &str =
+    "compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')\n | foo\n | ^";
 const SPREAD: &str = "Invalid value: \"Spread\": unknown GPU sharing strategy: Spread, supported GPU sharing strategies: TimeSlicing, MPS";
 
 /// A class both the apiserver and NVIDIA's driver accept.

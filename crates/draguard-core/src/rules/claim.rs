@@ -778,9 +778,9 @@ mod tests {
             assert_eq!(
                 e.detail,
                 format!(
-                    "compilation failed: ERROR: <input>:1:10000: Syntax error: extraneous input ')' expecting <EOF>\n| …{}\" )\n| {}^",
+                    "compilation failed: ERROR: <input>:1:10000: Syntax error: extraneous input ')' expecting <EOF>\n | …{}\" )\n | ．{}^",
                     "a".repeat(196),
-                    ".".repeat(199)
+                    ".".repeat(198)
                 )
             );
         }

@@ -212,7 +212,9 @@ mod tests {
 
     const EMPTY_DRIVER: &str = "spec.config[0].opaque.driver: Invalid value: \"\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
     const CASELESS: &str = "an RFC 1123 subdomain must consist of alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'Example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-    const UNDECLARED: &str = "compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '')";
+    /// The real apiserver's answer (v1.36.2) for the selector `foo`.
+    const UNDECLARED: &str =
+        "compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')\n | foo\n | ^";
 
     /// A class the apiserver admits: one selector, one config.
     fn valid() -> Value {
@@ -278,7 +280,7 @@ mod tests {
     #[case::selector_without_cel(with("/selectors/0", json!({})), &["spec.selectors[0].cel: Required value"])]
     #[case::selector_does_not_compile(
         with("/selectors/0", json!({"cel": {"expression": "foo == 1"}})),
-        &["spec.selectors[0].cel.expression: Invalid value: \"foo == 1\": compilation failed: ERROR: <input>: undeclared reference to 'foo' (in container '')"]
+        &["spec.selectors[0].cel.expression: Invalid value: \"foo == 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')\n | foo == 1\n | ^"]
     )]
     #[case::selector_too_long(
         with("/selectors/0", json!({"cel": {"expression": format!("'{}' == ''", "a".repeat(10 * 1024))}})),
