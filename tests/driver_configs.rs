@@ -568,10 +568,10 @@ fn an_unknown_opt_in_rule_is_refused() {
         "apiVersion: policy.draguard.dev/v1alpha1\nkind: DriverConfigSchema\nmetadata: {name: nvidia-rules}\nspec:\n  driver: gpu.example.com\n  optInRules: [RejectSharingOnAdminAccess]\n",
     )
     .expect("write");
-    let err = draguard::policy_files::load::load_dir(folder.path())
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(err) = draguard::policy_files::load::load_dir(folder.path()) else {
+        panic!("an unknown opt-in rule loaded");
+    };
+    let err = err.to_string();
     assert!(
         err.contains("nvidia.yaml:6:16: no opt-in rule \"RejectSharingOnAdminAccess\" for driver gpu.example.com; there are: RejectSharingOnAdminAccess (gpu.nvidia.com)"),
         "{err}"
