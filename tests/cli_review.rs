@@ -231,3 +231,27 @@ fn scaling_a_deployment_whose_template_is_now_forbidden_is_allowed_with_a_warnin
     let out = draguard(&["review", "--mutate", "--policies", policies], Some(scaled.as_bytes()));
     assert_eq!(stdout_json(&out)["response"]["warnings"], Value::Null);
 }
+
+/// `review` mutates, then judges: a ResourceSlice UPDATE whose stored and
+/// sent taints both lack `timeAdded` (a real apiserver's request, both
+/// stamps removed) is judged as the apiserver judges it, which reads both
+/// as now, and its stored unknown effect is ratcheted.
+#[test]
+fn a_slice_update_without_time_added_on_either_side_is_ratcheted() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/apiserver/resourceslice-update-3.json"
+    );
+    let mut review: Value = serde_json::from_slice(&std::fs::read(fixture).expect("fixture")).expect("JSON");
+    for side in ["object", "oldObject"] {
+        let taint = review["request"][side]
+            .pointer_mut("/spec/devices/0/taints/0")
+            .and_then(Value::as_object_mut)
+            .expect("a taint");
+        assert_eq!(taint.remove("timeAdded").map(|t| t.is_string()), Some(true));
+    }
+    let body = serde_json::to_vec(&review).expect("JSON");
+    let out = draguard(&["review", "-"], Some(&body));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(stdout_json(&out)["response"]["allowed"], true);
+}

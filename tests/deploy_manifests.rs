@@ -1506,6 +1506,78 @@ fn workload_updates_are_sent_when_the_template_or_a_users_spec_or_labels_change(
     }
 }
 
+/// A scale-down of a Deployment, ReplicaSet or StatefulSet stamps no Pod
+/// and gets no warning, however it is made (`kubectl apply` of fewer
+/// replicas, a patch of `spec.replicas`, with a label too): it is not
+/// sent. A rollout with fewer replicas, a scale-down with another field of
+/// the spec, and a Job's lower parallelism are.
+#[test]
+fn workload_scale_downs_are_not_sent() {
+    let Some(docs) = render(&overlay("base")) else { return };
+    let ns = json!({"metadata": {"name": "ml"}});
+    const WORKLOADS: &str = "workloads.validate.draguard.dev";
+    let template = json!({"metadata": {"labels": {"app": "w"}}, "spec": {
+        "containers": [{"name": "main", "image": "trainer:1"}]}});
+    for (group, plural, kind, count) in [
+        ("apps", "deployments", "Deployment", "replicas"),
+        ("apps", "replicasets", "ReplicaSet", "replicas"),
+        ("apps", "statefulsets", "StatefulSet", "replicas"),
+        ("batch", "jobs", "Job", "parallelism"),
+    ] {
+        let at = |n: i64| {
+            json!({"apiVersion": format!("{group}/v1"), "kind": kind,
+                   "metadata": {"name": "w", "namespace": "ml", "labels": {"app": "w"}},
+                   "spec": {count: n, "template": template, "selector": {"matchLabels": {"app": "w"}}}})
+        };
+        let sent = |new: &Value, old: &Value| {
+            let request = json!({
+                "uid": "u", "operation": "UPDATE",
+                "kind": {"group": group, "version": "v1", "kind": kind},
+                "resource": {"group": group, "version": "v1", "resource": plural},
+                "name": "w", "namespace": "ml",
+                "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+                "object": new, "oldObject": old,
+            });
+            names(&reached(&docs, &request, &ns))
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let quiet = if kind == "Job" {
+            vec![WORKLOADS.to_owned()]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(sent(&at(1), &at(3)), quiet, "{kind}: 3 -> 1");
+        assert_eq!(sent(&at(0), &at(1)), quiet, "{kind}: 1 -> 0");
+        let mut labelled = at(1);
+        labelled["metadata"]["labels"]["tier"] = json!("batch");
+        assert_eq!(sent(&labelled, &at(3)), quiet, "{kind}: 3 -> 1 and a label");
+        if count == "replicas" {
+            let mut unset = at(1);
+            unset["spec"].as_object_mut().map(|s| s.remove("replicas"));
+            assert_eq!(sent(&unset, &at(2)), quiet, "{kind}: 2 -> unset (1)");
+            assert_eq!(sent(&at(0), &unset), quiet, "{kind}: unset (1) -> 0");
+        }
+        assert_eq!(sent(&at(3), &at(1)), [WORKLOADS], "{kind}: 1 -> 3");
+        assert_eq!(sent(&labelled, &at(1)), [WORKLOADS], "{kind}: a label");
+        let mut restarted = at(1);
+        restarted["spec"]["template"]["metadata"]["annotations"] =
+            json!({"kubectl.kubernetes.io/restartedAt": "2026-11-28T09:00:00Z"});
+        assert_eq!(sent(&restarted, &at(3)), [WORKLOADS], "{kind}: a rollout, 3 -> 1");
+        let mut slower = at(1);
+        slower["spec"]["minReadySeconds"] = json!(10);
+        assert_eq!(sent(&slower, &at(3)), [WORKLOADS], "{kind}: 3 -> 1 and minReadySeconds");
+        let mut dropped = at(3);
+        dropped["spec"]["minReadySeconds"] = json!(10);
+        assert_eq!(
+            sent(&at(1), &dropped),
+            [WORKLOADS],
+            "{kind}: 3 -> 1, minReadySeconds removed"
+        );
+    }
+}
+
 /// A write of a workload's `scale` subresource (`kubectl scale`, the
 /// HorizontalPodAutoscaler) reaches draguard only when a user scales up:
 /// the HPA and every controller, and a scale-down, never wait on it. The

@@ -562,6 +562,63 @@ async fn device_taint_rule_effect_change_gets_a_fresh_time_added() {
     );
 }
 
+/// A real kube-apiserver's `/validate` call for a ResourceSlice UPDATE whose
+/// stored taint lacked `timeAdded` (written straight to etcd) and has an
+/// effect it no longer knows: the apiserver read both taints as now, and
+/// so does draguard, which ratchets the unchanged list. A stored taint
+/// sent without `timeAdded` beside the sent one stamped now is read as now
+/// too; a changed list is judged as new.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slice_stored_without_time_added_keeps_its_unknown_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_generated(dir.path(), &[]).await;
+    let client = client(&server);
+    let validate = url(&server, "/validate?timeout=10s");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/apiserver/resourceslice-update-3.json"
+    );
+    let review: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    let taint = "/spec/devices/0/taints/0";
+    let (status, answer) = post_review(&client, validate.clone(), &review).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+
+    // The stored taint unstamped, the sent one stamped in the server's
+    // second (tried again if the second turned meanwhile).
+    let mut unstamped = review.clone();
+    let stored = unstamped["request"]["oldObject"].pointer_mut(taint).unwrap();
+    stored.as_object_mut().unwrap().remove("timeAdded");
+    let mut judged = false;
+    for _ in 0..3 {
+        let before = jiff::Timestamp::now().as_second();
+        let now = jiff::Timestamp::from_second(before)
+            .unwrap()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        unstamped["request"]["object"].pointer_mut(taint).unwrap()["timeAdded"] = json!(now);
+        let (_, answer) = post_review(&client, validate.clone(), &unstamped).await;
+        if jiff::Timestamp::now().as_second() == before {
+            assert_eq!(answer["response"]["allowed"], true, "{answer}");
+            judged = true;
+            break;
+        }
+    }
+    assert!(judged, "three reviews each straddled a second");
+
+    let mut changed = review.clone();
+    changed["request"]["object"].pointer_mut(taint).unwrap()["value"] = json!("v");
+    let (_, answer) = post_review(&client, validate, &changed).await;
+    assert_eq!(answer["response"]["allowed"], false);
+    let causes = &answer["response"]["status"]["details"]["causes"];
+    assert_eq!(
+        causes,
+        &json!([{"reason": "FieldValueNotSupported", "field": "spec.devices[0].taints[0].effect",
+                 "message": "Unsupported value: \"Future\": supported values: \"NoExecute\", \"NoSchedule\", \"None\""}])
+    );
+    server.stop().await.unwrap();
+}
+
 fn pod_review(uid: &str, namespace: &str, toleration_value: &str) -> Value {
     let pod = json!({
         "apiVersion": "v1", "kind": "Pod",

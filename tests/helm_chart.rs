@@ -84,7 +84,25 @@ fn differences(kustomize: &Value, chart: &Value, at: &str, out: &mut Vec<String>
 }
 
 fn assert_same(kustomize: &str, chart: &str) {
-    let (want, got) = (objects(kustomize), objects(chart));
+    assert_same_objects(objects(kustomize), objects(chart));
+}
+
+/// The chart's release namespace is not the chart's (`helm install
+/// --create-namespace`; values.yaml `namespace.create`): by default it
+/// renders every object of `kustomize` but its Namespace, and no
+/// Namespace. The entries exempt the release namespace by name, which
+/// `default_values_exempt_the_release_namespace_by_name` checks.
+fn assert_same_but_the_namespace(kustomize: &str, chart: &str) {
+    let mut want = objects(kustomize);
+    let namespace = want.remove(&("Namespace".to_owned(), String::new(), "draguard".to_owned()));
+    assert!(namespace.is_some(), "kustomize renders the Namespace draguard");
+    assert_same_objects(want, objects(chart));
+}
+
+fn assert_same_objects(
+    want: BTreeMap<(String, String, String), Value>,
+    got: BTreeMap<(String, String, String), Value>,
+) {
     assert_eq!(
         want.keys().collect::<Vec<_>>(),
         got.keys().collect::<Vec<_>>(),
@@ -119,7 +137,80 @@ fn default_values_render_deploy_base() {
     let Some(base) = run("kubectl", &["kustomize", "deploy/base"]) else {
         return;
     };
+    assert_same_but_the_namespace(&base, &chart);
+}
+
+/// `namespace.create=true` (for `helm template` pipelines) renders
+/// deploy/base's Namespace too, label draguard.dev/ignore included.
+#[test]
+fn namespace_create_renders_deploy_base_with_its_namespace() {
+    let Some(chart) = helm_template(&["namespace.create=true"]) else {
+        return;
+    };
+    let Some(base) = run("kubectl", &["kustomize", "deploy/base"]) else {
+        return;
+    };
     assert_same(&base, &chart);
+}
+
+/// Without its Namespace's draguard.dev/ignore label, the release
+/// namespace is exempt by name, in every entry that exempts namespaces:
+/// the namespaced entries' selectors and the fail-open Namespace entry's
+/// condition, whatever the release namespace and exemptions.
+#[test]
+fn default_values_exempt_the_release_namespace_by_name() {
+    let Some(chart) = run(
+        "helm",
+        &[
+            "template",
+            "draguard",
+            CHART,
+            "--namespace",
+            "platform",
+            "--set",
+            "exemptions.namespaces={kube-system,monitoring}",
+        ],
+    ) else {
+        return;
+    };
+    let objects = objects(&chart);
+    assert!(!objects.keys().any(|(kind, _, _)| kind == "Namespace"), "no Namespace");
+    let mut selectors = 0;
+    for kind in ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"] {
+        let config = &objects[&(kind.to_owned(), String::new(), "draguard".to_owned())];
+        for entry in config["webhooks"].as_array().expect("webhooks") {
+            for requirement in entry["namespaceSelector"]["matchExpressions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                if requirement["key"] == "kubernetes.io/metadata.name" {
+                    selectors += 1;
+                    assert_eq!(
+                        requirement["values"],
+                        serde_json::json!(["kube-system", "monitoring", "platform"]),
+                        "{}",
+                        entry["name"]
+                    );
+                }
+            }
+            if entry["name"] == "namespaces-fail-open.validate.draguard.dev" {
+                let condition = &entry["matchConditions"][0];
+                assert_eq!(condition["name"], "control-plane-or-system-masters");
+                assert!(
+                    condition["expression"]
+                        .as_str()
+                        .expect("CEL")
+                        .starts_with("object.metadata.name in ['kube-system', 'monitoring', 'platform'] ||"),
+                    "{condition}"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        selectors, 5,
+        "every namespaced entry and the fail-closed Namespace entry"
+    );
 }
 
 #[test]
@@ -130,7 +221,7 @@ fn cert_manager_mode_renders_deploy_cert_manager() {
     let Some(overlay) = run("kubectl", &["kustomize", "deploy/cert-manager"]) else {
         return;
     };
-    assert_same(&overlay, &chart);
+    assert_same_but_the_namespace(&overlay, &chart);
 }
 
 /// deploy/base with `component`, composed as a user's overlay would (under
@@ -160,7 +251,7 @@ fn audit_values_render_the_audit_component() {
     let Some(overlay) = base_with_component("audit") else {
         return;
     };
-    assert_same(&overlay, &chart);
+    assert_same_but_the_namespace(&overlay, &chart);
     let Some(hourly) = helm_template(&["audit.enabled=true", "audit.interval=20m"]) else {
         return;
     };
@@ -178,7 +269,7 @@ fn taint_rule_breaker_renders_its_component() {
         return;
     };
     assert!(overlay.contains("name: draguard-taint-rule-breaker"), "{overlay}");
-    assert_same(&overlay, &chart);
+    assert_same_but_the_namespace(&overlay, &chart);
 }
 
 /// The values other than the defaults land where they should.
@@ -193,7 +284,6 @@ fn values_set_image_replicas_policies_failure_policy_exemptions_and_metrics() {
         "exemptions.namespaces={kube-system,monitoring}",
         "metrics.serviceMonitor.enabled=true",
         "metrics.serviceMonitor.labels.release=prom",
-        "namespace.create=false",
     ]) else {
         return;
     };
@@ -213,7 +303,7 @@ fn values_set_image_replicas_policies_failure_policy_exemptions_and_metrics() {
         !objects
             .keys()
             .any(|(kind, _, _)| kind == "ConfigMap" || kind == "Namespace"),
-        "no policies ConfigMap of its own, no Namespace"
+        "no policies ConfigMap of its own, no Namespace (by default)"
     );
     let webhooks = &get("ValidatingWebhookConfiguration", "", "draguard")["webhooks"];
     let entry = |name: &str| {

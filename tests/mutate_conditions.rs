@@ -398,3 +398,78 @@ fn with_the_selector_entries_a_patched_write_reaches_one_defaulting_entry_and_no
     assert!(skipped > 100, "skipped {skipped}");
     eprintln!("sent to /mutate without a patch to answer: {unneeded}");
 }
+
+/// The issue's case (#39, bug 2): the shipped policies (`team=ml`'s Pod
+/// default) and one more defaulting policy selecting `tier=restricted`.
+/// Their selectors once merged into nothing, and the defaulting entry's
+/// condition widened to `namespaceObject == null || …`, which is true at
+/// the webhook: every claim and Pod CREATE in every tenant namespace cost
+/// two calls. Now a namespace neither selects costs one call per write
+/// (the validating entry's), and one each selects reaches exactly one
+/// defaulting entry where a default applies.
+#[test]
+fn a_second_label_selector_on_another_key_costs_other_namespaces_no_call() {
+    let mut set = load_dir(&Path::new(ROOT).join("policies"))
+        .expect("shipped policies")
+        .set;
+    let restricted = "apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {name: restricted-tier}
+spec:
+  namespaces: {selector: {matchLabels: {tier: restricted}}}
+  pods: {defaults: [{key: restricted, operator: Exists, effect: NoSchedule}]}
+  devices: {defaults: [{key: restricted, operator: Exists, effect: NoSchedule}]}";
+    set.policies
+        .extend(parse("restricted.yaml", restricted).expect("valid policy"));
+    let (entries, _) = managed_entries(&shipped_config(), &set, false);
+    let requests = requests();
+    let creates = requests.iter().filter(|(_, r)| r["operation"] == "CREATE").count();
+    assert!(creates >= 20, "CREATEs: {creates}");
+    let namespaces: [(&str, &[(&str, &str)]); 6] = [
+        ("tenant", &[]),
+        ("tenant", &[("tier", "gold")]),
+        ("tenant", &[("team", "web")]),
+        ("tenant", &[("tier", "restricted")]),
+        ("tenant", &[("team", "ml"), ("tier", "restricted")]),
+        ("ml-train", &[("team", "ml")]),
+    ];
+    let mut calls_per_namespace = Vec::new();
+    for (name, labels) in namespaces {
+        let mut all: Vec<(&str, &str)> = labels.to_vec();
+        all.push(("kubernetes.io/metadata.name", name));
+        let view = StaticView::default().with_namespace(name, &all);
+        let labels: BTreeMap<&str, &str> = all.into_iter().collect();
+        let mut calls = 0;
+        for (file, request) in &requests {
+            let request = in_namespace(request, name);
+            let patch = patch_len(&request, &view, &set, None);
+            let reached = defaulting_entries_reached(&entries, &request, &labels);
+            assert!(reached.len() <= 1, "{file} in {name} {labels:?} reaches {reached:?}");
+            assert!(
+                patch == 0 || reached.len() == 1,
+                "{file} in {name} {labels:?} is patched but reaches no defaulting entry"
+            );
+            // The validating entry, and the defaulting entries reached.
+            calls += 1 + reached.len();
+        }
+        calls_per_namespace.push(calls);
+    }
+    let writes = requests.len();
+    // Neither selector: one call per write.
+    assert_eq!(
+        calls_per_namespace[..3],
+        [writes, writes, writes],
+        "{calls_per_namespace:?}"
+    );
+    // Selected: each CREATE of a kind a policy defaults reaches one
+    // defaulting entry (every fixture Pod and claim gets the default).
+    assert_eq!(calls_per_namespace[3], writes + creates, "{calls_per_namespace:?}");
+    assert_eq!(calls_per_namespace[4], writes + creates, "{calls_per_namespace:?}");
+    // `ml-train`, by name: its Pods only (the shipped policy defaults no
+    // claim).
+    let pod_creates = requests
+        .iter()
+        .filter(|(file, r)| file.starts_with("pod-") && r["operation"] == "CREATE")
+        .count();
+    assert_eq!(calls_per_namespace[5], writes + pod_creates, "{calls_per_namespace:?}");
+}

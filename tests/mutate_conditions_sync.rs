@@ -268,3 +268,47 @@ async fn a_writer_that_keeps_undoing_ours_is_answered_ever_more_slowly() {
         .unwrap_or_else(|| panic!("put back: {}", conditions(&api, 1)));
     task.abort();
 }
+
+/// Seventeen label selectors, one more than there may be entries: two
+/// share an entry, and the metric says which policies pay and where.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routing_widened_past_the_entry_bound_is_exported() {
+    let yaml: Vec<String> = (0..17)
+        .map(|i| {
+            format!(
+                "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {{name: t{i:02}}}\nspec:\n  namespaces: {{selector: {{matchLabels: {{team: t{i:02}}}}}}}\n  pods:\n    defaults: [{{key: t, operator: Exists}}]\n"
+            )
+        })
+        .collect();
+    let set = PolicySet {
+        policies: parse("teams.yaml", &yaml.join("---\n")).expect("valid policies"),
+        ..Default::default()
+    };
+    let api = FakeApiServer::start(objects()).await;
+    let controller = MutateConditions::new(api.client(), settings(), PolicyStore::new(set), false);
+    let routing = controller.routing();
+    let render = || {
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(routing.collector());
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encodes");
+        text
+    };
+    assert!(render().contains("\ndraguard_routing_widened_policies 0\n"));
+    let task = tokio::spawn(controller.run());
+    within(Duration::from_secs(5), || names(&api).len() == 3 + 16)
+        .await
+        .unwrap_or_else(|| panic!("16 entries: {:?}", names(&api)));
+    let text = render();
+    assert!(text.contains("\ndraguard_routing_widened_policies 2\n"), "{text}");
+    let series: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("draguard_routing_widened{"))
+        .collect();
+    assert_eq!(series.len(), 2, "{text}");
+    assert!(
+        series.iter().all(|l| l.contains("namespaces=\"team in (t")),
+        "{series:?}"
+    );
+    task.abort();
+}

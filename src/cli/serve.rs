@@ -332,6 +332,9 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
                 config.policies.clone(),
                 config.toleration_restriction.is_some(),
             );
+            // Where that routing still sends writes beyond the policies'
+            // selectors.
+            config.collectors.push(conditions.routing().collector());
             let manager = WebhookCerts::new(client.clone(), settings, cert);
             let certs_ready = manager.readiness();
             let cluster_ready = config.ready.clone();

@@ -10,6 +10,7 @@ pub mod mutate_conditions;
 pub mod mutate_conditions_sync;
 pub mod mutate_selector_entries;
 pub mod quota_sync;
+pub mod routing_widened;
 pub mod standing_taint_rules;
 pub mod standing_taint_rules_said;
 pub mod webhook_certs;

@@ -31,6 +31,7 @@ use serde_json::Value;
 
 use super::mutate_conditions::CONDITION_NAME;
 use super::mutate_selector_entries::{Managed, managed, plan};
+use super::routing_widened::RoutingWidened;
 use super::webhook_certs::{CertSettings, backoff};
 use crate::cluster::error_log::{ERROR_LINE_EVERY, ErrorLineAction, ErrorLog};
 use crate::cluster::watch_error;
@@ -82,6 +83,7 @@ pub struct MutateConditions {
     settings: CertSettings,
     policies: PolicyStore,
     toleration_restriction: bool,
+    routing: RoutingWidened,
 }
 
 impl MutateConditions {
@@ -91,11 +93,22 @@ impl MutateConditions {
             settings,
             policies,
             toleration_restriction,
+            routing: RoutingWidened::default(),
         }
     }
 
+    /// Where the routing of the policies in force is wider than their
+    /// selectors: for `/metrics`.
+    pub fn routing(&self) -> RoutingWidened {
+        self.routing.clone()
+    }
+
+    /// The managed state for `set`; its widenings are recorded (and
+    /// logged when they changed).
     fn desired(&self, set: &PolicySet) -> Managed {
-        managed(set, self.toleration_restriction)
+        let desired = managed(set, self.toleration_restriction);
+        self.routing.set(&desired.widenings);
+        desired
     }
 
     fn plan(&self, webhooks: &[MutatingWebhook], desired: &Managed) -> Vec<Value> {

@@ -1,5 +1,5 @@
 //! The entries draguard adds beside its defaulting webhook entry
-//! (`mutate.draguard.dev`), one per label selector of the policies in
+//! (`mutate.draguard.dev`) for the label selectors of the policies in
 //! force that have defaults, so that a label-selector policy costs a call
 //! only in the namespaces it selects.
 //!
@@ -7,29 +7,31 @@
 //! (see `mutate_conditions::expression`), but it does match an entry's
 //! `namespaceSelector` against them. So the policies that select by labels
 //! are split off: the defaulting entry's managed condition keeps only
-//! their names and globs, and an entry named
-//! `<16 hex digits>.selector.<defaulting entry's name>` — a copy of the
+//! their names and globs, and entries named
+//! `<16 hex digits>.selector.<defaulting entry's name>` — copies of the
 //! defaulting entry (service, path, rules, timeout, failurePolicy,
-//! objectSelector, its other conditions) whose namespaceSelector is the
-//! policy's selector AND the defaulting entry's own (the exemptions of
-//! kube-system, kube-node-lease, draguard's namespace and
-//! `draguard.dev/ignore`) — sends their kinds there.
+//! objectSelector, its other conditions) whose namespaceSelector is a
+//! region of the selectors AND the defaulting entry's own (the exemptions
+//! of kube-system, kube-node-lease, draguard's namespace and
+//! `draguard.dev/ignore`) — send their kinds there.
 //!
 //! No write reaches two of these entries, so a hung replica still costs a
 //! write at most 1 s here plus 2 s in the validating entry (deploy/base
 //! webhooks.yaml's 3 s budget; `timeoutSeconds` has a floor of 1, so
 //! budgeting timeouts cannot make two entries fit):
-//! - A selector entry's condition is its own policies' term AND NOT the
+//! - A selector entry's condition is its policies' term AND NOT the
 //!   defaulting entry's managed term for the same kind: both read only
 //!   the request and the object, so where the defaulting entry is sent,
 //!   no selector entry is.
-//! - The selector entries' namespaceSelectors are pairwise disjoint: two
-//!   selectors that are not provably disjoint (some key on which their
-//!   requirements cannot both hold) are merged, conservatively, into one
-//!   entry whose selector keeps what both require (never narrower than
-//!   either) and whose condition covers the policies of both; where
-//!   nothing is common to them, their policies widen in the defaulting
-//!   entry's condition, as before this module.
+//! - The selector entries' namespaceSelectors are pairwise disjoint by
+//!   construction ([`regions`]): overlapping selectors are cut into their
+//!   intersection and each one's remainder, written with the complement
+//!   requirements (`NotIn`, `DoesNotExist`, …) that keep them apart, and
+//!   each entry's condition covers exactly the policies whose selectors
+//!   hold on its whole region. `team=ml` and `tier=restricted` become
+//!   `team in (ml),tier in (restricted)` (both policies),
+//!   `team in (ml),tier notin (restricted)` and
+//!   `team notin (ml),tier in (restricted)`.
 //!
 //! Were a namespace's labels to change while one write is admitted, the
 //! apiserver could match it against two entries with different labels;
@@ -37,9 +39,15 @@
 //! object as sent, which carries the first patch, and only the defaults a
 //! list lacks are added (core `policy::apply::default_patches`).
 //!
-//! Bounded: at most [`MAX_SELECTOR_ENTRIES`] entries after merging, from at
-//! most [`MAX_DISTINCT_SELECTORS`] selectors; past either, every policy
-//! widens in the defaulting entry's condition (one entry, as before).
+//! Bounded: at most [`MAX_SELECTOR_ENTRIES`] entries, from at most
+//! [`MAX_DISTINCT_SELECTORS`] selectors. Past the first, regions are
+//! merged into one that covers them (so some policies are sent in a
+//! region wider than their selectors: the namespaces of that region pay,
+//! no other); past the second, every label-selector policy widens in the
+//! defaulting entry's condition, as before these entries. Either way, and
+//! for a selector the apiserver would refuse, [`Managed::widenings`] names
+//! the policies and the namespaces that pay, which the controller logs
+//! and exports.
 //!
 //! Pure: `mutate_conditions_sync` does the IO.
 
@@ -62,14 +70,19 @@ use crate::policy::{PolicySet, TolerationPolicy};
 use crate::rules::names;
 use crate::verdict::Mode;
 
+mod regions;
+use regions::{Region, partition};
+
 /// The most selector entries draguard keeps. Each costs the apiserver a
 /// namespace lookup per claim or Pod CREATE it could match, and holds a
 /// copy of the defaulting entry's condition (up to [`MAX_EXPRESSION_LEN`]):
 /// 16 × 2 × 32 KiB stays far below etcd's 1.5 MiB object limit.
 pub const MAX_SELECTOR_ENTRIES: usize = 16;
 
-/// The most distinct selectors merged; merging compares every pair until
-/// none overlaps, so this bounds its cost (64² pairs per round).
+/// The most distinct selectors cut into regions: each cuts at most
+/// `regions::CUT_LIMIT` regions and merges them back down to
+/// [`MAX_SELECTOR_ENTRIES`] (32² pairs per merge), so this bounds the cost
+/// of a reload.
 pub const MAX_DISTINCT_SELECTORS: usize = 64;
 
 /// The longest webhook name: a DNS-1123 subdomain (kubernetes v1.36
@@ -93,6 +106,9 @@ pub struct Managed {
     /// an entry that cannot have them).
     pub widened: MatchCondition,
     pub selectors: Vec<SelectorEntry>,
+    /// Where the split routing still sends some policies' kinds beyond
+    /// what they select; empty when it is exact.
+    pub widenings: Vec<Widening>,
 }
 
 /// One selector entry, before it is copied from a defaulting entry.
@@ -103,6 +119,22 @@ pub struct SelectorEntry {
     /// ANDed with the defaulting entry's namespaceSelector.
     pub requirements: Vec<K8sRequirement>,
     pub condition: MatchCondition,
+}
+
+/// Policies whose claim or Pod CREATEs reach `/mutate` in namespaces their
+/// label selector does not select: a call each there that adds nothing.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Widening {
+    /// By name.
+    pub policies: Vec<String>,
+    /// The namespaces that pay for it (besides those the policies select):
+    /// the requirements of the namespaceSelector that sends them, as
+    /// kubectl writes a selector (`team in (ml),!gpu`), ANDed with the
+    /// defaulting entry's exemptions; empty for every namespace the
+    /// defaulting entry is sent for (their names and exclusions still
+    /// apply).
+    pub namespaces: String,
+    pub reason: &'static str,
 }
 
 /// A canonical selector requirement: `matchLabels` become `In`, values a
@@ -124,62 +156,105 @@ enum Operator {
 
 type Requirements = BTreeSet<Requirement>;
 
-/// Policies (indices into the non-Audit policies) under one selector.
-type Group = (Requirements, Vec<usize>);
+const MERGED: &str = "more selector entries would be needed than the bound: some were merged";
+const TOO_MANY: &str = "more distinct label selectors than the bound: every one widened";
+const REFUSED: &str = "a label selector the apiserver would refuse in a namespaceSelector";
+const TOO_LONG: &str = "a condition would pass its size limit: every label selector widened";
+const COLLISION: &str = "two selector entries would have one name: every label selector widened";
 
 /// The managed state for the policies in force.
 pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
     let widened = condition(set, toleration_restriction);
-    let without = |widened: MatchCondition| Managed {
-        split: widened.clone(),
-        widened,
-        selectors: Vec::new(),
-    };
     let policies: Vec<&TolerationPolicy> = set
         .policies
         .iter()
         .map(|l| &l.policy)
         .filter(|p| p.spec.mode != Mode::Audit)
         .collect();
+    let name = |i: &usize| policies[*i].metadata.name.clone();
     let pod_defaults = |p: &TolerationPolicy| !toleration_restriction && !p.spec.pods.defaults.is_empty();
     let device_defaults = |p: &TolerationPolicy| !p.spec.devices.defaults.is_empty();
     let mut by_selector: BTreeMap<Requirements, Vec<usize>> = BTreeMap::new();
+    // Selectors no namespace satisfies: their policies select by names.
+    let mut never: Vec<usize> = Vec::new();
+    let mut refused: Vec<usize> = Vec::new();
     for (i, p) in policies.iter().enumerate() {
         if !(pod_defaults(p) || device_defaults(p)) {
             continue;
         }
+        let Some(selector) = p.spec.namespaces.selector.as_ref() else {
+            continue;
+        };
         // An invalid selector (which the apiserver would refuse in a
         // namespaceSelector) stays widened; one on the name label alone
         // is exact in the condition already.
-        let Some(requirements) = p.spec.namespaces.selector.as_ref().and_then(canonical) else {
+        let Some(requirements) = canonical(selector) else {
+            refused.push(i);
             continue;
         };
         if requirements.iter().all(|r| r.key == NAME_LABEL) {
             continue;
         }
-        by_selector.entry(requirements).or_default().push(i);
+        if Region::of(&requirements).is_none() {
+            never.push(i);
+        } else {
+            by_selector.entry(requirements).or_default().push(i);
+        }
     }
+    let mut widenings: Vec<Widening> = Vec::new();
+    if !refused.is_empty() {
+        widenings.push(Widening {
+            policies: refused.iter().map(name).collect(),
+            namespaces: String::new(),
+            reason: REFUSED,
+        });
+    }
+    let every_selector = |reason| Widening {
+        policies: by_selector.values().flatten().chain(&never).map(name).collect(),
+        namespaces: String::new(),
+        reason,
+    };
+    let without = |widened: MatchCondition, mut widenings: Vec<Widening>, reason| {
+        if !by_selector.is_empty() || !never.is_empty() {
+            widenings.push(every_selector(reason));
+        }
+        widenings.sort();
+        Managed {
+            split: widened.clone(),
+            widened,
+            selectors: Vec::new(),
+            widenings,
+        }
+    };
     if by_selector.len() > MAX_DISTINCT_SELECTORS {
-        return without(widened);
+        return without(widened, widenings, TOO_MANY);
     }
-    let groups = disjoint(by_selector.into_iter().collect());
-    if groups.is_empty() || groups.len() > MAX_SELECTOR_ENTRIES {
-        return without(widened);
-    }
+    let groups: Vec<(Requirements, Vec<usize>)> = by_selector.clone().into_iter().collect();
+    let selector_regions: Vec<Region> = groups.iter().filter_map(|(r, _)| Region::of(r)).collect();
+    let parts = partition(&selector_regions, MAX_SELECTOR_ENTRIES);
     let split_off: Vec<&TolerationPolicy> = groups
         .iter()
-        .flat_map(|(_, members)| members.iter().map(|&i| policies[i]))
+        .flat_map(|(_, members)| members)
+        .chain(&never)
+        .map(|&i| policies[i])
         .collect();
+    if split_off.is_empty() {
+        // No label selector to route: nothing widens but what `refused`
+        // says (the reason is not used).
+        return without(widened, widenings, TOO_MANY);
+    }
     let (base, refusals) = kind_terms(set, toleration_restriction, |p| {
         split_off.iter().any(|q| std::ptr::eq(*q, p))
     });
     let split = judged_kinds(&base);
     if split == "true" {
-        return without(widened);
+        return without(widened, widenings, TOO_LONG);
     }
-    let mut selectors = Vec::with_capacity(groups.len());
+    let wider: BTreeMap<&Region, Vec<usize>> = regions::widened(&parts, &selector_regions).into_iter().collect();
+    let mut selectors = Vec::with_capacity(parts.len());
     let mut ids = BTreeSet::new();
-    for (requirements, members) in &groups {
+    for (region, label) in &parts {
+        let members: Vec<usize> = label.iter().flat_map(|&g| groups[g].1.iter().copied()).collect();
         let term = |has: &dyn Fn(&TolerationPolicy) -> bool, target| {
             any(members
                 .iter()
@@ -198,11 +273,22 @@ pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
             "{JUDGED_KINDS} && request.operation == 'CREATE' && \
              (request.resource.resource == 'pods' ? {pods} : {claims})"
         );
-        let id = id(requirements);
+        let requirements = region.requirements();
+        let id = id(&requirements);
         // A hash collision would give two entries one name, which the
         // apiserver refuses: widen instead.
-        if expression.len() > MAX_EXPRESSION_LEN || !ids.insert(id.clone()) {
-            return without(widened);
+        if expression.len() > MAX_EXPRESSION_LEN {
+            return without(widened, widenings, TOO_LONG);
+        }
+        if !ids.insert(id.clone()) {
+            return without(widened, widenings, COLLISION);
+        }
+        if let Some(groups_wider) = wider.get(region) {
+            widenings.push(Widening {
+                policies: groups_wider.iter().flat_map(|&g| &groups[g].1).map(name).collect(),
+                namespaces: describe(&requirements),
+                reason: MERGED,
+            });
         }
         selectors.push(SelectorEntry {
             id,
@@ -213,6 +299,7 @@ pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
             },
         });
     }
+    widenings.sort();
     Managed {
         split: MatchCondition {
             name: CONDITION_NAME.to_owned(),
@@ -220,7 +307,27 @@ pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
         },
         widened,
         selectors,
+        widenings,
     }
+}
+
+/// Requirements as kubectl writes a selector (k8s.io/apimachinery v0.36
+/// pkg/labels/selector.go `Requirement.String`): `k in (a,b)`,
+/// `k notin (a)`, `k`, `!k`, joined by commas.
+fn describe(requirements: &Requirements) -> String {
+    requirements
+        .iter()
+        .map(|r| {
+            let values = r.values.iter().cloned().collect::<Vec<_>>().join(",");
+            match r.operator {
+                Operator::In => format!("{} in ({values})", r.key),
+                Operator::NotIn => format!("{} notin ({values})", r.key),
+                Operator::Exists => r.key.clone(),
+                Operator::DoesNotExist => format!("!{}", r.key),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// `term && !base`: the selector entry's share, where the defaulting
@@ -271,82 +378,6 @@ fn canonical(s: &LabelSelector) -> Option<Requirements> {
         });
     }
     Some(out)
-}
-
-/// Merges overlapping selectors until every pair is disjoint; a merge
-/// with nothing in common drops both groups (their policies widen).
-fn disjoint(mut groups: Vec<Group>) -> Vec<Group> {
-    'merge: loop {
-        for i in 0..groups.len() {
-            for j in i + 1..groups.len() {
-                if provably_disjoint(&groups[i].0, &groups[j].0) {
-                    continue;
-                }
-                let (right, theirs) = groups.remove(j);
-                let (left, mut members) = groups.remove(i);
-                members.extend(theirs);
-                let common = common(&left, &right);
-                if !common.is_empty() {
-                    match groups.iter_mut().find(|(r, _)| *r == common) {
-                        Some((_, same)) => same.extend(members),
-                        None => groups.push((common, members)),
-                    }
-                }
-                continue 'merge;
-            }
-        }
-        break;
-    }
-    groups.sort();
-    groups
-}
-
-/// Whether no namespace can satisfy both: some key on which a requirement
-/// of each cannot both hold (k8s.io/apimachinery v0.36
-/// pkg/labels/selector.go `Requirement.Matches`: `In` needs the key with a
-/// listed value, `NotIn` passes an absent key).
-fn provably_disjoint(a: &Requirements, b: &Requirements) -> bool {
-    use Operator::*;
-    a.iter().any(|x| {
-        b.iter()
-            .filter(|y| y.key == x.key)
-            .any(|y| match (x.operator, y.operator) {
-                (In, In) => x.values.is_disjoint(&y.values),
-                (In, NotIn) => x.values.is_subset(&y.values),
-                (NotIn, In) => y.values.is_subset(&x.values),
-                (In | Exists, DoesNotExist) | (DoesNotExist, In | Exists) => true,
-                _ => false,
-            })
-    })
-}
-
-/// Requirements that both selectors imply, so a selector that every
-/// namespace of either satisfies: the ones they share, and on a key both
-/// restrict with `In`, the union of the values (or `Exists`, which `In`
-/// implies, beside an `Exists`).
-fn common(a: &Requirements, b: &Requirements) -> Requirements {
-    use Operator::*;
-    let mut out = Requirements::new();
-    for x in a {
-        for y in b.iter().filter(|y| y.key == x.key) {
-            let implied = match (x.operator, y.operator) {
-                _ if x == y => Some(x.clone()),
-                (In, In) => Some(Requirement {
-                    key: x.key.clone(),
-                    operator: In,
-                    values: x.values.union(&y.values).cloned().collect(),
-                }),
-                (In | Exists, In | Exists) => Some(Requirement {
-                    key: x.key.clone(),
-                    operator: Exists,
-                    values: BTreeSet::new(),
-                }),
-                _ => None,
-            };
-            out.extend(implied);
-        }
-    }
-    out
 }
 
 fn to_k8s(r: &Requirement) -> K8sRequirement {

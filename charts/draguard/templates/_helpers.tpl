@@ -12,6 +12,12 @@ app.kubernetes.io/part-of: draguard
 [{{ join ", " $names }}]
 {{- end }}
 
+{{/* The same, as a CEL list of strings (the fail-open Namespace entry's condition). */}}
+{{- define "draguard.exemptNamespacesCEL" -}}
+{{- $names := concat .Values.exemptions.namespaces (list .Release.Namespace) | uniq -}}
+[{{ range $i, $n := $names }}{{ if $i }}, {{ end }}'{{ $n }}'{{ end }}]
+{{- end }}
+
 {{/* cert-manager's CA injector fills caBundle of every entry from the Certificate's CA. */}}
 {{- define "draguard.caInjection" -}}
 {{- if eq .Values.certificates.mode "cert-manager" -}}

@@ -91,3 +91,92 @@ fn every_workload_kind_warns_of_the_pods_it_would_stamp_and_a_controlled_one_doe
         Vec::<String>::new()
     );
 }
+
+/// The warning every workload kind gets, `field` locating its template.
+fn warned(kind: &str, field: &str) -> Vec<String> {
+    vec![format!(
+        "new pods of this {kind} would be denied: toleration policy \"gpu-nodes\": {field}.tolerations[0] (spot:NoSchedule) is not allowed; namespace \"ml\" may use only: nvidia.com/gpu:*"
+    )]
+}
+
+/// A scale-down stamps no Pod, however it is made (`kubectl apply` of
+/// fewer replicas, a patch of `spec.replicas`, with or without a label):
+/// no warning. What may stamp Pods warns as before: a scale-up, a re-apply,
+/// a label alone, and a scale-down that also changes the template's
+/// metadata (a rollout) or another field of the spec.
+#[test]
+fn a_scale_down_is_quiet_however_it_is_made() {
+    let template: &[&str] = &["spec", "template"];
+    let field = "spec.template.spec";
+    for (kind, plural) in [
+        ("Deployment", "deployments"),
+        ("StatefulSet", "statefulsets"),
+        ("ReplicaSet", "replicasets"),
+    ] {
+        let at = |replicas| workload("apps", kind, template, replicas, false);
+        let update = |new: Value, old: Value| warnings("apps", kind, plural, new, old);
+        assert_eq!(update(at(1), at(3)), Vec::<String>::new(), "{kind}: 3 -> 1");
+        assert_eq!(update(at(0), at(1)), Vec::<String>::new(), "{kind}: 1 -> 0");
+        let mut unset = at(1);
+        unset["spec"].as_object_mut().map(|s| s.remove("replicas"));
+        assert_eq!(
+            update(at(0), unset.clone()),
+            Vec::<String>::new(),
+            "{kind}: unset (1) -> 0"
+        );
+        assert_eq!(update(unset, at(2)), Vec::<String>::new(), "{kind}: 2 -> unset (1)");
+        let mut labelled = at(1);
+        labelled["metadata"]["labels"] = json!({"tier": "batch"});
+        assert_eq!(
+            update(labelled.clone(), at(3)),
+            Vec::<String>::new(),
+            "{kind}: a scale-down with a label"
+        );
+
+        assert_eq!(update(at(3), at(1)), warned(kind, field), "{kind}: 1 -> 3");
+        assert_eq!(update(at(3), at(3)), warned(kind, field), "{kind}: a re-apply");
+        assert_eq!(update(labelled, at(1)), warned(kind, field), "{kind}: a label");
+        let mut restarted = at(1);
+        restarted["spec"]["template"]["metadata"] =
+            json!({"annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-28T09:00:00Z"}});
+        assert_eq!(
+            update(restarted, at(3)),
+            warned(kind, field),
+            "{kind}: a rollout with fewer replicas"
+        );
+        let mut other = at(1);
+        let (key, value) = match kind {
+            "StatefulSet" => ("ordinals", json!({"start": 5})),
+            "Deployment" => ("paused", json!(false)),
+            _ => ("minReadySeconds", json!(10)),
+        };
+        other["spec"][key] = value;
+        let mut before = at(3);
+        if kind == "Deployment" {
+            before["spec"]["paused"] = json!(true);
+        }
+        assert_eq!(
+            update(other, before),
+            warned(kind, field),
+            "{kind}: fewer replicas and {key} changed"
+        );
+    }
+    // A Job with less parallelism still starts Pods until its completions
+    // are reached; a DaemonSet has no replicas.
+    for (kind, plural) in [("Job", "jobs"), ("DaemonSet", "daemonsets")] {
+        let at = |n: u32| {
+            let mut w = workload(if kind == "Job" { "batch" } else { "apps" }, kind, template, n, false);
+            w["spec"].as_object_mut().map(|s| s.remove("replicas"));
+            if kind == "Job" {
+                w["spec"]["parallelism"] = json!(n);
+            }
+            w
+        };
+        let group = if kind == "Job" { "batch" } else { "apps" };
+        assert_eq!(
+            warnings(group, kind, plural, at(1), at(3)),
+            warned(kind, field),
+            "{kind}"
+        );
+    }
+}

@@ -107,7 +107,20 @@ fn selects(selector: Option<&K8sSelector>, labels: &BTreeMap<String, String>) ->
 }
 
 fn sent(expression: &str, request: &Value) -> bool {
-    let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
+    thread_local! {
+        // Compiled once per expression: the property test below evaluates
+        // the same few thousands of times.
+        static PROGRAMS: std::cell::RefCell<BTreeMap<String, std::rc::Rc<Program>>> = Default::default();
+    }
+    let program = PROGRAMS.with(|programs| {
+        programs
+            .borrow_mut()
+            .entry(expression.to_owned())
+            .or_insert_with(|| {
+                std::rc::Rc::new(Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}")))
+            })
+            .clone()
+    });
     let mut ctx = Context::default();
     for (name, value) in [
         ("request", request),
@@ -159,7 +172,9 @@ fn reached(config: &Value, resource: &str, namespace: &str, labels: &[(&str, &st
 /// of them no selecting policy refuses (core `enforce::defaults_for`).
 fn defaulted(set: &PolicySet, resource: &str, namespace: &str, labels: &[(&str, &str)]) -> bool {
     use crate::policy::enforce::rejects;
-    let map: BTreeMap<String, String> = labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    let mut map: BTreeMap<String, String> = labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    // As the apiserver labels every namespace.
+    map.insert(NAME_LABEL.to_owned(), namespace.to_owned());
     let exempt =
         ["kube-system", "kube-node-lease", "draguard"].contains(&namespace) || map.contains_key("draguard.dev/ignore");
     let (target, defaults): (_, fn(&TolerationPolicy) -> &Vec<_>) = if resource == "pods" {
@@ -317,8 +332,8 @@ fn a_label_selector_gets_an_entry_and_every_write_is_routed_exactly() {
 }
 
 #[test]
-fn overlapping_selectors_merge_or_widen_and_disjoint_ones_get_an_entry_each() {
-    let cases: [(&[Spec<'_>], usize); 7] = [
+fn overlapping_selectors_are_cut_into_disjoint_exact_entries() {
+    let cases: [(&[Spec<'_>], usize); 8] = [
         // Disjoint on one key: one entry each.
         (
             &[
@@ -327,15 +342,17 @@ fn overlapping_selectors_merge_or_widen_and_disjoint_ones_get_an_entry_each() {
             ],
             2,
         ),
-        // One implies the other: merged into the wider one.
+        // One implies the other: `team=ml,tier=gpu` for both, and
+        // `team=ml,tier notin (gpu)` for the wider one.
         (
             &[
                 SHIPPED,
                 ("gpu", "{selector: {matchLabels: {team: ml, tier: gpu}}}", "devices"),
             ],
-            1,
+            2,
         ),
-        // Both `In` on one key, overlapping values: merged into the union.
+        // Both `In` on one key, overlapping values: one entry per value
+        // set (`ai`, `ml`, `research`).
         (
             &[
                 (
@@ -346,15 +363,15 @@ fn overlapping_selectors_merge_or_widen_and_disjoint_ones_get_an_entry_each() {
                 (
                     "second",
                     "{selector: {matchExpressions: [{key: team, operator: In, values: [ml, research]}]}}",
-                    "pods",
+                    "devices",
                 ),
             ],
-            1,
+            3,
         ),
-        // Nothing in common: both widen, no entry.
+        // Two keys: both, each without the other.
         (
-            &[SHIPPED, ("farm", "{selector: {matchLabels: {gpu: 'true'}}}", "pods")],
-            0,
+            &[SHIPPED, ("farm", "{selector: {matchLabels: {gpu: 'true'}}}", "devices")],
+            3,
         ),
         // Exists and DoesNotExist of one key: disjoint.
         (
@@ -371,6 +388,19 @@ fn overlapping_selectors_merge_or_widen_and_disjoint_ones_get_an_entry_each() {
                 ),
             ],
             2,
+        ),
+        // `gpu` exists overlapping `tier=gpu`: `gpu,tier in (gpu)`,
+        // `gpu,tier notin (gpu)`, `!gpu,tier in (gpu)`.
+        (
+            &[
+                (
+                    "first",
+                    "{selector: {matchExpressions: [{key: gpu, operator: Exists}]}}",
+                    "pods",
+                ),
+                ("second", "{selector: {matchLabels: {tier: gpu}}}", "devices"),
+            ],
+            3,
         ),
         // Its only default refused in every namespace: never sent, no
         // entry.
@@ -389,10 +419,85 @@ fn overlapping_selectors_merge_or_widen_and_disjoint_ones_get_an_entry_each() {
         let policies = set(policies);
         let desired = managed(&policies, false);
         assert_eq!(desired.selectors.len(), want, "{:?}", desired.selectors);
-        if want == 0 {
-            assert_eq!(desired.split, desired.widened);
+        assert_eq!(desired.widenings, [], "exact");
+        if want > 0 {
+            assert_ne!(desired.split, desired.widened);
+            assert!(
+                !desired.split.expression.contains("namespaceObject"),
+                "{}",
+                desired.split.expression
+            );
         }
-        assert_routes(&policies, &applied(config(), &desired));
+        // No write reaches an entry it does not need.
+        assert_eq!(
+            assert_routes(&policies, &applied(config(), &desired)),
+            Vec::<String>::new(),
+            "{:?}",
+            desired.selectors
+        );
+    }
+}
+
+/// The issue's case: the shipped policies' `team=ml` Pod default and a
+/// second defaulting policy on `tier=restricted`. Before, their selectors
+/// merged into nothing and the defaulting entry's condition widened to
+/// `namespaceObject == null || …`, true at the webhook: every claim and
+/// Pod CREATE in every tenant namespace reached `/mutate`.
+#[test]
+fn a_second_selector_on_another_key_keeps_tenant_writes_at_one_call() {
+    let policies = set(&[
+        SHIPPED,
+        ("restricted", "{selector: {matchLabels: {tier: restricted}}}", "both"),
+    ]);
+    let desired = managed(&policies, false);
+    assert_eq!(desired.widenings, []);
+    let keys: Vec<Vec<(String, String)>> = desired
+        .selectors
+        .iter()
+        .map(|s| {
+            s.requirements
+                .iter()
+                .map(|r| {
+                    (
+                        r.key.clone(),
+                        format!("{} {:?}", r.operator, r.values.as_deref().unwrap_or_default()),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let req = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    let mut want = vec![
+        vec![req("team", r#"In ["ml"]"#), req("tier", r#"In ["restricted"]"#)],
+        vec![req("team", r#"In ["ml"]"#), req("tier", r#"NotIn ["restricted"]"#)],
+        vec![req("team", r#"NotIn ["ml"]"#), req("tier", r#"In ["restricted"]"#)],
+    ];
+    let mut keys = keys;
+    keys.sort();
+    want.sort();
+    assert_eq!(keys, want);
+    assert!(!desired.split.expression.contains("namespaceObject"));
+
+    let config = applied(config(), &desired);
+    assert_eq!(assert_routes(&policies, &config), Vec::<String>::new());
+    // A tenant namespace neither selects: no defaulting entry.
+    for resource in ["pods", "resourceclaims"] {
+        assert_eq!(reached(&config, resource, "default", &[]), Vec::<String>::new());
+        assert_eq!(
+            reached(&config, resource, "farm", &[("tier", "gpu")]),
+            Vec::<String>::new()
+        );
+    }
+    // Each selected namespace reaches one entry.
+    let entry = |i: usize| format!("{}.selector.mutate.draguard.dev", desired.selectors[i].id);
+    let by_labels = |labels: &[(&str, &str)]| reached(&config, "pods", "tenant", labels);
+    let both = by_labels(&[("team", "ml"), ("tier", "restricted")]);
+    let team = by_labels(&[("team", "ml")]);
+    let tier = by_labels(&[("tier", "restricted"), ("team", "web")]);
+    assert_eq!([both.len(), team.len(), tier.len()], [1, 1, 1]);
+    let all = [&both[0], &team[0], &tier[0]];
+    for i in 0..3 {
+        assert!(all.contains(&&entry(i)), "{all:?}");
     }
 }
 
@@ -426,7 +531,7 @@ fn the_toleration_restriction_and_audit_policies_need_no_entry_for_pods() {
 }
 
 #[test]
-fn past_the_cap_every_selector_widens_and_invalid_selectors_never_make_an_entry() {
+fn past_the_cap_entries_merge_and_say_so_and_invalid_selectors_never_make_an_entry() {
     let teams = |n: usize| -> Vec<(String, String)> {
         (0..n)
             .map(|i| {
@@ -437,16 +542,29 @@ fn past_the_cap_every_selector_widens_and_invalid_selectors_never_make_an_entry(
             })
             .collect()
     };
-    for (n, want) in [
-        (MAX_SELECTOR_ENTRIES, MAX_SELECTOR_ENTRIES),
-        (MAX_SELECTOR_ENTRIES + 1, 0),
-    ] {
+    for n in [MAX_SELECTOR_ENTRIES, MAX_SELECTOR_ENTRIES + 1] {
         let owned = teams(n);
         let policies: Vec<Spec<'_>> = owned.iter().map(|(a, b)| (a.as_str(), b.as_str(), "pods")).collect();
-        let desired = managed(&set(&policies), false);
-        assert_eq!(desired.selectors.len(), want, "{n} selectors");
+        let policies = set(&policies);
+        let desired = managed(&policies, false);
+        assert_eq!(desired.selectors.len(), MAX_SELECTOR_ENTRIES, "{n} selectors");
         let config = applied(config(), &desired);
-        assert_eq!(names(&config).len(), 3 + want);
+        assert_eq!(names(&config).len(), 3 + MAX_SELECTOR_ENTRIES);
+        assert_routes(&policies, &config);
+        if n == MAX_SELECTOR_ENTRIES {
+            assert_eq!(desired.widenings, []);
+            continue;
+        }
+        // Two teams share an entry, `team in (a,b)`: each policy is sent
+        // in the other's namespaces, and nowhere else.
+        assert_eq!(desired.widenings.len(), 1, "{:?}", desired.widenings);
+        let w = &desired.widenings[0];
+        assert_eq!(w.reason, MERGED);
+        assert_eq!(w.policies.len(), 2);
+        assert_eq!(w.namespaces, format!("team in ({},{})", w.policies[0], w.policies[1]));
+        assert!(!desired.split.expression.contains("namespaceObject"));
+        // A namespace of neither team reaches nothing.
+        assert!(reached(&config, "pods", "default", &[("team", "other")]).is_empty());
     }
     // A label value the apiserver refuses in a namespaceSelector.
     let mut bad = set(&[SHIPPED]);
@@ -456,6 +574,34 @@ fn past_the_cap_every_selector_widens_and_invalid_selectors_never_make_an_entry(
     let desired = managed(&bad, false);
     assert!(desired.selectors.is_empty());
     assert_eq!(desired.split, desired.widened);
+    assert_eq!(
+        desired.widenings,
+        [Widening {
+            policies: vec!["ml".into()],
+            namespaces: String::new(),
+            reason: REFUSED
+        }]
+    );
+}
+
+#[test]
+fn more_distinct_selectors_than_the_bound_widen_every_one_and_say_so() {
+    let owned: Vec<(String, String)> = (0..=MAX_DISTINCT_SELECTORS)
+        .map(|i| {
+            (
+                format!("t{i}"),
+                format!("{{selector: {{matchLabels: {{team: t{i}}}}}}}"),
+            )
+        })
+        .collect();
+    let policies: Vec<Spec<'_>> = owned.iter().map(|(a, b)| (a.as_str(), b.as_str(), "pods")).collect();
+    let desired = managed(&set(&policies), false);
+    assert!(desired.selectors.is_empty());
+    assert_eq!(desired.split, desired.widened);
+    assert_eq!(desired.widenings.len(), 1);
+    assert_eq!(desired.widenings[0].reason, TOO_MANY);
+    assert_eq!(desired.widenings[0].policies.len(), MAX_DISTINCT_SELECTORS + 1);
+    assert_eq!(desired.widenings[0].namespaces, "");
 }
 
 #[test]
@@ -576,4 +722,101 @@ fn entry_names_are_recognised_only_in_our_shape() {
     // Stable: replicas of different builds name `team=ml`'s entry alike
     // (FNV-1a over key, operator and values, pinned here).
     assert_eq!(id, "b50a0cd762a3cb0e");
+}
+
+/// A random requirement over keys `a`, `b`, `c` and values `x`, `y`.
+fn requirement_yaml() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    (
+        prop::sample::select(vec!["a", "b", "c"]),
+        prop::sample::select(vec!["In", "NotIn", "Exists", "DoesNotExist"]),
+        prop::sample::subsequence(vec!["x", "y"], 1..=2),
+    )
+        .prop_map(|(key, operator, values)| match operator {
+            // Quoted: YAML 1.1 reads a bare `y` as true.
+            "In" | "NotIn" => format!(
+                "{{key: {key}, operator: {operator}, values: ['{}']}}",
+                values.join("', '")
+            ),
+            _ => format!("{{key: {key}, operator: {operator}}}"),
+        })
+}
+
+/// A random policy: a selector of one to three requirements, sometimes a
+/// name or an exclusion, Pod or claim defaults or both.
+fn policy_yaml() -> impl proptest::strategy::Strategy<Value = (String, &'static str)> {
+    use proptest::prelude::*;
+    (
+        prop::collection::vec(requirement_yaml(), 1..=3),
+        prop::sample::select(vec!["", ", names: [named]", ", exclude: [excluded]"]),
+        prop::sample::select(vec!["pods", "devices", "both"]),
+    )
+        .prop_map(|(requirements, extra, kinds)| {
+            (
+                format!(
+                    "{{selector: {{matchExpressions: [{}]}}{extra}}}",
+                    requirements.join(", ")
+                ),
+                kinds,
+            )
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    /// Random label-selector policies, every namespace of keys `a`, `b`,
+    /// `c` each absent, `x`, `y` or `w`, by three names: a write reaches
+    /// at most one defaulting entry, one wherever a default applies, and
+    /// none that adds nothing unless a widening says where.
+    #[test]
+    fn every_namespace_reaches_at_most_one_entry_covering_its_policies(
+        specs in proptest::collection::vec(policy_yaml(), 1..=4),
+    ) {
+        let names: Vec<String> = (0..specs.len()).map(|i| format!("p{i}")).collect();
+        let policies: Vec<Spec<'_>> = specs
+            .iter()
+            .zip(&names)
+            .map(|((namespaces, kinds), name)| (name.as_str(), namespaces.as_str(), *kinds))
+            .collect();
+        let policies = set(&policies);
+        let desired = managed(&policies, false);
+        let config = applied(config(), &desired);
+        let mut label_sets: Vec<Vec<(&str, &str)>> = vec![Vec::new()];
+        for key in ["a", "b", "c"] {
+            label_sets = label_sets
+                .into_iter()
+                .flat_map(|set| {
+                    let mut out = vec![set.clone()];
+                    for value in ["x", "y", "w"] {
+                        let mut with = set.clone();
+                        with.push((key, value));
+                        out.push(with);
+                    }
+                    out
+                })
+                .collect();
+        }
+        for labels in &label_sets {
+            for ns in ["tenant", "named", "excluded"] {
+                for resource in ["pods", "resourceclaims"] {
+                    let reached = reached(&config, resource, ns, labels);
+                    let needed = defaulted(&policies, resource, ns, labels);
+                    proptest::prop_assert!(reached.len() <= 1, "{resource} in {ns} {labels:?} reaches {reached:?}");
+                    proptest::prop_assert!(
+                        !needed || reached.len() == 1,
+                        "{resource} in {ns} {labels:?} needs a default, reaches {reached:?}"
+                    );
+                    // Past the bound an entry may send more than needed;
+                    // then, and only then, a widening says so.
+                    if !needed && !reached.is_empty() {
+                        proptest::prop_assert!(
+                            !desired.widenings.is_empty(),
+                            "{resource} in {ns} {labels:?} reaches {reached:?} silently"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -228,6 +228,13 @@ pub trait AdmittedKind: 'static {
         true
     }
 
+    /// What the apiserver sets in every object it decodes, sent or stored,
+    /// from the clock (a device taint's missing `timeAdded`, `now` in its
+    /// stored form): given to the new and the old view alike before they
+    /// are judged, so that an UPDATE compares what the apiserver compares.
+    /// The JSON stays as sent: [`AdmittedKind::stamps`] patches it.
+    fn decode_defaults(_view: &mut Self::View, _now: &str) {}
+
     /// Patches every write gets (`timeAdded` of device taints), computed
     /// on the JSON as sent so that unknown fields survive.
     fn stamps(_object: &Value, _old: Option<&Value>, _routed: Routed, _now: &str) -> Vec<PatchOperation> {

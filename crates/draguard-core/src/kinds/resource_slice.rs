@@ -54,6 +54,10 @@ impl AdmittedKind for ResourceSliceKind {
         })
     }
 
+    fn decode_defaults(view: &mut Self::View, now: &str) {
+        view.spec.default_time_added(now);
+    }
+
     /// v1beta1 nests each device's fields under `basic`.
     fn stamps(object: &Value, _: Option<&Value>, routed: Routed, now: &str) -> Vec<PatchOperation> {
         crate::mutate::time_added::resource_slice(object, routed.version == "v1beta1", now)

@@ -49,6 +49,18 @@ impl AdmittedKind for SlicePatchKind {
         crate::mutate::time_added::patch_taints(object, old, now)
     }
 
+    /// Read as ResourceSlice taints are: the KEP's `resource.k8s.io`
+    /// version shares `DeviceTaint` and its defaults; draguard's CRD gets
+    /// them from `/mutate`, and a stored patch written without them reads
+    /// as now, as a stored slice's taint does.
+    fn decode_defaults(view: &mut Self::View, now: &str) {
+        view.spec
+            .devices
+            .taints
+            .iter_mut()
+            .for_each(|t| t.default_time_added(now));
+    }
+
     fn priority_ties(view: &Self::View, cluster: &dyn ClusterView) -> Vec<String> {
         let name = view.metadata.name.as_deref().unwrap_or("");
         rules::device_patch::priority_ties(name, &view.spec.devices, &cluster.slice_patches())

@@ -25,6 +25,22 @@ pub struct DeviceTaint {
     pub time_added: Option<String>,
 }
 
+impl DeviceTaint {
+    /// The apiserver's `SetDefaults_DeviceTaint` (kubernetes v1.36
+    /// pkg/apis/resource/v1/defaults.go, the same in v1beta1, v1beta2 and
+    /// v1alpha3): a taint without `timeAdded` gets now, truncated to the
+    /// second. It runs each time an object is decoded, the request's and
+    /// the stored one read back for an UPDATE alike, so a stored taint that
+    /// lacks it (written before it was defaulted, or straight to etcd)
+    /// reads as now, and equals a sent one that lacks it too. `now` is
+    /// already in the stored form ([`crate::mutate::time_added::format_now`]).
+    pub fn default_time_added(&mut self, now: &str) {
+        if self.time_added.is_none() {
+            self.time_added = Some(now.to_owned());
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SliceSpec {
@@ -170,6 +186,13 @@ impl SliceSpec {
 
     pub fn devices(&self) -> &[Device] {
         self.devices.as_deref().unwrap_or_default()
+    }
+
+    /// Every device taint as the apiserver decodes it
+    /// ([`DeviceTaint::default_time_added`]).
+    pub fn default_time_added(&mut self, now: &str) {
+        let taints = self.devices.iter_mut().flatten().flat_map(|d| d.taints.iter_mut());
+        taints.for_each(|t| t.default_time_added(now));
     }
 
     pub fn device(&self, name: &str) -> Option<&Device> {

@@ -74,7 +74,8 @@ pub fn pipeline<K: AdmittedKind>(routed: Routed, req: &Request, ctx: &Context<'_
     if req.envelope.sub_resource.is_some() && !K::NAMESPACE_GUARDS {
         return Decision::allow();
     }
-    let subject = match ReviewSubject::<K>::decode(routed, req) {
+    let now = crate::mutate::time_added::format_now(ctx.now);
+    let subject = match ReviewSubject::<K>::decode(routed, req, &now) {
         Ok(Some(subject)) => subject,
         // Not judged; a workload whose unchanged template would be denied
         // now is admitted with a warning (`standing_template`).
@@ -192,7 +193,8 @@ fn mutated<'r, K: AdmittedKind>(
         .map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
     let patched =
         crate::mutate::apply(&object, &mutation.patch).map_err(|e| ReviewError::OwnPatch(e.cause().to_string()))?;
-    Ok((subject.patched(patched)?, mutation))
+    let now = crate::mutate::time_added::format_now(ctx.now);
+    Ok((subject.patched(patched, &now)?, mutation))
 }
 
 // Whole reviews, from AdmissionReview to answer, are tested through the

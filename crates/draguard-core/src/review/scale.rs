@@ -28,7 +28,7 @@ use kube_core::{GroupVersionKind, GroupVersionResource};
 /// none. Custom workloads with a scale subresource are not judged by the
 /// webhook at all (only `draguard check` reads them), so they have no
 /// template to warn of here either.
-const SCALABLE: [&KindRow; 3] = [&DEPLOYMENT, &REPLICA_SET, &STATEFUL_SET];
+pub(super) const SCALABLE: [&KindRow; 3] = [&DEPLOYMENT, &REPLICA_SET, &STATEFUL_SET];
 
 /// The workload a `scale` write is about, when it is worth a fetch.
 #[derive(Clone, Copy)]

@@ -23,8 +23,10 @@ pub struct ReviewSubject<'r, K: AdmittedKind> {
 
 impl<'r, K: AdmittedKind> ReviewSubject<'r, K> {
     /// `Ok(None)` when the write is not judged at all (see
-    /// [`AdmittedKind::judged`]).
-    pub fn decode(routed: Routed, request: &'r Request) -> Result<Option<Self>, ReviewError> {
+    /// [`AdmittedKind::judged`]). Both views get the defaults the apiserver
+    /// gives each object it decodes ([`AdmittedKind::decode_defaults`]),
+    /// `now` being the review's time in its stored form.
+    pub fn decode(routed: Routed, request: &'r Request, now: &str) -> Result<Option<Self>, ReviewError> {
         let env = &request.envelope;
         let Some(object) = request.object.as_ref() else {
             return Err(ReviewError::NoObject {
@@ -41,11 +43,11 @@ impl<'r, K: AdmittedKind> ReviewSubject<'r, K> {
             }
             _ => None,
         };
-        let view = K::decode(object, routed).map_err(|source| ReviewError::Undecodable {
+        let mut view = K::decode(object, routed).map_err(|source| ReviewError::Undecodable {
             object: unnamed(request).describe(),
             source,
         })?;
-        let old =
+        let mut old =
             old_object
                 .map(|o| K::decode(o, routed))
                 .transpose()
@@ -53,6 +55,10 @@ impl<'r, K: AdmittedKind> ReviewSubject<'r, K> {
                     object: named(request, view.metadata().name.as_deref()).describe(),
                     source,
                 })?;
+        K::decode_defaults(&mut view, now);
+        if let Some(old) = old.as_mut() {
+            K::decode_defaults(old, now);
+        }
         if !K::judged(&view, old.as_ref()) {
             return Ok(None);
         }
@@ -68,9 +74,10 @@ impl<'r, K: AdmittedKind> ReviewSubject<'r, K> {
 
     /// The subject after draguard's own patch: the object as `/validate`
     /// will see it, decoded again only because it changed.
-    pub fn patched(self, patched: Value) -> Result<Self, ReviewError> {
+    pub fn patched(self, patched: Value, now: &str) -> Result<Self, ReviewError> {
         let object = ObjectJson::Tree(patched);
-        let view = K::decode(&object, self.routed).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
+        let mut view = K::decode(&object, self.routed).map_err(|e| ReviewError::OwnPatch(e.to_string()))?;
+        K::decode_defaults(&mut view, now);
         Ok(ReviewSubject {
             object: Cow::Owned(object),
             view,

@@ -1,0 +1,297 @@
+//! What a write pays for an admission webhook on this apiserver: a
+//! measurement, not a test (`scripts/apiserver-latency.sh` runs it; the
+//! suite's scenario list does not hold it, so CI never times anything).
+//!
+//! Four setups, each a namespace the others' admission does not reach, so
+//! that the same server-side dry-run create of a ResourceClaim meets
+//! exactly one of:
+//! - `none`: no webhook and no policy (labelled `draguard.dev/ignore`);
+//! - `noop`: the no-op webhook (`tools/noop-webhook`: TLS, parse, echo the
+//!   uid, allow), registered as draguard is, through a Service, so the
+//!   apiserver dials it and verifies `noop.<ns>.svc` the same way: the
+//!   floor for any webhook;
+//! - `vap`: a ValidatingAdmissionPolicy with one CEL validation;
+//! - `draguard`: deploy/base's entries and `serve` (the claim the shipped
+//!   policies admit, which needs no mutation: one call).
+//!
+//! The creates are sequential and interleaved (each round takes the four
+//! setups in a rotated order), so that a machine's load drifts over all
+//! four alike, and timed in-process with kube's client (kubectl's `-v=6`
+//! log counts whole milliseconds, coarser than the differences measured).
+//! Each run prints every setup's median and p99, and the median added over
+//! `none`.
+//!
+//! `E2E_LATENCY_ROUNDS` (default 200) creates per setup per run, after 20
+//! rounds of warm-up; `E2E_LATENCY_RUNS` (default 3) runs; `E2E_NOOP_WEBHOOK`
+//! the no-op webhook's binary (the script builds it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+use crate::Outcome;
+use crate::cluster::Cluster;
+use crate::process::{Daemon, free_port};
+
+const NONE: &str = "latency-none";
+const NOOP: &str = "latency-noop";
+const VAP: &str = "latency-vap";
+const DRAGUARD: &str = "latency-draguard";
+const NOOP_CONFIGURATION: &str = "e2e-latency-noop";
+const VAP_NAME: &str = "e2e-latency";
+const WARM_UP_ROUNDS: usize = 20;
+
+/// The measurement's entry in the runner, when `E2E_LATENCY` is set.
+pub const SCENARIO: (&str, crate::Scenario) = ("latency::measure", measure);
+
+/// Whether this run measures latency instead of running the suite.
+pub fn requested() -> bool {
+    std::env::var_os("E2E_LATENCY").is_some_and(|v| v != "0")
+}
+
+fn env_count(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
+        Ok(v) => v.parse().unwrap_or_else(|_| panic!("{name}={v}: not a count")),
+        Err(_) => default,
+    }
+}
+
+pub fn measure(cluster: &mut Cluster) -> Outcome {
+    let rounds = env_count("E2E_LATENCY_ROUNDS", 200);
+    let runs = env_count("E2E_LATENCY_RUNS", 3);
+    let noop_binary = PathBuf::from(
+        std::env::var_os("E2E_NOOP_WEBHOOK")
+            .expect("E2E_NOOP_WEBHOOK names the no-op webhook's binary (scripts/apiserver-latency.sh builds it)"),
+    );
+
+    cluster.ensure_base_serving();
+    let admin = cluster.admin.clone();
+    for namespace in [NONE, NOOP, VAP] {
+        admin.apply(&format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}, labels: {{draguard.dev/ignore: \"true\"}}}}\n"
+        ));
+    }
+    admin.apply(&format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: {DRAGUARD}}}\n"));
+
+    let _noop = start_noop(cluster, &noop_binary);
+    register_vap(cluster);
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime for kube's client");
+    let client = runtime.block_on(client(cluster));
+    let setups = [NONE, NOOP, VAP, DRAGUARD];
+    let apis: Vec<Api<ResourceClaim>> = setups
+        .iter()
+        .map(|ns| Api::namespaced(client.clone(), ns))
+        .collect();
+    let claim: ResourceClaim = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "latency"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
+    }))
+    .expect("a claim");
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let create = |setup: usize| -> Duration {
+        let start = Instant::now();
+        let result = runtime.block_on(apis[setup].create(&dry_run, &claim));
+        let took = start.elapsed();
+        if let Err(e) = result {
+            panic!("dry-run create in {}: {e}", setups[setup]);
+        }
+        took
+    };
+
+    for round in 0..WARM_UP_ROUNDS {
+        for i in 0..setups.len() {
+            create((i + round) % setups.len());
+        }
+    }
+
+    println!(
+        "\nadded apiserver latency per write: sequential server-side dry-run creates of a ResourceClaim, \
+         the four setups interleaved, {rounds} per setup per run"
+    );
+    for run in 1..=runs {
+        let calls_before = draguard_calls(cluster);
+        let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); setups.len()];
+        for round in 0..rounds {
+            for i in 0..setups.len() {
+                let setup = (i + round) % setups.len();
+                times[setup].push(create(setup));
+            }
+        }
+        let calls = (draguard_calls(cluster) - calls_before) / rounds as f64;
+        let floor = median(&mut times[0]);
+        println!("run {run} of {runs}");
+        println!("  {:<10} {:>10} {:>10} {:>14}", "setup", "median", "p99", "added median");
+        for (setup, samples) in setups.iter().zip(times.iter_mut()) {
+            let m = median(samples);
+            let p99 = percentile(samples, 0.99);
+            let added = m.as_secs_f64() - floor.as_secs_f64();
+            let note = if *setup == DRAGUARD {
+                format!("   ({calls:.2} draguard calls per write)")
+            } else {
+                String::new()
+            };
+            println!(
+                "  {:<10} {:>7.2} ms {:>7.2} ms {:>+11.2} ms{note}",
+                setup.trim_start_matches("latency-"),
+                ms(m),
+                ms(p99),
+                added * 1e3
+            );
+        }
+    }
+    println!();
+
+    admin.ok(&["delete", "validatingwebhookconfiguration", NOOP_CONFIGURATION, "--ignore-not-found"]);
+    admin.ok(&["delete", "validatingadmissionpolicybinding", VAP_NAME, "--ignore-not-found"]);
+    admin.ok(&["delete", "validatingadmissionpolicy", VAP_NAME, "--ignore-not-found"]);
+    Outcome::Passed
+}
+
+/// A kube client as the administrator, from its kubeconfig.
+async fn client(cluster: &Cluster) -> kube::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(cluster.control_plane.admin_kubeconfig()).expect("admin kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+        .await
+        .expect("admin client config");
+    kube::Client::try_from(config).expect("admin client")
+}
+
+/// Starts the no-op webhook and registers it through a Service of its
+/// namespace turned into an ExternalName for localhost, as the harness
+/// registers draguard. The entry first names a port nothing listens on
+/// and must refuse, then the webhook's and must admit: only then is it
+/// known that the apiserver calls the webhook.
+fn start_noop(cluster: &Cluster, binary: &Path) -> Daemon {
+    let admin = &cluster.admin;
+    let port = free_port();
+    let cert = cluster.scratch("noop-webhook.crt");
+    admin.apply(&format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: noop, namespace: {NOOP}}}\n\
+         spec: {{type: ExternalName, externalName: localhost}}\n"
+    ));
+    let mut command = Command::new(binary);
+    command
+        .arg(format!("127.0.0.1:{port}"))
+        .arg(&cert)
+        .arg(format!("noop.{NOOP}.svc"));
+    let mut noop = Daemon::spawn("noop-webhook", command, &cluster.scratch("noop-webhook.log"));
+    noop.wait_until(Duration::from_secs(10), "the no-op webhook's certificate", || {
+        std::fs::metadata(&cert).is_ok_and(|m| m.len() > 0)
+    });
+    let pem = std::fs::read(&cert).expect("the no-op webhook's certificate");
+    let bundle = base64::engine::general_purpose::STANDARD.encode(&pem);
+    let claim = crate::draguard::claim_yaml(NOOP, "probe");
+    for (entry_port, admitted, what) in [
+        (free_port(), false, "the no-op entry in force (refused: nothing listens on its port)"),
+        (port, true, "the no-op entry calling the webhook (admitted)"),
+    ] {
+        admin.apply(&noop_configuration(entry_port, &bundle).to_string());
+        wait_for_answer(cluster, &claim, admitted, what);
+    }
+    noop
+}
+
+fn noop_configuration(port: u16, bundle: &str) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": NOOP_CONFIGURATION},
+        "webhooks": [{
+            "name": "noop.latency.e2e.draguard.dev",
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "timeoutSeconds": 2,
+            "failurePolicy": "Fail",
+            "matchPolicy": "Equivalent",
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NOOP}},
+            "clientConfig": {
+                "service": {"name": "noop", "namespace": NOOP, "path": "/validate", "port": port},
+                "caBundle": bundle,
+            },
+            "rules": [{
+                "apiGroups": ["resource.k8s.io"], "apiVersions": ["*"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["resourceclaims"], "scope": "Namespaced",
+            }],
+        }],
+    })
+}
+
+/// A ValidatingAdmissionPolicy with one validation, bound to its
+/// namespace, in force once a claim it refuses is refused.
+fn register_vap(cluster: &Cluster) {
+    let admin = &cluster.admin;
+    admin.apply(&format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {VAP_NAME}}}\n\
+         spec:\n  failurePolicy: Fail\n  matchConstraints:\n    resourceRules:\n\
+         \x20   - apiGroups: [resource.k8s.io]\n      apiVersions: [\"*\"]\n      operations: [CREATE, UPDATE]\n      resources: [resourceclaims]\n\
+         \x20 validations:\n  - expression: \"!has(object.metadata.labels) || !('latency-deny' in object.metadata.labels)\"\n\
+         \x20   message: refused by the latency policy\n\
+         ---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {{name: {VAP_NAME}}}\n\
+         spec:\n  policyName: {VAP_NAME}\n  validationActions: [Deny]\n  matchResources:\n\
+         \x20   namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {VAP}}}}}\n"
+    ));
+    let refused = format!(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: probe, namespace: {VAP}, labels: {{latency-deny: \"1\"}}}}\n\
+         spec:\n  devices:\n    requests:\n    - name: gpu\n      exactly: {{deviceClassName: gpu.example.com}}\n"
+    );
+    wait_for_answer(cluster, &refused, false, "the ValidatingAdmissionPolicy in force");
+}
+
+/// Waits until a server-side dry run of `yaml` is admitted or refused.
+fn wait_for_answer(cluster: &Cluster, yaml: &str, admitted: bool, what: &str) {
+    let start = Instant::now();
+    loop {
+        let run = cluster.admin.run(&["create", "--dry-run=server", "-f", "-"], Some(yaml));
+        if run.success == admitted {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "waiting for {what}: {}{}",
+            run.stdout,
+            run.stderr
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Every call draguard has answered, from its `/metrics`.
+fn draguard_calls(cluster: &mut Cluster) -> f64 {
+    let metrics = cluster.ensure_base_serving().metrics();
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("draguard_admission_requests_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+fn median(samples: &mut [Duration]) -> Duration {
+    percentile(samples, 0.5)
+}
+
+/// The nearest-rank percentile `q` (0 < q <= 1).
+fn percentile(samples: &mut [Duration], q: f64) -> Duration {
+    samples.sort_unstable();
+    let rank = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+    samples[rank - 1]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
