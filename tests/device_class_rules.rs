@@ -40,6 +40,10 @@ fn with(at: &str, value: Value) -> Value {
 }
 
 fn causes(object: &Value, old: Option<&Value>, version: KubeVersion) -> Vec<(String, String)> {
+    causes_under(object, old, Target::new(version))
+}
+
+fn causes_under(object: &Value, old: Option<&Value>, target: Target) -> Vec<(String, String)> {
     let review = json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {
@@ -53,7 +57,7 @@ fn causes(object: &Value, old: Option<&Value>, version: KubeVersion) -> Vec<(Str
         }
     });
     let policies = PolicySet::default();
-    let ctx = Engine::new(&policies, &NoCluster, Target::new(version)).context(
+    let ctx = Engine::new(&policies, &NoCluster, target).context(
         "2026-11-21T10:00:00Z".parse().expect("time"),
         Phase::Validate,
         None,
@@ -79,12 +83,16 @@ fn causes(object: &Value, old: Option<&Value>, version: KubeVersion) -> Vec<(Str
 }
 
 fn check_errors(object: &Value, version: KubeVersion) -> Vec<(String, String)> {
+    check_errors_under(object, Target::new(version))
+}
+
+fn check_errors_under(object: &Value, target: Target) -> Vec<(String, String)> {
     let sources = [Source {
         name: "class.json".into(),
         text: serde_json::to_string_pretty(object).expect("JSON"),
     }];
     let mut options = Options::at("2026-11-21T10:00:00Z".parse().expect("time"));
-    options.target = Target::new(version);
+    options.target = target;
     let report = check(&sources, &[], &options, |_, _| {});
     report.objects[0]
         .findings
@@ -260,20 +268,17 @@ fn declarative_errors_come_last_of_the_apiservers_from_1_37() {
     );
 }
 
-/// An UPDATE is `ValidateDeviceClass(new)` then `ValidateDeviceClassUpdate(new, old)`:
-/// a changed bad selector is reported by both halves (1.36 lists the
-/// repeat as a cause; 1.37 filters hand-written repeats), and the
-/// immutable name by the second.
+/// A changed bad selector is one cause in 1.36 (the real v1.36.2 apiserver
+/// lists each spec cause of an UPDATE once); from 1.37 the two halves of
+/// the strategy both report it and declarative validation filters the
+/// hand-written repeat. The immutable name is reported by the update half.
 #[test]
 fn an_update_is_judged_as_the_strategy_judges_it() {
     let old = class();
     let new = with("/spec/selectors/0/cel/expression", json!("foo"));
     let undeclared = format!("Invalid value: \"foo\": {UNDECLARED}");
     let cause = ("spec.selectors[0].cel.expression".to_owned(), undeclared.clone());
-    assert_eq!(
-        causes(&new, Some(&old), KubeVersion::V1_36),
-        vec![cause.clone(), cause.clone()]
-    );
+    assert_eq!(causes(&new, Some(&old), KubeVersion::V1_36), vec![cause.clone()]);
     assert_eq!(causes(&new, Some(&old), KubeVersion::V1_37), vec![cause]);
     let renamed = with("/metadata/name", json!("other"));
     assert_eq!(
@@ -355,10 +360,7 @@ fn declarative_errors_ratchet_on_unchanged_fields_from_1_37() {
         "spec.extendedResourceName".to_owned(),
         "Invalid value: \"gpu\": must be a valid extended resource name".to_owned(),
     );
-    assert_eq!(
-        causes(&relabelled, Some(&old), KubeVersion::V1_36),
-        vec![hand_written.clone(), hand_written]
-    );
+    assert_eq!(causes(&relabelled, Some(&old), KubeVersion::V1_36), vec![hand_written]);
     let changed = with("/spec/extendedResourceName", json!("gpus"));
     assert_eq!(
         causes(&changed, Some(&old), KubeVersion::V1_37),
@@ -367,4 +369,83 @@ fn declarative_errors_ratchet_on_unchanged_fields_from_1_37() {
             "Invalid value: \"gpus\": a name must be a domain-prefixed path, such as 'example.com/my-prop'".to_owned()
         )]
     );
+}
+
+const NOT_A_SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+fn owned(causes: &[(&str, &str)]) -> Vec<(String, String)> {
+    causes.iter().map(|(f, m)| ((*f).to_owned(), (*m).to_owned())).collect()
+}
+
+/// The real kube-apiserver v1.36.2 (`PUT ...?dryRun=All`) lists each cause
+/// of a DeviceClass UPDATE once: the name's (a class stored with a name
+/// that is no DNS subdomain, written straight to etcd, since names are
+/// immutable and CREATE refuses it), then the spec's, judged as if created.
+/// Before, draguard judged the name again before `ValidateObjectMetaUpdate`
+/// and the spec twice, so both were listed twice.
+#[test]
+fn a_1_36_update_lists_each_cause_once_name_first() {
+    let mut old = class();
+    old["metadata"]["name"] = json!("Bad_Name");
+    let mut relabelled = old.clone();
+    relabelled["metadata"]["labels"] = json!({"team": "ml"});
+    let name = (
+        "metadata.name",
+        "Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+    );
+    assert_eq!(causes(&relabelled, Some(&old), KubeVersion::V1_36), owned(&[name]));
+    let mut bad_driver = relabelled.clone();
+    bad_driver["spec"]["config"][0]["opaque"]["driver"] = json!("gpu_x");
+    let driver = format!("Invalid value: \"gpu_x\": {NOT_A_SUBDOMAIN}");
+    assert_eq!(
+        causes(&bad_driver, Some(&old), KubeVersion::V1_36),
+        owned(&[name, ("spec.config[0].opaque.driver", &driver)])
+    );
+    // A valid class given a bad extended resource name: one cause.
+    let changed = with("/spec/extendedResourceName", json!("gpu"));
+    assert_eq!(
+        causes(&changed, Some(&class()), KubeVersion::V1_36),
+        owned(&[(
+            "spec.extendedResourceName",
+            "Invalid value: \"gpu\": must be a valid extended resource name"
+        )])
+    );
+}
+
+/// `DRAExtendedResource` off: the apiserver drops `extendedResourceName`
+/// unless the stored class has one (`dropDisabledDRAExtendedResourceFields`).
+/// A real v1.36.2 apiserver started with `--feature-gates=DRAExtendedResource=false`
+/// admits a new class named `gpu` (no extended resource name) without the
+/// field, and an UPDATE that adds it to a class without one; it refuses the
+/// name on a class stored with one. Before, draguard denied the first two.
+#[test]
+fn an_extended_resource_name_is_dropped_with_its_gate_off() {
+    let off = Target::with_gates(KubeVersion::V1_36, "DRAExtendedResource=false").expect("gates");
+    let bad = with("/spec/extendedResourceName", json!("gpu"));
+    assert_eq!(causes_under(&bad, None, off), Vec::new());
+    let mut without = class();
+    without["spec"]
+        .as_object_mut()
+        .expect("spec")
+        .remove("extendedResourceName");
+    assert_eq!(causes_under(&bad, Some(&without), off), Vec::new());
+    let refused = owned(&[(
+        "spec.extendedResourceName",
+        "Invalid value: \"gpu\": must be a valid extended resource name",
+    )]);
+    assert_eq!(
+        causes_under(&bad, Some(&class()), off),
+        refused,
+        "in use: kept and judged"
+    );
+    let mut relabelled = bad.clone();
+    relabelled["metadata"]["labels"] = json!({"team": "ml"});
+    assert_eq!(
+        causes_under(&relabelled, Some(&bad), off),
+        refused,
+        "stored bad: judged"
+    );
+    assert_eq!(causes(&bad, None, KubeVersion::V1_36), refused, "gate on (the default)");
+    let check = check_errors_under(&bad, off);
+    assert_eq!(check, Vec::new(), "check drops it too");
 }

@@ -470,13 +470,52 @@ fn a_sharing_policy_denies_at_the_setting() {
     );
 }
 
-/// NVIDIA's own rule (#1320): sharing settings on a config that names an
-/// adminAccess request of gpu.nvidia.com are refused, without any policy,
-/// in the driver's words; other requests of the same claim may share, and
-/// a config that names no request is left to the kubelet plugin (it
-/// narrows such a config by device type, which a claim does not show).
+/// NVIDIA's proposed rule (kubernetes-sigs/dra-driver-nvidia-gpu PR #1320,
+/// closed unmerged): off by default, so a claim that puts sharing settings
+/// on an adminAccess request is admitted, as every released driver admits
+/// it.
 #[test]
-fn nvidia_sharing_on_an_admin_access_request() {
+fn nvidia_sharing_on_an_admin_access_request_is_admitted_by_default() {
+    let mut object = gpu(json!({"strategy": "TimeSlicing"}));
+    object["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = json!(true);
+    admitted(&object);
+}
+
+/// A DriverConfigSchema for gpu.nvidia.com with
+/// `optInRules: [RejectSharingOnAdminAccess]`.
+fn admin_access_opted_in() -> PolicySet {
+    let folder = tempfile::tempdir().expect("folder");
+    std::fs::write(
+        folder.path().join("nvidia.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: DriverConfigSchema\nmetadata: {name: nvidia-rules}\nspec:\n  driver: gpu.nvidia.com\n  optInRules: [RejectSharingOnAdminAccess]\n",
+    )
+    .expect("write");
+    draguard::policy_files::load::load_dir(folder.path())
+        .expect("loads")
+        .set
+}
+
+/// Turned on, the rule refuses sharing settings on a config that names an
+/// adminAccess request of gpu.nvidia.com, in #1320's words; other requests
+/// of the same claim may share, and a config that names no request is left
+/// to the kubelet plugin (it narrows such a config by device type, which a
+/// claim does not show).
+#[test]
+fn nvidia_sharing_on_an_admin_access_request_when_opted_in() {
+    let policies = admin_access_opted_in();
+    let mut options = Options::at("2026-11-21T10:00:00Z".parse().expect("time"));
+    options.policies = policies.clone();
+    let denied = |object: &Value, field: &str, message: &str| {
+        let want = vec![(field.to_owned(), message.to_owned())];
+        assert_eq!(validate_with(object, None, &policies), want, "/validate");
+        let check: Vec<(String, String)> = check_with(object, &options)
+            .into_iter()
+            .filter(|(s, _, _)| *s == Severity::Error)
+            .map(|(_, f, m)| (f, m))
+            .collect();
+        assert_eq!(check, want, "check");
+    };
+    let admitted = |object: &Value| denied_none(object, &policies);
     let mut object = gpu(json!({"strategy": "TimeSlicing"}));
     object["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = json!(true);
     // (Without a cluster the namespace's admin-access label is unknown,
@@ -514,4 +553,27 @@ fn nvidia_sharing_on_an_admin_access_request() {
     owner["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = json!(false);
     owner["spec"]["devices"]["requests"][1]["exactly"]["adminAccess"] = json!(true);
     admitted(&owner);
+}
+
+fn denied_none(object: &Value, policies: &PolicySet) {
+    assert_eq!(validate_with(object, None, policies), Vec::new(), "/validate");
+}
+
+/// An opt-in rule draguard does not have is refused when the folder loads.
+#[test]
+fn an_unknown_opt_in_rule_is_refused() {
+    let folder = tempfile::tempdir().expect("folder");
+    std::fs::write(
+        folder.path().join("nvidia.yaml"),
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: DriverConfigSchema\nmetadata: {name: nvidia-rules}\nspec:\n  driver: gpu.example.com\n  optInRules: [RejectSharingOnAdminAccess]\n",
+    )
+    .expect("write");
+    let Err(err) = draguard::policy_files::load::load_dir(folder.path()) else {
+        panic!("an unknown opt-in rule loaded");
+    };
+    let err = err.to_string();
+    assert!(
+        err.contains("nvidia.yaml:6:16: no opt-in rule \"RejectSharingOnAdminAccess\" for driver gpu.example.com; there are: RejectSharingOnAdminAccess (gpu.nvidia.com)"),
+        "{err}"
+    );
 }

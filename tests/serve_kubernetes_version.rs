@@ -361,3 +361,38 @@ async fn an_apiserver_back_after_an_outage_is_compared_soon() {
     assert_eq!(seen, [("version", 1)]);
     task.abort();
 }
+
+const UNKNOWN_GATES_WARNING: &str = "the apiserver reports DRA feature gates draguard does not know";
+
+/// The real kube-apiserver v1.36.2's gates (tests/fixtures/feature_gates,
+/// all on): every DRA gate known, so nothing is said of unknown ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_apiservers_gates_are_all_known() {
+    let metrics = include_str!("fixtures/feature_gates/v1.36.2-allalpha-allbeta.prom");
+    let run = serve(Some("v1.36.2"), Some(metrics), &[]).await;
+    assert_eq!(run.count(UNKNOWN_GATES_WARNING), 0, "{:#?}", run.log);
+    assert_eq!(run.count(MISMATCH_WARNING), 0, "{:#?}", run.log);
+}
+
+/// A DRA gate draguard's table lacks is named in one WARN line; a gate
+/// that is not DRA's is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_dra_gate_is_named_once() {
+    let metrics = format!(
+        "{APISERVER_METRICS}kubernetes_feature_enabled{{name=\"DRANewThing\",stage=\"ALPHA\"}} 1\nkubernetes_feature_enabled{{name=\"SomethingElse\",stage=\"ALPHA\"}} 1\n"
+    );
+    let run = serve(Some("v1.36.2"), Some(&metrics), &[]).await;
+    assert_eq!(run.count(UNKNOWN_GATES_WARNING), 1, "{:#?}", run.log);
+    let line = run
+        .log
+        .iter()
+        .find(|l| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with(UNKNOWN_GATES_WARNING))
+        })
+        .expect("the warning");
+    assert_eq!(line["level"], "WARN");
+    assert_eq!(line["unknown_gates"], "DRANewThing");
+    assert_eq!(line["kubernetes"], "1.36");
+}

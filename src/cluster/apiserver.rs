@@ -141,6 +141,14 @@ pub fn compare(target: &Target, report: &ApiserverFacts, mismatch: &Mismatch, la
         mismatch.set(&found);
         return;
     }
+    if !found.unknown_gates.is_empty() && last.as_ref().is_none_or(|l| l.unknown_gates != found.unknown_gates) {
+        tracing::warn!(
+            kubernetes = %target.version,
+            apiserver = report.git_version.as_deref().unwrap_or("unknown"),
+            unknown_gates = found.unknown_gates.join(", "),
+            "the apiserver reports DRA feature gates draguard does not know: what they change is not judged"
+        );
+    }
     if found.any() {
         let gates = found.gates.as_ref().map(|g| g.join(", ")).unwrap_or_default();
         tracing::warn!(

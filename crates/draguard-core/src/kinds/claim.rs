@@ -134,7 +134,7 @@ pub(super) fn driver_configs(
         &configs,
         facts.drivers,
     ));
-    let admin = rules::driver_config::sharing_on_admin_access(spec, old, spec_path, &errs);
+    let admin = rules::driver_config::sharing_on_admin_access(spec, old, spec_path, &errs, facts.drivers);
     errs.extend(admin);
     errs
 }

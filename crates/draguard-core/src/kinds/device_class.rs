@@ -4,7 +4,10 @@
 //! class gets before its own and which no driver's webhook checks.
 
 use super::{AdmittedKind, Facts, KindRow, Routed, RuleVerdict, shared};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
 use crate::field::{FieldError, Path, Segment};
+use crate::kubernetes::KubeVersion;
 use crate::objects::device_class::DeviceClassSpec;
 use crate::objects::{DecodeError, ObjectJson, Whole};
 use crate::rules;
@@ -32,7 +35,8 @@ impl AdmittedKind for DeviceClassKind {
     /// already had is not judged again by its driver's schema, so a schema
     /// that became stricter never blocks an unrelated edit.
     fn validate(new: &Self::View, old: Option<&Self::View>, facts: &Facts<'_>) -> RuleVerdict {
-        let mut errs = apiserver_errors(new, old, facts);
+        let spec = rules::disabled_fields::device_class(&new.spec, old.map(|o| &o.spec), &facts.target);
+        let mut errs = apiserver_errors(new, &spec, old, facts);
         errs.extend(rules::driver_config::judge_configs(
             &new.spec.config,
             old.map(|o| o.spec.config.as_slice()),
@@ -43,15 +47,33 @@ impl AdmittedKind for DeviceClassKind {
     }
 }
 
-/// What kube-apiserver says of the class. The strategy
-/// (pkg/registry/resource/deviceclass/strategy.go) validates an UPDATE with
-/// `ValidateDeviceClass(new)` and then `ValidateDeviceClassUpdate(new, old)`,
-/// which judges the metadata again; both halves are kept, repeats included,
-/// as the apiserver lists them. Declarative validation is applied here
-/// rather than by the review, so that its errors come after the
-/// apiserver's other errors and before the drivers' findings.
+/// What kube-apiserver says of the class, judged as its validation sees
+/// it: with the fields a gate that is off adds dropped first
+/// (`rules::disabled_fields`).
+///
+/// CREATE is `ValidateDeviceClass`: metadata, then the spec. UPDATE
+/// depends on the version:
+/// - 1.36, as the real kube-apiserver v1.36.2 answers: the metadata as on
+///   CREATE, `ValidateObjectMetaUpdate`, then the spec judged as if
+///   created, each cause once. A class stored with an invalid name and
+///   relabelled gets its name's cause once; one stored with a selector that
+///   does not compile, or parameters over 10 KiB, is refused on any update
+///   (nothing stored ratchets), and a changed bad selector is listed once.
+/// - 1.37 on, from the code (no 1.37 apiserver has answered yet): the
+///   strategy (pkg/registry/resource/deviceclass/strategy.go) runs
+///   `ValidateDeviceClass(new)` and then `ValidateDeviceClassUpdate(new,
+///   old)`, which judges the metadata again before `ValidateObjectMetaUpdate`
+///   and the spec against the stored one; both halves are kept, repeats
+///   included. Declarative validation is applied here rather than by the
+///   review, so that its errors come after the apiserver's other errors and
+///   before the drivers' findings.
+///
+/// Not mirrored: the metadata checks every UPDATE gets before the
+/// strategy's (`rest.BeforeUpdate`'s `validateCommonFields`), which list a
+/// bad label or annotation twice more (docs/differences.md).
 fn apiserver_errors(
     new: &Whole<DeviceClassSpec>,
+    spec: &DeviceClassSpec,
     old: Option<&Whole<DeviceClassSpec>>,
     facts: &Facts<'_>,
 ) -> Vec<FieldError> {
@@ -60,16 +82,22 @@ fn apiserver_errors(
         cel: facts.cel,
     };
     let metadata = Path::new("metadata");
-    let spec = Path::new("spec");
+    let spec_path = Path::new("spec");
     let meta = || rules::meta::validate_object_meta_long_name(&new.metadata, false, &metadata);
     let mut errs = meta();
     match old {
         None => errs.extend(rules::device_class::validate_device_class_spec(
-            &new.spec, &spec, judged,
+            spec, &spec_path, judged,
         )),
+        Some(old) if facts.target.version == KubeVersion::V1_36 => {
+            errs.extend(shared::validate_meta_update(&new.metadata, &old.metadata));
+            errs.extend(rules::device_class::validate_device_class_spec(
+                spec, &spec_path, judged,
+            ));
+        }
         Some(old) => {
             let (as_created, against_old) =
-                rules::device_class::validate_device_class_update(&new.spec, &old.spec, &spec, judged);
+                rules::device_class::validate_device_class_update(spec, &old.spec, &spec_path, judged);
             errs.extend(as_created);
             errs.extend(meta());
             errs.extend(shared::validate_meta_update(&new.metadata, &old.metadata));
@@ -85,7 +113,8 @@ fn apiserver_errors(
         // pkg/registry/rest/validate.go, `filterHandwrittenErrors`).
         let mut seen = std::collections::HashSet::new();
         errs.retain(|e| {
-            e.declared.is_none() || (old.is_none_or(|old| changed(&e.field, new, old)) && seen.insert(e.to_string()))
+            e.declared.is_none()
+                || (old.is_none_or(|old| changed(&e.field, &new.metadata, spec, old)) && seen.insert(e.to_string()))
         });
         rules::declarative::enforce(errs, Path::clone)
     } else {
@@ -96,7 +125,7 @@ fn apiserver_errors(
 
 /// Whether the top-level field `field` lies in differs from the stored
 /// class (the granularity of the declarative tags of a DeviceClass).
-fn changed(field: &Path, new: &Whole<DeviceClassSpec>, old: &Whole<DeviceClassSpec>) -> bool {
+fn changed(field: &Path, metadata: &ObjectMeta, spec: &DeviceClassSpec, old: &Whole<DeviceClassSpec>) -> bool {
     let names: Vec<&str> = field
         .segments()
         .iter()
@@ -107,10 +136,10 @@ fn changed(field: &Path, new: &Whole<DeviceClassSpec>, old: &Whole<DeviceClassSp
         })
         .collect();
     match names.as_slice() {
-        ["metadata", "name"] => new.metadata.name != old.metadata.name,
-        ["spec", "selectors"] => new.spec.selectors != old.spec.selectors,
-        ["spec", "config"] => new.spec.config != old.spec.config,
-        ["spec", "extendedResourceName"] => new.spec.extended_resource_name != old.spec.extended_resource_name,
+        ["metadata", "name"] => metadata.name != old.metadata.name,
+        ["spec", "selectors"] => spec.selectors != old.spec.selectors,
+        ["spec", "config"] => spec.config != old.spec.config,
+        ["spec", "extendedResourceName"] => spec.extended_resource_name != old.spec.extended_resource_name,
         _ => true,
     }
 }

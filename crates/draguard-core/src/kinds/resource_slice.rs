@@ -32,8 +32,11 @@ impl AdmittedKind for ResourceSliceKind {
 
     fn validate(new: &Self::View, old: Option<&Self::View>, facts: &Facts<'_>) -> RuleVerdict {
         let mut errs = shared::validate_metadata(&new.metadata, old.map(|o| &o.metadata), false);
+        // The fields a gate that is off adds are dropped before the
+        // apiserver validates (its strategy's `dropDisabledFields`).
+        let spec = rules::disabled_fields::resource_slice(&new.spec, old.map(|o| &o.spec), &facts.target);
         errs.extend(rules::slice::validate_slice_spec(
-            &new.spec,
+            &spec,
             old.map(|o| &o.spec),
             facts.target,
             &Path::new("spec"),

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
+use super::feature_gates::unknown_dra_gates;
 use super::{KubeVersion, Target};
 
 /// The metric's name in the text format.
@@ -128,6 +129,10 @@ pub struct Differences {
     pub version: Option<bool>,
     /// `Gate (draguard: on, apiserver: off)`; `None`: the gates were not read.
     pub gates: Option<Vec<String>>,
+    /// The DRA gates the apiserver reports that draguard's table does not
+    /// have for the version in force (`feature_gates::unknown_dra_gates`):
+    /// what they change is not mirrored. Empty when the gates were not read.
+    pub unknown_gates: Vec<String>,
 }
 
 impl Differences {
@@ -137,6 +142,7 @@ impl Differences {
         Differences {
             version: git_version.map(|git| version_differs(target.version, git)),
             gates: gates.map(|reported| target.gates.differences(target.version, reported)),
+            unknown_gates: gates.map_or_else(Vec::new, |reported| unknown_dra_gates(target.version, reported)),
         }
     }
 
@@ -289,7 +295,8 @@ workqueue_depth{name="a \"quoted\" \\ name\nx"} 0
             same,
             Differences {
                 version: Some(false),
-                gates: Some(vec![])
+                gates: Some(vec![]),
+                unknown_gates: vec![],
             }
         );
         assert!(!same.any());

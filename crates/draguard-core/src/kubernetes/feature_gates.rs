@@ -2,9 +2,11 @@
 //! with each version's defaults, and `--feature-gates` in the apiserver's
 //! syntax (`A=true,B=false`).
 //!
-//! Only gates known to the chosen version are accepted, as the apiserver
-//! does; a gate that the rules do not read yet is still accepted, so a
-//! cluster's flag line can be copied whole.
+//! Only gates known to the chosen version are accepted; a gate that the
+//! rules do not read yet is still accepted, so a cluster's flag line can be
+//! copied whole. (kube-apiserver v1.36.2 itself only warns of an unknown
+//! gate, `unrecognized feature gate: X`, and starts: draguard refuses it,
+//! so that a misspelt gate is not silently judged at its default.)
 
 use std::fmt;
 
@@ -25,11 +27,26 @@ pub enum Gate {
     DRADeviceTaints,
     DRAExtendedResource,
     DRAFractionalCapacityRange,
+    /// List-typed device attributes (`bools`, `ints`, `strings`,
+    /// `versions`); off, the apiserver drops them from a slice that has
+    /// none stored.
+    DRAListTypeAttributes,
     DRANodeAllocatableResources,
     DRAOptionalNodeOperations,
     DRAPartitionableDevices,
     DRAPartitionableDevicesType,
     DRAPrioritizedList,
+    /// `status.devices` of claims (written by drivers, not routed to
+    /// draguard).
+    DRAResourceClaimDeviceStatus,
+    /// Who may write a claim's status: authorization, no validation rule.
+    DRAResourceClaimGranularStatusAuthorization,
+    /// ResourcePoolStatusRequests (resource.k8s.io/v1alpha3).
+    DRAResourcePoolStatus,
+    /// The scheduler's DRA Filter deadline: no apiserver rule.
+    DRASchedulerFilterTimeout,
+    /// `resourceClaims` of PodGroups (scheduling.k8s.io).
+    DRAWorkloadResourceClaims,
     TaintTolerationComparisonOperators,
     /// DRA itself: GA and locked on since 1.35, removed in 1.38
     /// (kubernetes#141946). No rule reads it; it is listed so that a
@@ -38,86 +55,169 @@ pub enum Gate {
     DynamicResourceAllocation,
 }
 
-/// A gate's state in one version: its default, and whether it may be
-/// changed at all (a GA gate is locked to its default).
+/// How far along a gate is in one version, as the apiserver's
+/// `kubernetes_feature_enabled{stage}` label says it (`ALPHA`, `BETA`; GA
+/// is the empty string).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Alpha,
+    Beta,
+    Ga,
+}
+
+impl Stage {
+    /// The `stage` label of `kubernetes_feature_enabled`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Stage::Alpha => "ALPHA",
+            Stage::Beta => "BETA",
+            Stage::Ga => "",
+        }
+    }
+}
+
+/// A gate's state in one version: its stage, its default, and whether it
+/// may be changed at all (a locked gate refuses any other value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct GateState {
+    stage: Stage,
     default: bool,
     locked: bool,
 }
 
-const OFF: Option<GateState> = Some(GateState {
-    default: false,
-    locked: false,
-});
-const ON: Option<GateState> = Some(GateState {
-    default: true,
-    locked: false,
-});
-const GA: Option<GateState> = Some(GateState {
-    default: true,
-    locked: true,
-});
+const fn state(stage: Stage, default: bool, locked: bool) -> Option<GateState> {
+    Some(GateState { stage, default, locked })
+}
+
+const ALPHA: Option<GateState> = state(Stage::Alpha, false, false);
+const BETA_OFF: Option<GateState> = state(Stage::Beta, false, false);
+const BETA_ON: Option<GateState> = state(Stage::Beta, true, false);
+/// GA and on, but not locked yet: `=false` is accepted (with a warning).
+const GA_ON: Option<GateState> = state(Stage::Ga, true, false);
+/// GA and locked on.
+const GA: Option<GateState> = state(Stage::Ga, true, true);
 /// The version does not have the gate: the apiserver refuses its name.
 const ABSENT: Option<GateState> = None;
 
-/// Every gate with its state in 1.36, 1.37 and 1.38 (SPEC-k8s-1.37.md
-/// §2.1, the kubernetes.io feature-gate pages of each release; for 1.38
-/// the CHANGELOG-1.38.md of alpha.1/alpha.2, SPEC-k8s-1.38.md rule 6:
+/// Every gate with its state in 1.36, 1.37 and 1.38.
+///
+/// 1.36: pkg/features/kube_features.go at v1.36.2, as the real
+/// kube-apiserver v1.36.2 reports it (`kube-apiserver --help` lists each
+/// gate's stage and default; its `/metrics` every gate's stage and state,
+/// tests/fixtures/feature_gates/; `--feature-gates=DRAPrioritizedList=false`
+/// is accepted with "Warning: setting GA feature gate", and
+/// `DRAAdminAccess=false` refused: "cannot set feature gate DRAAdminAccess
+/// to false, feature is locked to true").
+///
+/// 1.37: SPEC-k8s-1.37.md §2.1 (the kubernetes.io feature-gate page of the
+/// release); no real 1.37 apiserver has answered yet. 1.38: the
+/// CHANGELOG-1.38.md of alpha.1/alpha.2, SPEC-k8s-1.38.md rule 6:
 /// DRADeviceTaints and DRADeviceTaintRules locked on by #140256,
-/// DynamicResourceAllocation removed by #141946). A 1.38 gate the
-/// CHANGELOG does not mention keeps its 1.37 state. The refusals mirror
+/// DynamicResourceAllocation removed by #141946. A 1.38 gate the CHANGELOG
+/// does not mention keeps its 1.37 state. The refusals mirror
 /// component-base `featuregate.unsafeSetFromMap`
 /// (staging/src/k8s.io/component-base/featuregate/feature_gate.go): an
 /// unknown gate, and a locked gate set against its default.
+///
+/// Gates that change no rule draguard mirrors are listed all the same, so
+/// that every DRA gate the apiserver reports is known ([`unknown_dra_gates`]):
+/// DRAResourceClaimGranularStatusAuthorization (who may write a claim's
+/// status: authorization, not validation) and DRASchedulerFilterTimeout
+/// (the scheduler's Filter deadline).
 const GATES: &[(Gate, &str, [Option<GateState>; 3])] = &[
     (
         Gate::DeclarativeValidationBeta,
         "DeclarativeValidationBeta",
-        [ON, ON, ON],
+        [BETA_ON, BETA_ON, BETA_ON],
     ),
     (Gate::DRAAdminAccess, "DRAAdminAccess", [GA, GA, GA]),
-    (Gate::DRAConsumableCapacity, "DRAConsumableCapacity", [ON, ON, ON]),
-    (Gate::DRADerivedAttributes, "DRADerivedAttributes", [ABSENT, OFF, OFF]),
+    (
+        Gate::DRAConsumableCapacity,
+        "DRAConsumableCapacity",
+        [BETA_ON, BETA_ON, BETA_ON],
+    ),
+    (
+        Gate::DRADerivedAttributes,
+        "DRADerivedAttributes",
+        [ABSENT, ALPHA, ALPHA],
+    ),
     (
         Gate::DRADeviceBindingConditions,
         "DRADeviceBindingConditions",
-        [ON, ON, ON],
+        [BETA_ON, BETA_ON, BETA_ON],
     ),
     (
         Gate::DRADeviceCompatibilityGroups,
         "DRADeviceCompatibilityGroups",
-        [ABSENT, OFF, OFF],
+        [ABSENT, ALPHA, ALPHA],
     ),
-    (Gate::DRADeviceTaintRules, "DRADeviceTaintRules", [OFF, ON, GA]),
-    (Gate::DRADeviceTaints, "DRADeviceTaints", [ON, ON, GA]),
-    (Gate::DRAExtendedResource, "DRAExtendedResource", [ON, ON, ON]),
+    (Gate::DRADeviceTaintRules, "DRADeviceTaintRules", [BETA_OFF, GA_ON, GA]),
+    (Gate::DRADeviceTaints, "DRADeviceTaints", [BETA_ON, GA_ON, GA]),
+    (
+        Gate::DRAExtendedResource,
+        "DRAExtendedResource",
+        [BETA_ON, GA_ON, GA_ON],
+    ),
     (
         Gate::DRAFractionalCapacityRange,
         "DRAFractionalCapacityRange",
-        [ABSENT, OFF, OFF],
+        [ABSENT, ALPHA, ALPHA],
+    ),
+    (
+        Gate::DRAListTypeAttributes,
+        "DRAListTypeAttributes",
+        [ALPHA, ALPHA, ALPHA],
     ),
     (
         Gate::DRANodeAllocatableResources,
         "DRANodeAllocatableResources",
-        [OFF, OFF, OFF],
+        [ALPHA, ALPHA, ALPHA],
     ),
     (
         Gate::DRAOptionalNodeOperations,
         "DRAOptionalNodeOperations",
-        [ABSENT, OFF, OFF],
+        [ABSENT, ALPHA, ALPHA],
     ),
-    (Gate::DRAPartitionableDevices, "DRAPartitionableDevices", [ON, ON, ON]),
+    (
+        Gate::DRAPartitionableDevices,
+        "DRAPartitionableDevices",
+        [BETA_ON, BETA_ON, BETA_ON],
+    ),
     (
         Gate::DRAPartitionableDevicesType,
         "DRAPartitionableDevicesType",
-        [ABSENT, OFF, OFF],
+        [ABSENT, ALPHA, ALPHA],
     ),
-    (Gate::DRAPrioritizedList, "DRAPrioritizedList", [GA, GA, GA]),
+    (Gate::DRAPrioritizedList, "DRAPrioritizedList", [GA_ON, GA, GA]),
+    (
+        Gate::DRAResourceClaimDeviceStatus,
+        "DRAResourceClaimDeviceStatus",
+        [BETA_ON, GA_ON, GA_ON],
+    ),
+    (
+        Gate::DRAResourceClaimGranularStatusAuthorization,
+        "DRAResourceClaimGranularStatusAuthorization",
+        [BETA_ON, BETA_ON, BETA_ON],
+    ),
+    (
+        Gate::DRAResourcePoolStatus,
+        "DRAResourcePoolStatus",
+        [ALPHA, ALPHA, ALPHA],
+    ),
+    (
+        Gate::DRASchedulerFilterTimeout,
+        "DRASchedulerFilterTimeout",
+        [BETA_ON, BETA_ON, BETA_ON],
+    ),
+    (
+        Gate::DRAWorkloadResourceClaims,
+        "DRAWorkloadResourceClaims",
+        [ALPHA, BETA_OFF, BETA_OFF],
+    ),
     (
         Gate::TaintTolerationComparisonOperators,
         "TaintTolerationComparisonOperators",
-        [OFF, OFF, OFF],
+        [ALPHA, ALPHA, ALPHA],
     ),
     (
         Gate::DynamicResourceAllocation,
@@ -297,6 +397,43 @@ impl FeatureGates {
     }
 }
 
+/// Whether the apiserver gate `name` bears on DRA: its name starts with
+/// `DRA` (every DRA gate of kube_features.go does), or it is
+/// `DynamicResourceAllocation`. The kubelet's
+/// `KubeletPodResourcesDynamicResources` is not: no apiserver rule reads it.
+fn is_dra_gate(name: &str) -> bool {
+    name.starts_with("DRA") || name == "DynamicResourceAllocation"
+}
+
+/// The DRA gates an apiserver of `version` `reported` (its
+/// `kubernetes_feature_enabled` gauge) that draguard's table does not have
+/// for that version, in the report's order: what they change, draguard
+/// does not mirror, and says so.
+pub fn unknown_dra_gates(version: KubeVersion, reported: &[(String, bool)]) -> Vec<String> {
+    reported
+        .iter()
+        .map(|(name, _)| name)
+        .filter(|name| is_dra_gate(name))
+        .filter(|name| {
+            !GATES
+                .iter()
+                .any(|(_, n, states)| n == name && states[column(version)].is_some())
+        })
+        .cloned()
+        .collect()
+}
+
+/// The stage of the gate `name` in `version`, as the apiserver's
+/// `kubernetes_feature_enabled{stage}` label spells it; `None` when the
+/// version does not have it.
+pub fn stage_label(version: KubeVersion, name: &str) -> Option<&'static str> {
+    GATES
+        .iter()
+        .find(|(_, n, _)| *n == name)
+        .and_then(|(_, _, states)| states[column(version)])
+        .map(|s| s.stage.label())
+}
+
 /// Gates whose additions draguard does not judge, and what goes unjudged
 /// when one is on. Off (their default), the apiserver drops or refuses
 /// what they add, and draguard's verdicts are the apiserver's. On, the
@@ -319,6 +456,14 @@ const NOT_MODELLED: &[(Gate, &str)] = &[
         "skipNodeOperations of slices and allocation results",
     ),
     (Gate::DRAPartitionableDevicesType, "partitionTypeAttribute of slices"),
+    (
+        Gate::DRAResourcePoolStatus,
+        "ResourcePoolStatusRequests (resource.k8s.io/v1alpha3, not routed to draguard)",
+    ),
+    (
+        Gate::DRAWorkloadResourceClaims,
+        "resourceClaims of PodGroups and the Pods that use them",
+    ),
     (
         Gate::TaintTolerationComparisonOperators,
         "the values of Lt and Gt pod tolerations (the operators are allowed)",
@@ -470,7 +615,7 @@ mod tests {
             ("DRADeviceTaintRules", true),
             ("DRAConsumableCapacity", false),
             // Locked (GA): stays on whatever is said.
-            ("DRAPrioritizedList", false),
+            ("DRAAdminAccess", false),
             // Not a 1.36 gate, and a gate draguard has no rule for.
             ("DRADerivedAttributes", true),
             ("InPlacePodVerticalScaling", true),
@@ -480,18 +625,18 @@ mod tests {
             adopted.changed_from_defaults(v36),
             "DRAConsumableCapacity=false,DRADeviceTaintRules=true"
         );
-        assert!(adopted.enabled(Gate::DRAPrioritizedList));
+        assert!(adopted.enabled(Gate::DRAAdminAccess));
         assert_eq!(
             adopted.differences(v36, &seen),
-            ["DRAPrioritizedList (draguard: on, apiserver: off)"],
+            ["DRAAdminAccess (draguard: on, apiserver: off)"],
             "a locked gate the apiserver reports off is a difference draguard cannot follow"
         );
         assert_eq!(
             FeatureGates::defaults(v36).differences(v36, &seen),
             [
+                "DRAAdminAccess (draguard: on, apiserver: off)",
                 "DRAConsumableCapacity (draguard: on, apiserver: off)",
                 "DRADeviceTaintRules (draguard: off, apiserver: on)",
-                "DRAPrioritizedList (draguard: on, apiserver: off)",
             ]
         );
         // Flags go over the adopted gates.
@@ -517,5 +662,43 @@ mod tests {
                 "DRAPartitionableDevicesType=true: draguard does not judge partitionTypeAttribute of slices; the apiserver does",
             ]
         );
+    }
+
+    /// kube-apiserver v1.36.2 accepts `DRAPrioritizedList=false` (GA, not
+    /// locked: "Warning: setting GA feature gate") and refuses
+    /// `DRAAdminAccess=false` (locked).
+    #[test]
+    fn a_ga_gate_is_locked_only_where_the_apiserver_locks_it() {
+        let gates = FeatureGates::parse(KubeVersion::V1_36, "DRAPrioritizedList=false").expect("not locked in 1.36");
+        assert!(!gates.enabled(Gate::DRAPrioritizedList));
+        assert_eq!(
+            FeatureGates::parse(KubeVersion::V1_36, "DRAAdminAccess=false")
+                .expect_err("locked")
+                .to_string(),
+            "cannot set feature gate DRAAdminAccess to false: it is locked to true in Kubernetes 1.36"
+        );
+    }
+
+    #[test]
+    fn unknown_dra_gates_are_named_and_other_gates_ignored() {
+        let reported: Vec<(String, bool)> = [
+            ("DRAListTypeAttributes", true),
+            ("DRAFutureThing", false),
+            ("DRADerivedAttributes", true),
+            ("KubeletPodResourcesDynamicResources", true),
+            ("InPlacePodVerticalScaling", true),
+        ]
+        .into_iter()
+        .map(|(n, on)| (n.to_owned(), on))
+        .collect();
+        assert_eq!(
+            unknown_dra_gates(KubeVersion::V1_36, &reported),
+            ["DRAFutureThing", "DRADerivedAttributes"],
+            "a gate of another version is unknown to this one"
+        );
+        assert_eq!(unknown_dra_gates(KubeVersion::V1_37, &reported), ["DRAFutureThing"]);
+        assert_eq!(stage_label(KubeVersion::V1_36, "DRAListTypeAttributes"), Some("ALPHA"));
+        assert_eq!(stage_label(KubeVersion::V1_36, "DRAPrioritizedList"), Some(""));
+        assert_eq!(stage_label(KubeVersion::V1_36, "DRADerivedAttributes"), None);
     }
 }

@@ -11,7 +11,7 @@ use super::nullable;
 /// `DeviceClassSpec`. A class config has no `requests` (it applies to
 /// every request of the class); the field is read with the claims' type,
 /// where it stays empty.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct DeviceClassSpec {
     #[serde(deserialize_with = "nullable")]

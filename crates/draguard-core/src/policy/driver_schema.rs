@@ -22,7 +22,9 @@
 //!
 //! `featureGates` declares a driver's gates as the cluster runs it
 //! (`{MPSSupport: false}` for NVIDIA's): the built-in schemas take every
-//! gate to be on unless told.
+//! gate to be on unless told. `optInRules` turns on a rule no released
+//! driver enforces (`[RejectSharingOnAdminAccess]` for `gpu.nvidia.com`,
+//! from NVIDIA's unmerged PR #1320: `rules::driver_config::admin_access`).
 
 use std::sync::Arc;
 
@@ -56,6 +58,10 @@ struct Spec {
     /// accept unless told the driver is stricter).
     #[serde(default)]
     feature_gates: std::collections::BTreeMap<String, bool>,
+    /// Rules draguard has for the driver that no released driver enforces
+    /// (they come from a driver's unmerged proposal), off unless named here.
+    #[serde(default)]
+    opt_in_rules: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -75,7 +81,14 @@ pub struct DriverSchemaDoc {
     pub driver: String,
     pub versions: Vec<(String, String, Arc<ConfigSchema>)>,
     pub feature_gates: std::collections::BTreeMap<String, bool>,
+    pub opt_in_rules: Vec<String>,
 }
+
+/// The opt-in rules draguard has: (driver, rule).
+const OPT_IN_RULES: &[(&str, &str)] = &[(
+    crate::rules::driver_config::GPU_DRIVER,
+    crate::rules::driver_config::ADMIN_ACCESS_RULE,
+)];
 
 /// Whether a document of draguard's group is a DriverConfigSchema.
 pub fn is_driver_schema(doc: &Value) -> bool {
@@ -93,11 +106,27 @@ pub fn parse(file: &str, doc: &Value) -> Result<DriverSchemaDoc, Vec<(String, St
     for e in crate::rules::names::dns1123_subdomain(&document.spec.driver) {
         problems.push(("spec.driver".to_owned(), e));
     }
-    if document.spec.versions.is_empty() && document.spec.feature_gates.is_empty() {
+    if document.spec.versions.is_empty()
+        && document.spec.feature_gates.is_empty()
+        && document.spec.opt_in_rules.is_empty()
+    {
         problems.push((
             "spec.versions".to_owned(),
-            "must name at least one apiVersion and kind (or the driver's featureGates)".to_owned(),
+            "must name at least one apiVersion and kind (or the driver's featureGates or optInRules)".to_owned(),
         ));
+    }
+    for (i, rule) in document.spec.opt_in_rules.iter().enumerate() {
+        if !OPT_IN_RULES.contains(&(document.spec.driver.as_str(), rule.as_str())) {
+            let known: Vec<String> = OPT_IN_RULES.iter().map(|(d, r)| format!("{r} ({d})")).collect();
+            problems.push((
+                format!("spec.optInRules[{i}]"),
+                format!(
+                    "no opt-in rule {rule:?} for driver {}; there are: {}",
+                    document.spec.driver,
+                    known.join(", ")
+                ),
+            ));
+        }
     }
     let mut versions: Vec<(String, String, Arc<ConfigSchema>)> = Vec::new();
     for (i, v) in document.spec.versions.into_iter().enumerate() {
@@ -138,5 +167,6 @@ pub fn parse(file: &str, doc: &Value) -> Result<DriverSchemaDoc, Vec<(String, St
         driver: document.spec.driver,
         versions,
         feature_gates: document.spec.feature_gates,
+        opt_in_rules: document.spec.opt_in_rules,
     })
 }

@@ -51,6 +51,9 @@ impl PolicySet {
             for (gate, enabled) in &doc.feature_gates {
                 self.drivers.set_gate(&doc.driver, gate, *enabled);
             }
+            for rule in &doc.opt_in_rules {
+                self.drivers.opt_in(&doc.driver, rule);
+            }
         }
     }
 }

@@ -6,13 +6,17 @@
 //! shadow only) and HEAD 10b39a39 (`+k8s:beta(since: "1.37")`, enforced).
 //!
 //! The apiserver's registry (pkg/registry/resource/deviceclass/strategy.go,
-//! every stored version) validates an UPDATE as `ValidateDeviceClass(new)`
-//! followed by `ValidateDeviceClassUpdate(new, old)`. So the stored-object
-//! rules of the second half (unchanged selectors are not compiled again,
-//! unchanged parameters keep a size over today's limit) never make an
-//! update pass that the first half, which judges the new object as if
-//! created, refuses: they only spare the second half's repeats. draguard
-//! follows that to the letter ([`validate_device_class_update`]).
+//! the versions the index holds) validates an UPDATE as
+//! `ValidateDeviceClass(new)` followed by `ValidateDeviceClassUpdate(new,
+//! old)`. So the stored-object rules of the second half (unchanged
+//! selectors are not compiled again, unchanged parameters keep a size over
+//! today's limit) never make an update pass that the first half, which
+//! judges the new object as if created, refuses: they only spare the second
+//! half's repeats. draguard follows that for 1.37 on
+//! ([`validate_device_class_update`]). The real kube-apiserver v1.36.2
+//! lists each spec cause of an UPDATE once, after `ValidateObjectMetaUpdate`'s
+//! causes, with nothing stored spared: 1.36 judges the spec of an UPDATE as
+//! if created ([`validate_device_class_spec`]; `kinds::device_class`).
 
 use crate::field::{At, FieldError, Path};
 use crate::objects::claim::{DeviceClaimConfiguration, DeviceSelector};

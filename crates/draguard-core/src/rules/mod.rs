@@ -9,6 +9,7 @@ pub mod declarative;
 pub mod device_class;
 pub mod device_patch;
 pub mod devicetaintrule;
+pub mod disabled_fields;
 pub mod driver_config;
 pub mod meta;
 pub mod names;

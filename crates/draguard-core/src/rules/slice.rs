@@ -389,18 +389,28 @@ pub fn validate_attribute<'p>(attribute: &DeviceAttribute, path: impl Into<At<'p
     errs
 }
 
+/// The attribute as the apiserver prints it in "exactly one value": its
+/// internal Go struct (`resource.DeviceAttribute`, no JSON tags) through
+/// `encoding/json`, every field in declaration order, unset ones `null`.
+/// The real kube-apiserver v1.36.2 answers `{string: m, strings: [a]}` with
+/// `Invalid value: {"IntValue":null,"BoolValue":null,"StringValue":"m",
+/// "VersionValue":null,"IntValues":null,"BoolValues":null,
+/// "StringValues":["a"],"VersionValues":null}`.
 fn attribute_json(attribute: &DeviceAttribute) -> String {
-    let mut m = serde_json::Map::new();
-    let mut put = |k: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            m.insert(k.to_owned(), v);
-        }
-    };
-    put("int", attribute.int.map(Value::from));
-    put("bool", attribute.bool.map(Value::from));
-    put("string", attribute.string.clone().map(Value::from));
-    put("version", attribute.version.clone().map(Value::from));
-    Value::Object(m).to_string()
+    fn json<T: serde::Serialize>(value: &Option<T>) -> String {
+        serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+    }
+    format!(
+        "{{\"IntValue\":{},\"BoolValue\":{},\"StringValue\":{},\"VersionValue\":{},\"IntValues\":{},\"BoolValues\":{},\"StringValues\":{},\"VersionValues\":{}}}",
+        json(&attribute.int),
+        json(&attribute.bool),
+        json(&attribute.string),
+        json(&attribute.version),
+        json(&attribute.ints),
+        json(&attribute.bools),
+        json(&attribute.strings),
+        json(&attribute.versions),
+    )
 }
 
 fn validate_string_value(value: &str, path: At<'_>) -> Option<FieldError> {
@@ -660,7 +670,7 @@ mod tests {
         assert_eq!(
             one(json!({"int": 1, "bool": true})),
             vec![
-                r#"spec.devices[0].attributes[a]: Invalid value: {"bool":true,"int":1}: exactly one value must be specified"#
+                r#"spec.devices[0].attributes[a]: Invalid value: {"IntValue":1,"BoolValue":true,"StringValue":null,"VersionValue":null,"IntValues":null,"BoolValues":null,"StringValues":null,"VersionValues":null}: exactly one value must be specified"#
             ]
         );
         assert_eq!(

@@ -27,7 +27,8 @@ mod structural;
 
 use serde_json::Value;
 
-pub use admin_access::sharing_on_admin_access;
+pub use admin_access::{RULE as ADMIN_ACCESS_RULE, sharing_on_admin_access};
+pub use nvidia::GPU_DRIVER;
 pub use passthrough_gate::vfio_without_passthrough;
 pub use registry::{DriverSchemas, Lookup};
 pub use schema::ConfigSchema;

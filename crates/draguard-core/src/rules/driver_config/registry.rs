@@ -21,6 +21,9 @@ pub struct DriverSchemas {
     /// Feature gates a user declared per driver (a DriverConfigSchema's
     /// `featureGates`); a gate not declared is taken to be on.
     gates: BTreeMap<String, BTreeMap<String, bool>>,
+    /// Rules a user turned on per driver (a DriverConfigSchema's
+    /// `optInRules`): rules no released driver has, off unless named.
+    opt_in: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// The verdicts of configs judged by exactly these schemas and gates:
     /// shared by the clones, replaced by any change (`memo.rs`).
     verdicts: Arc<Verdicts>,
@@ -45,6 +48,7 @@ static BUILT_IN: LazyLock<DriverSchemas> = LazyLock::new(|| {
     let mut schemas = DriverSchemas {
         drivers: BTreeMap::new(),
         gates: BTreeMap::new(),
+        opt_in: BTreeMap::new(),
         verdicts: Arc::default(),
     };
     for (driver, api_version, kind, openapi) in nvidia::schemas()
@@ -99,6 +103,20 @@ impl DriverSchemas {
             .and_then(|g| g.get(gate))
             .copied()
             .unwrap_or(true)
+    }
+
+    /// Turns on one of a driver's opt-in rules.
+    pub fn opt_in(&mut self, driver: &str, rule: &str) {
+        self.verdicts = Arc::default();
+        self.opt_in
+            .entry(driver.to_owned())
+            .or_default()
+            .insert(rule.to_owned());
+    }
+
+    /// Whether a user turned a driver's opt-in rule on; off by default.
+    pub fn opted_in(&self, driver: &str, rule: &str) -> bool {
+        self.opt_in.get(driver).is_some_and(|rules| rules.contains(rule))
     }
 
     /// The memo of verdicts of this schema set.
