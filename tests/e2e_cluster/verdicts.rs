@@ -68,24 +68,6 @@ pub const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "on purpose: draguard enforces the documented limit of 16 device tolerations per request \
          (SPEC.md §3); the apiserver sets none",
     ),
-    // cel-go's compile errors (k8s.io/dynamic-resource-allocation v0.36
-    // cel/compile.go: "compilation failed: " + issues.String()) give each
-    // undeclared reference, in source order, at its line and column with
-    // the source line and a caret (` | foo` / ` | ^`); draguard names the
-    // alphabetically first one with no position, and its syntax errors'
-    // snippet lines lack the space before `|`.
-    (
-        "deviceclass/002-bad-cel-selector.json",
-        "draguard wrong, to fix: an undeclared reference's CEL error has no position nor snippet",
-    ),
-    (
-        "deviceclass/011-causes-in-order.json",
-        "draguard wrong, to fix: an undeclared reference's CEL error has no position nor snippet",
-    ),
-    (
-        "deviceclass/012-update-bad-selector.json",
-        "draguard wrong, to fix: an undeclared reference's CEL error has no position nor snippet",
-    ),
 ];
 
 /// Which cases to run.
