@@ -4,6 +4,10 @@
 //! message, its causes come before the drivers' findings, and an UPDATE is
 //! judged as the registry's strategy judges it.
 
+mod support {
+    pub mod reviews;
+}
+
 use draguard::admission::Incoming;
 use draguard::check::{Options, Severity, Source, check};
 use draguard::kubernetes::{KubeVersion, Target};
@@ -69,17 +73,7 @@ fn causes_under(object: &Value, old: Option<&Value>, target: Target) -> Vec<(Str
     }
     assert_eq!(response["response"]["status"]["code"], 422, "{response}");
     assert_eq!(response["response"]["status"]["reason"], "Invalid", "{response}");
-    response["response"]["status"]["details"]["causes"]
-        .as_array()
-        .expect("causes")
-        .iter()
-        .map(|c| {
-            (
-                c["field"].as_str().unwrap_or("").to_owned(),
-                c["message"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
+    support::reviews::status_causes(&response)
 }
 
 fn check_errors(object: &Value, version: KubeVersion) -> Vec<(String, String)> {

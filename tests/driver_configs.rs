@@ -3,6 +3,10 @@
 //! (NVIDIA's, the example driver's, AMD's) by a valid config and a
 //! one-change variant denied at the exact field path, in the driver's words.
 
+mod support {
+    pub mod reviews;
+}
+
 use draguard::admission::Incoming;
 use draguard::check::{Options, Severity, Source, check};
 use draguard::policy::PolicySet;
@@ -89,17 +93,7 @@ pub fn validate_with(object: &Value, old: Option<&Value>, policies: &PolicySet) 
         return Vec::new();
     }
     assert_eq!(response["response"]["status"]["code"], 422, "{response}");
-    response["response"]["status"]["details"]["causes"]
-        .as_array()
-        .expect("causes")
-        .iter()
-        .map(|c| {
-            (
-                c["field"].as_str().unwrap_or("").to_owned(),
-                c["message"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
+    support::reviews::status_causes(&response)
 }
 
 /// The errors `check` reports for `object`, as `(field, message)`.

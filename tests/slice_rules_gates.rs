@@ -4,6 +4,10 @@
 //! before it validates (`rules::disabled_fields`). Each expectation is what
 //! a real kube-apiserver v1.36.2 answered to a server-side dry run.
 
+mod support {
+    pub mod reviews;
+}
+
 use draguard::admission::Incoming;
 use draguard::kubernetes::{KubeVersion, Target};
 use draguard::policy::PolicySet;
@@ -50,17 +54,7 @@ fn causes(object: &Value, old: Option<&Value>, gates: &str) -> Vec<(String, Stri
     if decision.allowed {
         return Vec::new();
     }
-    response["response"]["status"]["details"]["causes"]
-        .as_array()
-        .expect("causes")
-        .iter()
-        .map(|c| {
-            (
-                c["field"].as_str().unwrap_or("").to_owned(),
-                c["message"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
+    support::reviews::status_causes(&response)
 }
 
 const EMPTY: (&str, &str) = (

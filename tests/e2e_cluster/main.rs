@@ -48,6 +48,7 @@ mod smoke;
 mod standing_rules;
 mod verdicts;
 mod verdicts_scenario;
+mod version;
 mod warnings;
 
 use cluster::Cluster;
@@ -70,6 +71,7 @@ pub const SCENARIOS: &[(&str, Scenario)] = &[
     ("install::kustomize", install::kustomize),
     ("outage::killed", outage::killed),
     ("outage::hung", outage::hung),
+    ("version::read_from_apiserver", version::read_from_apiserver),
     ("calls::per_write", calls::per_write),
     ("warnings::workloads", warnings::workloads),
     (

@@ -62,13 +62,11 @@ pub const CI_STRIDE: usize = 8;
 /// Cases where draguard answers differently from the apiserver, known and
 /// documented in docs/differences.md: (case file, why). A listed case that
 /// agrees again is reported, so the list cannot go stale.
-pub const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
-    (
-        "070-resourceclaim-validateexactdevicerequest-derived.json",
-        "on purpose: draguard enforces the documented limit of 16 device tolerations per request \
+pub const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
+    "070-resourceclaim-validateexactdevicerequest-derived.json",
+    "on purpose: draguard enforces the documented limit of 16 device tolerations per request \
          (SPEC.md §3); the apiserver sets none",
-    ),
-];
+)];
 
 /// Which cases to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

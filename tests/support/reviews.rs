@@ -58,3 +58,19 @@ pub fn valid_review(uid: &str) -> Value {
         json!([{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]),
     )
 }
+
+/// The causes of a denied AdmissionReview's status, as `(field, message)`
+/// in the order the answer lists them.
+pub fn status_causes(response: &Value) -> Vec<(String, String)> {
+    response["response"]["status"]["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| {
+            (
+                c["field"].as_str().unwrap_or("").to_owned(),
+                c["message"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
