@@ -11,6 +11,7 @@ pub mod mutate_conditions_sync;
 pub mod mutate_selector_entries;
 pub mod quota_sync;
 pub mod routing_widened;
+pub mod selection_cel;
 pub mod standing_taint_rules;
 pub mod standing_taint_rules_said;
 pub mod webhook_certs;

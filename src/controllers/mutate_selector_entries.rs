@@ -60,10 +60,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use serde_json::{Value, json};
 
 use super::mutate_conditions::{
-    CONDITION_NAME, JUDGED_KINDS, MAX_EXPRESSION_LEN, NAME_LABEL, SELECTOR_INFIX, all, any, calls_service, can_hold,
-    condition, is_defaulting_entry, judged_kinds, kind_terms, plan_entry, selected_by_selector_for,
-    selector_entry_base,
+    CONDITION_NAME, JUDGED_KINDS, MAX_EXPRESSION_LEN, SELECTOR_INFIX, calls_service, can_hold, condition,
+    is_defaulting_entry, judged_kinds, kind_terms, plan_entry, selected_by_selector_for, selector_entry_base,
 };
+use super::selection_cel::{NAME_LABEL, all, any};
 use crate::policy::enforce::TolerationTarget;
 use crate::policy::model::{LabelSelector, SelectorOperator};
 use crate::policy::{PolicySet, TolerationPolicy};
