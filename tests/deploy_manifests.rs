@@ -1916,12 +1916,28 @@ fn create_calls(
         .collect()
 }
 
+/// `expression` compiled, once per thread: the routing tests evaluate the
+/// same few conditions over thousands of writes.
+fn compiled(expression: &str) -> std::rc::Rc<Program> {
+    thread_local! {
+        static PROGRAMS: std::cell::RefCell<BTreeMap<String, std::rc::Rc<Program>>> = Default::default();
+    }
+    PROGRAMS.with_borrow_mut(|programs| {
+        programs
+            .entry(expression.to_owned())
+            .or_insert_with(|| {
+                std::rc::Rc::new(Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}")))
+            })
+            .clone()
+    })
+}
+
 /// [`reached`], with `namespaceObject` declared as the apiserver declares
 /// it for a webhook's matchConditions (the managed condition reads it).
 fn reached_with_namespace<'a>(docs: &'a [Value], request: &Value, stored: &Value) -> Vec<(&'a Value, &'a Value)> {
     let labels = selector_labels(request, stored);
     let sent = |expression: &str| {
-        let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
+        let program = compiled(expression);
         let mut ctx = Context::default();
         // The apiserver binds no namespace for a webhook's matchConditions
         // (the managed condition's doc comment): null, as there.
@@ -1962,3 +1978,6 @@ fn reached_with_namespace<'a>(docs: &'a [Value], request: &Value, stored: &Value
         })
         .collect()
 }
+
+#[path = "deploy_manifests/validate_routing.rs"]
+mod validate_routing;

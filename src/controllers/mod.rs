@@ -14,5 +14,6 @@ pub mod routing_widened;
 pub mod selection_cel;
 pub mod standing_taint_rules;
 pub mod standing_taint_rules_said;
+pub mod validate_conditions;
 pub mod webhook_certs;
 pub mod webhook_config_watch;

@@ -39,8 +39,8 @@
 use k8s_openapi::api::admissionregistration::v1::{MatchCondition, MutatingWebhook};
 use serde_json::{Value, json};
 
-use crate::policy::enforce::{TolerationTarget, rejects};
 use super::selection_cel::{NAME, NAME_MISSING, all, any, not_excluded, selects, selects_by_name, with_name_missing};
+use crate::policy::enforce::{TolerationTarget, rejects};
 use crate::policy::model::Subjects;
 use crate::policy::{PolicySet, TolerationPolicy};
 use crate::verdict::Mode;
@@ -291,7 +291,12 @@ pub fn plan(webhooks: &[MutatingWebhook], namespace: &str, service: &str, desire
     let mut ops = Vec::new();
     for (i, webhook) in webhooks.iter().enumerate() {
         if is_defaulting_entry(webhook, namespace, service) {
-            ops.extend(plan_entry(i, webhook, desired));
+            ops.extend(plan_entry(
+                i,
+                &webhook.name,
+                webhook.match_conditions.as_deref(),
+                desired,
+            ));
         }
     }
     ops
@@ -304,12 +309,13 @@ pub fn can_hold(webhook: &MutatingWebhook) -> bool {
     conditions.len() < MAX_MATCH_CONDITIONS || conditions.iter().any(|c| c.name == CONDITION_NAME)
 }
 
-/// [`plan`] for the one defaulting entry at index `i`.
-pub fn plan_entry(i: usize, webhook: &MutatingWebhook, desired: &MatchCondition) -> Vec<Value> {
+/// [`plan`] for the one entry at index `i`, named `name`, holding
+/// `conditions` (a mutating or a validating one).
+pub fn plan_entry(i: usize, name: &str, conditions: Option<&[MatchCondition]>, desired: &MatchCondition) -> Vec<Value> {
     let mut ops = Vec::new();
     let entry = format!("/webhooks/{i}");
-    let name_test = json!({"op": "test", "path": format!("{entry}/name"), "value": webhook.name});
-    let Some(conditions) = &webhook.match_conditions else {
+    let name_test = json!({"op": "test", "path": format!("{entry}/name"), "value": name});
+    let Some(conditions) = conditions else {
         ops.push(name_test);
         ops.push(json!({"op": "add", "path": format!("{entry}/matchConditions"), "value": [desired]}));
         return ops;

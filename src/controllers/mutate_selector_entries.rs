@@ -488,10 +488,20 @@ pub fn plan(webhooks: &[MutatingWebhook], namespace: &str, service: &str, desire
         });
         match placeable {
             Some(entries) => {
-                ops.extend(plan_entry(i, base, &desired.split));
+                ops.extend(plan_entry(
+                    i,
+                    &base.name,
+                    base.match_conditions.as_deref(),
+                    &desired.split,
+                ));
                 wanted.extend(entries.into_iter().map(|e| (e.name.clone(), (i, e))));
             }
-            None => ops.extend(plan_entry(i, base, &desired.widened)),
+            None => ops.extend(plan_entry(
+                i,
+                &base.name,
+                base.match_conditions.as_deref(),
+                &desired.widened,
+            )),
         }
     }
     let base_test = |i: usize| {
