@@ -21,6 +21,8 @@
 //! under a counting allocator, and fails when a review's peak passes its
 //! charge.
 
+mod block;
+
 /// Charged per body byte: the body itself, the copy of each object kept as
 /// raw JSON, and the strings decoded from it (about 2.6 per byte at most,
 /// measured).
@@ -53,26 +55,58 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
+    /// Counts `chunk`'s elements and objects, 64 bytes at a time where it
+    /// can (`block`): a bytewise pass was ~15 instructions a byte, the
+    /// largest cost a plain claim's `/validate` added when the charge came
+    /// (39k of a 2.6 KB claim's 237k). The counts are the bytewise pass's
+    /// exactly, for any bytes (`tests`: every split of random bodies).
     pub(crate) fn feed(&mut self, chunk: &[u8]) {
         self.bytes = self.bytes.saturating_add(chunk.len());
-        for &b in chunk {
-            if self.in_string {
-                if self.escaped {
-                    self.escaped = false;
+        let (blocks, rest) = chunk.as_chunks::<{ block::LEN }>();
+        for bytes in blocks {
+            let masks = block::Masks::of(bytes);
+            // A backslash's meaning depends on the bytes before it (an
+            // escape inside a string, nothing outside), and so does the
+            // byte after an escaping one: such blocks, rare in Kubernetes
+            // objects, go byte by byte.
+            if masks.backslash != 0 || self.escaped {
+                self.feed_bytes(bytes);
+                continue;
+            }
+            // Bit i: byte i is inside a string (an opening quote counts as
+            // inside, a closing one as outside; neither is counted).
+            let inside = block::prefix_xor(masks.quote) ^ if self.in_string { !0 } else { 0 };
+            self.objects += (masks.object & !inside).count_ones() as usize;
+            self.elements += (masks.element & !inside).count_ones() as usize;
+            self.in_string = inside >> (block::LEN - 1) == 1;
+        }
+        self.feed_bytes(rest);
+    }
+
+    /// The same counts, one byte at a time.
+    fn feed_bytes(&mut self, bytes: &[u8]) {
+        let (mut in_string, mut escaped) = (self.in_string, self.escaped);
+        let (mut elements, mut objects) = (self.elements, self.objects);
+        for &b in bytes {
+            if in_string {
+                if escaped {
+                    escaped = false;
                 } else if b == b'\\' {
-                    self.escaped = true;
+                    escaped = true;
                 } else if b == b'"' {
-                    self.in_string = false;
+                    in_string = false;
                 }
             } else {
                 match b {
-                    b'"' => self.in_string = true,
-                    b'{' => self.objects += 1,
-                    b'[' | b',' | b':' => self.elements += 1,
+                    b'"' => in_string = true,
+                    b'{' => objects += 1,
+                    b'[' | b',' | b':' => elements += 1,
                     _ => {}
                 }
             }
         }
+        (self.in_string, self.escaped) = (in_string, escaped);
+        (self.elements, self.objects) = (elements, objects);
     }
 
     /// The bytes a review of the body fed so far is charged.
@@ -129,6 +163,84 @@ mod tests {
             assert_eq!(shape.charge(), whole, "split at {split}");
         }
         assert_eq!(whole, charge(body.len(), 5, 3));
+    }
+
+    /// The bytewise pass alone, as `feed` was before its blocks.
+    fn bytewise(body: &[u8]) -> Shape {
+        let mut shape = Shape::default();
+        shape.bytes = body.len();
+        shape.feed_bytes(body);
+        shape
+    }
+
+    fn counts(shape: &Shape) -> (usize, usize, usize, bool, bool) {
+        (
+            shape.bytes,
+            shape.elements,
+            shape.objects,
+            shape.in_string,
+            shape.escaped,
+        )
+    }
+
+    proptest::proptest! {
+        /// Bodies of the bytes that matter (and others), across several
+        /// blocks, with runs of backslashes and quotes: the blocks count
+        /// what the bytewise pass counts, however the body is split.
+        #[test]
+        fn blocks_count_what_bytes_count(
+            body in proptest::collection::vec(
+                proptest::sample::select(&b"\"\\{}[],: ax\x80\xff"[..]), 0..400),
+            cuts in proptest::collection::vec(0usize..400, 0..4),
+            escapes in 0..3u8,
+        ) {
+            // Backslashes send their block byte by byte: keep none, all,
+            // or those of the second block only (its last escape can carry
+            // into the third).
+            let body: Vec<u8> = body
+                .into_iter()
+                .enumerate()
+                .map(|(i, b)| match (b, escapes) {
+                    (b'\\', 0) => b'x',
+                    (b'\\', 2) if !(64..128).contains(&i) => b'x',
+                    _ => b,
+                })
+                .collect();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(body.len())).collect();
+            cuts.sort_unstable();
+            let mut shape = Shape::default();
+            let mut from = 0;
+            for cut in cuts.into_iter().chain([body.len()]) {
+                shape.feed(&body[from..cut]);
+                from = cut;
+            }
+            proptest::prop_assert_eq!(counts(&shape), counts(&bytewise(&body)));
+        }
+    }
+
+    /// A backslash that ends a block escapes the first byte of the next:
+    /// here a quote, which does not close the string, so the `,:{[` after
+    /// it are text.
+    #[test]
+    fn an_escape_across_blocks_is_followed() {
+        let mut body = b"[\"".to_vec();
+        body.resize(63, b'a');
+        body.extend_from_slice(b"\\\",:{[\",1]");
+        // The second block whole, so that it is read as a block.
+        body.resize(128, b' ');
+        let mut shape = Shape::default();
+        shape.feed(&body);
+        assert_eq!((shape.elements, shape.objects), (2, 0));
+        assert_eq!(counts(&shape), counts(&bytewise(&body)));
+    }
+
+    #[test]
+    fn a_real_review_counts_the_same_in_blocks() {
+        let body = include_bytes!("../../tests/fixtures/apiserver/resourceclaim-create-4.json");
+        let mut shape = Shape::default();
+        shape.feed(body);
+        assert_eq!(counts(&shape), counts(&bytewise(body)));
+        assert!(shape.objects > 10 && shape.elements > 50, "{:?}", counts(&shape));
     }
 
     #[test]
