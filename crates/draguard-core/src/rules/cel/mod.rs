@@ -169,10 +169,11 @@ impl Compiler {
     /// its lane has a queue. Never for what costs no parsing (remembered,
     /// or past the nesting limit).
     pub fn contended(&self, expression: &str) -> bool {
+        if self.memo().get(expression).is_some() {
+            return false;
+        }
         let depth = nesting::depth(expression);
-        !nesting::too_deep(depth)
-            && self.memo().get(expression).is_none()
-            && self.pool.contended(Lane::of(expression.len(), depth))
+        !nesting::too_deep(depth) && self.pool.contended(Lane::of(expression.len(), depth))
     }
 
     /// [`CelCompiler::check`], with the wait for the pool (a miss of the
@@ -185,13 +186,16 @@ impl Compiler {
         deadline: Option<Instant>,
         waiting: &mut dyn FnMut(&mut dyn FnMut()),
     ) -> (Result<(), CompileError>, Duration) {
-        // Linear, and cheaper than a memo lookup: never queued, never parsed.
+        // The memo first: it only holds expressions within the nesting
+        // limit (remembered below, after the scan), so a remembered one
+        // needs no scan, and repeated selectors are the common case.
+        if let Some(verdict) = self.memo().get(expression) {
+            return (verdict_result(verdict), Duration::ZERO);
+        }
+        // Linear: past the limit, never queued, never parsed.
         let depth = nesting::depth(expression);
         if nesting::too_deep(depth) {
             return (Err(CompileError::Invalid(nesting::too_deep_detail())), Duration::ZERO);
-        }
-        if let Some(verdict) = self.memo().get(expression) {
-            return (verdict_result(verdict), Duration::ZERO);
         }
         let lane = Lane::of(expression.len(), depth);
         let mut compiled = None;
