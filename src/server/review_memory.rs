@@ -64,23 +64,46 @@ impl Shape {
         self.bytes = self.bytes.saturating_add(chunk.len());
         let (blocks, rest) = chunk.as_chunks::<{ block::LEN }>();
         for bytes in blocks {
-            let masks = block::Masks::of(bytes);
-            // A backslash's meaning depends on the bytes before it (an
-            // escape inside a string, nothing outside), and so does the
-            // byte after an escaping one: such blocks, rare in Kubernetes
-            // objects, go byte by byte.
-            if masks.backslash != 0 || self.escaped {
+            if !self.feed_block(bytes) {
                 self.feed_bytes(bytes);
-                continue;
             }
-            // Bit i: byte i is inside a string (an opening quote counts as
-            // inside, a closing one as outside; neither is counted).
-            let inside = block::prefix_xor(masks.quote) ^ if self.in_string { !0 } else { 0 };
-            self.objects += (masks.object & !inside).count_ones() as usize;
-            self.elements += (masks.element & !inside).count_ones() as usize;
-            self.in_string = inside >> (block::LEN - 1) == 1;
         }
         self.feed_bytes(rest);
+    }
+
+    /// One block by its masks; false, counting nothing, when a backslash
+    /// in it is outside a string (not JSON; the bytewise pass says what it
+    /// counts).
+    fn feed_block(&mut self, bytes: &[u8; block::LEN]) -> bool {
+        let masks = block::Masks::of(bytes);
+        // The bytes escaped by a backslash, each backslash taken as an
+        // escape unless escaped itself: what it is inside a string, the
+        // only place the bytewise pass follows escapes. Whether each is in
+        // a string is known only from the quotes they leave: checked below.
+        let mut escaped = u64::from(self.escaped);
+        let mut escapes = masks.backslash & !escaped;
+        let mut escaping = 0u64;
+        while escapes != 0 {
+            let at = escapes & escapes.wrapping_neg();
+            escaping |= at;
+            // The next byte is escaped: a backslash there escapes nothing.
+            let next = at << 1;
+            escaped |= next;
+            escapes &= !(at | next);
+        }
+        // Bit i: byte i is inside a string (an opening quote counts as
+        // inside, a closing one as outside; neither is counted).
+        let quotes = masks.quote & !escaped;
+        let inside = block::prefix_xor(quotes) ^ if self.in_string { !0 } else { 0 };
+        if masks.backslash & !inside != 0 {
+            return false;
+        }
+        self.objects += (masks.object & !inside).count_ones() as usize;
+        self.elements += (masks.element & !inside).count_ones() as usize;
+        self.in_string = inside >> (block::LEN - 1) == 1;
+        // A backslash that ends the block escapes the next block's first byte.
+        self.escaped = escaping >> (block::LEN - 1) == 1;
+        true
     }
 
     /// The same counts, one byte at a time.
@@ -194,9 +217,9 @@ mod tests {
             cuts in proptest::collection::vec(0usize..400, 0..4),
             escapes in 0..3u8,
         ) {
-            // Backslashes send their block byte by byte: keep none, all,
-            // or those of the second block only (its last escape can carry
-            // into the third).
+            // Backslashes: none, all (some outside strings, where blocks
+            // go byte by byte), or those of the second block only (its
+            // last escape can carry into the third).
             let body: Vec<u8> = body
                 .into_iter()
                 .enumerate()
