@@ -167,9 +167,12 @@ pub fn dns1123_subdomain_caseless(value: &str) -> Vec<String> {
 /// `content.IsLabelKey` (also `IsQualifiedName`).
 pub fn label_key(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let name = match value.split_once('/') {
+    // By bytes: `/` is ASCII, and names are short (a `char` search costs
+    // more to set up than to run here).
+    let slash = value.bytes().position(|b| b == b'/');
+    let name = match slash.map(|at| (&value[..at], &value[at + 1..])) {
         None => value,
-        Some((prefix, name)) if !name.contains('/') => {
+        Some((prefix, name)) if !name.bytes().any(|b| b == b'/') => {
             if prefix.is_empty() {
                 errs.push("prefix part must be non-empty".to_owned());
             } else {
