@@ -79,26 +79,20 @@ mod sse2 {
         let (list, comma, colon) = (lane(b'['), lane(b','), lane(b':'));
         let mut masks = Masks::default();
         let (lanes, _) = bytes.as_chunks::<16>();
-        // `_mm_movemask_epi8` sets the low 16 bits of its i32, one per
-        // byte: those of lane i become bits 16i..16i+16.
-        let bits = |m: __m128i, i: usize| u64::from(_mm_movemask_epi8(m).cast_unsigned() & 0xffff) << (16 * i);
-        let mut backslashes = [_mm_set1_epi8(0); 4];
         for (i, sixteen) in lanes.iter().enumerate() {
             // SAFETY: an unaligned load of 16 bytes from a 16-byte array.
             let v = unsafe { _mm_loadu_si128(sixteen.as_ptr().cast::<__m128i>()) };
-            masks.quote |= bits(_mm_cmpeq_epi8(v, quote), i);
-            masks.object |= bits(_mm_cmpeq_epi8(v, object), i);
+            // `_mm_movemask_epi8` sets the low 16 bits of its i32, one per
+            // lane: they become bits 16i..16i+16.
+            let bits = |m: __m128i| u64::from(_mm_movemask_epi8(m).cast_unsigned() & 0xffff) << (16 * i);
+            masks.quote |= bits(_mm_cmpeq_epi8(v, quote));
+            masks.backslash |= bits(_mm_cmpeq_epi8(v, backslash));
+            masks.object |= bits(_mm_cmpeq_epi8(v, object));
             let element = _mm_or_si128(
                 _mm_or_si128(_mm_cmpeq_epi8(v, list), _mm_cmpeq_epi8(v, comma)),
                 _mm_cmpeq_epi8(v, colon),
             );
-            masks.element |= bits(element, i);
-            backslashes[i] = _mm_cmpeq_epi8(v, backslash);
-        }
-        // Most blocks have no backslash: one mask says so for all four lanes.
-        let [a, b, c, d] = backslashes;
-        if _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))) != 0 {
-            masks.backslash = bits(a, 0) | bits(b, 1) | bits(c, 2) | bits(d, 3);
+            masks.element |= bits(element);
         }
         masks
     }
