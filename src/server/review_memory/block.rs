@@ -98,6 +98,46 @@ mod sse2 {
     }
 }
 
+/// 32 bytes a compare, where the CPU has AVX2 (detected when the process
+/// runs: the x86_64 baseline has only SSE2).
+#[cfg(target_arch = "x86_64")]
+pub(super) mod avx2 {
+    use std::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
+    };
+
+    use super::{LEN, Masks};
+
+    /// Whether this CPU has AVX2 and POPCNT (std remembers the answer).
+    pub(in crate::server::review_memory) fn detected() -> bool {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt")
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(in crate::server::review_memory) fn masks(bytes: &[u8; LEN]) -> Masks {
+        let lane = |b: u8| _mm256_set1_epi8(i8::from_ne_bytes([b]));
+        let (quote, backslash, object) = (lane(b'"'), lane(b'\\'), lane(b'{'));
+        let (list, comma, colon) = (lane(b'['), lane(b','), lane(b':'));
+        let mut masks = Masks::default();
+        let (halves, _) = bytes.as_chunks::<32>();
+        for (i, half) in halves.iter().enumerate() {
+            // SAFETY: an unaligned load of 32 bytes from a 32-byte array.
+            let v = unsafe { _mm256_loadu_si256(half.as_ptr().cast::<__m256i>()) };
+            // One bit per byte of the half: bits 32i..32i+32.
+            let bits = |m: __m256i| u64::from(_mm256_movemask_epi8(m).cast_unsigned()) << (32 * i);
+            masks.quote |= bits(_mm256_cmpeq_epi8(v, quote));
+            masks.backslash |= bits(_mm256_cmpeq_epi8(v, backslash));
+            masks.object |= bits(_mm256_cmpeq_epi8(v, object));
+            let element = _mm256_or_si256(
+                _mm256_or_si256(_mm256_cmpeq_epi8(v, list), _mm256_cmpeq_epi8(v, comma)),
+                _mm256_cmpeq_epi8(v, colon),
+            );
+            masks.element |= bits(element);
+        }
+        masks
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +161,11 @@ mod tests {
         ) {
             let block: &[u8; LEN] = bytes[..].try_into().expect("LEN bytes");
             proptest::prop_assert_eq!(Masks::of(block), Masks::bytewise(block));
+            #[cfg(target_arch = "x86_64")]
+            if avx2::detected() {
+                // SAFETY: this CPU has AVX2.
+                proptest::prop_assert_eq!(unsafe { avx2::masks(block) }, Masks::bytewise(block));
+            }
         }
     }
 }
