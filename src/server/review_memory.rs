@@ -213,8 +213,10 @@ mod tests {
 
     /// The bytewise pass alone, as `feed` was before its blocks.
     fn bytewise(body: &[u8]) -> Shape {
-        let mut shape = Shape::default();
-        shape.bytes = body.len();
+        let mut shape = Shape {
+            bytes: body.len(),
+            ..Shape::default()
+        };
         shape.feed_bytes(body);
         shape
     }
