@@ -14,6 +14,7 @@ use crate::controllers::background_audit::{AuditSettings, BackgroundAudit};
 use crate::controllers::lease;
 use crate::controllers::lease_gauge::LeaseGauge;
 use crate::controllers::mutate_conditions_sync::MutateConditions;
+use crate::controllers::validate_conditions_sync::ValidateConditions;
 use crate::controllers::standing_taint_rules::{self, Settings as StandingSettings, StandingTaintRules};
 use crate::controllers::webhook_certs::{CertSettings, SERVICE_ACCOUNT_NAMESPACE, WebhookCerts, default_namespace};
 use crate::kubernetes::apiserver_report::Mismatch;
@@ -335,6 +336,15 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
             // Where that routing still sends writes beyond the policies'
             // selectors.
             config.collectors.push(conditions.routing().collector());
+            // And the validating entries' condition: /validate is called
+            // only where draguard can change the outcome.
+            let validate_conditions = ValidateConditions::new(
+                client.clone(),
+                settings.clone(),
+                config.policies.clone(),
+                config.toleration_restriction.is_some(),
+                config.apiserver_mismatch.clone(),
+            );
             let manager = WebhookCerts::new(client.clone(), settings, cert);
             let certs_ready = manager.readiness();
             let cluster_ready = config.ready.clone();
@@ -344,7 +354,7 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
                 // certificate: the apiserver cannot call this replica then.
                 certs_ready.check()
             });
-            Some((manager, conditions))
+            Some((manager, conditions, validate_conditions))
         }
         (Some(_), None) => {
             return Err(StartupError::NeedsCluster {
@@ -404,9 +414,10 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
             let _ = stopped.wait_for(|stop| *stop).await;
         }));
     }
-    if let Some((manager, conditions)) = cert_manager {
+    if let Some((manager, conditions, validate_conditions)) = cert_manager {
         tokio::spawn(manager.run());
         tokio::spawn(conditions.run());
+        tokio::spawn(validate_conditions.run());
     }
     if args.sync_quotas {
         let Some((view, client)) = cluster else {

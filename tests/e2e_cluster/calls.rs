@@ -35,6 +35,9 @@ use crate::kubectl::Kubectl;
 
 /// serve's condition on the defaulting entry (src/controllers/mutate_conditions.rs).
 const CONDITION: &str = "draguard-policies-in-force";
+/// serve's condition on the validating entries (src/controllers/validate_conditions.rs).
+const VALIDATE_CONDITION: &str = "draguard-can-change-outcome";
+const VALIDATING_ENTRY: &str = "validate.draguard.dev";
 /// The name shape of serve's selector entries.
 const SELECTOR_ENTRY: &str = ".selector.mutate.draguard.dev";
 const DEFAULTING_ENTRY: &str = "mutate.draguard.dev";
@@ -159,25 +162,42 @@ struct Case {
     defaults: &'static [&'static str],
 }
 
-/// Needs no mutation: one call.
+/// Needs no mutation.
 fn one(namespace: &'static str, kind: Kind) -> Case {
     Case {
         namespace,
         kind,
         mutate: 0,
-        validate: 1,
+        validate: 0,
         defaults: &[],
     }
 }
 
-/// Sent to /mutate, then /validate.
+/// Sent to /mutate.
 fn two(namespace: &'static str, kind: Kind, defaults: &'static [&'static str]) -> Case {
     Case {
         namespace,
         kind,
         mutate: 1,
-        validate: 1,
+        validate: 0,
         defaults,
+    }
+}
+
+impl Case {
+    /// The /validate calls the write costs under the shipped policies and
+    /// the ones below (src/controllers/validate_conditions.rs): a template
+    /// CREATE always (its charge against ResourceQuotas); a Pod or claim
+    /// when it carries a toleration of its own after /mutate, which the
+    /// shipped deny lists (selecting every namespace here) may judge; and
+    /// with PodTolerationRestriction on, every Pod. The rest, the
+    /// apiserver's own rules judge alone: no call.
+    fn with_validate(mut self, toleration_restriction: bool) -> Case {
+        let judged = matches!(self.kind, Kind::Template)
+            || !self.defaults.is_empty()
+            || (toleration_restriction && matches!(self.kind, Kind::Pod));
+        self.validate = u64::from(judged);
+        self
     }
 }
 
@@ -333,7 +353,9 @@ pub fn per_write(cluster: &mut Cluster) -> Outcome {
             ));
         }
         let settled = started.elapsed();
-        for case in &set.cases {
+        let toleration_restriction = set.extra_args.contains(&"--pod-toleration-restriction");
+        for case in set.cases {
+            let case = case.with_validate(toleration_restriction);
             let (calls, defaults) = dry_run(serve, &operator, case.namespace, case.kind);
             let expected = Calls {
                 mutate: case.mutate,
@@ -465,6 +487,7 @@ fn write_policies(cluster: &Cluster, set: &PolicySet) -> PathBuf {
 /// (while no serve runs to put it back), so that the next serve's entries
 /// are seen to appear rather than mistaken for the last one's.
 fn strip_managed_entries(admin: &Kubectl) {
+    strip_validate_condition(admin);
     let config = admin.get_json(&["mutatingwebhookconfiguration", NAME]);
     let mut patch = Vec::new();
     let webhooks = entries(&config);
@@ -494,6 +517,30 @@ fn strip_managed_entries(admin: &Kubectl) {
     }
 }
 
+/// Removes serve's condition from every validating entry.
+fn strip_validate_condition(admin: &Kubectl) {
+    let config = admin.get_json(&["validatingwebhookconfiguration", NAME]);
+    let mut patch = Vec::new();
+    for (i, entry) in entries(&config).iter().enumerate() {
+        let conditions = entry["matchConditions"].as_array().cloned().unwrap_or_default();
+        for (j, condition) in conditions.iter().enumerate().rev() {
+            if condition["name"] == VALIDATE_CONDITION {
+                patch.push(json!({"op": "remove", "path": format!("/webhooks/{i}/matchConditions/{j}")}));
+            }
+        }
+    }
+    if !patch.is_empty() {
+        admin.ok(&[
+            "patch",
+            "validatingwebhookconfiguration",
+            NAME,
+            "--type=json",
+            "-p",
+            &Value::Array(patch).to_string(),
+        ]);
+    }
+}
+
 /// Waits until the stored configuration has serve's condition on the
 /// defaulting entry and `selector_entries` selector entries.
 fn wait_for_managed_entries(admin: &Kubectl, selector_entries: usize) {
@@ -511,14 +558,22 @@ fn wait_for_managed_entries(admin: &Kubectl, selector_entries: usize) {
             .iter()
             .filter(|e| e["name"].as_str().is_some_and(|n| n.ends_with(SELECTOR_ENTRY)))
             .count();
-        if has_condition && selectors == selector_entries {
+        let validating = admin.get_json(&["validatingwebhookconfiguration", NAME]);
+        let validate_condition = entries(&validating).iter().any(|e| {
+            e["name"] == VALIDATING_ENTRY
+                && e["matchConditions"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["name"] == VALIDATE_CONDITION))
+        });
+        if has_condition && validate_condition && selectors == selector_entries {
             return;
         }
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "serve's managed entries not in place after 30 s: condition {CONDITION} {}, \
-             {selectors} selector entries (expected {selector_entries}):\n{}",
+             {VALIDATE_CONDITION} {}, {selectors} selector entries (expected {selector_entries}):\n{}",
             if has_condition { "present" } else { "missing" },
+            if validate_condition { "present" } else { "missing" },
             webhooks
                 .iter()
                 .map(|e| format!("{} {}", e["name"], e["namespaceSelector"]))
@@ -537,7 +592,7 @@ fn wait_until_routed(serve: &crate::draguard::Serve, operator: &Kubectl) {
     let start = Instant::now();
     loop {
         let (calls, _) = dry_run(serve, operator, PLAIN, Kind::Claim);
-        if calls.mutate == 0 {
+        if calls.mutate == 0 && calls.validate == 0 {
             return;
         }
         assert!(
