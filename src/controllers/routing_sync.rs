@@ -172,12 +172,19 @@ impl<R: Routing> RoutingSync<R> {
                 }
                 // A `test` op failed: read it again.
                 Err(kube::Error::Api(status)) if status.is_invalid() => {
-                    tracing::debug!(name, kind, "webhook configuration changed while we patched it; reading it again");
+                    tracing::debug!(
+                        name,
+                        kind,
+                        "webhook configuration changed while we patched it; reading it again"
+                    );
                 }
                 Err(e) => return Err(failed("patch")(e)),
             }
         }
-        Err(ConditionError::Contended { kind, name: name.clone() })
+        Err(ConditionError::Contended {
+            kind,
+            name: name.clone(),
+        })
     }
 
     /// Runs forever: writes the state at start, after every policy reload

@@ -330,13 +330,19 @@ fn outage(cluster: &mut Cluster, down: Down) -> Outcome {
     assert!(tolerating_claim.contains("tolerations"), "{tolerating_claim}");
     out.check(
         &operator,
-        refused("tenant claim create with a device toleration (operator)", "validate.draguard.dev"),
+        refused(
+            "tenant claim create with a device toleration (operator)",
+            "validate.draguard.dev",
+        ),
         &create,
         Some(&tolerating_claim),
     );
     out.check(
         &operator,
-        refused("tenant Pod create with a toleration (operator)", "validate.draguard.dev"),
+        refused(
+            "tenant Pod create with a toleration (operator)",
+            "validate.draguard.dev",
+        ),
         &create,
         Some(&pod_yaml(
             TENANT,
@@ -345,17 +351,33 @@ fn outage(cluster: &mut Cluster, down: Down) -> Outcome {
             "  tolerations: [{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}]\n",
         )),
     );
-    // A Pod in `ml`, whose policies add default tolerations: sent to the
-    // defaulting entry (1 s, fails open), then the enforcing one (2 s):
-    // the longest wait one write can meet.
+    // A Pod in `ml`, whose policies add a default toleration: sent to the
+    // defaulting entry (1 s, fails open), which leaves the default out;
+    // what is left holds nothing draguard judges beyond the apiserver, so
+    // it is not sent to the enforcing entry. A Pod without its default
+    // only tolerates less: admitted.
+    out.check(
+        &operator,
+        fails_open("tenant Pod create in ml (its default left out)"),
+        &create,
+        Some(&pod_yaml(DEFAULTED, &format!("plain-{tag}"), "", "")),
+    );
+    // The longest wait one write can meet: the defaulting entry (1 s),
+    // then the enforcing one (2 s), for a Pod in `ml` with a toleration of
+    // its own.
     out.check(
         &operator,
         refused(
-            "tenant Pod create in ml (defaulted, then judged)",
+            "tenant Pod create in ml with a toleration (defaulted, then judged)",
             "validate.draguard.dev",
         ),
         &create,
-        Some(&pod_yaml(DEFAULTED, &format!("refused-{tag}"), "", "")),
+        Some(&pod_yaml(
+            DEFAULTED,
+            &format!("refused-{tag}"),
+            "",
+            "  tolerations: [{key: maintenance.example.com/drain, operator: Exists}]\n",
+        )),
     );
     out.check(
         &operator,
