@@ -379,3 +379,57 @@ fn remove_everywhere(value: &mut Value, key: &str) {
         _ => {}
     }
 }
+
+/// The figures issue 40 asks for: webhook calls (both configurations) for
+/// the claim, template and Pod CREATEs a real apiserver sent, and the same
+/// writes without tolerations or configs, before (the manifests alone)
+/// and after both managed conditions, with the shipped policies.
+/// `scripts/webhook-calls.sh` prints the table.
+#[test]
+fn recorded_creates_cost_fewer_calls() {
+    let Some(docs) = render(&overlay("base")) else {
+        return;
+    };
+    let policies = shipped_policies();
+    let managed = with_validate_condition(docs.clone(), &policies, MATCHING);
+    let creates = super::mutate_creates();
+    let mut table = vec![format!(
+        "{} recorded claim/template/Pod CREATEs, webhook calls before -> after both managed conditions (shipped policies):",
+        creates.len()
+    )];
+    for (ns, labels) in [("default", &[][..]), ("ml", &[]), ("gpu-team", &[("team", "ml")])] {
+        let mut all: BTreeMap<&str, &str> = labels.iter().copied().collect();
+        all.insert("kubernetes.io/metadata.name", ns);
+        let stored = json!({"metadata": {"name": ns, "labels": all}});
+        for (what, plain_only) in [("as recorded", false), ("without tolerations or configs", true)] {
+            let (mut before, mut after, mut writes) = (0, 0, 0);
+            for (file, request) in &creates {
+                let request = if plain_only {
+                    match plain(request) {
+                        Some(r) => r,
+                        None => continue,
+                    }
+                } else {
+                    request.clone()
+                };
+                let mut request = request;
+                request["namespace"] = json!(ns);
+                request["object"]["metadata"]["namespace"] = json!(ns);
+                let (request, _) = draguard_changes(&request, &policies, labels);
+                let b = reached_with_namespace(&docs, &request, &stored).len();
+                let a = reached_with_namespace(&managed, &request, &stored).len();
+                assert!(a <= b, "{file} in {ns}: {b} -> {a} calls");
+                if plain_only && ns == "default" {
+                    assert_eq!(a, 0, "{file} in default, {what}");
+                }
+                before += b;
+                after += a;
+                writes += 1;
+            }
+            table.push(format!(
+                "  {ns:<9} {what:<32} {writes:>3} writes: {before:>3} -> {after:>3} calls"
+            ));
+        }
+    }
+    eprintln!("{}", table.join("\n"));
+}
