@@ -344,6 +344,7 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
                 config.policies.clone(),
                 config.toleration_restriction.is_some(),
                 config.apiserver_mismatch.clone(),
+                None,
             );
             let manager = WebhookCerts::new(client.clone(), settings, cert);
             let certs_ready = manager.readiness();

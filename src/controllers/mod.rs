@@ -3,6 +3,8 @@
 //! `cluster` and `server`, so neither depends on them and the house keeps
 //! one direction: `cli` → `controllers` → `server`, `cluster`, `quota`.
 
+pub mod admission_policies;
+pub mod admission_policies_sync;
 pub mod background_audit;
 pub mod lease;
 pub mod lease_gauge;

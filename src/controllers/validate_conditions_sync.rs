@@ -19,18 +19,27 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use kube::Client;
 use serde_json::Value;
 
+use super::admission_policies_sync::EnforcedPolicies;
 use super::routing_sync::{Routing, RoutingSync};
-use super::validate_conditions::{CONDITION_NAME, Inputs, condition, plan};
+use super::validate_conditions::{CONDITION_NAME, Inputs, condition_with, plan};
 use super::webhook_certs::CertSettings;
 use crate::kubernetes::apiserver_report::Mismatch;
-use crate::policy::PolicySet;
+use crate::policy::enforce::TolerationTarget;
+use crate::policy::{PolicySet, TolerationPolicy};
 use crate::policy_files::reload::PolicyStore;
+
+/// The name of the admission policy compiled from a policy's rules for
+/// one kind of toleration.
+pub type CompiledName = fn(&TolerationPolicy, TolerationTarget) -> String;
 
 /// The validating entries' routing.
 pub struct ValidateRouting {
     settings: CertSettings,
     toleration_restriction: bool,
     mismatch: Mismatch,
+    /// The compiled admission policies the apiserver enforces, when serve
+    /// keeps or reads them (`admission_policies_sync`).
+    compiled: Option<(EnforcedPolicies, CompiledName)>,
     /// What the last desired state was computed with (0: rules differ or
     /// unknown, 1: they match, 2: nothing computed yet), so that a change
     /// is logged once.
@@ -60,17 +69,22 @@ impl Routing for ValidateRouting {
                 );
             }
         }
-        condition(
-            set,
-            Inputs {
-                toleration_restriction: self.toleration_restriction,
-                rules_match_apiserver,
-            },
-        )
+        let inputs = Inputs {
+            toleration_restriction: self.toleration_restriction,
+            rules_match_apiserver,
+        };
+        match &self.compiled {
+            None => condition_with(set, inputs, &|_, _| false),
+            Some((enforced, name)) => {
+                let names = enforced.names();
+                condition_with(set, inputs, &|p, target| names.contains(&name(p, target)))
+            }
+        }
     }
 
     fn inputs(&self) -> u64 {
-        u64::from(self.mismatch.rules_match())
+        let generation = self.compiled.as_ref().map_or(0, |(e, _)| e.generation());
+        u64::from(self.mismatch.rules_match()) | (generation << 1)
     }
 
     fn plan(&self, config: &ValidatingWebhookConfiguration, desired: &Self::Desired) -> Vec<Value> {
@@ -98,12 +112,14 @@ impl RoutingSync<ValidateRouting> {
         policies: PolicyStore,
         toleration_restriction: bool,
         mismatch: Mismatch,
+        compiled: Option<(EnforcedPolicies, CompiledName)>,
     ) -> Self {
         let name = settings.webhook_config.clone();
         let routing = ValidateRouting {
             settings,
             toleration_restriction,
             mismatch,
+            compiled,
             said: AtomicU8::new(2),
         };
         RoutingSync::with_routing(client, &name, policies, routing)
