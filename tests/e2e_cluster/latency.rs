@@ -11,12 +11,15 @@
 //!   apiserver dials it and verifies `noop.<ns>.svc` the same way: the
 //!   floor for any webhook;
 //! - `vap`: a ValidatingAdmissionPolicy with one CEL validation;
-//! - `draguard`: deploy/base's entries and `serve` (the claim the shipped
-//!   policies admit, which needs no mutation: one call).
+//! - `draguard`: deploy/base's entries and `serve`, the same claim: it
+//!   holds nothing draguard judges beyond the apiserver, so serve's
+//!   routing (`draguard-can-change-outcome`) sends it nowhere: no call;
+//! - `judged`: the same, in another namespace, with a device toleration
+//!   the shipped policies judge (and admit): one call to `/validate`.
 //!
-//! The creates are sequential and interleaved (each round takes the four
+//! The creates are sequential and interleaved (each round takes the five
 //! setups in a rotated order), so that a machine's load drifts over all
-//! four alike, and timed in-process with kube's client (kubectl's `-v=6`
+//! five alike, and timed in-process with kube's client (kubectl's `-v=6`
 //! log counts whole milliseconds, coarser than the differences measured).
 //! Each run prints every setup's median and p99, and the median added over
 //! `none`.
@@ -42,6 +45,7 @@ const NONE: &str = "latency-none";
 const NOOP: &str = "latency-noop";
 const VAP: &str = "latency-vap";
 const DRAGUARD: &str = "latency-draguard";
+const JUDGED: &str = "latency-judged";
 const NOOP_CONFIGURATION: &str = "e2e-latency-noop";
 const VAP_NAME: &str = "e2e-latency";
 const WARM_UP_ROUNDS: usize = 20;
@@ -76,9 +80,13 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
             "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}, labels: {{draguard.dev/ignore: \"true\"}}}}\n"
         ));
     }
-    admin.apply(&format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {DRAGUARD}}}\n"
-    ));
+    for namespace in [DRAGUARD, JUDGED] {
+        admin.apply(&format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}}}\n"
+        ));
+    }
+    // Until serve's condition is stored, every claim is sent.
+    crate::draguard::wait_for_validate_condition(&admin);
 
     let _noop = start_noop(cluster, &noop_binary);
     register_vap(cluster);
@@ -88,7 +96,7 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
         .build()
         .expect("a runtime for kube's client");
     let client = runtime.block_on(client(cluster));
-    let setups = [NONE, NOOP, VAP, DRAGUARD];
+    let setups = [NONE, NOOP, VAP, DRAGUARD, JUDGED];
     let apis: Vec<Api<ResourceClaim>> = setups.iter().map(|ns| Api::namespaced(client.clone(), ns)).collect();
     let claim: ResourceClaim = serde_json::from_value(json!({
         "apiVersion": "resource.k8s.io/v1",
@@ -97,13 +105,27 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
     }))
     .expect("a claim");
+    let judged: ResourceClaim = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "latency"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com",
+            "tolerations": [{"key": "e2e.draguard.dev/latency", "operator": "Exists"}]
+        }}]}}
+    }))
+    .expect("a claim with a toleration");
+    let claims: Vec<&ResourceClaim> = setups
+        .iter()
+        .map(|s| if *s == JUDGED { &judged } else { &claim })
+        .collect();
     let dry_run = PostParams {
         dry_run: true,
         ..PostParams::default()
     };
     let create = |setup: usize| -> Duration {
         let start = Instant::now();
-        let result = runtime.block_on(apis[setup].create(&dry_run, &claim));
+        let result = runtime.block_on(apis[setup].create(&dry_run, claims[setup]));
         let took = start.elapsed();
         if let Err(e) = result {
             panic!("dry-run create in {}: {e}", setups[setup]);
@@ -119,7 +141,7 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
 
     println!(
         "\nadded apiserver latency per write: sequential server-side dry-run creates of a ResourceClaim, \
-         the four setups interleaved, {rounds} per setup per run"
+         the five setups interleaved, {rounds} per setup per run"
     );
     for run in 1..=runs {
         let calls_before = draguard_calls(cluster);
@@ -141,8 +163,8 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
             let m = median(samples);
             let p99 = percentile(samples, 0.99);
             let added = m.as_secs_f64() - floor.as_secs_f64();
-            let note = if *setup == DRAGUARD {
-                format!("   ({calls:.2} draguard calls per write)")
+            let note = if *setup == JUDGED {
+                format!("   ({calls:.2} draguard calls per write, draguard and judged)")
             } else {
                 String::new()
             };
