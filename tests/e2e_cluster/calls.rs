@@ -18,9 +18,8 @@
 //! - with `--pod-toleration-restriction` every Pod is sent to /mutate (its
 //!   merge may add tolerations to any Pod), claims are not.
 //!
-//! One known needless call is asserted as it is: a Pod in a namespace
-//! where every default is refused by a policy that selects it by label
-//! (the condition counts a refusing policy by its names only) costs 2.
+//! A Pod in a namespace where every default is refused by a policy that
+//! selects it by label costs nothing (issue 39 left it a needless call).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -270,12 +269,10 @@ fn policy_sets() -> Vec<PolicySet> {
                 two(BOTH, Claim, &[RESTRICTED]),
                 // dedicated-ml-nodes allows only its own toleration, so
                 // the tier default is left out (enforce::defaults_for),
-                // and dedicated=ml is refused as above: no default. Yet
-                // it is sent to /mutate, a needless call: the condition
-                // counts a refusing policy by its names only, never by a
-                // label selector, even one that holds on the whole region
-                // (src/controllers/mutate_conditions.rs, `unblocked`).
-                two(BOTH, Pod, &[]),
+                // and dedicated=ml is refused as above: no default, and
+                // no call, since dedicated-ml-nodes' selector holds on
+                // the whole region (mutate_conditions.rs, `unblocked`).
+                one(BOTH, Pod),
                 one(TEAM_AI, Pod),
             ],
         },
@@ -292,9 +289,8 @@ fn policy_sets() -> Vec<PolicySet> {
                 two(TEAM_ML, Template, &[AI]),
                 // Neither default is admitted here (the ai default is
                 // refused by dedicated-ml-nodes, selecting team=ml by
-                // label), yet sent to /mutate: the needless call of BOTH
-                // above.
-                two(TEAM_ML, Pod, &[]),
+                // label): no call, as for BOTH above.
+                one(TEAM_ML, Pod),
                 two(TEAM_AI, Claim, &[AI]),
                 two(TEAM_AI, Pod, &[AI]),
                 one(TIER, Claim),
