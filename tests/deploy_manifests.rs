@@ -1867,22 +1867,34 @@ fn mutate_creates() -> Vec<(String, Value)> {
 fn with_managed_condition(mut docs: Vec<Value>, policies: &draguard::policy::PolicySet) -> Vec<Value> {
     use draguard::controllers::mutate_selector_entries::{managed, plan};
     let desired = managed(policies, false);
+    apply_plan::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>(
+        &mut docs,
+        "MutatingWebhookConfiguration",
+        |typed| {
+            plan(
+                typed.webhooks.as_deref().unwrap_or_default(),
+                "draguard",
+                "draguard",
+                &desired,
+            )
+        },
+    );
+    docs
+}
+
+/// Applies to the configuration of `kind` in `docs` the JSON patch that
+/// `plan` makes of it, as the apiserver applies serve's patch; the plan
+/// must not be empty (the manifests hold no managed state).
+fn apply_plan<C: serde::de::DeserializeOwned>(docs: &mut [Value], kind: &str, plan: impl FnOnce(&C) -> Vec<Value>) {
     let config = docs
         .iter_mut()
-        .find(|d| d["kind"] == "MutatingWebhookConfiguration")
-        .expect("the MutatingWebhookConfiguration");
-    let typed: k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration =
-        serde_json::from_value(config.clone()).expect("a MutatingWebhookConfiguration");
-    let ops = plan(
-        typed.webhooks.as_deref().unwrap_or_default(),
-        "draguard",
-        "draguard",
-        &desired,
-    );
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("the {kind}"));
+    let typed: C = serde_json::from_value(config.clone()).unwrap_or_else(|e| panic!("a {kind}: {e}"));
+    let ops = plan(&typed);
     assert!(!ops.is_empty(), "the manifests hold no managed state yet");
     let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops)).expect("a JSON patch");
     json_patch::patch(config, &patch).expect("the plan applies");
-    docs
 }
 
 /// Each CREATE moved into `ns`, labelled `labels` (request and object, as

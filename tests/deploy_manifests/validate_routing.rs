@@ -19,7 +19,9 @@ use draguard::policy::PolicySet;
 use draguard::verdict::{Denial, Phase};
 use serde_json::{Value, json};
 
-use super::{apiserver_requests, overlay, reached_with_namespace, render, shipped_policies, with_managed_condition};
+use super::{
+    apiserver_requests, apply_plan, overlay, reached_with_namespace, render, shipped_policies, with_managed_condition,
+};
 
 const MATCHING: Inputs = Inputs {
     toleration_restriction: false,
@@ -31,21 +33,18 @@ const MATCHING: Inputs = Inputs {
 fn with_validate_condition(docs: Vec<Value>, policies: &PolicySet, inputs: Inputs) -> Vec<Value> {
     let mut docs = with_managed_condition(docs, policies);
     let desired = draguard::controllers::validate_conditions::condition(policies, inputs);
-    let config = docs
-        .iter_mut()
-        .find(|d| d["kind"] == "ValidatingWebhookConfiguration")
-        .expect("the ValidatingWebhookConfiguration");
-    let typed: k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration =
-        serde_json::from_value(config.clone()).expect("a ValidatingWebhookConfiguration");
-    let ops = plan(
-        typed.webhooks.as_deref().unwrap_or_default(),
-        "draguard",
-        "draguard",
-        &desired,
+    apply_plan::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>(
+        &mut docs,
+        "ValidatingWebhookConfiguration",
+        |typed| {
+            plan(
+                typed.webhooks.as_deref().unwrap_or_default(),
+                "draguard",
+                "draguard",
+                &desired,
+            )
+        },
     );
-    assert!(!ops.is_empty(), "the manifests hold no managed condition yet");
-    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops)).expect("a JSON patch");
-    json_patch::patch(config, &patch).expect("the plan applies");
     docs
 }
 

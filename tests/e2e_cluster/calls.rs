@@ -479,23 +479,46 @@ fn write_policies(cluster: &Cluster, set: &PolicySet) -> PathBuf {
     folder
 }
 
-/// Removes what serve manages from the stored MutatingWebhookConfiguration
+/// Removes what serve manages from the stored webhook configurations
 /// (while no serve runs to put it back), so that the next serve's entries
 /// are seen to appear rather than mistaken for the last one's.
 fn strip_managed_entries(admin: &Kubectl) {
-    strip_validate_condition(admin);
-    let config = admin.get_json(&["mutatingwebhookconfiguration", NAME]);
+    strip(
+        "validatingwebhookconfiguration",
+        admin,
+        |_| false,
+        |_| true,
+        VALIDATE_CONDITION,
+    );
+    strip(
+        "mutatingwebhookconfiguration",
+        admin,
+        |name| name.ends_with(SELECTOR_ENTRY),
+        |name| name == DEFAULTING_ENTRY,
+        CONDITION,
+    );
+}
+
+/// Removes from `kind`'s configuration the entries `drop_entry` names and
+/// the condition `condition` from the entries `from_entry` names.
+fn strip(
+    kind: &str,
+    admin: &Kubectl,
+    drop_entry: impl Fn(&str) -> bool,
+    from_entry: impl Fn(&str) -> bool,
+    condition: &str,
+) {
+    let config = admin.get_json(&[kind, NAME]);
     let mut patch = Vec::new();
-    let webhooks = entries(&config);
     // Highest index first, so that each removal leaves the next one's index.
-    for (i, entry) in webhooks.iter().enumerate().rev() {
+    for (i, entry) in entries(&config).iter().enumerate().rev() {
         let name = entry["name"].as_str().unwrap_or_default();
-        if name.ends_with(SELECTOR_ENTRY) {
+        if drop_entry(name) {
             patch.push(json!({"op": "remove", "path": format!("/webhooks/{i}")}));
-        } else if name == DEFAULTING_ENTRY {
+        } else if from_entry(name) {
             let conditions = entry["matchConditions"].as_array().cloned().unwrap_or_default();
-            for (j, condition) in conditions.iter().enumerate().rev() {
-                if condition["name"] == CONDITION {
+            for (j, c) in conditions.iter().enumerate().rev() {
+                if c["name"] == condition {
                     patch.push(json!({"op": "remove", "path": format!("/webhooks/{i}/matchConditions/{j}")}));
                 }
             }
@@ -504,31 +527,7 @@ fn strip_managed_entries(admin: &Kubectl) {
     if !patch.is_empty() {
         admin.ok(&[
             "patch",
-            "mutatingwebhookconfiguration",
-            NAME,
-            "--type=json",
-            "-p",
-            &Value::Array(patch).to_string(),
-        ]);
-    }
-}
-
-/// Removes serve's condition from every validating entry.
-fn strip_validate_condition(admin: &Kubectl) {
-    let config = admin.get_json(&["validatingwebhookconfiguration", NAME]);
-    let mut patch = Vec::new();
-    for (i, entry) in entries(&config).iter().enumerate() {
-        let conditions = entry["matchConditions"].as_array().cloned().unwrap_or_default();
-        for (j, condition) in conditions.iter().enumerate().rev() {
-            if condition["name"] == VALIDATE_CONDITION {
-                patch.push(json!({"op": "remove", "path": format!("/webhooks/{i}/matchConditions/{j}")}));
-            }
-        }
-    }
-    if !patch.is_empty() {
-        admin.ok(&[
-            "patch",
-            "validatingwebhookconfiguration",
+            kind,
             NAME,
             "--type=json",
             "-p",
