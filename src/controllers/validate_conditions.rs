@@ -51,6 +51,11 @@ use crate::policy::{PolicySet, TolerationPolicy};
 use crate::quota::Limits;
 use crate::rules::tolerations::DEVICE_TOLERATIONS_MAX;
 
+/// The most tolerations of a Pod a compiled policy judges: past it, the
+/// webhook judges them (draguard-core `policy::compile::objects::POD_TOLERATIONS_MAX`,
+/// where the apiserver's CEL cost says why).
+pub const COMPILED_POD_TOLERATIONS_MAX: usize = 128;
+
 /// The name of draguard's managed condition on its validating entries; any
 /// other condition of an entry is left as it is.
 pub const CONDITION_NAME: &str = "draguard-can-change-outcome";
@@ -97,16 +102,37 @@ pub fn expression_with(set: &PolicySet, inputs: Inputs, compiled: Compiled<'_>) 
         return "true".to_owned();
     }
     let pod_tolerations = pod_tolerations_judged(set, compiled);
+    // What a compiled Pod policy leaves to the webhook where it selects:
+    // a list past the bound it judges, and (for workloads) an UPDATE,
+    // whose warnings on an unchanged template it does not give.
+    let compiled_pods = any(set
+        .policies
+        .iter()
+        .map(|l| &l.policy)
+        .filter(|p| !p.spec.pods.allow.is_empty() || !p.spec.pods.deny.is_empty())
+        .filter(|p| compiled(p, TolerationTarget::Pod))
+        .map(|p| selects(p, false)));
+    let past_the_bound = |spec: &str| {
+        let list = format!("{spec}.tolerations");
+        all(vec![
+            compiled_pods.clone(),
+            present(&list),
+            format!("size({list}) > {COMPILED_POD_TOLERATIONS_MAX}"),
+        ])
+    };
     let pod = |spec: &str| {
         if inputs.toleration_restriction {
             "true".to_owned()
         } else {
-            tolerations_term(spec, &pod_tolerations)
+            any([tolerations_term(spec, &pod_tolerations), past_the_bound(spec)].into_iter())
         }
     };
     let claim = |spec: &str| claim_term(set, spec, compiled);
     // A workload's template gets the Pods' checks, the whitelist's too.
-    let workload = pod;
+    let workload = |spec: &str| {
+        let update = all(vec![compiled_pods.clone(), "request.operation == 'UPDATE'".to_owned()]);
+        any([pod(spec), update].into_iter())
+    };
     let branches = [
         (is("", &["pods"]), pod("object.spec")),
         (is("resource.k8s.io", &["resourceclaims"]), claim("object.spec")),

@@ -228,6 +228,13 @@ fn rules_the_apiserver_enforces_itself_send_nothing() {
     let with_toleration = claim(json!({"name": "r", "exactly": {"tolerations": tolerations(1)}}));
     let pods_compiled = expression_with(&set, MATCHING, &|_, t| t == TolerationTarget::Pod);
     assert!(!sent(&pods_compiled, "", "pods", pod(tolerations(1))));
+    assert!(!sent(&pods_compiled, "", "pods", pod(tolerations(128))));
+    assert!(
+        sent(&pods_compiled, "", "pods", pod(tolerations(129))),
+        "past what a compiled policy judges"
+    );
+    let template = json!({"spec": {"template": {"spec": {"tolerations": tolerations(1)}}}});
+    assert!(!sent(&pods_compiled, "apps", "deployments", template), "a CREATE");
     assert!(sent(&pods_compiled, g, "resourceclaims", with_toleration.clone()));
     let both = expression_with(&set, MATCHING, &|_, _| true);
     assert!(!sent(&both, g, "resourceclaims", with_toleration));
