@@ -3,6 +3,7 @@
 //! the platform team's, not the tenants'.
 
 pub mod applicable;
+pub mod compile;
 pub mod apply;
 pub mod cover;
 pub mod driver_schema;

@@ -1,0 +1,197 @@
+//! The admissionregistration.k8s.io/v1 objects of one compiled policy
+//! part: a ValidatingAdmissionPolicy judging the Pods' or the claims' and
+//! templates' tolerations, and its binding (mode, namespaces).
+
+use serde_json::{Value, json};
+
+use super::messages;
+use super::predicate::{self, Judgement};
+use super::selection;
+use crate::policy::TolerationPolicy;
+use crate::policy::enforce::TolerationTarget;
+use crate::verdict::Mode;
+
+/// Labels every compiled object carries, so that `kubectl apply --prune
+/// -l app.kubernetes.io/managed-by=draguard-policy-compile` removes the
+/// ones of a policy that is gone.
+pub const MANAGED_BY: &str = "draguard-policy-compile";
+
+/// `list.exists(t, rejected)`.
+fn any_rejected(list: &str, j: &Judgement) -> String {
+    format!("{list}.exists(t, {})", j.rejected)
+}
+
+/// The first refused toleration's text in `list`, whose path up to `[`
+/// is the CEL string expression `prefix` (only evaluated when there is
+/// one).
+fn first_rejected(list: &str, j: &Judgement, prefix: &str) -> String {
+    format!(
+        "{list}.transformList(j, t, {}, {})[0]",
+        j.rejected,
+        messages::violation(j, prefix, "j")
+    )
+}
+
+/// `path` (dotted fields from `object`) or `[]` when any step is absent.
+fn list_at(root: &str, path: &[&str]) -> String {
+    let mut guards = Vec::new();
+    let mut at = root.to_owned();
+    for step in path {
+        at = format!("{at}.{step}");
+        guards.push(format!("has({at})"));
+    }
+    format!("({} ? {at} : [])", guards.join(" && "))
+}
+
+/// `!(selected) || ` when the namespace selection needs the namespace's
+/// labels: `namespaceObject` is given to validations, not to
+/// matchConditions (the real apiserver v1.36 answers "no such key:
+/// metadata" there).
+fn unless_selected(selected: Option<&str>) -> String {
+    selected.map(|s| format!("!({s}) || ")).unwrap_or_default()
+}
+
+/// A validation of a Pod's `spec.tolerations`.
+fn pod_validation(p: &TolerationPolicy, j: &Judgement, selected: Option<&str>) -> Value {
+    let list = list_at("object", &["spec", "tolerations"]);
+    let first = first_rejected(&list, j, "'spec.tolerations['");
+    json!({
+        "expression": format!("{}!{}", unless_selected(selected), any_rejected(&list, j)),
+        "messageExpression": messages::message(p, TolerationTarget::Pod, &first),
+        "message": messages::fallback(p, TolerationTarget::Pod),
+        "reason": "Forbidden",
+    })
+}
+
+/// A validation of every `exactly` and `firstAvailable` toleration list of
+/// the claim spec at `spec` (`["spec"]` in a claim, `["spec", "spec"]` in
+/// a template), in `apply::claim_lists`'s order: request by request, the
+/// `exactly` list, then each subrequest's. The apiserver converts v1beta1
+/// and v1beta2 writes to v1 before a policy matching v1 with
+/// `matchPolicy: Equivalent` sees them, and `apply::claim_lists` names a
+/// v1beta1 request's list `exactly` too.
+fn claim_validation(
+    p: &TolerationPolicy,
+    j: &Judgement,
+    resource: &str,
+    spec: &[&str],
+    selected: Option<&str>,
+) -> Value {
+    let mut requests_path: Vec<&str> = spec.to_vec();
+    requests_path.extend(["devices", "requests"]);
+    let requests = list_at("object", &requests_path);
+    let exactly = list_at("r", &["exactly", "tolerations"]);
+    let subs = list_at("r", &["firstAvailable"]);
+    let sub = list_at("s", &["tolerations"]);
+    let request_rejects = format!(
+        "{} || {subs}.exists(s, {})",
+        any_rejected(&exactly, j),
+        any_rejected(&sub, j)
+    );
+    let base = format!("{}.devices.requests[", spec.join("."));
+    let exactly_prefix = format!("{} + string(i) + '].exactly.tolerations['", super::cel::string(&base));
+    let sub_prefix = format!(
+        "{} + string(i) + '].firstAvailable[' + string(k) + '].tolerations['",
+        super::cel::string(&base)
+    );
+    let first_of_request = format!(
+        "{} ? {} : {subs}.transformList(k, s, {}, {})[0]",
+        any_rejected(&exactly, j),
+        first_rejected(&exactly, j, &exactly_prefix),
+        any_rejected(&sub, j),
+        first_rejected(&sub, j, &sub_prefix),
+    );
+    let first = format!("{requests}.transformList(i, r, {request_rejects}, {first_of_request})[0]");
+    let judged = format!("request.resource.resource == {}", super::cel::string(resource));
+    json!({
+        "expression": format!(
+            "!({judged}) || {}!{requests}.exists(r, {request_rejects})",
+            unless_selected(selected)
+        ),
+        "messageExpression": messages::message(p, TolerationTarget::Device, &first),
+        "message": messages::fallback(p, TolerationTarget::Device),
+        "reason": "Forbidden",
+    })
+}
+
+/// The binding's validationActions for a policy's mode.
+pub fn actions(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Enforce => "Deny",
+        Mode::Warn => "Warn",
+        Mode::Audit => "Audit",
+    }
+}
+
+/// The name of a compiled part: `draguard-<policy>-pods|devices`.
+pub fn name(p: &TolerationPolicy, target: TolerationTarget) -> String {
+    let part = match target {
+        TolerationTarget::Pod => "pods",
+        TolerationTarget::Device => "devices",
+    };
+    format!("draguard-{}-{part}", p.metadata.name)
+}
+
+/// The policy and its binding for one target; `None` when the policy has
+/// no toleration list for it.
+pub fn policy_and_binding(p: &TolerationPolicy, target: TolerationTarget, draguard_namespace: &str) -> Option<[Value; 2]> {
+    let j = predicate::judgement(p, target)?;
+    let name = name(p, target);
+    let namespaces = selection::namespaces(p);
+    // By label: judged in the validations; by name alone: a matchCondition.
+    let in_validation = p.spec.namespaces.selector.is_some();
+    let selected = namespaces.as_deref().filter(|_| in_validation);
+    let (rules, validations) = match target {
+        TolerationTarget::Pod => (
+            json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                    "resources": ["pods"], "scope": "Namespaced"}]),
+            vec![pod_validation(p, &j, selected)],
+        ),
+        TolerationTarget::Device => (
+            json!([{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                    "resources": ["resourceclaims", "resourceclaimtemplates"], "scope": "Namespaced"}]),
+            vec![
+                claim_validation(p, &j, "resourceclaims", &["spec"], selected),
+                claim_validation(p, &j, "resourceclaimtemplates", &["spec", "spec"], selected),
+            ],
+        ),
+    };
+    let mut conditions: Vec<Value> = selection::webhook_conditions(target == TolerationTarget::Pod)
+        .into_iter()
+        .map(|(n, e)| json!({"name": n, "expression": e}))
+        .collect();
+    if let Some(e) = namespaces.filter(|_| !in_validation) {
+        conditions.push(json!({"name": "namespace-selected", "expression": e}));
+    }
+    if let Some(e) = selection::not_exempt(&p.spec.exempt) {
+        conditions.push(json!({"name": "requester-not-exempt", "expression": e}));
+    }
+    let metadata = json!({
+        "name": name,
+        "labels": {"app.kubernetes.io/managed-by": MANAGED_BY},
+        "annotations": {"draguard.dev/policy": p.metadata.name},
+    });
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": metadata,
+        "spec": {
+            // As draguard's validating entry: a policy skipped is no policy.
+            "failurePolicy": "Fail",
+            "matchConstraints": {"matchPolicy": "Equivalent", "resourceRules": rules},
+            "matchConditions": conditions,
+            "validations": validations,
+        },
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": metadata,
+        "spec": {
+            "policyName": name,
+            "validationActions": [actions(p.spec.mode)],
+            "matchResources": {"namespaceSelector": selection::binding_namespace_selector(draguard_namespace)},
+        },
+    });
+    Some([policy, binding])
+}
