@@ -64,7 +64,7 @@ spec: {{pods: {{deny: [{{key: k, operator: Exists}}]}}}}
 ---
 apiVersion: policy.draguard.dev/v1alpha1
 kind: TolerationPolicy
-metadata: {name: q}
+metadata: {{name: q}}
 spec:
   quota: {{claims: 3}}
   devices:
