@@ -74,7 +74,9 @@ mod tests {
 
     #[test]
     fn message_parts() {
-        let p = policy("  pods:\n    allow: [{key: dedicated, value: ml, effect: NoSchedule}]\n  message: \"ask #platform\"\n");
+        let p = policy(
+            "  pods:\n    allow: [{key: dedicated, value: ml, effect: NoSchedule}]\n  message: \"ask #platform\"\n",
+        );
         assert_eq!(
             message(&p, TolerationTarget::Pod, "FIRST"),
             "'toleration policy \"ml-nodes\": ' + FIRST + '; namespace \"' + request.namespace + '\" may use only: dedicated=ml:NoSchedule: ask #platform'"

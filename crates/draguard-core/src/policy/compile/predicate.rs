@@ -4,10 +4,10 @@
 //! optional: an absent field is the empty string, as draguard decodes it).
 
 use super::cel;
+use crate::policy::TolerationPolicy;
 use crate::policy::cover::describe;
 use crate::policy::enforce::TolerationTarget;
 use crate::policy::model::Toleration;
-use crate::policy::TolerationPolicy;
 
 /// A string field of `t`, `''` when absent.
 fn field(name: &str) -> String {
@@ -212,7 +212,8 @@ mod tests {
         let j = judgement(&deny_only, TolerationTarget::Device).expect("device lists");
         assert_eq!(j.denied, "(has(t.key) ? t.key : '') == 'gpu/degraded'");
         assert_eq!(j.rejected, j.denied);
-        let allow = policy("  pods:\n    allow: [{key: a, operator: Exists}]\n    deny: [{key: b, operator: Exists}]\n");
+        let allow =
+            policy("  pods:\n    allow: [{key: a, operator: Exists}]\n    deny: [{key: b, operator: Exists}]\n");
         let j = judgement(&allow, TolerationTarget::Pod).expect("pod lists");
         assert_eq!(
             j.rejected,
@@ -230,7 +231,9 @@ mod tests {
 
     #[test]
     fn may_use_texts() {
-        let p = policy("  pods:\n    allow: [{key: a, operator: Exists}, {key: b, value: v, effect: NoSchedule}]\n  devices:\n    deny: [{key: d, operator: Exists}]\n");
+        let p = policy(
+            "  pods:\n    allow: [{key: a, operator: Exists}, {key: b, value: v, effect: NoSchedule}]\n  devices:\n    deny: [{key: d, operator: Exists}]\n",
+        );
         assert_eq!(may_use(&p, TolerationTarget::Pod), "only: a:*, b=v:NoSchedule");
         assert_eq!(may_use(&p, TolerationTarget::Device), "anything but: d:*");
     }

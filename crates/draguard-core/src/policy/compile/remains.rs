@@ -17,7 +17,9 @@ pub fn is_subdomain(name: &str, max: usize) -> bool {
         && name.len() <= max
         && name.split('.').all(|label| {
             !label.is_empty()
-                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && !label.starts_with('-')
                 && !label.ends_with('-')
         })
@@ -58,10 +60,7 @@ pub fn remains(p: &TolerationPolicy) -> Vec<Remains> {
         );
     }
     if s.patches.deny_priority_ties {
-        add(
-            "patches",
-            "a priority tie needs the other ResourceSlicePatches",
-        );
+        add("patches", "a priority tie needs the other ResourceSlicePatches");
     }
     if s.namespace_guards.is_some() {
         add(
@@ -72,7 +71,7 @@ pub fn remains(p: &TolerationPolicy) -> Vec<Remains> {
     if !s.pods.allow.is_empty() || !s.pods.deny.is_empty() {
         add(
             "workloads",
-            "the pod templates of Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs stay with the workloads entry (early feedback; the Pods they stamp are judged by the compiled policy)",
+            "Pods with more than 128 tolerations, which the apiserver's CEL would take quadratic time over (policy::compile::objects::POD_TOLERATIONS_MAX); and the pod templates of Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs stay with the workloads entry (early feedback; the Pods they stamp are judged by the compiled policy)",
         );
     }
     out

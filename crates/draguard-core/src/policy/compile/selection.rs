@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 
 use super::cel;
-use crate::policy::model::{LabelSelector, SelectorOperator, Subjects};
 use crate::policy::TolerationPolicy;
+use crate::policy::model::{LabelSelector, SelectorOperator, Subjects};
 
 /// `glob_match(pattern, request.namespace)` as CEL: `==` for a plain
 /// name, else an anchored RE2 `matches` (`*` any run, `?` one character;
@@ -113,10 +113,7 @@ pub fn not_exempt(exempt: &Subjects) -> Option<String> {
 /// draguard judges. Keep in step with that file.
 pub fn webhook_conditions(pods: bool) -> Vec<(&'static str, &'static str)> {
     let mut conditions = vec![
-        (
-            "not-a-kubelet",
-            "!request.userInfo.username.startsWith('system:node:')",
-        ),
+        ("not-a-kubelet", "!request.userInfo.username.startsWith('system:node:')"),
         (
             "not-a-controller-update",
             "request.operation == 'CREATE' || !(request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager')",

@@ -47,9 +47,7 @@ fn too_old_a_kubernetes_is_refused() {
     };
     assert_eq!(
         compile(&set(ML), &options).err().map(|e| e.to_string()).as_deref(),
-        Some(
-            "Kubernetes 1.31 is too old: compiled policies need 1.32 or later (two-variable CEL comprehensions)"
-        )
+        Some("Kubernetes 1.31 is too old: compiled policies need 1.32 or later (two-variable CEL comprehensions)")
     );
 }
 
@@ -106,7 +104,13 @@ fn admits(expression: &str, object: &Value, resource: &str) -> bool {
 }
 
 fn tolerations() -> Vec<Toleration> {
-    let keys = ["", "k", "dedicated", "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"];
+    let keys = [
+        "",
+        "k",
+        "dedicated",
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ];
     let ops = ["", "Equal", "Exists"];
     let values = ["", "ml", "v"];
     let effects = ["", "NoSchedule", "NoExecute"];
