@@ -39,8 +39,8 @@
 use k8s_openapi::api::admissionregistration::v1::{MatchCondition, MutatingWebhook};
 use serde_json::{Value, json};
 
-use crate::policy::enforce::{TolerationTarget, rejects};
 use super::selection_cel::{NAME, NAME_MISSING, all, any, not_excluded, selects, selects_by_name, with_name_missing};
+use crate::policy::enforce::{TolerationTarget, rejects};
 use crate::policy::model::Subjects;
 use crate::policy::{PolicySet, TolerationPolicy};
 use crate::verdict::Mode;

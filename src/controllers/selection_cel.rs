@@ -227,4 +227,3 @@ pub(super) fn quote(text: &str) -> String {
     out.push('\'');
     out
 }
-

@@ -395,6 +395,37 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
             ));
         }
     }
+    // The bound: a list the compiled policies judge (126 written, with the
+    // two DefaultTolerationSeconds adds: 128), and one past it, which they
+    // leave to the webhook.
+    for (written, judged) in [(126, true), (127, false)] {
+        let bad = json!({"key": "bad", "operator": "Exists", "effect": "NoSchedule"});
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("many{written}")},
+                         "spec": {"automountServiceAccountToken": false,
+                                  "containers": [{"name": "c", "image": "x"}],
+                                  "tolerations": vec![bad; written]}});
+        let (code, _, defaulted) = send(&format!("/api/v1/namespaces/{PLAIN}/pods?dryRun=All"), &pod, None);
+        assert_eq!(code, 201, "{defaulted}");
+        let listed = defaulted["spec"]["tolerations"].as_array().map_or(0, Vec::len);
+        assert_eq!(listed, written + 2, "DefaultTolerationSeconds adds two");
+        let (code, warnings, body) = send(
+            "/api/v1/namespaces/gold/pods?dryRun=All",
+            &pod,
+            Some(("tenant", &[GROUP])),
+        );
+        let apiserver = from_apiserver(code, &warnings, &body);
+        let expected = from_draguard(&ctx, "/api/v1/namespaces/{ns}/pods", "gold", &defaulted, &users[0]);
+        assert!(!expected.allowed, "draguard denies {listed} refused tolerations");
+        if judged {
+            assert!(agree(&apiserver, &expected), "{listed}: {apiserver:?} vs {expected:?}");
+        } else {
+            assert!(
+                apiserver.allowed,
+                "{listed} tolerations are left to the webhook: {apiserver:?}"
+            );
+        }
+    }
+
     println!(
         "compiled::same_verdicts: {} writes compared ({denied} denied, {warned} warned by the apiserver), {agreeing} agree, {} differ, in {:.1} s",
         writes.len(),

@@ -3,8 +3,8 @@
 //! the platform team's, not the tenants'.
 
 pub mod applicable;
-pub mod compile;
 pub mod apply;
+pub mod compile;
 pub mod cover;
 pub mod driver_schema;
 pub mod enforce;
