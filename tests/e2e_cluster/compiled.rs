@@ -8,8 +8,9 @@
 //! defaults). No draguard webhook is registered while this runs (it runs
 //! before the installs): the apiserver answers with the compiled policies
 //! alone. Each write is a server-side dry run straight to the apiserver
-//! (HTTP, impersonating the requester), Pods and ResourceClaims (v1,
-//! v1beta1, v1beta2) and templates with and without tolerations, across
+//! (HTTP, impersonating the requester), Pods, Deployments, CronJobs and
+//! ResourceClaims (v1, v1beta1, v1beta2) and templates with and without
+//! tolerations, across
 //! namespaces and requesters; draguard's verdict on the same object is the
 //! review core's (`/validate` with the namespaces' labels known), on the
 //! object as the apiserver's own mutation left it (a dry run in a namespace
@@ -162,6 +163,25 @@ fn tolerations() -> Vec<Value> {
 fn objects() -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for (i, t) in tolerations().into_iter().enumerate() {
+        let pod_spec = json!({"containers": [{"name": "c", "image": "x"}], "tolerations": t});
+        let labels = json!({"app": format!("w{i}")});
+        if i % 2 == 0 {
+            out.push((
+                "/apis/apps/v1/namespaces/{ns}/deployments".to_owned(),
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": format!("d{i}")},
+                       "spec": {"selector": {"matchLabels": labels},
+                                "template": {"metadata": {"labels": labels}, "spec": pod_spec}}}),
+            ));
+        }
+        if i % 4 == 1 {
+            let mut job_spec = pod_spec.clone();
+            job_spec["restartPolicy"] = json!("Never");
+            out.push((
+                "/apis/batch/v1/namespaces/{ns}/cronjobs".to_owned(),
+                json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": format!("j{i}")},
+                       "spec": {"schedule": "@daily", "jobTemplate": {"spec": {"template": {"spec": job_spec}}}}}),
+            ));
+        }
         out.push((
             "/api/v1/namespaces/{ns}/pods".to_owned(),
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i}")},
@@ -480,12 +500,16 @@ fn compile(dir: &Path, args: &[&str]) -> String {
 /// The apiserver's answer: denial `pods "x" is forbidden:
 /// ValidatingAdmissionPolicy 'P' with binding 'P' denied request: MSG`,
 /// warnings `Validation failed for ValidatingAdmissionPolicy 'P' with
-/// binding 'P': MSG`, with P the compiled `draguard-NAME-pods|devices`.
+/// binding 'P': MSG`, with P the compiled `draguard-NAME-pods|workloads|devices`.
 fn from_apiserver(code: u16, warnings: &[String], body: &Value) -> Answer {
     let policy_of = |compiled: &str| {
         compiled
             .strip_prefix("draguard-")
-            .and_then(|s| s.strip_suffix("-pods").or_else(|| s.strip_suffix("-devices")))
+            .and_then(|s| {
+                s.strip_suffix("-pods")
+                    .or_else(|| s.strip_suffix("-workloads"))
+                    .or_else(|| s.strip_suffix("-devices"))
+            })
             .unwrap_or(compiled)
             .to_owned()
     };

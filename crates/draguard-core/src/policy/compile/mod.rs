@@ -19,7 +19,6 @@ pub mod selection;
 use serde_json::Value;
 
 use super::PolicySet;
-use super::enforce::TolerationTarget;
 
 /// The oldest Kubernetes the output runs on: admissionregistration.k8s.io/v1
 /// ValidatingAdmissionPolicy is GA since 1.30, and the messages use
@@ -58,7 +57,7 @@ pub struct CompiledPolicy {
 
 #[derive(Debug, Clone, Default)]
 pub struct Compiled {
-    /// Policies and bindings, in policy order (Pods, then devices).
+    /// Policies and bindings, in policy order (Pods, workloads, devices).
     pub objects: Vec<Value>,
     pub policies: Vec<CompiledPolicy>,
 }
@@ -85,8 +84,8 @@ pub fn compile(set: &PolicySet, options: &Options) -> Result<Compiled, CompileEr
             compiled: Vec::new(),
             remains: remains::remains(p),
         };
-        // "draguard-" + name + "-devices" must be an object name.
-        if !remains::is_subdomain(&p.metadata.name, 253 - "draguard--devices".len()) {
+        // "draguard-" + name + "-workloads" must be an object name.
+        if !remains::is_subdomain(&p.metadata.name, objects::NAME_MAX) {
             entry.remains.insert(
                 0,
                 remains::Remains {
@@ -94,16 +93,16 @@ pub fn compile(set: &PolicySet, options: &Options) -> Result<Compiled, CompileEr
                     why: format!(
                         "the name {:?} cannot name a ValidatingAdmissionPolicy (a DNS subdomain of at most {} characters)",
                         p.metadata.name,
-                        253 - "draguard--devices".len()
+                        objects::NAME_MAX
                     ),
                 },
             );
             out.policies.push(entry);
             continue;
         }
-        for target in [TolerationTarget::Pod, TolerationTarget::Device] {
-            if let Some([policy, binding]) = objects::policy_and_binding(p, target, &options.draguard_namespace) {
-                entry.compiled.push(objects::name(p, target));
+        for part in objects::Part::ALL {
+            if let Some([policy, binding]) = objects::policy_and_binding(p, part, &options.draguard_namespace) {
+                entry.compiled.push(objects::name(p, part));
                 out.objects.push(policy);
                 out.objects.push(binding);
             }

@@ -62,12 +62,24 @@ fn unless_selected(selected: Option<&str>) -> String {
     selected.map(|s| format!("!({s}) || ")).unwrap_or_default()
 }
 
-/// A validation of a Pod's `spec.tolerations`.
-fn pod_validation(p: &TolerationPolicy, j: &Judgement, selected: Option<&str>) -> Value {
-    let list = list_at("object", &["spec", "tolerations"]);
-    let first = first_rejected(&list, j, "'spec.tolerations['");
+/// A validation of the tolerations of the pod spec at `spec` (`["spec"]`
+/// in a Pod, `["spec", "template", "spec"]` in a Deployment), for the
+/// writes `guard` (a CEL condition) admits.
+fn pod_spec_validation(
+    p: &TolerationPolicy,
+    j: &Judgement,
+    selected: Option<&str>,
+    spec: &[&str],
+    guard: Option<&str>,
+) -> Value {
+    let mut path = spec.to_vec();
+    path.push("tolerations");
+    let list = list_at("object", &path);
+    let prefix = super::cel::string(&format!("{}[", path.join(".")));
+    let first = first_rejected(&list, j, &prefix);
+    let unless_guarded = guard.map(|g| format!("!({g}) || ")).unwrap_or_default();
     json!({
-        "expression": format!("{}!{}", unless_selected(selected), any_rejected(&list, j)),
+        "expression": format!("{unless_guarded}{}!{}", unless_selected(selected), any_rejected(&list, j)),
         "messageExpression": messages::message(p, TolerationTarget::Pod, &first),
         "message": messages::fallback(p, TolerationTarget::Pod),
         "reason": "Forbidden",
@@ -134,35 +146,93 @@ pub fn actions(mode: Mode) -> &'static str {
     }
 }
 
-/// The name of a compiled part: `draguard-<policy>-pods|devices`.
-pub fn name(p: &TolerationPolicy, target: TolerationTarget) -> String {
-    let part = match target {
-        TolerationTarget::Pod => "pods",
-        TolerationTarget::Device => "devices",
-    };
-    format!("draguard-{}-{part}", p.metadata.name)
+/// What one compiled policy judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Pods' `spec.tolerations`.
+    Pods,
+    /// The pod templates of Deployments, ReplicaSets, StatefulSets,
+    /// DaemonSets, Jobs and CronJobs, as draguard's workloads entry.
+    Workloads,
+    /// Claims' and templates' device tolerations.
+    Devices,
 }
 
-/// The policy and its binding for one target; `None` when the policy has
+impl Part {
+    pub const ALL: [Part; 3] = [Part::Pods, Part::Workloads, Part::Devices];
+
+    pub fn target(self) -> TolerationTarget {
+        match self {
+            Part::Pods | Part::Workloads => TolerationTarget::Pod,
+            Part::Devices => TolerationTarget::Device,
+        }
+    }
+
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Part::Pods => "pods",
+            Part::Workloads => "workloads",
+            Part::Devices => "devices",
+        }
+    }
+}
+
+/// The longest policy name whose parts can be named.
+pub const NAME_MAX: usize = 253 - "draguard--workloads".len();
+
+/// The name of a compiled part: `draguard-<policy>-pods|workloads|devices`.
+pub fn name(p: &TolerationPolicy, part: Part) -> String {
+    format!("draguard-{}-{}", p.metadata.name, part.suffix())
+}
+
+/// Where a workload's pod spec is: CronJobs' one level deeper.
+const TEMPLATE_SPEC: &[&str] = &["spec", "template", "spec"];
+const CRON_JOB_SPEC: &[&str] = &["spec", "jobTemplate", "spec", "template", "spec"];
+const IS_CRON_JOB: &str = "request.resource.resource == 'cronjobs'";
+
+/// The pod spec of the workload being written, in `object` or `oldObject`.
+fn workload_pod_spec(root: &str) -> String {
+    let at = |path: &[&str]| {
+        let mut guards = Vec::new();
+        let mut at = root.to_owned();
+        for step in path {
+            at = format!("{at}.{step}");
+            guards.push(format!("has({at})"));
+        }
+        format!("({} ? {at} : {{}})", guards.join(" && "))
+    };
+    format!("({IS_CRON_JOB} ? {} : {})", at(CRON_JOB_SPEC), at(TEMPLATE_SPEC))
+}
+
+/// The policy and its binding for one part; `None` when the policy has
 /// no toleration list for it.
-pub fn policy_and_binding(
-    p: &TolerationPolicy,
-    target: TolerationTarget,
-    draguard_namespace: &str,
-) -> Option<[Value; 2]> {
+pub fn policy_and_binding(p: &TolerationPolicy, part: Part, draguard_namespace: &str) -> Option<[Value; 2]> {
+    let target = part.target();
     let j = predicate::judgement(p, target)?;
-    let name = name(p, target);
+    let name = name(p, part);
     let namespaces = selection::namespaces(p);
     // By label: judged in the validations; by name alone: a matchCondition.
     let in_validation = p.spec.namespaces.selector.is_some();
     let selected = namespaces.as_deref().filter(|_| in_validation);
-    let (rules, validations) = match target {
-        TolerationTarget::Pod => (
+    let (rules, validations) = match part {
+        Part::Pods => (
             json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
                     "resources": ["pods"], "scope": "Namespaced"}]),
-            vec![pod_validation(p, &j, selected)],
+            vec![pod_spec_validation(p, &j, selected, &["spec"], None)],
         ),
-        TolerationTarget::Device => (
+        Part::Workloads => (
+            json!([
+                {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["deployments", "replicasets", "statefulsets", "daemonsets"], "scope": "Namespaced"},
+                {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["jobs", "cronjobs"], "scope": "Namespaced"},
+            ]),
+            vec![
+                pod_spec_validation(p, &j, selected, TEMPLATE_SPEC, Some(&format!("!({IS_CRON_JOB})"))),
+                pod_spec_validation(p, &j, selected, CRON_JOB_SPEC, Some(IS_CRON_JOB)),
+            ],
+        ),
+        Part::Devices => (
             json!([{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
                     "resources": ["resourceclaims", "resourceclaimtemplates"], "scope": "Namespaced"}]),
             vec![
@@ -172,16 +242,37 @@ pub fn policy_and_binding(
         ),
     };
     let mut conditions: Vec<Value> = Vec::new();
-    if target == TolerationTarget::Pod {
-        conditions.push(json!({"name": "at-most-128-tolerations", "expression": format!(
+    match part {
+        Part::Pods => conditions.push(json!({"name": "at-most-128-tolerations", "expression": format!(
             "!has(object.spec.tolerations) || size(object.spec.tolerations) <= {POD_TOLERATIONS_MAX}"
-        )}));
+        )})),
+        Part::Workloads => {
+            let spec = workload_pod_spec("object");
+            conditions.push(json!({"name": "at-most-128-tolerations", "expression": format!(
+                "!('tolerations' in {spec}) || size({spec}.tolerations) <= {POD_TOLERATIONS_MAX}"
+            )}));
+        }
+        Part::Devices => {}
     }
-    conditions.extend(
-        selection::webhook_conditions(target == TolerationTarget::Pod)
-            .into_iter()
-            .map(|(n, e)| json!({"name": n, "expression": e})),
-    );
+    if part == Part::Workloads {
+        // `WorkloadKind::judged`: not a controlled workload (its owner was
+        // judged, its Pods will be), and on an UPDATE only a changed pod
+        // template (draguard's other warnings on such an UPDATE stay in the
+        // webhook).
+        conditions.push(json!({"name": "not-controlled", "expression":
+            "!(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))"}));
+        conditions.push(
+            json!({"name": "creates-or-changes-the-pod-template", "expression": format!(
+                "request.operation == 'CREATE' || {} != {}", workload_pod_spec("object"), workload_pod_spec("oldObject")
+            )}),
+        );
+    } else {
+        conditions.extend(
+            selection::webhook_conditions(part == Part::Pods)
+                .into_iter()
+                .map(|(n, e)| json!({"name": n, "expression": e})),
+        );
+    }
     if let Some(e) = namespaces.filter(|_| !in_validation) {
         conditions.push(json!({"name": "namespace-selected", "expression": e}));
     }
@@ -198,8 +289,10 @@ pub fn policy_and_binding(
         "kind": "ValidatingAdmissionPolicy",
         "metadata": metadata,
         "spec": {
-            // As draguard's validating entry: a policy skipped is no policy.
-            "failurePolicy": "Fail",
+            // As draguard's entries: the Pods' and claims' fail closed (a
+            // policy skipped is no policy), the workloads' open (early
+            // feedback: the Pods they stamp are judged).
+            "failurePolicy": if part == Part::Workloads { "Ignore" } else { "Fail" },
             "matchConstraints": {"matchPolicy": "Equivalent", "resourceRules": rules},
             "matchConditions": conditions,
             "validations": validations,

@@ -70,8 +70,8 @@ pub fn remains(p: &TolerationPolicy) -> Vec<Remains> {
     }
     if !s.pods.allow.is_empty() || !s.pods.deny.is_empty() {
         add(
-            "workloads",
-            "Pods with more than 128 tolerations, which the apiserver's CEL would take quadratic time over (policy::compile::objects::POD_TOLERATIONS_MAX); and the pod templates of Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs stay with the workloads entry (early feedback; the Pods they stamp are judged by the compiled policy)",
+            "large lists and workload warnings",
+            "Pods and pod templates with more than 128 tolerations, which the apiserver's CEL would take quadratic time over (policy::compile::objects::POD_TOLERATIONS_MAX); and the workloads entry's warnings on an UPDATE that leaves the pod template as it was (\"Warnings before breakage\")",
         );
     }
     out

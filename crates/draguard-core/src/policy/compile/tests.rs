@@ -1,12 +1,11 @@
 //! The whole output for small policies, exactly; and the compiled
 //! verdicts, evaluated as CEL, against `enforce::judge` itself.
 
-use std::collections::BTreeMap;
-
 use kube_cel::cel::{Context, Program, Value as CelValue};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::policy::enforce::TolerationTarget;
 use crate::policy::load::parse;
 use crate::policy::model::Toleration;
 
@@ -36,7 +35,10 @@ fn a_pod_allow_list_compiles_to_one_policy_and_binding() {
     let expected = include_str!("testdata/ml.yaml");
     assert_eq!(yaml, expected);
     assert_eq!(out.policies.len(), 1);
-    assert_eq!(out.policies[0].compiled, vec!["draguard-ml-pods".to_owned()]);
+    assert_eq!(
+        out.policies[0].compiled,
+        vec!["draguard-ml-pods".to_owned(), "draguard-ml-workloads".to_owned()]
+    );
 }
 
 #[test]
@@ -75,8 +77,8 @@ spec:
     assert!(text.starts_with(&format!(
         "{long} (p.yaml):
   compiled: nothing (no pods or devices allow/deny list)
-  stays in the webhook: everything: the name \"{long}\" cannot name a ValidatingAdmissionPolicy (a DNS subdomain of at most 236 characters)
-  stays in the webhook: workloads: "
+  stays in the webhook: everything: the name \"{long}\" cannot name a ValidatingAdmissionPolicy (a DNS subdomain of at most 234 characters)
+  stays in the webhook: large lists and workload warnings: "
     )), "{text}");
     assert!(text.contains(
         "q (p.yaml):
@@ -95,7 +97,7 @@ fn admits(expression: &str, object: &Value, resource: &str) -> bool {
     ctx.add_variable_from_value("object", kube_cel::cel::to_value(object).expect("CEL value"));
     ctx.add_variable_from_value(
         "request",
-        kube_cel::cel::to_value(&json!({"resource": {"resource": resource}})).expect("CEL value"),
+        kube_cel::cel::to_value(json!({"resource": {"resource": resource}})).expect("CEL value"),
     );
     match program.execute(&ctx) {
         Ok(CelValue::Bool(b)) => b,
@@ -168,7 +170,11 @@ spec: {{pods: {{allowPlatformDefaults: false, allow: [{{key: k, operator: Exists
     let mut checked = 0;
     for loaded in &policies.policies {
         let p = &loaded.policy;
-        for (target, name) in [(TolerationTarget::Pod, "pods"), (TolerationTarget::Device, "devices")] {
+        for (target, name) in [
+            (TolerationTarget::Pod, "pods"),
+            (TolerationTarget::Pod, "workloads"),
+            (TolerationTarget::Device, "devices"),
+        ] {
             let Some(compiled) = out
                 .objects
                 .iter()
@@ -183,9 +189,21 @@ spec: {{pods: {{allowPlatformDefaults: false, allow: [{{key: k, operator: Exists
                     o.retain(|_, v| v != "");
                 }
                 let want = !crate::policy::enforce::rejects(p, target, &t);
-                let cases: Vec<(Value, &str, usize)> = match target {
-                    TolerationTarget::Pod => vec![(json!({"spec": {"tolerations": [as_json]}}), "pods", 0)],
-                    TolerationTarget::Device => vec![
+                let cases: Vec<(Value, &str, usize)> = match (target, name) {
+                    (TolerationTarget::Pod, "pods") => vec![(json!({"spec": {"tolerations": [as_json]}}), "pods", 0)],
+                    (TolerationTarget::Pod, _) => vec![
+                        (
+                            json!({"spec": {"template": {"spec": {"tolerations": [as_json]}}}}),
+                            "deployments",
+                            0,
+                        ),
+                        (
+                            json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {"tolerations": [as_json]}}}}}}),
+                            "cronjobs",
+                            1,
+                        ),
+                    ],
+                    (TolerationTarget::Device, _) => vec![
                         (
                             json!({"spec": {"devices": {"requests": [{"exactly": {"tolerations": [as_json]}}]}}}),
                             "resourceclaims",
@@ -219,5 +237,4 @@ spec: {{pods: {{allowPlatformDefaults: false, allow: [{{key: k, operator: Exists
         }
     }
     assert!(checked > 3000, "{checked}");
-    let _ = BTreeMap::<String, String>::new();
 }
