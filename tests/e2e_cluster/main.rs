@@ -34,6 +34,7 @@ mod allocated;
 mod audit;
 mod calls;
 mod cluster;
+mod compiled;
 mod control_plane;
 mod draguard;
 mod env;
@@ -67,6 +68,8 @@ pub type Scenario = fn(&mut Cluster) -> Outcome;
 /// install the later scenarios run against.
 pub const SCENARIOS: &[(&str, Scenario)] = &[
     ("smoke::control_plane", smoke::control_plane),
+    // Before any install: the apiserver answers with compiled policies alone.
+    ("compiled::same_verdicts", compiled::same_verdicts),
     ("install::helm", install::helm),
     ("install::kustomize", install::kustomize),
     ("outage::killed", outage::killed),
