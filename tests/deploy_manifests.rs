@@ -637,6 +637,34 @@ fn sync_quotas_component_adds_the_flag_and_the_writes() {
     );
 }
 
+/// The admission-policies component adds the flag (which parses) and the
+/// rights on the four admission policy kinds, bound to draguard's account.
+#[test]
+fn admission_policies_component_adds_the_flag_and_the_writes() {
+    let Some(docs) = render_with_components(&["admission-policies"]) else {
+        return;
+    };
+    assert_fails_safe(&docs, BASE_FAILURE);
+    assert_args_parse(&docs);
+    assert!(args(&docs).contains(&"--manage-admission-policies"));
+    let writer = find(&docs, "ClusterRole", "draguard-admission-policies").expect("the writer role");
+    assert_eq!(
+        writer["rules"][0]["resources"],
+        json!([
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicybindings",
+            "mutatingadmissionpolicies",
+            "mutatingadmissionpolicybindings"
+        ])
+    );
+    assert_eq!(writer["rules"][0]["verbs"], json!(["get", "list", "create", "patch", "delete"]));
+    let binding = find(&docs, "ClusterRoleBinding", "draguard-admission-policies").expect("binding");
+    assert_eq!(
+        binding["subjects"][0]["namespace"],
+        deployment(&docs)["metadata"]["namespace"]
+    );
+}
+
 /// The audit component adds the flag, lets draguard list every kind an
 /// audit reads (with base's reader role: kept in step with the kind
 /// registry), write only PolicyReports, and hold its Lease in its own

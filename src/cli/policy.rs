@@ -118,7 +118,9 @@ fn compile(dir: &std::path::Path, minor: Option<u64>, draguard_namespace: String
         print!("{}", compile::explain(&compiled));
         return ExitCode::SUCCESS;
     }
-    match compile::to_yaml(&compiled.objects) {
+    // The hash serve's --compiled-policies-applied recognises them by.
+    let objects = crate::controllers::admission_policies::with_hash(compiled.objects);
+    match compile::to_yaml(&objects) {
         Ok(yaml) => {
             print!("{yaml}");
             ExitCode::SUCCESS

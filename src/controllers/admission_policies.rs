@@ -44,23 +44,35 @@ pub fn key(object: &Value) -> Option<ObjectKey> {
     Some((kind.to_owned(), name.to_owned()))
 }
 
-/// The objects as serve applies them: each labelled as draguard's and
-/// annotated with the hash of its `spec`. `compile` output carries the
-/// annotation too, so what a GitOps repository holds is recognised.
-pub fn stamped(objects: Vec<Value>) -> Vec<Value> {
+/// The objects annotated with the hash of their `spec`, as `draguard
+/// policy compile` prints them and serve applies them: what a GitOps
+/// repository holds is recognised by it.
+pub fn with_hash(objects: Vec<Value>) -> Vec<Value> {
     objects
         .into_iter()
         .map(|mut object| {
             let hash = spec_hash(&object["spec"]);
             let metadata = &mut object["metadata"];
-            if !metadata["labels"].is_object() {
-                metadata["labels"] = json!({});
-            }
-            metadata["labels"][MANAGED_BY_LABEL] = json!(MANAGED_BY);
             if !metadata["annotations"].is_object() {
                 metadata["annotations"] = json!({});
             }
             metadata["annotations"][HASH_ANNOTATION] = json!(hash);
+            object
+        })
+        .collect()
+}
+
+/// The objects as serve applies them: [`with_hash`], and labelled as
+/// draguard's, which is how serve finds the ones to delete.
+pub fn stamped(objects: Vec<Value>) -> Vec<Value> {
+    with_hash(objects)
+        .into_iter()
+        .map(|mut object| {
+            let metadata = &mut object["metadata"];
+            if !metadata["labels"].is_object() {
+                metadata["labels"] = json!({});
+            }
+            metadata["labels"][MANAGED_BY_LABEL] = json!(MANAGED_BY);
             object
         })
         .collect()

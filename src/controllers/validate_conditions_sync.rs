@@ -28,9 +28,10 @@ use crate::policy::enforce::TolerationTarget;
 use crate::policy::{PolicySet, TolerationPolicy};
 use crate::policy_files::reload::PolicyStore;
 
-/// The name of the admission policy compiled from a policy's rules for
-/// one kind of toleration.
-pub type CompiledName = fn(&TolerationPolicy, TolerationTarget) -> String;
+/// The names of the admission policies compiled from a policy's rules for
+/// one kind of toleration: the routing leaves those rules out only when
+/// every one of them is enforced.
+pub type CompiledName = fn(&TolerationPolicy, TolerationTarget) -> Vec<String>;
 
 /// The validating entries' routing.
 pub struct ValidateRouting {
@@ -77,7 +78,9 @@ impl Routing for ValidateRouting {
             None => condition_with(set, inputs, &|_, _| false),
             Some((enforced, name)) => {
                 let names = enforced.names();
-                condition_with(set, inputs, &|p, target| names.contains(&name(p, target)))
+                condition_with(set, inputs, &|p, target| {
+                    name(p, target).iter().all(|n| names.contains(n))
+                })
             }
         }
     }
