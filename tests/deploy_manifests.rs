@@ -657,7 +657,10 @@ fn admission_policies_component_adds_the_flag_and_the_writes() {
             "mutatingadmissionpolicybindings"
         ])
     );
-    assert_eq!(writer["rules"][0]["verbs"], json!(["get", "list", "create", "patch", "delete"]));
+    assert_eq!(
+        writer["rules"][0]["verbs"],
+        json!(["get", "list", "create", "patch", "delete"])
+    );
     let binding = find(&docs, "ClusterRoleBinding", "draguard-admission-policies").expect("binding");
     assert_eq!(
         binding["subjects"][0]["namespace"],

@@ -7,16 +7,16 @@ use std::time::Duration;
 
 use k8s_quantity::Quantity;
 
+use super::compiled_policies;
 use crate::cluster::apiserver::{self, Apiserver, Recheck};
 use crate::cluster::live::LiveView;
+use crate::controllers::admission_policies_sync::Ownership;
 use crate::controllers::background_audit::round::RoundSettings;
 use crate::controllers::background_audit::{AuditSettings, BackgroundAudit};
 use crate::controllers::lease;
 use crate::controllers::lease_gauge::LeaseGauge;
 use crate::controllers::mutate_conditions_sync::MutateConditions;
 use crate::controllers::standing_taint_rules::{self, Settings as StandingSettings, StandingTaintRules};
-use super::compiled_policies;
-use crate::controllers::admission_policies_sync::Ownership;
 use crate::controllers::validate_conditions_sync::ValidateConditions;
 use crate::controllers::webhook_certs::{CertSettings, SERVICE_ACCOUNT_NAMESPACE, WebhookCerts, default_namespace};
 use crate::kubernetes::apiserver_report::Mismatch;

@@ -35,6 +35,7 @@ mod audit;
 mod calls;
 mod cluster;
 mod compiled;
+mod compiled_in_cluster;
 mod control_plane;
 mod draguard;
 mod env;
@@ -82,6 +83,7 @@ pub const SCENARIOS: &[(&str, Scenario)] = &[
         standing_rules::eviction_controller,
     ),
     ("audit::cluster_and_reports", audit::cluster_and_reports),
+    ("compiled::in_cluster", compiled_in_cluster::in_cluster),
     ("verdicts::replay", verdicts_scenario::replay),
 ];
 
