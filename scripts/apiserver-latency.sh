@@ -7,7 +7,8 @@
 # deploy/base with a claim its routing sends nowhere; one with a driver
 # config it judges; and one judged by what `serve
 # --manage-admission-policies` compiled of gpu-device-taints), each
-# setup's median and p99 and the median added over no webhook, RUNS times (tests/e2e_cluster/latency.rs says how).
+# setup's median and p99 and the median added over no webhook, RUNS
+# times (tests/e2e_cluster/latency.rs says how).
 # A measurement, not a test: it exits 0 whatever the figures, and fails
 # only when a build, a process or a request fails.
 #
