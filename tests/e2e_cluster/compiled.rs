@@ -336,7 +336,10 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
         .expect("a runtime for kube's client");
     let client = runtime.block_on(client(cluster));
     let send = |path: &str, body: &Value, user: Option<(&str, &[&str])>| -> (u16, Vec<String>, Value) {
-        runtime.block_on(send(&client, path, body, user))
+        runtime.block_on(request(&client, http::Method::POST, path, body, user))
+    };
+    let put = |path: &str, body: &Value, user: Option<(&str, &[&str])>| -> (u16, Vec<String>, Value) {
+        runtime.block_on(request(&client, http::Method::PUT, path, body, user))
     };
 
     // The policies are in force once a write they refuse is refused.
@@ -420,7 +423,7 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
             Some((user, groups)),
         );
         let apiserver = from_apiserver(code, &warnings, &body);
-        let expected = from_draguard(&ctx, path, ns, &object, &users[*who]);
+        let expected = from_draguard(&ctx, path, ns, &object, None, &users[*who]);
         denied += usize::from(!apiserver.allowed);
         warned += usize::from(!apiserver.warnings.is_empty());
         let written = object["spec"]["tolerations"].as_array().map_or(0, Vec::len);
@@ -461,7 +464,7 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
             Some(("tenant", &[GROUP])),
         );
         let apiserver = from_apiserver(code, &warnings, &body);
-        let expected = from_draguard(&ctx, "/api/v1/namespaces/{ns}/pods", "web", &defaulted, &users[0]);
+        let expected = from_draguard(&ctx, "/api/v1/namespaces/{ns}/pods", "web", &defaulted, None, &users[0]);
         assert!(!expected.allowed, "draguard denies {listed} refused tolerations");
         let as_bound_says = if judged {
             agree(&apiserver, &expected)
@@ -475,9 +478,83 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
         }
     }
 
+    // UPDATEs: a Pod and a Deployment stored by an exempt requester with a
+    // toleration the tenant may not use, then changed by the tenant. Not
+    // sent to draguard (admitted by both): a Pod's label, a Deployment's
+    // replicas; judged: a toleration added, the pod template changed.
+    let alice: (&str, &[&str]) = ("alice", &[GROUP]);
+    let bad = json!([{"key": "bad", "operator": "Exists"}]);
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "upd"},
+                     "spec": {"automountServiceAccountToken": false,
+                              "containers": [{"name": "c", "image": "x"}], "tolerations": bad}});
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "upd"},
+                            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "upd"}},
+                                     "template": {"metadata": {"labels": {"app": "upd"}},
+                                                  "spec": {"containers": [{"name": "c", "image": "x"}], "tolerations": bad}}}});
+    let pods = "/api/v1/namespaces/{ns}/pods";
+    let deployments = "/apis/apps/v1/namespaces/{ns}/deployments";
+    let mut updates = Vec::new();
+    for (path, object) in [(pods, &pod), (deployments, &deployment)] {
+        let (code, _, stored) = send(&path.replace("{ns}", "gold"), object, Some(alice));
+        assert_eq!(code, 201, "{stored}");
+        let mut changed_meta = stored.clone();
+        changed_meta["metadata"]["labels"]["touched"] = json!("yes");
+        let mut changed_spec = stored.clone();
+        if object["kind"] == "Pod" {
+            if let Some(list) = changed_spec["spec"]["tolerations"].as_array_mut() {
+                list.push(json!({"key": "ok", "operator": "Exists"}));
+            }
+        } else {
+            changed_meta["spec"]["replicas"] = json!(1);
+            changed_spec["spec"]["template"]["spec"]["containers"][0]["image"] = json!("y");
+        }
+        updates.push((path, stored.clone(), changed_meta, false));
+        updates.push((path, stored, changed_spec, true));
+    }
+    for (path, old, new, judged) in &updates {
+        let mut body = new.clone();
+        if let Some(meta) = body["metadata"].as_object_mut() {
+            meta.remove("resourceVersion");
+        }
+        let name = new["metadata"]["name"].as_str().unwrap_or("");
+        let (code, warnings, answer) = put(
+            &format!("{}/{name}?dryRun=All", path.replace("{ns}", "gold")),
+            &body,
+            Some(("tenant", &[GROUP])),
+        );
+        let mut apiserver = from_apiserver(code, &warnings, &answer);
+        let mut expected = if *judged {
+            from_draguard(&ctx, path, "gold", new, Some(old), &users[0])
+        } else {
+            // draguard's entries are not sent these writes (their
+            // matchConditions; WorkloadKind::judged): admitted as they are.
+            Answer {
+                allowed: true,
+                denials: BTreeSet::new(),
+                warnings: BTreeSet::new(),
+                tolerations: None,
+            }
+        };
+        if !*judged {
+            apiserver.tolerations = None;
+            expected.tolerations = None;
+        }
+        let what = format!(
+            "UPDATE of {} {name} (judged: {judged})",
+            new["kind"].as_str().unwrap_or("")
+        );
+        if agree(&apiserver, &expected) && apiserver.allowed != *judged {
+            agreeing += 1;
+        } else {
+            differing.push(format!(
+                "{what}:\n  apiserver: {apiserver:?}\n  draguard:  {expected:?}"
+            ));
+        }
+    }
+
     println!(
         "compiled::same_verdicts: {} writes compared ({denied} denied, {warned} warned, {defaulted_pods} Pods given defaults by the apiserver), {agreeing} agree, {} differ, in {:.1} s",
-        writes.len(),
+        writes.len() + updates.len(),
         differing.len(),
         started.elapsed().as_secs_f64()
     );
@@ -572,7 +649,14 @@ fn from_apiserver(code: u16, warnings: &[String], body: &Value) -> Answer {
 /// draguard's verdict on the same write: not judged in the namespaces no
 /// draguard entry judges; else the review core's, each denying policy's
 /// first violation, each warning policy's first warning.
-fn from_draguard(ctx: &draguard::review::Context<'_>, path: &str, ns: &str, object: &Value, user: &Value) -> Answer {
+fn from_draguard(
+    ctx: &draguard::review::Context<'_>,
+    path: &str,
+    ns: &str,
+    object: &Value,
+    old: Option<&Value>,
+    user: &Value,
+) -> Answer {
     let mut answer = Answer {
         allowed: true,
         denials: BTreeSet::new(),
@@ -603,12 +687,13 @@ fn from_draguard(ctx: &draguard::review::Context<'_>, path: &str, ns: &str, obje
             "requestResource": {"group": group, "version": version, "resource": resource},
             "name": name,
             "namespace": ns,
-            "operation": "CREATE",
+            "operation": if old.is_some() { "UPDATE" } else { "CREATE" },
             "userInfo": user,
             "object": object,
-            "oldObject": null,
+            "oldObject": old,
             "dryRun": true,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions", "dryRun": ["All"]},
+            "options": {"apiVersion": "meta.k8s.io/v1",
+                        "kind": if old.is_some() { "UpdateOptions" } else { "CreateOptions" }, "dryRun": ["All"]},
         }
     });
     let bytes = serde_json::to_vec(&review).expect("JSON");
@@ -673,15 +758,19 @@ async fn client(cluster: &Cluster) -> kube::Client {
     kube::Client::try_from(config).expect("admin client")
 }
 
-/// POSTs `body` to `path`, as `user` in its groups when given: the status
-/// code, the `Warning` headers' texts, and the answer's JSON.
-async fn send(
+/// POSTs (or PUTs) `body` to `path`, as `user` in its groups when given:
+/// the status code, the `Warning` headers' texts, and the answer's JSON.
+async fn request(
     client: &kube::Client,
+    method: http::Method,
     path: &str,
     body: &Value,
     user: Option<(&str, &[&str])>,
 ) -> (u16, Vec<String>, Value) {
-    let mut request = http::Request::post(path).header("Content-Type", "application/json");
+    let mut request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("Content-Type", "application/json");
     if let Some((user, groups)) = user {
         request = request.header("Impersonate-User", user);
         for g in groups {
