@@ -118,9 +118,12 @@ spec:
 "#;
 
 /// Namespaces and their labels; `kube-system` exists already and is never
-/// judged, as no draguard entry judges it.
+/// judged, as no draguard entry judges it. Each name is this scenario's
+/// alone: they are deleted without waiting.
 const NAMESPACES: &[(&str, &[(&str, &str)])] = &[
-    ("ml", &[]),
+    // Not `ml`, which later scenarios create while these are still being
+    // deleted; `ml-*` selects these as it would.
+    ("ml-serve", &[]),
     ("ml-train", &[]),
     ("ml-sandbox", &[]),
     ("web", &[("team", "ml")]),
@@ -148,7 +151,7 @@ const REQUESTERS: &[(&str, &[&str])] = &[
 ];
 
 /// Namespaces every requester writes in; the tenant writes in all.
-const REQUESTER_NAMESPACES: &[&str] = &["gold", "web", "ml"];
+const REQUESTER_NAMESPACES: &[&str] = &["gold", "web", "ml-serve"];
 
 fn tolerations() -> Vec<Value> {
     [
@@ -562,7 +565,7 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
     // Leave nothing behind for the installs that follow.
     admin.ok(&[
         "delete",
-        "validatingadmissionpolicybinding,validatingadmissionpolicy",
+        "validatingadmissionpolicybinding,validatingadmissionpolicy,mutatingadmissionpolicybinding,mutatingadmissionpolicy",
         "-l",
         "app.kubernetes.io/managed-by=draguard-policy-compile",
     ]);
