@@ -10,6 +10,7 @@
 //! ([`remains`]).
 
 pub mod cel;
+pub mod defaults;
 pub mod messages;
 pub mod objects;
 pub mod predicate;
@@ -52,6 +53,9 @@ pub struct CompiledPolicy {
     pub file: String,
     /// The names of the compiled ValidatingAdmissionPolicies.
     pub compiled: Vec<String>,
+    /// It has Pod defaults (compiled into [`defaults::NAME`] when
+    /// [`Compiled::defaults_compiled`]).
+    pub pod_defaults: bool,
     pub remains: Vec<remains::Remains>,
 }
 
@@ -60,6 +64,8 @@ pub struct Compiled {
     /// Policies and bindings, in policy order (Pods, workloads, devices).
     pub objects: Vec<Value>,
     pub policies: Vec<CompiledPolicy>,
+    /// Whether the Pods' defaults are compiled (a MutatingAdmissionPolicy).
+    pub defaults_compiled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,7 +88,8 @@ pub fn compile(set: &PolicySet, options: &Options) -> Result<Compiled, CompileEr
             policy: p.metadata.name.clone(),
             file: loaded.file.clone(),
             compiled: Vec::new(),
-            remains: remains::remains(p),
+            pod_defaults: !p.spec.pods.defaults.is_empty(),
+            remains: remains::remains(p, options.minor >= defaults::MIN_MINOR),
         };
         // "draguard-" + name + "-workloads" must be an object name.
         if !remains::is_subdomain(&p.metadata.name, objects::NAME_MAX) {
@@ -109,6 +116,15 @@ pub fn compile(set: &PolicySet, options: &Options) -> Result<Compiled, CompileEr
         }
         out.policies.push(entry);
     }
+    // Pods' defaults: one MutatingAdmissionPolicy for every policy's
+    // (GA in 1.36; before, they stay with the webhook).
+    if options.minor >= defaults::MIN_MINOR
+        && let Some([policy, binding]) = defaults::policy_and_binding(set, &options.draguard_namespace)
+    {
+        out.objects.push(policy);
+        out.objects.push(binding);
+        out.defaults_compiled = true;
+    }
     Ok(out)
 }
 
@@ -133,6 +149,9 @@ pub fn explain(compiled: &Compiled) -> String {
         } else {
             out.push_str(&format!("  compiled: {}\n", p.compiled.join(", ")));
         }
+        if p.pod_defaults && compiled.defaults_compiled {
+            out.push_str(&format!("  compiled: pods.defaults, in {}\n", defaults::NAME));
+        }
         for r in &p.remains {
             out.push_str(&format!("  stays in the webhook: {}: {}\n", r.part, r.why));
         }
@@ -149,6 +168,7 @@ Every compiled policy, compared with the webhook:
     (a warning: \"Validation failed for ValidatingAdmissionPolicy 'NAME' with binding 'NAME': \");
     when several policies refuse a write, the apiserver reports one of them;
   - Audit records the failure in the audit event's annotations, not in draguard's log and metrics;
+  - the Pods' defaults are one MutatingAdmissionPolicy for all policies: compile every policy at once;
   - the CEL runtime cost limit bounds the object: see README \"Compiling policies\".
 ";
 

@@ -22,9 +22,10 @@ pub const MANAGED_BY: &str = "draguard-policy-compile";
 /// exemption policy, server-side dry runs: 5,000 tolerations added 0.56 s,
 /// 10,000 2.3 s, 20,000 10.6 s, 50,000 timed out at 30 s), while a Pod's
 /// list has no bound but the request's size (3 MiB: 140,000 tolerations).
-/// Claims need none: the apiserver's validation, which runs before any
+/// Claims get none: the apiserver's validation, which runs before any
 /// policy, caps a request's list at 16 and a claim at 32 requests of at
-/// most 8 subrequests.
+/// most 8 subrequests; that largest claim (4,096 tolerations) took about
+/// 0.2 s more with three device policies compiled.
 pub const POD_TOLERATIONS_MAX: usize = 128;
 
 /// `list.exists(t, rejected)`.

@@ -25,8 +25,9 @@ pub fn is_subdomain(name: &str, max: usize) -> bool {
         })
 }
 
-/// The parts of `p` that stay in the webhook.
-pub fn remains(p: &TolerationPolicy) -> Vec<Remains> {
+/// The parts of `p` that stay in the webhook; `pod_defaults` when the
+/// Pods' defaults are compiled (Kubernetes 1.36 and later).
+pub fn remains(p: &TolerationPolicy, pod_defaults: bool) -> Vec<Remains> {
     let s = &p.spec;
     let mut out = Vec::new();
     let mut add = |part: &'static str, why: &str| {
@@ -35,10 +36,16 @@ pub fn remains(p: &TolerationPolicy) -> Vec<Remains> {
             why: why.to_owned(),
         })
     };
-    if !s.pods.defaults.is_empty() || !s.devices.defaults.is_empty() {
+    if !s.pods.defaults.is_empty() && !pod_defaults {
         add(
-            "defaults",
-            "default tolerations are a mutation (draguard's /mutate entry); no MutatingAdmissionPolicy is emitted yet",
+            "pods.defaults",
+            "MutatingAdmissionPolicy (admissionregistration.k8s.io/v1) is served from Kubernetes 1.36",
+        );
+    }
+    if !s.devices.defaults.is_empty() {
+        add(
+            "devices.defaults",
+            "a default per toleration list of every request and subrequest, up to each list's 16, with a warning for each left out: not compiled yet",
         );
     }
     if s.quota.claims.is_some() || !s.quota.devices.is_empty() {

@@ -83,7 +83,7 @@ spec:
     assert!(text.contains(
         "q (p.yaml):
   compiled: draguard-q-devices
-  stays in the webhook: defaults: default tolerations are a mutation (draguard's /mutate entry); no MutatingAdmissionPolicy is emitted yet
+  stays in the webhook: devices.defaults: a default per toleration list of every request and subrequest, up to each list's 16, with a warning for each left out: not compiled yet
   stays in the webhook: quota: counting a namespace's claims and devices needs the other claims, which a policy never sees
 "
     ), "{text}");
@@ -237,4 +237,27 @@ spec: {{pods: {{allowPlatformDefaults: false, allow: [{{key: k, operator: Exists
         }
     }
     assert!(checked > 3000, "{checked}");
+}
+
+/// `defaults::covered_by(d)`, evaluated as CEL over a Pod's toleration
+/// `e`, is `covers(e, d)` for every pair of shapes.
+#[test]
+fn compiled_coverage_of_defaults_is_covers() {
+    let shapes = tolerations();
+    let defaults: Vec<&Toleration> = shapes.iter().step_by(7).collect();
+    let mut checked = 0;
+    for d in defaults {
+        let program = Program::compile(&format!("object.exists(e, {})", defaults::covered_by(d))).expect("compiles");
+        for e in &shapes {
+            // Serialized from the model, so that `tolerationSeconds` is an
+            // int, as the apiserver decodes it (a JSON number would be a
+            // uint here, which CEL's == never equals an int).
+            let mut ctx = Context::default();
+            ctx.add_variable_from_value("object", kube_cel::cel::to_value([e]).expect("CEL value"));
+            let got = matches!(program.execute(&ctx), Ok(CelValue::Bool(true)));
+            assert_eq!(got, crate::policy::cover::covers(e, d), "{e:?} covers {d:?}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 10_000, "{checked}");
 }
