@@ -176,7 +176,9 @@ pub fn in_cluster(cluster: &mut Cluster) -> Outcome {
     }
 
     // A policy gone from serve's folder takes its objects with it.
-    let folder = cluster.scratch("compiled-policies");
+    let folder = cluster.scratch("in-cluster-policies");
+    // A folder of its own: only the three files below.
+    let _ = std::fs::remove_dir_all(&folder);
     std::fs::create_dir_all(&folder).expect("policies folder");
     for file in ["dedicated-nodes.yaml", "gpu-sharing.yaml", "maintenance.yaml"] {
         std::fs::copy(format!("{ROOT}/policies/{file}"), folder.join(file)).expect("copy a policy");
