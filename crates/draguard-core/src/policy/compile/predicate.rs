@@ -42,9 +42,14 @@ fn seconds_equal(seconds: Option<i64>) -> String {
 /// operators (empty, which means Equal for the value but is not equal to a
 /// `t` written with Equal, and unknown ones, which cover only themselves).
 pub fn covers(ss: &Toleration) -> String {
+    covers_as(ss, &operator())
+}
+
+/// [`covers`] with `t`'s operator read as the CEL string `op`.
+fn covers_as(ss: &Toleration, op: &str) -> String {
     let equal = cel::all(&[
         format!("{} == {}", key(), cel::string(&ss.key)),
-        format!("{} == {}", operator(), cel::string(&ss.operator)),
+        format!("{op} == {}", cel::string(&ss.operator)),
         format!("{} == {}", value(), cel::string(&ss.value)),
         format!("{} == {}", effect(), cel::string(&ss.effect)),
         seconds_equal(ss.toleration_seconds),
@@ -64,17 +69,28 @@ pub fn covers(ss: &Toleration) -> String {
     match ss.operator.as_str() {
         "Exists" => cel::all(&general),
         "Equal" => {
-            general.push(format!("{} == 'Equal'", operator()));
+            general.push(format!("{op} == 'Equal'"));
             general.push(format!("{} == {}", value(), cel::string(&ss.value)));
             cel::all(&general)
         }
         "" => {
-            general.push(format!("{} == 'Equal'", operator()));
+            general.push(format!("{op} == 'Equal'"));
             general.push(format!("{} == {}", value(), cel::string(&ss.value)));
             cel::any(&[equal, cel::all(&general)])
         }
         _ => equal,
     }
+}
+
+/// `denies(d, t)` (cover.rs): [`covers`], or a `t` without an operator
+/// covered as the Equal one Kubernetes reads it as.
+pub fn denies(d: &Toleration) -> String {
+    // An Exists entry reads no operator of `t`: nothing more to cover.
+    if d.operator == "Exists" {
+        return covers(d);
+    }
+    let as_equal = covers_as(d, "'Equal'");
+    cel::any(&[covers(d), cel::all(&[format!("{} == ''", operator()), as_equal])])
 }
 
 /// `is_platform_default(t)`: the not-ready/unreachable tolerations the
@@ -115,7 +131,7 @@ pub fn judgement(p: &TolerationPolicy, target: TolerationTarget) -> Option<Judge
     if allow.is_empty() && deny.is_empty() {
         return None;
     }
-    let denied = cel::any(&deny.iter().map(covers).collect::<Vec<_>>());
+    let denied = cel::any(&deny.iter().map(denies).collect::<Vec<_>>());
     if allow.is_empty() {
         return Some(Judgement {
             rejected: denied.clone(),
