@@ -52,9 +52,8 @@ use crate::quota::Limits;
 use crate::rules::tolerations::DEVICE_TOLERATIONS_MAX;
 
 /// The most tolerations of a Pod a compiled policy judges: past it, the
-/// webhook judges them (draguard-core `policy::compile::objects::POD_TOLERATIONS_MAX`,
-/// where the apiserver's CEL cost says why).
-pub const COMPILED_POD_TOLERATIONS_MAX: usize = 128;
+/// webhook judges them (where the apiserver's CEL time says why).
+pub use crate::policy::compile::objects::POD_TOLERATIONS_MAX as COMPILED_POD_TOLERATIONS_MAX;
 
 /// The name of draguard's managed condition on its validating entries; any
 /// other condition of an entry is left as it is.
