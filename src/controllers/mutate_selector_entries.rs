@@ -255,10 +255,18 @@ pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
     let mut ids = BTreeSet::new();
     for (region, label) in &parts {
         let members: Vec<usize> = label.iter().flat_map(|&g| groups[g].1.iter().copied()).collect();
-        // The label selectors of these policies hold on every namespace
-        // of the region: where one of them refuses a default, it surely
-        // does (but where it excludes the namespace by name).
-        let holds = |q: &TolerationPolicy| members.iter().any(|&i| std::ptr::eq(policies[i], q));
+        // The label selectors that hold on every namespace of the region
+        // (a merged region past the cap holds namespaces some of its
+        // selectors do not select: `wider`): where one of their policies
+        // refuses a default, it surely does (but where it excludes the
+        // namespace by name).
+        let not_within = wider.get(region);
+        let holding: Vec<usize> = label
+            .iter()
+            .filter(|g| not_within.is_none_or(|w| !w.contains(g)))
+            .flat_map(|&g| groups[g].1.iter().copied())
+            .collect();
+        let holds = |q: &TolerationPolicy| holding.iter().any(|&i| std::ptr::eq(policies[i], q));
         let term = |has: &dyn Fn(&TolerationPolicy) -> bool, target| {
             any(members
                 .iter()
