@@ -637,6 +637,37 @@ fn sync_quotas_component_adds_the_flag_and_the_writes() {
     );
 }
 
+/// The admission-policies component adds the flag (which parses) and the
+/// rights on the four admission policy kinds, bound to draguard's account.
+#[test]
+fn admission_policies_component_adds_the_flag_and_the_writes() {
+    let Some(docs) = render_with_components(&["admission-policies"]) else {
+        return;
+    };
+    assert_fails_safe(&docs, BASE_FAILURE);
+    assert_args_parse(&docs);
+    assert!(args(&docs).contains(&"--manage-admission-policies"));
+    let writer = find(&docs, "ClusterRole", "draguard-admission-policies").expect("the writer role");
+    assert_eq!(
+        writer["rules"][0]["resources"],
+        json!([
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicybindings",
+            "mutatingadmissionpolicies",
+            "mutatingadmissionpolicybindings"
+        ])
+    );
+    assert_eq!(
+        writer["rules"][0]["verbs"],
+        json!(["get", "list", "create", "patch", "delete"])
+    );
+    let binding = find(&docs, "ClusterRoleBinding", "draguard-admission-policies").expect("binding");
+    assert_eq!(
+        binding["subjects"][0]["namespace"],
+        deployment(&docs)["metadata"]["namespace"]
+    );
+}
+
 /// The audit component adds the flag, lets draguard list every kind an
 /// audit reads (with base's reader role: kept in step with the kind
 /// registry), write only PolicyReports, and hold its Lease in its own
@@ -1867,22 +1898,34 @@ fn mutate_creates() -> Vec<(String, Value)> {
 fn with_managed_condition(mut docs: Vec<Value>, policies: &draguard::policy::PolicySet) -> Vec<Value> {
     use draguard::controllers::mutate_selector_entries::{managed, plan};
     let desired = managed(policies, false);
+    apply_plan::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>(
+        &mut docs,
+        "MutatingWebhookConfiguration",
+        |typed| {
+            plan(
+                typed.webhooks.as_deref().unwrap_or_default(),
+                "draguard",
+                "draguard",
+                &desired,
+            )
+        },
+    );
+    docs
+}
+
+/// Applies to the configuration of `kind` in `docs` the JSON patch that
+/// `plan` makes of it, as the apiserver applies serve's patch; the plan
+/// must not be empty (the manifests hold no managed state).
+fn apply_plan<C: serde::de::DeserializeOwned>(docs: &mut [Value], kind: &str, plan: impl FnOnce(&C) -> Vec<Value>) {
     let config = docs
         .iter_mut()
-        .find(|d| d["kind"] == "MutatingWebhookConfiguration")
-        .expect("the MutatingWebhookConfiguration");
-    let typed: k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration =
-        serde_json::from_value(config.clone()).expect("a MutatingWebhookConfiguration");
-    let ops = plan(
-        typed.webhooks.as_deref().unwrap_or_default(),
-        "draguard",
-        "draguard",
-        &desired,
-    );
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("the {kind}"));
+    let typed: C = serde_json::from_value(config.clone()).unwrap_or_else(|e| panic!("a {kind}: {e}"));
+    let ops = plan(&typed);
     assert!(!ops.is_empty(), "the manifests hold no managed state yet");
     let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops)).expect("a JSON patch");
     json_patch::patch(config, &patch).expect("the plan applies");
-    docs
 }
 
 /// Each CREATE moved into `ns`, labelled `labels` (request and object, as

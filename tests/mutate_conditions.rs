@@ -461,15 +461,24 @@ spec:
         [writes, writes, writes],
         "{calls_per_namespace:?}"
     );
-    // Selected: each CREATE of a kind a policy defaults reaches one
-    // defaulting entry (every fixture Pod and claim gets the default).
-    assert_eq!(calls_per_namespace[3], writes + creates, "{calls_per_namespace:?}");
-    assert_eq!(calls_per_namespace[4], writes + creates, "{calls_per_namespace:?}");
-    // `ml-train`, by name: its Pods only (the shipped policy defaults no
-    // claim).
     let pod_creates = requests
         .iter()
         .filter(|(file, r)| file.starts_with("pod-") && r["operation"] == "CREATE")
         .count();
+    // Selected: each CREATE of a kind a policy defaults reaches one
+    // defaulting entry (every fixture Pod and claim gets the default).
+    assert_eq!(calls_per_namespace[3], writes + creates, "{calls_per_namespace:?}");
+    // Both selectors: the claims get the tier default; a Pod gets none
+    // (dedicated-ml-nodes, whose `team=ml` selector holds on the whole
+    // region, allows only its own toleration, which
+    // dedicated-ml-nodes-are-ml-only refuses outside `ml`, `ml-*`), and
+    // is not sent.
+    assert_eq!(
+        calls_per_namespace[4],
+        writes + creates - pod_creates,
+        "{calls_per_namespace:?}"
+    );
+    // `ml-train`, by name: its Pods only (the shipped policy defaults no
+    // claim).
     assert_eq!(calls_per_namespace[5], writes + pod_creates, "{calls_per_namespace:?}");
 }

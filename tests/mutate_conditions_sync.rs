@@ -6,6 +6,7 @@
 
 mod support {
     pub mod fake_apiserver;
+    pub mod within;
 }
 
 use std::time::Duration;
@@ -19,6 +20,7 @@ use draguard::policy::load::parse;
 use draguard::policy_files::reload::PolicyStore;
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
+use support::within::within;
 
 const KUBELET: &str = "!request.userInfo.username.startsWith('system:node:')";
 
@@ -70,17 +72,6 @@ fn conditions(api: &FakeApiServer, i: usize) -> Value {
 
 fn with_ours(expression: &str) -> Value {
     json!([{"name": "not-a-kubelet", "expression": KUBELET}, {"name": CONDITION_NAME, "expression": expression}])
-}
-
-async fn within(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Duration> {
-    let started = std::time::Instant::now();
-    while started.elapsed() < limit {
-        if done() {
-            return Some(started.elapsed());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    None
 }
 
 fn settings() -> CertSettings {

@@ -5,6 +5,7 @@
 
 mod support {
     pub mod fake_apiserver;
+    pub mod within;
 }
 
 use std::net::SocketAddr;
@@ -19,6 +20,7 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::{Value, json};
 use support::fake_apiserver::{FakeApiServer, Objects};
+use support::within::within;
 
 const NS: &str = "draguard";
 const SECRET: &str = "draguard-tls";
@@ -490,18 +492,6 @@ async fn a_secret_draguard_did_not_create_is_never_overwritten() {
     );
     assert!(api.writes_of("PUT").is_empty(), "nothing written");
     assert!(!replica.readiness().is_ready());
-}
-
-/// Polls `done` every 20 ms for up to `limit`; how long it took, or `None`.
-async fn within(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Duration> {
-    let started = std::time::Instant::now();
-    while started.elapsed() < limit {
-        if done() {
-            return Some(started.elapsed());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    None
 }
 
 /// The periodic check is an hour away: only the watch can see the change.

@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod check;
 mod cluster_read;
+mod compiled_policies;
 pub mod explain;
 pub mod impact;
 pub mod policy;

@@ -1,5 +1,5 @@
-//! `draguard policy lint [PATH...]`, `draguard policy test DIR` and
-//! `draguard policy schema`.
+//! `draguard policy lint [PATH...]`, `draguard policy test DIR`,
+//! `draguard policy schema` and `draguard policy compile --policies DIR`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +30,36 @@ pub enum PolicyCommand {
     },
     /// Print the JSON Schema of policy files (for yaml-language-server).
     Schema,
+    /// Print the ValidatingAdmissionPolicies and bindings the apiserver
+    /// can run itself for the policies' toleration allow and deny lists
+    /// (YAML, one document each); `--explain` says instead what stays in
+    /// the webhook, and why.
+    Compile {
+        /// Folder of toleration policies.
+        #[arg(long, value_name = "DIR")]
+        policies: PathBuf,
+        /// The Kubernetes version the output is for (1.32 or later;
+        /// default 1.36).
+        #[arg(long, value_name = "VERSION", value_parser = parse_minor)]
+        kubernetes_version: Option<u64>,
+        /// draguard's namespace, which no compiled policy judges (as no
+        /// draguard entry does).
+        #[arg(long, value_name = "NAMESPACE", default_value = "draguard")]
+        draguard_namespace: String,
+        /// Print, per policy, what is compiled and what stays in the webhook.
+        #[arg(long)]
+        explain: bool,
+    },
+}
+
+/// `1.36`, `v1.36` or `v1.36.2`: the minor version.
+fn parse_minor(text: &str) -> Result<u64, String> {
+    let t = text.strip_prefix('v').unwrap_or(text);
+    let mut parts = t.split('.');
+    match (parts.next(), parts.next().map(str::parse::<u64>)) {
+        (Some("1"), Some(Ok(minor))) if parts.clone().count() <= 1 => Ok(minor),
+        _ => Err(format!("{text:?} is not a Kubernetes version (1.36, v1.36.2)")),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -42,6 +72,12 @@ pub fn run(args: PolicyArgs) -> ExitCode {
     match args.command {
         PolicyCommand::Lint { paths } => lint(&paths),
         PolicyCommand::Test { path, output } => test(&path, output),
+        PolicyCommand::Compile {
+            policies,
+            kubernetes_version,
+            draguard_namespace,
+            explain,
+        } => compile(&policies, kubernetes_version, draguard_namespace, explain),
         PolicyCommand::Schema => match serde_json::to_string_pretty(&crate::policy::schema::schema()) {
             Ok(s) => {
                 println!("{s}");
@@ -52,6 +88,47 @@ pub fn run(args: PolicyArgs) -> ExitCode {
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+fn compile(dir: &std::path::Path, minor: Option<u64>, draguard_namespace: String, explain: bool) -> ExitCode {
+    use crate::policy::compile;
+    let set = match super::load_policies("draguard policy compile", Some(dir)) {
+        Ok(set) => set,
+        Err(e) => {
+            eprintln!("draguard policy compile: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut options = compile::Options {
+        draguard_namespace,
+        ..compile::Options::default()
+    };
+    if let Some(minor) = minor {
+        options.minor = minor;
+    }
+    let compiled = match compile::compile(&set, &options) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("draguard policy compile: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if explain {
+        print!("{}", compile::explain(&compiled));
+        return ExitCode::SUCCESS;
+    }
+    // The hash serve's --compiled-policies-applied recognises them by.
+    let objects = crate::controllers::admission_policies::with_hash(compiled.objects);
+    match compile::to_yaml(&objects) {
+        Ok(yaml) => {
+            print!("{yaml}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("draguard policy compile: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -7,14 +7,17 @@ use std::time::Duration;
 
 use k8s_quantity::Quantity;
 
+use super::compiled_policies;
 use crate::cluster::apiserver::{self, Apiserver, Recheck};
 use crate::cluster::live::LiveView;
+use crate::controllers::admission_policies_sync::Ownership;
 use crate::controllers::background_audit::round::RoundSettings;
 use crate::controllers::background_audit::{AuditSettings, BackgroundAudit};
 use crate::controllers::lease;
 use crate::controllers::lease_gauge::LeaseGauge;
 use crate::controllers::mutate_conditions_sync::MutateConditions;
 use crate::controllers::standing_taint_rules::{self, Settings as StandingSettings, StandingTaintRules};
+use crate::controllers::validate_conditions_sync::ValidateConditions;
 use crate::controllers::webhook_certs::{CertSettings, SERVICE_ACCOUNT_NAMESPACE, WebhookCerts, default_namespace};
 use crate::kubernetes::apiserver_report::Mismatch;
 use crate::policy::toleration_restriction::TolerationRestrictionConfigError;
@@ -139,6 +142,21 @@ pub struct ServeArgs {
     /// entries that call --webhook-service. Needs a cluster.
     #[arg(long, conflicts_with_all = ["tls_cert", "no_cluster", "sans"])]
     pub manage_webhook_certs: bool,
+    /// Apply what `draguard policy compile` makes of the policies in force
+    /// (ValidatingAdmissionPolicies and bindings, server-side apply, field
+    /// manager draguard), keep them in step with policy reloads, and delete
+    /// the ones no policy makes any more; with --manage-webhook-certs the
+    /// validating entries then stop sending what the apiserver enforces
+    /// itself. Needs a cluster, and rights on those kinds
+    /// (deploy/components/admission-policies).
+    #[arg(long, conflicts_with = "no_cluster")]
+    pub manage_admission_policies: bool,
+    /// The objects `draguard policy compile` prints are applied by someone
+    /// else (a GitOps tool): read them, and, with --manage-webhook-certs,
+    /// stop sending to the webhook what those the apiserver holds as
+    /// compiled from the policies in force judge. Needs a cluster.
+    #[arg(long, conflicts_with_all = ["no_cluster", "manage_admission_policies"])]
+    pub compiled_policies_applied: bool,
     /// With --manage-webhook-certs: the Secret holding the CA and certificate.
     #[arg(
         long,
@@ -314,6 +332,27 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
         &config.apiserver_mismatch,
     )
     .await?;
+    // The compiled admission policies, applied or only read.
+    let ownership = match (args.manage_admission_policies, args.compiled_policies_applied) {
+        (true, _) => Some(Ownership::Managed),
+        (false, true) => Some(Ownership::External),
+        (false, false) => None,
+    };
+    let admission_policies = match (ownership, &cluster) {
+        (Some(ownership), Some((_, client))) => Some(compiled_policies::controller(
+            client.clone(),
+            config.policies.clone(),
+            config.target.version,
+            &own_namespace(&args),
+            ownership,
+        )),
+        (Some(_), None) => {
+            return Err(StartupError::NeedsCluster {
+                flag: "--manage-admission-policies",
+            });
+        }
+        (None, _) => None,
+    };
     let cert_manager = match (managed, &cluster) {
         (Some(cert), Some((_, client))) => {
             let settings = webhook_cert_settings(&args);
@@ -335,6 +374,18 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
             // Where that routing still sends writes beyond the policies'
             // selectors.
             config.collectors.push(conditions.routing().collector());
+            // And the validating entries' condition: /validate is called
+            // only where draguard can change the outcome.
+            let validate_conditions = ValidateConditions::new(
+                client.clone(),
+                settings.clone(),
+                config.policies.clone(),
+                config.toleration_restriction.is_some(),
+                config.apiserver_mismatch.clone(),
+                admission_policies
+                    .as_ref()
+                    .map(|a| (a.enforced(), compiled_policies::COMPILED_NAMES)),
+            );
             let manager = WebhookCerts::new(client.clone(), settings, cert);
             let certs_ready = manager.readiness();
             let cluster_ready = config.ready.clone();
@@ -344,7 +395,7 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
                 // certificate: the apiserver cannot call this replica then.
                 certs_ready.check()
             });
-            Some((manager, conditions))
+            Some((manager, conditions, validate_conditions))
         }
         (Some(_), None) => {
             return Err(StartupError::NeedsCluster {
@@ -404,9 +455,13 @@ async fn serve(args: ServeArgs) -> Result<(), StartupError> {
             let _ = stopped.wait_for(|stop| *stop).await;
         }));
     }
-    if let Some((manager, conditions)) = cert_manager {
+    if let Some((manager, conditions, validate_conditions)) = cert_manager {
         tokio::spawn(manager.run());
         tokio::spawn(conditions.run());
+        tokio::spawn(validate_conditions.run());
+    }
+    if let Some(admission_policies) = admission_policies {
+        tokio::spawn(admission_policies.run());
     }
     if args.sync_quotas {
         let Some((view, client)) = cluster else {

@@ -134,7 +134,7 @@ pub(super) fn kind_terms(
             let selector_elsewhere = &selector_elsewhere;
             move |p: &TolerationPolicy| {
                 let blocked = if refusals {
-                    unblocked(set, p, target)
+                    unblocked(set, p, target, &|_| false)
                 } else {
                     "true".to_owned()
                 };
@@ -166,12 +166,19 @@ pub(super) fn kind_terms(
 /// refuses it, so a default that a policy selecting the namespace surely
 /// refuses is never added. "Surely" errs towards sending: a refusing
 /// policy counts only by its names, globs and exclusions (its label
-/// selector may not match) and only when it exempts nobody (the requester
-/// may be exempt). With the shipped policies, `dedicated-ml-nodes`'s
+/// selector may not match), or, in a selector entry's region where its
+/// label selector holds on every namespace (`selector_holds`), by its
+/// exclusions alone; and only when it exempts nobody (the requester may
+/// be exempt). With the shipped policies, `dedicated-ml-nodes`'s
 /// default is refused wherever `dedicated-ml-nodes-are-ml-only` selects
 /// (every namespace but `ml`, `ml-*`), so a `team=ml` namespace by any
 /// other name never gets it and is not sent.
-fn unblocked(set: &PolicySet, p: &TolerationPolicy, target: TolerationTarget) -> String {
+fn unblocked(
+    set: &PolicySet,
+    p: &TolerationPolicy,
+    target: TolerationTarget,
+    selector_holds: &dyn Fn(&TolerationPolicy) -> bool,
+) -> String {
     let defaults = match target {
         TolerationTarget::Pod => &p.spec.pods.defaults,
         TolerationTarget::Device => &p.spec.devices.defaults,
@@ -182,7 +189,13 @@ fn unblocked(set: &PolicySet, p: &TolerationPolicy, target: TolerationTarget) ->
             .iter()
             .map(|l| &l.policy)
             .filter(|q| q.spec.exempt == Subjects::default() && rejects(q, target, d))
-            .map(surely_selects));
+            .map(|q| {
+                if selector_holds(q) {
+                    surely_selects_by_exclusions(q)
+                } else {
+                    surely_selects(q)
+                }
+            }));
         match refused_by.as_str() {
             "false" => "true".to_owned(),
             "true" => "false".to_owned(),
@@ -197,6 +210,18 @@ fn unblocked(set: &PolicySet, p: &TolerationPolicy, target: TolerationTarget) ->
 /// false for an object without its namespace.
 fn surely_selects(q: &TolerationPolicy) -> String {
     let term = selects_by_name(q, true);
+    if term.contains(NAME) {
+        format!("(!({NAME_MISSING}) && {term})")
+    } else {
+        term
+    }
+}
+
+/// A term that holds where `q`'s exclusions leave the namespace: where its
+/// label selector holds on every namespace, that is where it selects;
+/// false for an object without its namespace.
+fn surely_selects_by_exclusions(q: &TolerationPolicy) -> String {
+    let term = not_excluded(q);
     if term.contains(NAME) {
         format!("(!({NAME_MISSING}) && {term})")
     } else {
@@ -227,15 +252,17 @@ fn selected_by_selector(p: &TolerationPolicy) -> String {
 }
 
 /// [`selected_by_selector`] AND [`unblocked`] (when `refusals`, as
-/// [`kind_terms`] says).
+/// [`kind_terms`] says), in a region where the label selectors of the
+/// policies `selector_holds` names hold on every namespace.
 pub(super) fn selected_by_selector_for(
     set: &PolicySet,
     p: &TolerationPolicy,
     target: TolerationTarget,
     refusals: bool,
+    selector_holds: &dyn Fn(&TolerationPolicy) -> bool,
 ) -> String {
     let unblocked = if refusals {
-        unblocked(set, p, target)
+        unblocked(set, p, target, selector_holds)
     } else {
         "true".to_owned()
     };

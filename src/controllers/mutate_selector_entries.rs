@@ -255,12 +255,24 @@ pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
     let mut ids = BTreeSet::new();
     for (region, label) in &parts {
         let members: Vec<usize> = label.iter().flat_map(|&g| groups[g].1.iter().copied()).collect();
+        // The label selectors that hold on every namespace of the region
+        // (a merged region past the cap holds namespaces some of its
+        // selectors do not select: `wider`): where one of their policies
+        // refuses a default, it surely does (but where it excludes the
+        // namespace by name).
+        let not_within = wider.get(region);
+        let holding: Vec<usize> = label
+            .iter()
+            .filter(|g| not_within.is_none_or(|w| !w.contains(g)))
+            .flat_map(|&g| groups[g].1.iter().copied())
+            .collect();
+        let holds = |q: &TolerationPolicy| holding.iter().any(|&i| std::ptr::eq(policies[i], q));
         let term = |has: &dyn Fn(&TolerationPolicy) -> bool, target| {
             any(members
                 .iter()
                 .map(|&i| policies[i])
                 .filter(|p| has(p))
-                .map(|p| selected_by_selector_for(set, p, target, refusals)))
+                .map(|p| selected_by_selector_for(set, p, target, refusals, &holds)))
         };
         let pods = and_not(&base.pods, term(&pod_defaults, TolerationTarget::Pod));
         let claims = and_not(&base.claims, term(&device_defaults, TolerationTarget::Device));

@@ -45,10 +45,15 @@ use serde_json::Value;
 
 use super::mutate_conditions::{MAX_EXPRESSION_LEN, MAX_MATCH_CONDITIONS, plan_entry};
 use super::selection_cel::{all, any, quote, selects};
+use crate::policy::enforce::TolerationTarget;
 use crate::policy::model::Toleration;
 use crate::policy::{PolicySet, TolerationPolicy};
 use crate::quota::Limits;
 use crate::rules::tolerations::DEVICE_TOLERATIONS_MAX;
+
+/// The most tolerations of a Pod a compiled policy judges: past it, the
+/// webhook judges them (where the apiserver's CEL time says why).
+pub use crate::policy::compile::objects::POD_TOLERATIONS_MAX as COMPILED_POD_TOLERATIONS_MAX;
 
 /// The name of draguard's managed condition on its validating entries; any
 /// other condition of an entry is left as it is.
@@ -65,11 +70,21 @@ pub struct Inputs {
     pub rules_match_apiserver: bool,
 }
 
+/// Whether the apiserver enforces a policy's rules for one kind of
+/// toleration itself, through a compiled admission policy
+/// (`admission_policies`): those rules are then no reason to call.
+pub type Compiled<'a> = &'a dyn Fn(&TolerationPolicy, TolerationTarget) -> bool;
+
 /// The managed condition.
 pub fn condition(set: &PolicySet, inputs: Inputs) -> MatchCondition {
+    condition_with(set, inputs, &|_, _| false)
+}
+
+/// [`condition`], leaving out the rules the apiserver enforces itself.
+pub fn condition_with(set: &PolicySet, inputs: Inputs, compiled: Compiled<'_>) -> MatchCondition {
     MatchCondition {
         name: CONDITION_NAME.to_owned(),
-        expression: expression(set, inputs),
+        expression: expression_with(set, inputs, compiled),
     }
 }
 
@@ -77,20 +92,46 @@ pub fn condition(set: &PolicySet, inputs: Inputs) -> MatchCondition {
 /// `namespaceObject`: see `mutate_conditions::expression`, which also says
 /// why the object's namespace is the request's on every write).
 pub fn expression(set: &PolicySet, inputs: Inputs) -> String {
+    expression_with(set, inputs, &|_, _| false)
+}
+
+/// [`expression`], leaving out the rules the apiserver enforces itself.
+pub fn expression_with(set: &PolicySet, inputs: Inputs, compiled: Compiled<'_>) -> String {
     if !inputs.rules_match_apiserver {
         return "true".to_owned();
     }
-    let pod_tolerations = pod_tolerations_judged(set);
+    let pod_tolerations = pod_tolerations_judged(set, compiled);
+    // What a compiled Pod policy leaves to the webhook where it selects:
+    // a list past the bound it judges, and (for workloads) an UPDATE,
+    // whose warnings on an unchanged template it does not give.
+    let compiled_pods = any(set
+        .policies
+        .iter()
+        .map(|l| &l.policy)
+        .filter(|p| !p.spec.pods.allow.is_empty() || !p.spec.pods.deny.is_empty())
+        .filter(|p| compiled(p, TolerationTarget::Pod))
+        .map(|p| selects(p, false)));
+    let past_the_bound = |spec: &str| {
+        let list = format!("{spec}.tolerations");
+        all(vec![
+            compiled_pods.clone(),
+            present(&list),
+            format!("size({list}) > {COMPILED_POD_TOLERATIONS_MAX}"),
+        ])
+    };
     let pod = |spec: &str| {
         if inputs.toleration_restriction {
             "true".to_owned()
         } else {
-            tolerations_term(spec, &pod_tolerations)
+            any([tolerations_term(spec, &pod_tolerations), past_the_bound(spec)].into_iter())
         }
     };
-    let claim = |spec: &str| claim_term(set, spec);
+    let claim = |spec: &str| claim_term(set, spec, compiled);
     // A workload's template gets the Pods' checks, the whitelist's too.
-    let workload = pod;
+    let workload = |spec: &str| {
+        let update = all(vec![compiled_pods.clone(), "request.operation == 'UPDATE'".to_owned()]);
+        any([pod(spec), update].into_iter())
+    };
     let branches = [
         (is("", &["pods"]), pod("object.spec")),
         (is("resource.k8s.io", &["resourceclaims"]), claim("object.spec")),
@@ -149,12 +190,13 @@ fn present(path: &str) -> String {
 
 /// Which node tolerations of a pod spec are worth a call, as a CEL term
 /// over one toleration `t`; `true` when every one is, `false` when none.
-fn pod_tolerations_judged(set: &PolicySet) -> String {
+fn pod_tolerations_judged(set: &PolicySet, compiled: Compiled<'_>) -> String {
     let judging = || {
         set.policies
             .iter()
             .map(|l| &l.policy)
             .filter(|p| !p.spec.pods.allow.is_empty() || !p.spec.pods.deny.is_empty())
+            .filter(|p| !compiled(p, TolerationTarget::Pod))
     };
     let any_toleration = any(judging()
         .filter(|p| judges_platform_defaults(p))
@@ -216,7 +258,7 @@ fn tolerations_term(spec: &str, judged: &str) -> String {
 /// what draguard judges beyond the apiserver: opaque configs, device
 /// tolerations a policy may judge or past the limit, or it is in a
 /// namespace with a policy quota.
-fn claim_term(set: &PolicySet, spec: &str) -> String {
+fn claim_term(set: &PolicySet, spec: &str, compiled: Compiled<'_>) -> String {
     let policies = || set.policies.iter().map(|l| &l.policy);
     let devices = format!("{spec}.devices");
     let configs = all(vec![
@@ -225,6 +267,7 @@ fn claim_term(set: &PolicySet, spec: &str) -> String {
     ]);
     let judged = any(policies()
         .filter(|p| !p.spec.devices.allow.is_empty() || !p.spec.devices.deny.is_empty())
+        .filter(|p| !compiled(p, TolerationTarget::Device))
         .map(|p| selects(p, false)));
     let too_many = |list: &str| {
         let limit = format!("size({list}) > {DEVICE_TOLERATIONS_MAX}");

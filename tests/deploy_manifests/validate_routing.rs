@@ -19,7 +19,9 @@ use draguard::policy::PolicySet;
 use draguard::verdict::{Denial, Phase};
 use serde_json::{Value, json};
 
-use super::{apiserver_requests, overlay, reached_with_namespace, render, shipped_policies, with_managed_condition};
+use super::{
+    apiserver_requests, apply_plan, overlay, reached_with_namespace, render, shipped_policies, with_managed_condition,
+};
 
 const MATCHING: Inputs = Inputs {
     toleration_restriction: false,
@@ -31,21 +33,18 @@ const MATCHING: Inputs = Inputs {
 fn with_validate_condition(docs: Vec<Value>, policies: &PolicySet, inputs: Inputs) -> Vec<Value> {
     let mut docs = with_managed_condition(docs, policies);
     let desired = draguard::controllers::validate_conditions::condition(policies, inputs);
-    let config = docs
-        .iter_mut()
-        .find(|d| d["kind"] == "ValidatingWebhookConfiguration")
-        .expect("the ValidatingWebhookConfiguration");
-    let typed: k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration =
-        serde_json::from_value(config.clone()).expect("a ValidatingWebhookConfiguration");
-    let ops = plan(
-        typed.webhooks.as_deref().unwrap_or_default(),
-        "draguard",
-        "draguard",
-        &desired,
+    apply_plan::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>(
+        &mut docs,
+        "ValidatingWebhookConfiguration",
+        |typed| {
+            plan(
+                typed.webhooks.as_deref().unwrap_or_default(),
+                "draguard",
+                "draguard",
+                &desired,
+            )
+        },
     );
-    assert!(!ops.is_empty(), "the manifests hold no managed condition yet");
-    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops)).expect("a JSON patch");
-    json_patch::patch(config, &patch).expect("the plan applies");
     docs
 }
 
@@ -378,4 +377,58 @@ fn remove_everywhere(value: &mut Value, key: &str) {
         Value::Array(list) => list.iter_mut().for_each(|v| remove_everywhere(v, key)),
         _ => {}
     }
+}
+
+/// The figures issue 40 asks for: webhook calls (both configurations) for
+/// the claim, template and Pod CREATEs a real apiserver sent, and the same
+/// writes without tolerations or configs, before (the manifests alone)
+/// and after both managed conditions, with the shipped policies.
+/// `scripts/webhook-calls.sh` prints the table.
+#[test]
+fn recorded_creates_cost_fewer_calls() {
+    let Some(docs) = render(&overlay("base")) else {
+        return;
+    };
+    let policies = shipped_policies();
+    let managed = with_validate_condition(docs.clone(), &policies, MATCHING);
+    let creates = super::mutate_creates();
+    let mut table = vec![format!(
+        "{} recorded claim/template/Pod CREATEs, webhook calls before -> after both managed conditions (shipped policies):",
+        creates.len()
+    )];
+    for (ns, labels) in [("default", &[][..]), ("ml", &[]), ("gpu-team", &[("team", "ml")])] {
+        let mut all: BTreeMap<&str, &str> = labels.iter().copied().collect();
+        all.insert("kubernetes.io/metadata.name", ns);
+        let stored = json!({"metadata": {"name": ns, "labels": all}});
+        for (what, plain_only) in [("as recorded", false), ("without tolerations or configs", true)] {
+            let (mut before, mut after, mut writes) = (0, 0, 0);
+            for (file, request) in &creates {
+                let request = if plain_only {
+                    match plain(request) {
+                        Some(r) => r,
+                        None => continue,
+                    }
+                } else {
+                    request.clone()
+                };
+                let mut request = request;
+                request["namespace"] = json!(ns);
+                request["object"]["metadata"]["namespace"] = json!(ns);
+                let (request, _) = draguard_changes(&request, &policies, labels);
+                let b = reached_with_namespace(&docs, &request, &stored).len();
+                let a = reached_with_namespace(&managed, &request, &stored).len();
+                assert!(a <= b, "{file} in {ns}: {b} -> {a} calls");
+                if plain_only && ns == "default" {
+                    assert_eq!(a, 0, "{file} in default, {what}");
+                }
+                before += b;
+                after += a;
+                writes += 1;
+            }
+            table.push(format!(
+                "  {ns:<9} {what:<32} {writes:>3} writes: {before:>3} -> {after:>3} calls"
+            ));
+        }
+    }
+    eprintln!("{}", table.join("\n"));
 }

@@ -99,6 +99,34 @@ pub fn entries(config: &Value) -> Vec<Value> {
     config["webhooks"].as_array().cloned().unwrap_or_default()
 }
 
+/// serve's condition on its validating entries
+/// (src/controllers/validate_conditions.rs).
+pub const VALIDATE_CONDITION: &str = "draguard-can-change-outcome";
+
+/// Waits until serve has stored [`VALIDATE_CONDITION`] on
+/// `validate.draguard.dev`: from then on the apiserver sends it only what
+/// draguard can judge beyond the apiserver's own rules.
+pub fn wait_for_validate_condition(admin: &Kubectl) {
+    let start = std::time::Instant::now();
+    loop {
+        let config = admin.get_json(&["validatingwebhookconfiguration", NAME]);
+        let stored = entries(&config).iter().any(|e| {
+            e["name"] == "validate.draguard.dev"
+                && e["matchConditions"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["name"] == VALIDATE_CONDITION))
+        });
+        if stored {
+            return;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "serve did not store {VALIDATE_CONDITION} on validate.draguard.dev in 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 /// How to run serve, beyond the Deployment's arguments.
 #[derive(Default, Clone)]
 pub struct ServeOptions {

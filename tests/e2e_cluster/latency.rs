@@ -10,13 +10,21 @@
 //!   uid, allow), registered as draguard is, through a Service, so the
 //!   apiserver dials it and verifies `noop.<ns>.svc` the same way: the
 //!   floor for any webhook;
-//! - `vap`: a ValidatingAdmissionPolicy with one CEL validation;
-//! - `draguard`: deploy/base's entries and `serve` (the claim the shipped
-//!   policies admit, which needs no mutation: one call).
+//! - `vap`: a hand-written ValidatingAdmissionPolicy of the rule the
+//!   shipped gpu-device-taints states (no device toleration of
+//!   `gpu.example.com/degraded`), judging a claim with another toleration;
+//! - `draguard`: deploy/base's entries and `serve`, the same claim: it
+//!   holds nothing draguard judges beyond the apiserver, so serve's
+//!   routing (`draguard-can-change-outcome`) sends it nowhere: no call;
+//! - `judged`: a claim with an opaque driver config, which stays in the
+//!   webhook: one call to `/validate`;
+//! - `compiled`: the `vap` setup's claim, judged by what `serve
+//!   --manage-admission-policies` compiled of gpu-device-taints (serve runs
+//!   on that one policy here): no call, the apiserver's CEL alone.
 //!
-//! The creates are sequential and interleaved (each round takes the four
+//! The creates are sequential and interleaved (each round takes the six
 //! setups in a rotated order), so that a machine's load drifts over all
-//! four alike, and timed in-process with kube's client (kubectl's `-v=6`
+//! six alike, and timed in-process with kube's client (kubectl's `-v=6`
 //! log counts whole milliseconds, coarser than the differences measured).
 //! Each run prints every setup's median and p99, and the median added over
 //! `none`.
@@ -42,6 +50,12 @@ const NONE: &str = "latency-none";
 const NOOP: &str = "latency-noop";
 const VAP: &str = "latency-vap";
 const DRAGUARD: &str = "latency-draguard";
+const JUDGED: &str = "latency-judged";
+const COMPILED: &str = "latency-compiled";
+/// The shipped gpu-device-taints (policies/gpu-devices.yaml), alone.
+const DEVICE_POLICY: &str = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\n\
+    metadata: {name: gpu-device-taints}\nspec:\n  namespaces:\n    exclude: [kube-system]\n  devices:\n\
+    \x20   deny:\n    - {key: gpu.example.com/degraded, operator: Exists}\n  message: degraded GPUs are never scheduled to\n";
 const NOOP_CONFIGURATION: &str = "e2e-latency-noop";
 const VAP_NAME: &str = "e2e-latency";
 const WARM_UP_ROUNDS: usize = 20;
@@ -76,19 +90,42 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
             "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}, labels: {{draguard.dev/ignore: \"true\"}}}}\n"
         ));
     }
-    admin.apply(&format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {DRAGUARD}}}\n"
-    ));
+    for namespace in [DRAGUARD, JUDGED, COMPILED] {
+        admin.apply(&format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}}}\n"
+        ));
+    }
+    // serve on gpu-device-taints alone, applying what it compiles to.
+    admin.ok(&[
+        "apply",
+        "-n",
+        "draguard",
+        "-f",
+        &format!(
+            "{}/deploy/components/admission-policies/rbac.yaml",
+            crate::cluster::ROOT
+        ),
+    ]);
+    let folder = cluster.scratch("latency-policies");
+    std::fs::create_dir_all(&folder).expect("policies folder");
+    std::fs::write(folder.join("gpu-device-taints.yaml"), DEVICE_POLICY).expect("the policy");
+    cluster.start_serve(&crate::draguard::ServeOptions {
+        policies: Some(folder),
+        extra_args: vec!["--manage-admission-policies".to_owned()],
+    });
+    // Until serve's condition is stored, every claim is sent.
+    crate::draguard::wait_for_validate_condition(&admin);
 
     let _noop = start_noop(cluster, &noop_binary);
     register_vap(cluster);
+    wait_until_compiled(cluster);
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime for kube's client");
     let client = runtime.block_on(client(cluster));
-    let setups = [NONE, NOOP, VAP, DRAGUARD];
+    let setups = [NONE, NOOP, VAP, DRAGUARD, JUDGED, COMPILED];
     let apis: Vec<Api<ResourceClaim>> = setups.iter().map(|ns| Api::namespaced(client.clone(), ns)).collect();
     let claim: ResourceClaim = serde_json::from_value(json!({
         "apiVersion": "resource.k8s.io/v1",
@@ -97,13 +134,39 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
     }))
     .expect("a claim");
+    let with = |exactly: Value, devices: Value| -> ResourceClaim {
+        let mut request = json!({"deviceClassName": "gpu.example.com"});
+        if let (Some(r), Some(more)) = (request.as_object_mut(), exactly.as_object()) {
+            r.extend(more.clone());
+        }
+        let mut claim = json!({
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "latency"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": request}]}}
+        });
+        if let (Some(d), Some(more)) = (claim["spec"]["devices"].as_object_mut(), devices.as_object()) {
+            d.extend(more.clone());
+        }
+        serde_json::from_value(claim).expect("a claim")
+    };
+    let tolerating = with(TOLERATION.clone(), json!({}));
+    let configured = with(json!({}), CONFIG.clone());
+    let claims: Vec<&ResourceClaim> = setups
+        .iter()
+        .map(|s| match *s {
+            VAP | COMPILED => &tolerating,
+            JUDGED => &configured,
+            _ => &claim,
+        })
+        .collect();
     let dry_run = PostParams {
         dry_run: true,
         ..PostParams::default()
     };
     let create = |setup: usize| -> Duration {
         let start = Instant::now();
-        let result = runtime.block_on(apis[setup].create(&dry_run, &claim));
+        let result = runtime.block_on(apis[setup].create(&dry_run, claims[setup]));
         let took = start.elapsed();
         if let Err(e) = result {
             panic!("dry-run create in {}: {e}", setups[setup]);
@@ -119,7 +182,7 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
 
     println!(
         "\nadded apiserver latency per write: sequential server-side dry-run creates of a ResourceClaim, \
-         the four setups interleaved, {rounds} per setup per run"
+         the six setups interleaved, {rounds} per setup per run"
     );
     for run in 1..=runs {
         let calls_before = draguard_calls(cluster);
@@ -141,8 +204,8 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
             let m = median(samples);
             let p99 = percentile(samples, 0.99);
             let added = m.as_secs_f64() - floor.as_secs_f64();
-            let note = if *setup == DRAGUARD {
-                format!("   ({calls:.2} draguard calls per write)")
+            let note = if *setup == JUDGED {
+                format!("   ({calls:.2} draguard calls per write, all setups)")
             } else {
                 String::new()
             };
@@ -170,6 +233,10 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
         "--ignore-not-found",
     ]);
     admin.ok(&["delete", "validatingadmissionpolicy", VAP_NAME, "--ignore-not-found"]);
+    cluster.stop_serve();
+    for kind in ["validatingadmissionpolicybinding", "validatingadmissionpolicy"] {
+        admin.ok(&["delete", kind, "-l", "app.kubernetes.io/managed-by=draguard"]);
+    }
     Outcome::Passed
 }
 
@@ -248,25 +315,79 @@ fn noop_configuration(port: u16, bundle: &str) -> Value {
     })
 }
 
-/// A ValidatingAdmissionPolicy with one validation, bound to its
-/// namespace, in force once a claim it refuses is refused.
+/// A device toleration no policy here denies.
+static TOLERATION: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| json!({"tolerations": [{"key": "e2e.draguard.dev/latency", "operator": "Exists"}]}));
+/// An opaque driver config, which only the webhook judges.
+static CONFIG: std::sync::LazyLock<Value> = std::sync::LazyLock::new(
+    || json!({"config": [{"requests": ["gpu"], "opaque": {"driver": "gpu.example.com", "parameters": {"apiVersion": "v1", "kind": "Config"}}}]}),
+);
+
+/// A claim in `namespace` with a toleration of `key`.
+fn tolerating_yaml(namespace: &str, key: &str) -> String {
+    format!(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: probe, namespace: {namespace}}}\n\
+         spec:\n  devices:\n    requests:\n    - name: gpu\n      exactly: {{deviceClassName: gpu.example.com, tolerations: [{{key: {key}, operator: Exists}}]}}\n"
+    )
+}
+
+/// A hand-written ValidatingAdmissionPolicy of gpu-device-taints' rule (no
+/// request or subrequest tolerates `gpu.example.com/degraded`), bound to
+/// its namespace, in force once a claim it refuses is refused.
 fn register_vap(cluster: &Cluster) {
     let admin = &cluster.admin;
     admin.apply(&format!(
         "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {VAP_NAME}}}\n\
          spec:\n  failurePolicy: Fail\n  matchConstraints:\n    resourceRules:\n\
          \x20   - apiGroups: [resource.k8s.io]\n      apiVersions: [\"*\"]\n      operations: [CREATE, UPDATE]\n      resources: [resourceclaims]\n\
-         \x20 validations:\n  - expression: \"!has(object.metadata.labels) || !('latency-deny' in object.metadata.labels)\"\n\
-         \x20   message: refused by the latency policy\n\
+         \x20 variables:\n  - name: lists\n    expression: >-\n\
+         \x20     !has(object.spec.devices) || !has(object.spec.devices.requests) ? [] :\n\
+         \x20     object.spec.devices.requests.map(r, has(r.exactly) && has(r.exactly.tolerations) ? [r.exactly.tolerations] : []) +\n\
+         \x20     object.spec.devices.requests.map(r, has(r.firstAvailable) ? r.firstAvailable.map(s, has(s.tolerations) ? s.tolerations : []) : [])\n\
+         \x20 validations:\n  - expression: >-\n\
+         \x20     !variables.lists.exists(l, l.exists(ts, ts.exists(t, has(t.key) && t.key == 'gpu.example.com/degraded')))\n\
+         \x20   message: degraded GPUs are never scheduled to\n\
          ---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {{name: {VAP_NAME}}}\n\
          spec:\n  policyName: {VAP_NAME}\n  validationActions: [Deny]\n  matchResources:\n\
          \x20   namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {VAP}}}}}\n"
     ));
-    let refused = format!(
-        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: probe, namespace: {VAP}, labels: {{latency-deny: \"1\"}}}}\n\
-         spec:\n  devices:\n    requests:\n    - name: gpu\n      exactly: {{deviceClassName: gpu.example.com}}\n"
-    );
+    let refused = tolerating_yaml(VAP, "gpu.example.com/degraded");
     wait_for_answer(cluster, &refused, false, "the ValidatingAdmissionPolicy in force");
+    wait_for_answer(
+        cluster,
+        &tolerating_yaml(VAP, "e2e.draguard.dev/latency"),
+        true,
+        "its other claims admitted",
+    );
+}
+
+/// Waits until the compiled policy refuses what gpu-device-taints refuses
+/// and serve's routing no longer sends the `compiled` setup's claim.
+fn wait_until_compiled(cluster: &mut Cluster) {
+    wait_for_answer(
+        cluster,
+        &tolerating_yaml(COMPILED, "gpu.example.com/degraded"),
+        false,
+        "the compiled policy in force",
+    );
+    let start = Instant::now();
+    loop {
+        let before = draguard_calls(cluster);
+        wait_for_answer(
+            cluster,
+            &tolerating_yaml(COMPILED, "e2e.draguard.dev/latency"),
+            true,
+            "admitted",
+        );
+        if draguard_calls(cluster) == before {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the compiled setup's claim still reaches draguard after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// Waits until a server-side dry run of `yaml` is admitted or refused.

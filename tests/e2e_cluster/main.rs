@@ -34,6 +34,8 @@ mod allocated;
 mod audit;
 mod calls;
 mod cluster;
+mod compiled;
+mod compiled_in_cluster;
 mod control_plane;
 mod draguard;
 mod env;
@@ -67,6 +69,8 @@ pub type Scenario = fn(&mut Cluster) -> Outcome;
 /// install the later scenarios run against.
 pub const SCENARIOS: &[(&str, Scenario)] = &[
     ("smoke::control_plane", smoke::control_plane),
+    // Before any install: the apiserver answers with compiled policies alone.
+    ("compiled::same_verdicts", compiled::same_verdicts),
     ("install::helm", install::helm),
     ("install::kustomize", install::kustomize),
     ("outage::killed", outage::killed),
@@ -79,6 +83,7 @@ pub const SCENARIOS: &[(&str, Scenario)] = &[
         standing_rules::eviction_controller,
     ),
     ("audit::cluster_and_reports", audit::cluster_and_reports),
+    ("compiled::in_cluster", compiled_in_cluster::in_cluster),
     ("verdicts::replay", verdicts_scenario::replay),
 ];
 

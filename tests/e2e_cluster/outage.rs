@@ -11,9 +11,11 @@
 //! judges alone; the claim controller's claim updates), any write in a
 //! namespace labelled draguard.dev/ignore, and system:masters creating
 //! and labelling namespaces (README "Bootstrap order": the label a CNI's
-//! namespace needs before draguard can run). Fails closed: a tenant's
-//! ResourceClaim and Pod creates, and a non-masters write of a guarded
-//! Namespace label.
+//! namespace needs before draguard can run), and a tenant's claim or Pod
+//! that draguard cannot judge beyond the apiserver's own rules (serve's
+//! `draguard-can-change-outcome` condition does not send it). Fails
+//! closed: a tenant's claim and Pod creates that a policy judges, and a
+//! non-masters write of a guarded Namespace label.
 
 use std::time::Duration;
 
@@ -162,6 +164,8 @@ fn outage(cluster: &mut Cluster, down: Down) -> Outcome {
         operator.ok(&["delete", kind, &held, "-n", TENANT, "--wait=false"]);
     }
 
+    // The routing serve keeps: a plain claim or Pod is not sent at all.
+    crate::draguard::wait_for_validate_condition(&admin);
     let serve = cluster.serve.as_mut().expect("serving");
     match down {
         Down::Killed => serve.process.kill(),
@@ -303,30 +307,77 @@ fn outage(cluster: &mut Cluster, down: Down) -> Outcome {
         &["label", "namespace", &bootstrap, "draguard.dev/ignore=true"],
         None,
     );
-    // What fails closed.
+    // A tenant's claim or Pod that draguard cannot judge beyond the
+    // apiserver's own rules (no toleration of its own, no config) is not
+    // sent: it never waits on draguard.
     out.check(
         &operator,
-        refused("tenant claim create (operator)", "validate.draguard.dev"),
+        works("tenant claim create, no tolerations or configs (operator)"),
         &create,
-        Some(&crate::draguard::claim_yaml(TENANT, &format!("refused-{tag}"))),
+        Some(&crate::draguard::claim_yaml(TENANT, &format!("plain-{tag}"))),
     );
     out.check(
         &operator,
-        refused("tenant Pod create (operator)", "validate.draguard.dev"),
+        works("tenant Pod create, no tolerations of its own (operator)"),
         &create,
-        Some(&pod_yaml(TENANT, &format!("refused-{tag}"), "", "")),
+        Some(&pod_yaml(TENANT, &format!("plain-{tag}"), "", "")),
     );
-    // A Pod in `ml`, whose policies add default tolerations: sent to the
-    // defaulting entry (1 s, fails open), then the enforcing one (2 s):
-    // the longest wait one write can meet.
+    // What fails closed: the writes a policy judges.
+    let tolerating_claim = crate::draguard::claim_yaml(TENANT, &format!("refused-{tag}")).replace(
+        "exactly: {deviceClassName: gpu.example.com}",
+        "exactly: {deviceClassName: gpu.example.com, tolerations: [{key: gpu.example.com/degraded, operator: Exists}]}",
+    );
+    assert!(tolerating_claim.contains("tolerations"), "{tolerating_claim}");
     out.check(
         &operator,
         refused(
-            "tenant Pod create in ml (defaulted, then judged)",
+            "tenant claim create with a device toleration (operator)",
             "validate.draguard.dev",
         ),
         &create,
-        Some(&pod_yaml(DEFAULTED, &format!("refused-{tag}"), "", "")),
+        Some(&tolerating_claim),
+    );
+    out.check(
+        &operator,
+        refused(
+            "tenant Pod create with a toleration (operator)",
+            "validate.draguard.dev",
+        ),
+        &create,
+        Some(&pod_yaml(
+            TENANT,
+            &format!("refused-{tag}"),
+            "",
+            "  tolerations: [{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}]\n",
+        )),
+    );
+    // A Pod in `ml`, whose policies add a default toleration: sent to the
+    // defaulting entry (1 s, fails open), which leaves the default out;
+    // what is left holds nothing draguard judges beyond the apiserver, so
+    // it is not sent to the enforcing entry. A Pod without its default
+    // only tolerates less: admitted.
+    out.check(
+        &operator,
+        fails_open("tenant Pod create in ml (its default left out)"),
+        &create,
+        Some(&pod_yaml(DEFAULTED, &format!("plain-{tag}"), "", "")),
+    );
+    // The longest wait one write can meet: the defaulting entry (1 s),
+    // then the enforcing one (2 s), for a Pod in `ml` with a toleration of
+    // its own.
+    out.check(
+        &operator,
+        refused(
+            "tenant Pod create in ml with a toleration (defaulted, then judged)",
+            "validate.draguard.dev",
+        ),
+        &create,
+        Some(&pod_yaml(
+            DEFAULTED,
+            &format!("refused-{tag}"),
+            "",
+            "  tolerations: [{key: maintenance.example.com/drain, operator: Exists}]\n",
+        )),
     );
     out.check(
         &operator,

@@ -7,6 +7,7 @@ use kube_cel::cel::{Context, Program, Value as CelValue};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::policy::enforce::TolerationTarget;
 use crate::policy::load::parse;
 
 const MATCHING: Inputs = Inputs {
@@ -216,4 +217,32 @@ fn workloads_slices_nodes_and_other_resources() {
         sent(&judged, "example.com", "pods", pod(json!([]))),
         "a kind the condition does not judge"
     );
+}
+
+#[test]
+fn rules_the_apiserver_enforces_itself_send_nothing() {
+    let set = policy(
+        "  pods:\n    deny: [{key: dedicated, operator: Exists}]\n  devices:\n    deny: [{key: bad, operator: Exists}]\n",
+    );
+    let g = "resource.k8s.io";
+    let with_toleration = claim(json!({"name": "r", "exactly": {"tolerations": tolerations(1)}}));
+    let pods_compiled = expression_with(&set, MATCHING, &|_, t| t == TolerationTarget::Pod);
+    assert!(!sent(&pods_compiled, "", "pods", pod(tolerations(1))));
+    assert!(!sent(&pods_compiled, "", "pods", pod(tolerations(128))));
+    assert!(
+        sent(&pods_compiled, "", "pods", pod(tolerations(129))),
+        "past what a compiled policy judges"
+    );
+    let template = json!({"spec": {"template": {"spec": {"tolerations": tolerations(1)}}}});
+    assert!(!sent(&pods_compiled, "apps", "deployments", template), "a CREATE");
+    assert!(sent(&pods_compiled, g, "resourceclaims", with_toleration.clone()));
+    let both = expression_with(&set, MATCHING, &|_, _| true);
+    assert!(!sent(&both, g, "resourceclaims", with_toleration));
+    // What no admission policy can judge is still sent.
+    assert!(sent(
+        &both,
+        g,
+        "resourceclaims",
+        claim(json!({"name": "r", "exactly": {"tolerations": tolerations(17)}}))
+    ));
 }

@@ -182,6 +182,14 @@ impl Mismatch {
         self.0[1].store(gauge(gates), Ordering::Relaxed);
     }
 
+    /// The rules in force are the apiserver's own: its version and its
+    /// feature gates were both read, and both agree. While either is
+    /// unknown (not read yet, or `/metrics` not allowed) this is false:
+    /// what it guards (draguard's webhook routing) then sends everything.
+    pub fn rules_match(&self) -> bool {
+        self.0.iter().all(|aspect| aspect.load(Ordering::Relaxed) == 0)
+    }
+
     /// `(aspect, 0 or 1)` for each aspect known.
     pub fn known(&self) -> Vec<(&'static str, i64)> {
         Mismatch::ASPECTS
@@ -304,9 +312,14 @@ workqueue_depth{name="a \"quoted\" \\ name\nx"} 0
         assert_eq!(Differences::of(&target, Some("garbage"), None).version, Some(true));
         let mismatch = Mismatch::default();
         assert_eq!(mismatch.known(), []);
+        assert!(!mismatch.rules_match(), "unknown");
         mismatch.set(&found);
         assert_eq!(mismatch.known(), [("version", 1), ("feature_gates", 1)]);
+        assert!(!mismatch.rules_match());
         mismatch.set(&Differences::of(&target, Some("v1.37.1"), None));
         assert_eq!(mismatch.known(), [("version", 0)]);
+        assert!(!mismatch.rules_match(), "the gates unknown");
+        mismatch.set(&same);
+        assert!(mismatch.rules_match());
     }
 }

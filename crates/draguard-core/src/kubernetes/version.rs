@@ -53,7 +53,7 @@ impl KubeVersion {
         }
     }
 
-    fn minor(self) -> u32 {
+    pub fn minor(self) -> u32 {
         match self {
             KubeVersion::V1_36 => 36,
             KubeVersion::V1_37 => 37,

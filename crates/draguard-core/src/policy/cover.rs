@@ -32,6 +32,26 @@ pub fn covers(ss: &Toleration, t: &Toleration) -> bool {
     }
 }
 
+/// Whether deny entry `d` reaches `t`: [`covers`], and a toleration
+/// written without an operator is also judged as the Equal one Kubernetes
+/// reads it as (k8s.io/api v0.36 core/v1 types.go, Toleration.Operator:
+/// "Defaults to Equal"; the apiserver stores a Pod's toleration as
+/// written, so `{key: dedicated, value: ml}` reaches the scheduler as
+/// Equal). `covers` alone, PodTolerationRestriction's `isSuperset`, would
+/// let such a toleration past an `Equal` deny entry; for an allow list its
+/// strictness fails safe, so allow lists keep it as upstream has it.
+pub fn denies(d: &Toleration, t: &Toleration) -> bool {
+    covers(d, t)
+        || (t.operator.is_empty()
+            && covers(
+                d,
+                &Toleration {
+                    operator: "Equal".to_owned(),
+                    ..t.clone()
+                },
+            ))
+}
+
 /// The two tolerations the DefaultTolerationSeconds plugin adds to every
 /// pod: `node.kubernetes.io/not-ready` and `.../unreachable`, Exists,
 /// NoExecute, at most 300 s.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::authentication::v1::UserInfo;
 
 use super::applicable::Applicable;
-use super::cover::{covers, describe, is_platform_default};
+use super::cover::{covers, denies, describe, is_platform_default};
 use super::model::Toleration;
 use super::{PolicySet, Selection, TolerationPolicy};
 use crate::field::Path;
@@ -144,7 +144,7 @@ pub fn rejects(p: &TolerationPolicy, target: TolerationTarget, t: &Toleration) -
 /// Why `p` does not admit `t`, if it does not.
 fn judge(p: &TolerationPolicy, target: TolerationTarget, t: &Toleration) -> Option<&'static str> {
     let (allow, deny, _) = lists(p, target);
-    if deny.iter().any(|d| covers(d, t)) {
+    if deny.iter().any(|d| denies(d, t)) {
         return Some("is denied");
     }
     if allow.is_empty() || allow.iter().any(|a| covers(a, t)) {
@@ -356,6 +356,42 @@ mod tests {
             .violations
             .is_empty(),
             "no device rules"
+        );
+    }
+
+    /// A toleration written without an operator is Equal to Kubernetes:
+    /// it cannot slip past an Equal deny entry (it did, as
+    /// PodTolerationRestriction's `isSuperset` reads it); an allow list
+    /// still admits only what it lists, as upstream.
+    #[test]
+    fn an_omitted_operator_is_denied_as_the_equal_it_means() {
+        let s = set(&policy(
+            "p",
+            "  pods:\n    deny: [{key: dedicated, operator: Equal, value: ml}]\n",
+        ));
+        let bare = tol("dedicated", "", "ml", "NoSchedule", None);
+        assert_eq!(
+            run(&s, "web", "u", TolerationTarget::Pod, vec![bare.clone()])
+                .violations
+                .len(),
+            1
+        );
+        let other = tol("dedicated", "", "web", "NoSchedule", None);
+        assert!(
+            run(&s, "web", "u", TolerationTarget::Pod, vec![other])
+                .violations
+                .is_empty()
+        );
+        let allow = set(&policy(
+            "p",
+            "  pods:\n    allow: [{key: dedicated, operator: Equal, value: ml}]\n",
+        ));
+        assert_eq!(
+            run(&allow, "web", "u", TolerationTarget::Pod, vec![bare])
+                .violations
+                .len(),
+            1,
+            "an allow list admits only the Equal it lists, as isSuperset"
         );
     }
 

@@ -4,6 +4,7 @@
 
 pub mod applicable;
 pub mod apply;
+pub mod compile;
 pub mod cover;
 pub mod driver_schema;
 pub mod enforce;

@@ -1,0 +1,313 @@
+//! The admissionregistration.k8s.io/v1 objects of one compiled policy
+//! part: a ValidatingAdmissionPolicy judging the Pods' or the claims' and
+//! templates' tolerations, and its binding (mode, namespaces).
+
+use serde_json::{Value, json};
+
+use super::messages;
+use super::predicate::{self, Judgement};
+use super::selection;
+use crate::policy::TolerationPolicy;
+use crate::policy::enforce::TolerationTarget;
+use crate::verdict::Mode;
+
+/// Labels every compiled object carries, so that `kubectl apply --prune
+/// -l app.kubernetes.io/managed-by=draguard-policy-compile` removes the
+/// ones of a policy that is gone.
+pub const MANAGED_BY: &str = "draguard-policy-compile";
+
+/// The most tolerations of a Pod a compiled policy judges; a Pod with
+/// more is left to the webhook. The apiserver's CEL takes time quadratic in
+/// the list's length (kube-apiserver v1.36.2, one deny-only and one
+/// exemption policy, server-side dry runs: 5,000 tolerations added 0.56 s,
+/// 10,000 2.3 s, 20,000 10.6 s, 50,000 timed out at 30 s), while a Pod's
+/// list has no bound but the request's size (3 MiB: 140,000 tolerations).
+/// Claims get none: the apiserver's validation, which runs before any
+/// policy, caps a request's list at 16 and a claim at 32 requests of at
+/// most 8 subrequests; that largest claim (4,096 tolerations) took about
+/// 0.2 s more with three device policies compiled.
+pub const POD_TOLERATIONS_MAX: usize = 128;
+
+/// `list.exists(t, rejected)`.
+fn any_rejected(list: &str, j: &Judgement) -> String {
+    format!("{list}.exists(t, {})", j.rejected)
+}
+
+/// The first refused toleration's text in `list`, whose path up to `[`
+/// is the CEL string expression `prefix` (only evaluated when there is
+/// one).
+fn first_rejected(list: &str, j: &Judgement, prefix: &str) -> String {
+    format!(
+        "{list}.transformList(j, t, {}, {})[0]",
+        j.rejected,
+        messages::violation(j, prefix, "j")
+    )
+}
+
+/// `path` (dotted fields from `object`) or `[]` when any step is absent.
+fn list_at(root: &str, path: &[&str]) -> String {
+    let mut guards = Vec::new();
+    let mut at = root.to_owned();
+    for step in path {
+        at = format!("{at}.{step}");
+        guards.push(format!("has({at})"));
+    }
+    format!("({} ? {at} : [])", guards.join(" && "))
+}
+
+/// `!(selected) || ` when the namespace selection needs the namespace's
+/// labels: `namespaceObject` is given to validations, not to
+/// matchConditions (the real apiserver v1.36 answers "no such key:
+/// metadata" there).
+fn unless_selected(selected: Option<&str>) -> String {
+    selected.map(|s| format!("!({s}) || ")).unwrap_or_default()
+}
+
+/// A validation of the tolerations of the pod spec at `spec` (`["spec"]`
+/// in a Pod, `["spec", "template", "spec"]` in a Deployment), for the
+/// writes `guard` (a CEL condition) admits.
+fn pod_spec_validation(
+    p: &TolerationPolicy,
+    j: &Judgement,
+    selected: Option<&str>,
+    spec: &[&str],
+    guard: Option<&str>,
+) -> Value {
+    let mut path = spec.to_vec();
+    path.push("tolerations");
+    let list = list_at("object", &path);
+    let prefix = super::cel::string(&format!("{}[", path.join(".")));
+    let first = first_rejected(&list, j, &prefix);
+    let unless_guarded = guard.map(|g| format!("!({g}) || ")).unwrap_or_default();
+    json!({
+        "expression": format!("{unless_guarded}{}!{}", unless_selected(selected), any_rejected(&list, j)),
+        "messageExpression": messages::message(p, TolerationTarget::Pod, &first),
+        "message": messages::fallback(p, TolerationTarget::Pod),
+        "reason": "Forbidden",
+    })
+}
+
+/// A validation of every `exactly` and `firstAvailable` toleration list of
+/// the claim spec at `spec` (`["spec"]` in a claim, `["spec", "spec"]` in
+/// a template), in `apply::claim_lists`'s order: request by request, the
+/// `exactly` list, then each subrequest's. The apiserver converts v1beta1
+/// and v1beta2 writes to v1 before a policy matching v1 with
+/// `matchPolicy: Equivalent` sees them, and `apply::claim_lists` names a
+/// v1beta1 request's list `exactly` too.
+fn claim_validation(
+    p: &TolerationPolicy,
+    j: &Judgement,
+    resource: &str,
+    spec: &[&str],
+    selected: Option<&str>,
+) -> Value {
+    let mut requests_path: Vec<&str> = spec.to_vec();
+    requests_path.extend(["devices", "requests"]);
+    let requests = list_at("object", &requests_path);
+    let exactly = list_at("r", &["exactly", "tolerations"]);
+    let subs = list_at("r", &["firstAvailable"]);
+    let sub = list_at("s", &["tolerations"]);
+    let request_rejects = format!(
+        "{} || {subs}.exists(s, {})",
+        any_rejected(&exactly, j),
+        any_rejected(&sub, j)
+    );
+    let base = format!("{}.devices.requests[", spec.join("."));
+    let exactly_prefix = format!("{} + string(i) + '].exactly.tolerations['", super::cel::string(&base));
+    let sub_prefix = format!(
+        "{} + string(i) + '].firstAvailable[' + string(k) + '].tolerations['",
+        super::cel::string(&base)
+    );
+    let first_of_request = format!(
+        "{} ? {} : {subs}.transformList(k, s, {}, {})[0]",
+        any_rejected(&exactly, j),
+        first_rejected(&exactly, j, &exactly_prefix),
+        any_rejected(&sub, j),
+        first_rejected(&sub, j, &sub_prefix),
+    );
+    let first = format!("{requests}.transformList(i, r, {request_rejects}, {first_of_request})[0]");
+    let judged = format!("request.resource.resource == {}", super::cel::string(resource));
+    json!({
+        "expression": format!(
+            "!({judged}) || {}!{requests}.exists(r, {request_rejects})",
+            unless_selected(selected)
+        ),
+        "messageExpression": messages::message(p, TolerationTarget::Device, &first),
+        "message": messages::fallback(p, TolerationTarget::Device),
+        "reason": "Forbidden",
+    })
+}
+
+/// The binding's validationActions for a policy's mode.
+pub fn actions(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Enforce => "Deny",
+        Mode::Warn => "Warn",
+        Mode::Audit => "Audit",
+    }
+}
+
+/// What one compiled policy judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Pods' `spec.tolerations`.
+    Pods,
+    /// The pod templates of Deployments, ReplicaSets, StatefulSets,
+    /// DaemonSets, Jobs and CronJobs, as draguard's workloads entry.
+    Workloads,
+    /// Claims' and templates' device tolerations.
+    Devices,
+}
+
+impl Part {
+    pub const ALL: [Part; 3] = [Part::Pods, Part::Workloads, Part::Devices];
+
+    pub fn target(self) -> TolerationTarget {
+        match self {
+            Part::Pods | Part::Workloads => TolerationTarget::Pod,
+            Part::Devices => TolerationTarget::Device,
+        }
+    }
+
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Part::Pods => "pods",
+            Part::Workloads => "workloads",
+            Part::Devices => "devices",
+        }
+    }
+}
+
+/// The longest policy name whose parts can be named.
+pub const NAME_MAX: usize = 253 - "draguard--workloads".len();
+
+/// The name of a compiled part: `draguard-<policy>-pods|workloads|devices`.
+pub fn name(p: &TolerationPolicy, part: Part) -> String {
+    format!("draguard-{}-{}", p.metadata.name, part.suffix())
+}
+
+/// Where a workload's pod spec is: CronJobs' one level deeper.
+const TEMPLATE_SPEC: &[&str] = &["spec", "template", "spec"];
+const CRON_JOB_SPEC: &[&str] = &["spec", "jobTemplate", "spec", "template", "spec"];
+const IS_CRON_JOB: &str = "request.resource.resource == 'cronjobs'";
+
+/// The pod spec of the workload being written, in `object` or `oldObject`.
+fn workload_pod_spec(root: &str) -> String {
+    let at = |path: &[&str]| {
+        let mut guards = Vec::new();
+        let mut at = root.to_owned();
+        for step in path {
+            at = format!("{at}.{step}");
+            guards.push(format!("has({at})"));
+        }
+        format!("({} ? {at} : {{}})", guards.join(" && "))
+    };
+    format!("({IS_CRON_JOB} ? {} : {})", at(CRON_JOB_SPEC), at(TEMPLATE_SPEC))
+}
+
+/// The policy and its binding for one part; `None` when the policy has
+/// no toleration list for it.
+pub fn policy_and_binding(p: &TolerationPolicy, part: Part, draguard_namespace: &str) -> Option<[Value; 2]> {
+    let target = part.target();
+    let j = predicate::judgement(p, target)?;
+    let name = name(p, part);
+    let namespaces = selection::namespaces(p);
+    // By label: judged in the validations; by name alone: a matchCondition.
+    let in_validation = p.spec.namespaces.selector.is_some();
+    let selected = namespaces.as_deref().filter(|_| in_validation);
+    let (rules, validations) = match part {
+        Part::Pods => (
+            json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                    "resources": ["pods"], "scope": "Namespaced"}]),
+            vec![pod_spec_validation(p, &j, selected, &["spec"], None)],
+        ),
+        Part::Workloads => (
+            json!([
+                {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["deployments", "replicasets", "statefulsets", "daemonsets"], "scope": "Namespaced"},
+                {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["jobs", "cronjobs"], "scope": "Namespaced"},
+            ]),
+            vec![
+                pod_spec_validation(p, &j, selected, TEMPLATE_SPEC, Some(&format!("!({IS_CRON_JOB})"))),
+                pod_spec_validation(p, &j, selected, CRON_JOB_SPEC, Some(IS_CRON_JOB)),
+            ],
+        ),
+        Part::Devices => (
+            json!([{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                    "resources": ["resourceclaims", "resourceclaimtemplates"], "scope": "Namespaced"}]),
+            vec![
+                claim_validation(p, &j, "resourceclaims", &["spec"], selected),
+                claim_validation(p, &j, "resourceclaimtemplates", &["spec", "spec"], selected),
+            ],
+        ),
+    };
+    let mut conditions: Vec<Value> = Vec::new();
+    match part {
+        Part::Pods => conditions.push(json!({"name": "at-most-128-tolerations", "expression": format!(
+            "!has(object.spec.tolerations) || size(object.spec.tolerations) <= {POD_TOLERATIONS_MAX}"
+        )})),
+        Part::Workloads => {
+            let spec = workload_pod_spec("object");
+            conditions.push(json!({"name": "at-most-128-tolerations", "expression": format!(
+                "!('tolerations' in {spec}) || size({spec}.tolerations) <= {POD_TOLERATIONS_MAX}"
+            )}));
+        }
+        Part::Devices => {}
+    }
+    if part == Part::Workloads {
+        // `WorkloadKind::judged`: not a controlled workload (its owner was
+        // judged, its Pods will be), and on an UPDATE only a changed pod
+        // template (draguard's other warnings on such an UPDATE stay in the
+        // webhook).
+        conditions.push(json!({"name": "not-controlled", "expression":
+            "!(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))"}));
+        conditions.push(
+            json!({"name": "creates-or-changes-the-pod-template", "expression": format!(
+                "request.operation == 'CREATE' || {} != {}", workload_pod_spec("object"), workload_pod_spec("oldObject")
+            )}),
+        );
+    } else {
+        conditions.extend(
+            selection::webhook_conditions(part == Part::Pods)
+                .into_iter()
+                .map(|(n, e)| json!({"name": n, "expression": e})),
+        );
+    }
+    if let Some(e) = namespaces.filter(|_| !in_validation) {
+        conditions.push(json!({"name": "namespace-selected", "expression": e}));
+    }
+    if let Some(e) = selection::not_exempt(&p.spec.exempt) {
+        conditions.push(json!({"name": "requester-not-exempt", "expression": e}));
+    }
+    let metadata = json!({
+        "name": name,
+        "labels": {"app.kubernetes.io/managed-by": MANAGED_BY},
+        "annotations": {"draguard.dev/policy": p.metadata.name},
+    });
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": metadata,
+        "spec": {
+            // As draguard's entries: the Pods' and claims' fail closed (a
+            // policy skipped is no policy), the workloads' open (early
+            // feedback: the Pods they stamp are judged).
+            "failurePolicy": if part == Part::Workloads { "Ignore" } else { "Fail" },
+            "matchConstraints": {"matchPolicy": "Equivalent", "resourceRules": rules},
+            "matchConditions": conditions,
+            "validations": validations,
+        },
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": metadata,
+        "spec": {
+            "policyName": name,
+            "validationActions": [actions(p.spec.mode)],
+            "matchResources": {"namespaceSelector": selection::binding_namespace_selector(draguard_namespace)},
+        },
+    });
+    Some([policy, binding])
+}

@@ -1,0 +1,263 @@
+//! The whole output for small policies, exactly; and the compiled
+//! verdicts, evaluated as CEL, against `enforce::judge` itself.
+
+use kube_cel::cel::{Context, Program, Value as CelValue};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::policy::enforce::TolerationTarget;
+use crate::policy::load::parse;
+use crate::policy::model::Toleration;
+
+fn set(yaml: &str) -> PolicySet {
+    PolicySet {
+        policies: parse("p.yaml", yaml).expect("valid policies"),
+        ..Default::default()
+    }
+}
+
+const ML: &str = "apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {name: ml}
+spec:
+  mode: Warn
+  namespaces: {names: [ml]}
+  exempt: {groups: [sre]}
+  pods:
+    allow: [{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}]
+  message: ask
+";
+
+#[test]
+fn a_pod_allow_list_compiles_to_one_policy_and_binding() {
+    let out = compile(&set(ML), &Options::default()).expect("compiles");
+    let yaml = to_yaml(&out.objects).expect("yaml");
+    let expected = include_str!("testdata/ml.yaml");
+    assert_eq!(yaml, expected);
+    assert_eq!(out.policies.len(), 1);
+    assert_eq!(
+        out.policies[0].compiled,
+        vec!["draguard-ml-pods".to_owned(), "draguard-ml-workloads".to_owned()]
+    );
+}
+
+#[test]
+fn too_old_a_kubernetes_is_refused() {
+    let options = Options {
+        minor: 31,
+        ..Options::default()
+    };
+    assert_eq!(
+        compile(&set(ML), &options).err().map(|e| e.to_string()).as_deref(),
+        Some("Kubernetes 1.31 is too old: compiled policies need 1.32 or later (two-variable CEL comprehensions)")
+    );
+}
+
+#[test]
+fn what_stays_is_explained() {
+    let long = "n".repeat(240);
+    let s = set(&format!(
+        "apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {{name: {long}}}
+spec: {{pods: {{deny: [{{key: k, operator: Exists}}]}}}}
+---
+apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {{name: q}}
+spec:
+  quota: {{claims: 3}}
+  devices:
+    deny: [{{key: k, operator: Exists}}]
+    defaults: [{{key: d, operator: Exists}}]
+"
+    ));
+    let out = compile(&s, &Options::default()).expect("compiles");
+    let text = explain(&out);
+    assert!(text.starts_with(&format!(
+        "{long} (p.yaml):
+  compiled: nothing (no pods or devices allow/deny list)
+  stays in the webhook: everything: the name \"{long}\" cannot name a ValidatingAdmissionPolicy (a DNS subdomain of at most 234 characters)
+  stays in the webhook: large lists and workload warnings: "
+    )), "{text}");
+    assert!(text.contains(
+        "q (p.yaml):
+  compiled: draguard-q-devices
+  stays in the webhook: devices.defaults: a default per toleration list of every request and subrequest, up to each list's 16, with a warning for each left out: not compiled yet
+  stays in the webhook: quota: counting a namespace's claims and devices needs the other claims, which a policy never sees
+"
+    ), "{text}");
+    assert_eq!(out.objects.len(), 2);
+}
+
+/// The policy's validation expression, evaluated as CEL on `object`.
+fn admits(expression: &str, object: &Value, resource: &str) -> bool {
+    let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
+    let mut ctx = Context::default();
+    ctx.add_variable_from_value("object", kube_cel::cel::to_value(object).expect("CEL value"));
+    ctx.add_variable_from_value(
+        "request",
+        kube_cel::cel::to_value(json!({"resource": {"resource": resource}})).expect("CEL value"),
+    );
+    match program.execute(&ctx) {
+        Ok(CelValue::Bool(b)) => b,
+        other => panic!("{expression} does not give a bool: {other:?}"),
+    }
+}
+
+fn tolerations() -> Vec<Toleration> {
+    let keys = [
+        "",
+        "k",
+        "dedicated",
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ];
+    let ops = ["", "Equal", "Exists"];
+    let values = ["", "ml", "v"];
+    let effects = ["", "NoSchedule", "NoExecute"];
+    let seconds = [None, Some(-1), Some(0), Some(60), Some(300), Some(301)];
+    let mut out = Vec::new();
+    for k in keys {
+        for o in ops {
+            for v in values {
+                for e in effects {
+                    for s in seconds {
+                        out.push(Toleration {
+                            key: k.into(),
+                            operator: o.into(),
+                            value: v.into(),
+                            effect: e.into(),
+                            toleration_seconds: s,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every policy entry shape and toleration shape: the compiled Pod and
+/// claim expressions admit exactly what `enforce::rejects` admits.
+#[test]
+fn compiled_verdicts_are_judge_s() {
+    let entries = "[{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}, {key: k, operator: Exists, effect: NoExecute, tolerationSeconds: 60}, {key: k, value: v}, {operator: Exists, effect: NoSchedule}]";
+    let policies = set(&format!(
+        "apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {{name: allow}}
+spec: {{pods: {{allow: {entries}}}, devices: {{allow: {entries}}}}}
+---
+apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {{name: deny}}
+spec: {{pods: {{deny: {entries}}}, devices: {{deny: {entries}}}}}
+---
+apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {{name: strict}}
+spec: {{pods: {{allowPlatformDefaults: false, allow: [{{key: k, operator: Exists}}], deny: [{{key: k, value: v}}]}}}}
+"
+    ));
+    let out = compile(&policies, &Options::default()).expect("compiles");
+    let policy = |name: &str| -> &Value {
+        out.objects
+            .iter()
+            .find(|o| o["kind"] == "ValidatingAdmissionPolicy" && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    let mut checked = 0;
+    for loaded in &policies.policies {
+        let p = &loaded.policy;
+        for (target, name) in [
+            (TolerationTarget::Pod, "pods"),
+            (TolerationTarget::Pod, "workloads"),
+            (TolerationTarget::Device, "devices"),
+        ] {
+            let Some(compiled) = out
+                .objects
+                .iter()
+                .find(|o| o["metadata"]["name"] == format!("draguard-{}-{name}", p.metadata.name))
+                .map(|_| policy(&format!("draguard-{}-{name}", p.metadata.name)))
+            else {
+                continue;
+            };
+            for t in tolerations() {
+                let mut as_json = serde_json::to_value(&t).expect("json");
+                if let Some(o) = as_json.as_object_mut() {
+                    o.retain(|_, v| v != "");
+                }
+                let want = !crate::policy::enforce::rejects(p, target, &t);
+                let cases: Vec<(Value, &str, usize)> = match (target, name) {
+                    (TolerationTarget::Pod, "pods") => vec![(json!({"spec": {"tolerations": [as_json]}}), "pods", 0)],
+                    (TolerationTarget::Pod, _) => vec![
+                        (
+                            json!({"spec": {"template": {"spec": {"tolerations": [as_json]}}}}),
+                            "deployments",
+                            0,
+                        ),
+                        (
+                            json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {"tolerations": [as_json]}}}}}}),
+                            "cronjobs",
+                            1,
+                        ),
+                    ],
+                    (TolerationTarget::Device, _) => vec![
+                        (
+                            json!({"spec": {"devices": {"requests": [{"exactly": {"tolerations": [as_json]}}]}}}),
+                            "resourceclaims",
+                            0,
+                        ),
+                        (
+                            json!({"spec": {"devices": {"requests": [{"firstAvailable": [{}, {"tolerations": [as_json]}]}]}}}),
+                            "resourceclaims",
+                            0,
+                        ),
+                        (
+                            json!({"spec": {"spec": {"devices": {"requests": [{"exactly": {}}, {"firstAvailable": [{"tolerations": [as_json]}]}]}}}}),
+                            "resourceclaimtemplates",
+                            1,
+                        ),
+                    ],
+                };
+                for (object, resource, validation) in cases {
+                    let expression = compiled["spec"]["validations"][validation]["expression"]
+                        .as_str()
+                        .expect("expression");
+                    assert_eq!(
+                        admits(expression, &object, resource),
+                        want,
+                        "{} {name} {t:?} in {object}",
+                        p.metadata.name
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 3000, "{checked}");
+}
+
+/// `defaults::covered_by(d)`, evaluated as CEL over a Pod's toleration
+/// `e`, is `covers(e, d)` for every pair of shapes.
+#[test]
+fn compiled_coverage_of_defaults_is_covers() {
+    let shapes = tolerations();
+    let defaults: Vec<&Toleration> = shapes.iter().step_by(7).collect();
+    let mut checked = 0;
+    for d in defaults {
+        let program = Program::compile(&format!("object.exists(e, {})", defaults::covered_by(d))).expect("compiles");
+        for e in &shapes {
+            // Serialized from the model, so that `tolerationSeconds` is an
+            // int, as the apiserver decodes it (a JSON number would be a
+            // uint here, which CEL's == never equals an int).
+            let mut ctx = Context::default();
+            ctx.add_variable_from_value("object", kube_cel::cel::to_value([e]).expect("CEL value"));
+            let got = matches!(program.execute(&ctx), Ok(CelValue::Bool(true)));
+            assert_eq!(got, crate::policy::cover::covers(e, d), "{e:?} covers {d:?}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 10_000, "{checked}");
+}
