@@ -285,8 +285,17 @@ pub fn selector_entry_base(name: &str) -> Option<&str> {
 
 /// Whether an entry calls draguard's service.
 pub fn calls_service(webhook: &MutatingWebhook, namespace: &str, service: &str) -> bool {
-    webhook
-        .client_config
+    client_calls_service(&webhook.client_config, namespace, service)
+}
+
+/// Whether a client config (of a mutating or a validating entry) calls
+/// draguard's service.
+pub fn client_calls_service(
+    config: &k8s_openapi::api::admissionregistration::v1::WebhookClientConfig,
+    namespace: &str,
+    service: &str,
+) -> bool {
+    config
         .service
         .as_ref()
         .is_some_and(|s| s.namespace == namespace && s.name == service)

@@ -43,7 +43,7 @@
 use k8s_openapi::api::admissionregistration::v1::{MatchCondition, ValidatingWebhook};
 use serde_json::Value;
 
-use super::mutate_conditions::{MAX_EXPRESSION_LEN, MAX_MATCH_CONDITIONS, plan_entry};
+use super::mutate_conditions::{MAX_EXPRESSION_LEN, client_calls_service, plan_entry};
 use super::selection_cel::{all, any, quote, selects};
 use crate::policy::enforce::TolerationTarget;
 use crate::policy::model::Toleration;
@@ -204,19 +204,13 @@ fn pod_tolerations_judged(set: &PolicySet, compiled: Compiled<'_>) -> String {
     let not_a_platform_default = any(judging().map(|p| selects(p, false)));
     any([
         any_toleration,
-        all(vec![not_a_platform_default, format!("!({PLATFORM_DEFAULT})")]),
+        all(vec![
+            not_a_platform_default,
+            format!("!({})", crate::policy::compile::predicate::platform_default()),
+        ]),
     ]
     .into_iter())
 }
-
-/// cover.rs `is_platform_default` as CEL over a toleration `t`: the two
-/// tolerations the DefaultTolerationSeconds plugin gives every Pod before
-/// any webhook sees it (`node.kubernetes.io/not-ready` and `unreachable`,
-/// Exists, NoExecute, at most 300 s).
-const PLATFORM_DEFAULT: &str = "has(t.key) && t.key in ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'] && \
-     has(t.operator) && t.operator == 'Exists' && (!has(t.value) || t.value == '') && \
-     has(t.effect) && t.effect == 'NoExecute' && \
-     has(t.tolerationSeconds) && t.tolerationSeconds >= 0 && t.tolerationSeconds <= 300";
 
 /// Whether `p` may judge a platform default (enforce.rs `judge`): a deny
 /// entry that can cover one (`Exists` on its key or on every key, on
@@ -323,11 +317,7 @@ const JUDGED_RESOURCES: [&str; 11] = [
 /// Whether an entry calls draguard's service and is sent some resource the
 /// condition judges.
 pub fn is_judged_entry(webhook: &ValidatingWebhook, namespace: &str, service: &str) -> bool {
-    let ours = webhook
-        .client_config
-        .service
-        .as_ref()
-        .is_some_and(|s| s.namespace == namespace && s.name == service);
+    let ours = client_calls_service(&webhook.client_config, namespace, service);
     let sends = webhook.rules.iter().flatten().any(|rule| {
         rule.resources
             .iter()
@@ -350,12 +340,6 @@ pub fn plan(webhooks: &[ValidatingWebhook], namespace: &str, service: &str, desi
         }
     }
     ops
-}
-
-/// Whether the entry can hold the managed condition.
-pub fn can_hold(webhook: &ValidatingWebhook) -> bool {
-    let conditions = webhook.match_conditions.as_deref().unwrap_or_default();
-    conditions.len() < MAX_MATCH_CONDITIONS || conditions.iter().any(|c| c.name == CONDITION_NAME)
 }
 
 #[cfg(test)]
