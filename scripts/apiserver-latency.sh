@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # What a write pays for admission on a real kube-apiserver v1.36.2, in one
-# run: sequential server-side dry-run creates of a ResourceClaim, seven
+# run: sequential server-side dry-run creates of a ResourceClaim, six
 # setups interleaved (no webhook; the no-op webhook of tools/noop-webhook,
 # registered through a Service as draguard is; a hand-written
 # ValidatingAdmissionPolicy of gpu-device-taints' rule; draguard from
 # deploy/base with a claim its routing sends nowhere; one with a driver
 # config it judges; and one judged by what `serve
-# --manage-admission-policies` compiled of gpu-device-taints, and that
-# policy again without its matchConditions), each
+# --manage-admission-policies` compiled of gpu-device-taints), each
 # setup's median and p99 and the median added over no webhook, RUNS
 # times (tests/e2e_cluster/latency.rs says how).
 # A measurement, not a test: it exits 0 whatever the figures, and fails

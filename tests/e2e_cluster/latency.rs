@@ -2,7 +2,7 @@
 //! measurement, not a test (`scripts/apiserver-latency.sh` runs it; the
 //! suite's scenario list does not hold it, so CI never times anything).
 //!
-//! Four setups, each a namespace the others' admission does not reach, so
+//! Six setups, each a namespace the others' admission does not reach, so
 //! that the same server-side dry-run create of a ResourceClaim meets
 //! exactly one of:
 //! - `none`: no webhook and no policy (labelled `draguard.dev/ignore`);
@@ -20,9 +20,7 @@
 //!   webhook: one call to `/validate`;
 //! - `compiled`: the `vap` setup's claim, judged by what `serve
 //!   --manage-admission-policies` compiled of gpu-device-taints (serve runs
-//!   on that one policy here): no call, the apiserver's CEL alone;
-//! - `stripped`: the same compiled policy without its matchConditions,
-//!   bound to a namespace of its own: what those conditions cost.
+//!   on that one policy here): no call, the apiserver's CEL alone.
 //!
 //! The creates are sequential and interleaved (each round takes the
 //! setups in a rotated order), so that a machine's load drifts over all
@@ -54,10 +52,6 @@ const VAP: &str = "latency-vap";
 const DRAGUARD: &str = "latency-draguard";
 const JUDGED: &str = "latency-judged";
 const COMPILED: &str = "latency-compiled";
-const STRIPPED: &str = "latency-stripped";
-const STRIPPED_NAME: &str = "e2e-latency-stripped";
-/// What serve compiles gpu-device-taints to.
-const COMPILED_POLICY: &str = "draguard-gpu-device-taints-devices";
 /// The shipped gpu-device-taints (policies/gpu-devices.yaml), alone.
 const DEVICE_POLICY: &str = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\n\
     metadata: {name: gpu-device-taints}\nspec:\n  namespaces:\n    exclude: [kube-system]\n  devices:\n\
@@ -91,7 +85,7 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
 
     cluster.ensure_base_serving();
     let admin = cluster.admin.clone();
-    for namespace in [NONE, NOOP, VAP, STRIPPED] {
+    for namespace in [NONE, NOOP, VAP] {
         admin.apply(&format!(
             "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}, labels: {{draguard.dev/ignore: \"true\"}}}}\n"
         ));
@@ -125,14 +119,13 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
     let _noop = start_noop(cluster, &noop_binary);
     register_vap(cluster);
     wait_until_compiled(cluster);
-    register_stripped(cluster);
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime for kube's client");
     let client = runtime.block_on(client(cluster));
-    let setups = [NONE, NOOP, VAP, DRAGUARD, JUDGED, COMPILED, STRIPPED];
+    let setups = [NONE, NOOP, VAP, DRAGUARD, JUDGED, COMPILED];
     let apis: Vec<Api<ResourceClaim>> = setups.iter().map(|ns| Api::namespaced(client.clone(), ns)).collect();
     let claim: ResourceClaim = serde_json::from_value(json!({
         "apiVersion": "resource.k8s.io/v1",
@@ -162,7 +155,7 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
     let claims: Vec<&ResourceClaim> = setups
         .iter()
         .map(|s| match *s {
-            VAP | COMPILED | STRIPPED => &tolerating,
+            VAP | COMPILED => &tolerating,
             JUDGED => &configured,
             _ => &claim,
         })
@@ -241,9 +234,6 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
         "--ignore-not-found",
     ]);
     admin.ok(&["delete", "validatingadmissionpolicy", VAP_NAME, "--ignore-not-found"]);
-    for kind in ["validatingadmissionpolicybinding", "validatingadmissionpolicy"] {
-        admin.ok(&["delete", kind, STRIPPED_NAME, "--ignore-not-found"]);
-    }
     cluster.stop_serve();
     for kind in ["validatingadmissionpolicybinding", "validatingadmissionpolicy"] {
         admin.ok(&["delete", kind, "-l", "app.kubernetes.io/managed-by=draguard"]);
@@ -399,41 +389,6 @@ fn wait_until_compiled(cluster: &mut Cluster) {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-}
-
-/// The compiled policy as serve stored it, without its matchConditions,
-/// bound to [`STRIPPED`] alone (labelled draguard.dev/ignore, so neither
-/// the webhook nor the compiled binding reaches it).
-fn register_stripped(cluster: &Cluster) {
-    let admin = &cluster.admin;
-    let stored = admin.get_json(&["validatingadmissionpolicy", COMPILED_POLICY]);
-    let mut spec = stored["spec"].clone();
-    if let Some(spec) = spec.as_object_mut() {
-        spec.remove("matchConditions");
-    }
-    let policy = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": STRIPPED_NAME},
-        "spec": spec,
-    });
-    let binding = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": STRIPPED_NAME},
-        "spec": {
-            "policyName": STRIPPED_NAME,
-            "validationActions": ["Deny"],
-            "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": STRIPPED}}},
-        },
-    });
-    admin.apply(&format!("{policy}\n---\n{binding}\n"));
-    wait_for_answer(
-        cluster,
-        &tolerating_yaml(STRIPPED, "gpu.example.com/degraded"),
-        false,
-        "the stripped compiled policy in force",
-    );
 }
 
 /// Waits until a server-side dry run of `yaml` is admitted or refused.

@@ -188,7 +188,7 @@ pub fn policy_and_binding(set: &PolicySet, draguard_namespace: &str) -> Option<[
         "metadata": metadata,
         "spec": {
             "policyName": NAME,
-            "matchResources": {"namespaceSelector": selection::binding_namespace_selector(draguard_namespace)},
+            "matchResources": {"namespaceSelector": selection::binding_namespace_selector(draguard_namespace, &[])},
         },
     });
     Some([policy, binding])

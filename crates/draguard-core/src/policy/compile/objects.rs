@@ -55,24 +55,10 @@ fn list_at(root: &str, path: &[&str]) -> String {
     format!("({} ? {at} : [])", guards.join(" && "))
 }
 
-/// `!(selected) || ` when the namespace selection needs the namespace's
-/// labels: `namespaceObject` is given to validations, not to
-/// matchConditions (the real apiserver v1.36 answers "no such key:
-/// metadata" there).
-fn unless_selected(selected: Option<&str>) -> String {
-    selected.map(|s| format!("!({s}) || ")).unwrap_or_default()
-}
-
 /// A validation of the tolerations of the pod spec at `spec` (`["spec"]`
 /// in a Pod, `["spec", "template", "spec"]` in a Deployment), for the
 /// writes `guard` (a CEL condition) admits.
-fn pod_spec_validation(
-    p: &TolerationPolicy,
-    j: &Judgement,
-    selected: Option<&str>,
-    spec: &[&str],
-    guard: Option<&str>,
-) -> Value {
+fn pod_spec_validation(p: &TolerationPolicy, j: &Judgement, spec: &[&str], guard: Option<&str>) -> Value {
     let mut path = spec.to_vec();
     path.push("tolerations");
     let list = list_at("object", &path);
@@ -80,7 +66,7 @@ fn pod_spec_validation(
     let first = first_rejected(&list, j, &prefix);
     let unless_guarded = guard.map(|g| format!("!({g}) || ")).unwrap_or_default();
     json!({
-        "expression": format!("{unless_guarded}{}!{}", unless_selected(selected), any_rejected(&list, j)),
+        "expression": format!("{unless_guarded}!{}", any_rejected(&list, j)),
         "messageExpression": messages::message(p, TolerationTarget::Pod, &first),
         "message": messages::fallback(p, TolerationTarget::Pod),
         "reason": "Forbidden",
@@ -94,13 +80,7 @@ fn pod_spec_validation(
 /// and v1beta2 writes to v1 before a policy matching v1 with
 /// `matchPolicy: Equivalent` sees them, and `apply::claim_lists` names a
 /// v1beta1 request's list `exactly` too.
-fn claim_validation(
-    p: &TolerationPolicy,
-    j: &Judgement,
-    resource: &str,
-    spec: &[&str],
-    selected: Option<&str>,
-) -> Value {
+fn claim_validation(p: &TolerationPolicy, j: &Judgement, resource: &str, spec: &[&str]) -> Value {
     let mut requests_path: Vec<&str> = spec.to_vec();
     requests_path.extend(["devices", "requests"]);
     let requests = list_at("object", &requests_path);
@@ -128,10 +108,7 @@ fn claim_validation(
     let first = format!("{requests}.transformList(i, r, {request_rejects}, {first_of_request})[0]");
     let judged = format!("request.resource.resource == {}", super::cel::string(resource));
     json!({
-        "expression": format!(
-            "!({judged}) || {}!{requests}.exists(r, {request_rejects})",
-            unless_selected(selected)
-        ),
+        "expression": format!("!({judged}) || !{requests}.exists(r, {request_rejects})"),
         "messageExpression": messages::message(p, TolerationTarget::Device, &first),
         "message": messages::fallback(p, TolerationTarget::Device),
         "reason": "Forbidden",
@@ -205,21 +182,71 @@ fn workload_pod_spec(root: &str) -> String {
     format!("({IS_CRON_JOB} ? {} : {})", at(CRON_JOB_SPEC), at(TEMPLATE_SPEC))
 }
 
+/// The writes a part judges, each a CEL condition: the webhook's own
+/// routing (not a kubelet's, not a controller's UPDATE, ...), the Pod
+/// tolerations cap, the namespaces the binding's selector cannot state,
+/// and the requesters not exempt. All must hold.
+fn guards(p: &TolerationPolicy, part: Part, namespaces: Option<String>) -> Vec<String> {
+    let mut guards = Vec::new();
+    match part {
+        Part::Pods => guards.push(format!(
+            "!has(object.spec.tolerations) || size(object.spec.tolerations) <= {POD_TOLERATIONS_MAX}"
+        )),
+        Part::Workloads => {
+            let spec = workload_pod_spec("object");
+            guards.push(format!(
+                "!('tolerations' in {spec}) || size({spec}.tolerations) <= {POD_TOLERATIONS_MAX}"
+            ));
+        }
+        Part::Devices => {}
+    }
+    if part == Part::Workloads {
+        // `WorkloadKind::judged`: not a controlled workload (its owner was
+        // judged, its Pods will be), and on an UPDATE only a changed pod
+        // template (draguard's other warnings on such an UPDATE stay in the
+        // webhook).
+        guards.push(
+            "!(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))"
+                .to_owned(),
+        );
+        guards.push(format!(
+            "request.operation == 'CREATE' || {} != {}",
+            workload_pod_spec("object"),
+            workload_pod_spec("oldObject")
+        ));
+    } else {
+        guards.extend(
+            selection::webhook_conditions(part == Part::Pods)
+                .into_iter()
+                .map(|(_, e)| e.to_owned()),
+        );
+    }
+    guards.extend(namespaces);
+    guards.extend(selection::not_exempt(&p.spec.exempt));
+    guards
+}
+
 /// The policy and its binding for one part; `None` when the policy has
 /// no toleration list for it.
+///
+/// The writes it judges are stated where the apiserver decides them
+/// cheapest: namespaces by label in the binding's `namespaceSelector`,
+/// and every other condition at the head of each validation
+/// (`!(guards) || ...`), not as matchConditions. The apiserver evaluates
+/// matchConditions in a CEL pass of their own, with its own activation of
+/// `object`, `oldObject` and `request`: on kube-apiserver v1.36.2 that
+/// pass alone cost about 0.4 ms a write (`scripts/apiserver-latency.sh`,
+/// issue 40), more than the hand-written policy it was measured against.
 pub fn policy_and_binding(p: &TolerationPolicy, part: Part, draguard_namespace: &str) -> Option<[Value; 2]> {
     let target = part.target();
     let j = predicate::judgement(p, target)?;
     let name = name(p, part);
-    let namespaces = selection::namespaces(p);
-    // By label: judged in the validations; by name alone: a matchCondition.
-    let in_validation = p.spec.namespaces.selector.is_some();
-    let selected = namespaces.as_deref().filter(|_| in_validation);
-    let (rules, validations) = match part {
+    let namespaces = selection::split_namespaces(p);
+    let (rules, mut validations) = match part {
         Part::Pods => (
             json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
                     "resources": ["pods"], "scope": "Namespaced"}]),
-            vec![pod_spec_validation(p, &j, selected, &["spec"], None)],
+            vec![pod_spec_validation(p, &j, &["spec"], None)],
         ),
         Part::Workloads => (
             json!([
@@ -229,56 +256,27 @@ pub fn policy_and_binding(p: &TolerationPolicy, part: Part, draguard_namespace: 
                  "resources": ["jobs", "cronjobs"], "scope": "Namespaced"},
             ]),
             vec![
-                pod_spec_validation(p, &j, selected, TEMPLATE_SPEC, Some(&format!("!({IS_CRON_JOB})"))),
-                pod_spec_validation(p, &j, selected, CRON_JOB_SPEC, Some(IS_CRON_JOB)),
+                pod_spec_validation(p, &j, TEMPLATE_SPEC, Some(&format!("!({IS_CRON_JOB})"))),
+                pod_spec_validation(p, &j, CRON_JOB_SPEC, Some(IS_CRON_JOB)),
             ],
         ),
         Part::Devices => (
             json!([{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
                     "resources": ["resourceclaims", "resourceclaimtemplates"], "scope": "Namespaced"}]),
             vec![
-                claim_validation(p, &j, "resourceclaims", &["spec"], selected),
-                claim_validation(p, &j, "resourceclaimtemplates", &["spec", "spec"], selected),
+                claim_validation(p, &j, "resourceclaims", &["spec"]),
+                claim_validation(p, &j, "resourceclaimtemplates", &["spec", "spec"]),
             ],
         ),
     };
-    let mut conditions: Vec<Value> = Vec::new();
-    match part {
-        Part::Pods => conditions.push(json!({"name": "at-most-128-tolerations", "expression": format!(
-            "!has(object.spec.tolerations) || size(object.spec.tolerations) <= {POD_TOLERATIONS_MAX}"
-        )})),
-        Part::Workloads => {
-            let spec = workload_pod_spec("object");
-            conditions.push(json!({"name": "at-most-128-tolerations", "expression": format!(
-                "!('tolerations' in {spec}) || size({spec}.tolerations) <= {POD_TOLERATIONS_MAX}"
-            )}));
+    let guards = guards(p, part, namespaces.guard);
+    let judged = super::cel::all(&guards);
+    for v in validations.iter_mut().filter(|_| !guards.is_empty()) {
+        if let Some(e) = v.get_mut("expression")
+            && let Some(text) = e.as_str()
+        {
+            *e = Value::String(format!("!({judged}) || {text}"));
         }
-        Part::Devices => {}
-    }
-    if part == Part::Workloads {
-        // `WorkloadKind::judged`: not a controlled workload (its owner was
-        // judged, its Pods will be), and on an UPDATE only a changed pod
-        // template (draguard's other warnings on such an UPDATE stay in the
-        // webhook).
-        conditions.push(json!({"name": "not-controlled", "expression":
-            "!(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))"}));
-        conditions.push(
-            json!({"name": "creates-or-changes-the-pod-template", "expression": format!(
-                "request.operation == 'CREATE' || {} != {}", workload_pod_spec("object"), workload_pod_spec("oldObject")
-            )}),
-        );
-    } else {
-        conditions.extend(
-            selection::webhook_conditions(part == Part::Pods)
-                .into_iter()
-                .map(|(n, e)| json!({"name": n, "expression": e})),
-        );
-    }
-    if let Some(e) = namespaces.filter(|_| !in_validation) {
-        conditions.push(json!({"name": "namespace-selected", "expression": e}));
-    }
-    if let Some(e) = selection::not_exempt(&p.spec.exempt) {
-        conditions.push(json!({"name": "requester-not-exempt", "expression": e}));
     }
     let metadata = json!({
         "name": name,
@@ -295,7 +293,6 @@ pub fn policy_and_binding(p: &TolerationPolicy, part: Part, draguard_namespace: 
             // feedback: the Pods they stamp are judged).
             "failurePolicy": if part == Part::Workloads { "Ignore" } else { "Fail" },
             "matchConstraints": {"matchPolicy": "Equivalent", "resourceRules": rules},
-            "matchConditions": conditions,
             "validations": validations,
         },
     });
@@ -306,7 +303,10 @@ pub fn policy_and_binding(p: &TolerationPolicy, part: Part, draguard_namespace: 
         "spec": {
             "policyName": name,
             "validationActions": [actions(p.spec.mode)],
-            "matchResources": {"namespaceSelector": selection::binding_namespace_selector(draguard_namespace)},
+            "matchResources": {"namespaceSelector": selection::binding_namespace_selector(
+                draguard_namespace,
+                &namespaces.requirements,
+            )},
         },
     });
     Some([policy, binding])

@@ -1,8 +1,9 @@
 //! Which requests a compiled policy judges: the namespaces it selects
 //! (`names` globs, `selector`, `exclude`), the requesters it exempts, and
 //! the conditions under which draguard's own validating entry is called
-//! at all, each as a `matchCondition`; and the namespaces no draguard entry
-//! ever judges, as the binding's `namespaceSelector`.
+//! at all, each as a CEL condition; and, as the binding's
+//! `namespaceSelector`, the namespaces no draguard entry ever judges and
+//! whatever of the policy's own selection label requirements can state.
 
 use serde_json::{Value, json};
 
@@ -79,6 +80,104 @@ pub fn namespaces(p: &TolerationPolicy) -> Option<String> {
     (!terms.is_empty()).then(|| cel::all(&terms))
 }
 
+/// A policy's namespace selection, split between what the binding's
+/// `namespaceSelector` states (label requirements the apiserver matches
+/// natively, before any CEL of the policy runs) and a CEL guard for the
+/// rest (globs, and `names` and `selector` together, which select their
+/// union).
+#[derive(Debug, Default, PartialEq)]
+pub struct NamespaceSplit {
+    /// matchExpressions the binding's namespaceSelector adds.
+    pub requirements: Vec<Value>,
+    /// `p.selects(...)` for what the requirements do not state.
+    pub guard: Option<String>,
+}
+
+/// Every namespace carries its name as this label: `SetDefaults_Namespace`
+/// (pkg/apis/core/v1/defaults.go, v1.36.2) sets it on every write, over
+/// any other value (a real v1.36.2 apiserver stores the name after
+/// `kubectl label ns x kubernetes.io/metadata.name=y` and after removing
+/// it); deploy/base/webhooks.yaml selects by it too.
+const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// `pattern` as a value of [`NAME_LABEL`], when it is a plain name that a
+/// label value can hold (a namespace name always can).
+fn plain_name(pattern: &str) -> Option<&str> {
+    (!pattern.contains(['*', '?']) && crate::rules::names::label_value(pattern).is_empty()).then_some(pattern)
+}
+
+/// `s` as binding requirements, when every key and value is one the
+/// apiserver accepts in a label selector (a draguard policy's selector
+/// is not held to that; one that is not stays in CEL).
+fn selector_requirements(s: &LabelSelector) -> Option<Vec<Value>> {
+    let key_ok = |k: &str| crate::rules::names::label_key(k).is_empty();
+    let value_ok = |v: &str| crate::rules::names::label_value(v).is_empty();
+    let mut out = Vec::new();
+    for (k, v) in &s.match_labels {
+        if !key_ok(k) || !value_ok(v) {
+            return None;
+        }
+        out.push(json!({"key": k, "operator": "In", "values": [v]}));
+    }
+    for e in &s.match_expressions {
+        if !key_ok(&e.key) || !e.values.iter().all(|v| value_ok(v)) {
+            return None;
+        }
+        let operator = match e.operator {
+            SelectorOperator::In => "In",
+            SelectorOperator::NotIn => "NotIn",
+            SelectorOperator::Exists => "Exists",
+            SelectorOperator::DoesNotExist => "DoesNotExist",
+        };
+        out.push(if e.values.is_empty() {
+            json!({"key": e.key, "operator": operator})
+        } else {
+            json!({"key": e.key, "operator": operator, "values": e.values})
+        });
+    }
+    Some(out)
+}
+
+/// [`namespaces`], split: plain excluded names become a `NotIn` on
+/// [`NAME_LABEL`]; plain `names` alone an `In`; a `selector` alone its own
+/// requirements. What is left (globs, both `names` and `selector`, a
+/// selector the apiserver would refuse) is the CEL guard.
+pub fn split_namespaces(p: &TolerationPolicy) -> NamespaceSplit {
+    let sel = &p.spec.namespaces;
+    let mut split = NamespaceSplit::default();
+    let mut terms = Vec::new();
+    let (plain, globs): (Vec<&String>, Vec<&String>) = sel.exclude.iter().partition(|g| plain_name(g).is_some());
+    if !plain.is_empty() {
+        split
+            .requirements
+            .push(json!({"key": NAME_LABEL, "operator": "NotIn", "values": plain}));
+    }
+    if !globs.is_empty() {
+        terms.push(format!(
+            "!({})",
+            cel::any(&globs.iter().map(|g| glob(g)).collect::<Vec<_>>())
+        ));
+    }
+    let by_labels = match (&sel.selector, sel.names.is_empty()) {
+        (Some(s), true) => selector_requirements(s),
+        (None, false) if sel.names.iter().all(|n| plain_name(n).is_some()) => {
+            Some(vec![json!({"key": NAME_LABEL, "operator": "In", "values": sel.names})])
+        }
+        (None, true) => Some(Vec::new()),
+        _ => None,
+    };
+    match by_labels {
+        Some(requirements) => split.requirements.extend(requirements),
+        None => {
+            let mut chosen: Vec<String> = sel.names.iter().map(|g| glob(g)).collect();
+            chosen.extend(sel.selector.as_ref().map(selector));
+            terms.push(cel::any(&chosen));
+        }
+    }
+    split.guard = (!terms.is_empty()).then(|| cel::all(&terms));
+    split
+}
+
 /// `!p.exempts(user)` over `request.userInfo`; `None` when nobody is
 /// exempt. A service account `ns/name` is the username
 /// `system:serviceaccount:ns:name`; an entry whose namespace holds a `:`
@@ -131,14 +230,15 @@ pub fn webhook_conditions(pods: bool) -> Vec<(&'static str, &'static str)> {
 /// The namespaces no draguard entry judges (deploy/base/webhooks.yaml):
 /// kube-system, kube-node-lease, draguard's own, and any labelled
 /// `draguard.dev/ignore`. The control plane never waits on a policy.
-pub fn binding_namespace_selector(draguard_namespace: &str) -> Value {
-    json!({
-        "matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-             "values": ["kube-system", "kube-node-lease", draguard_namespace]},
-            {"key": "draguard.dev/ignore", "operator": "DoesNotExist"},
-        ]
-    })
+/// `more` are the policy's own requirements ([`split_namespaces`]).
+pub fn binding_namespace_selector(draguard_namespace: &str, more: &[Value]) -> Value {
+    let mut expressions = vec![
+        json!({"key": NAME_LABEL, "operator": "NotIn",
+               "values": ["kube-system", "kube-node-lease", draguard_namespace]}),
+        json!({"key": "draguard.dev/ignore", "operator": "DoesNotExist"}),
+    ];
+    expressions.extend(more.iter().cloned());
+    json!({ "matchExpressions": expressions })
 }
 
 #[cfg(test)]
@@ -180,6 +280,63 @@ mod tests {
             Some("true"),
             "an empty selector selects every namespace"
         );
+    }
+
+    #[test]
+    fn namespace_selection_split() {
+        let split = |yaml: &str| split_namespaces(&policy(yaml));
+        let name = |op: &str, values: &[&str]| json!({"key": NAME_LABEL, "operator": op, "values": values});
+        assert_eq!(split("  mode: Enforce\n"), NamespaceSplit::default());
+        assert_eq!(
+            split("  namespaces: {exclude: [kube-system]}\n"),
+            NamespaceSplit {
+                requirements: vec![name("NotIn", &["kube-system"])],
+                guard: None
+            }
+        );
+        assert_eq!(
+            split("  namespaces: {exclude: [ml, ml-*, kube-system]}\n"),
+            NamespaceSplit {
+                requirements: vec![name("NotIn", &["ml", "kube-system"])],
+                guard: Some("!(request.namespace.matches('^ml\\\\-(?s:.*)$'))".into())
+            }
+        );
+        assert_eq!(
+            split("  namespaces: {names: [ml, ai]}\n"),
+            NamespaceSplit {
+                requirements: vec![name("In", &["ml", "ai"])],
+                guard: None
+            }
+        );
+        assert_eq!(
+            split(
+                "  namespaces: {selector: {matchLabels: {team: ml}, matchExpressions: [{key: tier, operator: Exists}]}}\n"
+            ),
+            NamespaceSplit {
+                requirements: vec![
+                    json!({"key": "team", "operator": "In", "values": ["ml"]}),
+                    json!({"key": "tier", "operator": "Exists"}),
+                ],
+                guard: None
+            }
+        );
+        // Names and a selector select their union: CEL.
+        let both = split("  namespaces: {names: [ml], selector: {matchLabels: {team: ml}}}\n");
+        assert!(both.requirements.is_empty());
+        assert!(
+            both.guard
+                .as_deref()
+                .is_some_and(|g| g.starts_with("(request.namespace == 'ml') || ")),
+            "{both:?}"
+        );
+        // A key the apiserver refuses in a label selector stays in CEL.
+        let odd = split("  namespaces: {selector: {matchLabels: {'bad key': x}}}\n");
+        assert!(odd.requirements.is_empty());
+        assert!(odd.guard.is_some());
+        // So does a name no label value can hold.
+        let long = "n".repeat(64);
+        let odd = split(&format!("  namespaces: {{names: [{long}]}}\n"));
+        assert_eq!(odd.guard, Some(format!("request.namespace == '{long}'")));
     }
 
     #[test]

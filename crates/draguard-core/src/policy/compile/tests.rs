@@ -32,6 +32,11 @@ spec:
 fn a_pod_allow_list_compiles_to_one_policy_and_binding() {
     let out = compile(&set(ML), &Options::default()).expect("compiles");
     let yaml = to_yaml(&out.objects).expect("yaml");
+    // `DRAGUARD_BLESS=1` rewrites the expected output after a deliberate change.
+    if std::env::var_os("DRAGUARD_BLESS").is_some() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/policy/compile/testdata/ml.yaml");
+        std::fs::write(path, &yaml).expect("testdata/ml.yaml");
+    }
     let expected = include_str!("testdata/ml.yaml");
     assert_eq!(yaml, expected);
     assert_eq!(out.policies.len(), 1);
@@ -90,18 +95,38 @@ spec:
     assert_eq!(out.objects.len(), 2);
 }
 
-/// The policy's validation expression, evaluated as CEL on `object`.
-fn admits(expression: &str, object: &Value, resource: &str) -> bool {
-    let program = Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"));
+/// The policy's validation expression, evaluated as CEL on `object`,
+/// created by `alice` in namespace `default` (labels `team: ml`).
+fn admits(program: &Program, object: &Value, resource: &str) -> bool {
+    admits_request(
+        program,
+        object,
+        json!({"resource": {"resource": resource}, "operation": "CREATE", "namespace": "default",
+               "userInfo": {"username": "alice", "groups": ["system:authenticated"]}}),
+    )
+}
+
+fn program(expression: &str) -> Program {
+    Program::compile(expression).unwrap_or_else(|e| panic!("{expression}: {e}"))
+}
+
+fn admits_request(program: &Program, object: &Value, request: Value) -> bool {
     let mut ctx = Context::default();
-    ctx.add_variable_from_value("object", kube_cel::cel::to_value(object).expect("CEL value"));
+    // Every object the apiserver admits has its metadata.
+    let mut object = object.clone();
+    if let Some(o) = object.as_object_mut() {
+        o.entry("metadata").or_insert_with(|| json!({"name": "x"}));
+    }
+    ctx.add_variable_from_value("object", kube_cel::cel::to_value(&object).expect("CEL value"));
     ctx.add_variable_from_value(
-        "request",
-        kube_cel::cel::to_value(json!({"resource": {"resource": resource}})).expect("CEL value"),
+        "namespaceObject",
+        kube_cel::cel::to_value(json!({"metadata": {"name": request["namespace"], "labels": {"team": "ml"}}}))
+            .expect("CEL value"),
     );
+    ctx.add_variable_from_value("request", kube_cel::cel::to_value(&request).expect("CEL value"));
     match program.execute(&ctx) {
         Ok(CelValue::Bool(b)) => b,
-        other => panic!("{expression} does not give a bool: {other:?}"),
+        other => panic!("the expression does not give a bool: {other:?}"),
     }
 }
 
@@ -183,6 +208,12 @@ spec: {{pods: {{allowPlatformDefaults: false, allow: [{{key: k, operator: Exists
             else {
                 continue;
             };
+            let programs: Vec<Program> = compiled["spec"]["validations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|v| program(v["expression"].as_str().expect("expression")))
+                .collect();
             for t in tolerations() {
                 let mut as_json = serde_json::to_value(&t).expect("json");
                 if let Some(o) = as_json.as_object_mut() {
@@ -222,11 +253,8 @@ spec: {{pods: {{allowPlatformDefaults: false, allow: [{{key: k, operator: Exists
                     ],
                 };
                 for (object, resource, validation) in cases {
-                    let expression = compiled["spec"]["validations"][validation]["expression"]
-                        .as_str()
-                        .expect("expression");
                     assert_eq!(
-                        admits(expression, &object, resource),
+                        admits(&programs[validation], &object, resource),
                         want,
                         "{} {name} {t:?} in {object}",
                         p.metadata.name
@@ -260,4 +288,72 @@ fn compiled_coverage_of_defaults_is_covers() {
         }
     }
     assert!(checked > 10_000, "{checked}");
+}
+
+/// The writes a compiled policy judges are stated at the head of each
+/// validation, not as matchConditions: a kubelet's, an exempt
+/// requester's and one in a namespace the globs leave out are admitted
+/// whatever they tolerate; the same write by anyone else is refused.
+#[test]
+fn guards_head_every_validation() {
+    let out = compile(
+        &set("apiVersion: policy.draguard.dev/v1alpha1
+kind: TolerationPolicy
+metadata: {name: g}
+spec:
+  namespaces: {names: [ml-*], exclude: [ml-sandbox, ml-x?]}
+  exempt: {groups: [sre]}
+  pods: {deny: [{key: k, operator: Exists}]}
+  devices: {deny: [{key: k, operator: Exists}]}
+"),
+        &Options::default(),
+    )
+    .expect("compiles");
+    let policy = |name: &str| -> &Value {
+        out.objects
+            .iter()
+            .find(|o| o["kind"] == "ValidatingAdmissionPolicy" && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    for name in ["draguard-g-pods", "draguard-g-devices"] {
+        assert!(policy(name)["spec"].get("matchConditions").is_none(), "{name}");
+    }
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"tolerations": [{"key": "k", "operator": "Exists"}]}});
+    let claim = json!({"metadata": {"name": "c"}, "spec": {"devices": {"requests": [{"exactly": {"tolerations": [{"key": "k", "operator": "Exists"}]}}]}}});
+    let request = |resource: &str, namespace: &str, user: &str, groups: &[&str]| {
+        json!({"resource": {"resource": resource}, "operation": "CREATE", "namespace": namespace,
+               "userInfo": {"username": user, "groups": groups}})
+    };
+    for (name, object, resource) in [
+        ("draguard-g-pods", &pod, "pods"),
+        ("draguard-g-devices", &claim, "resourceclaims"),
+    ] {
+        let p = program(
+            policy(name)["spec"]["validations"][0]["expression"]
+                .as_str()
+                .expect("expression"),
+        );
+        let admitted = |namespace: &str, user: &str, groups: &[&str]| {
+            admits_request(&p, object, request(resource, namespace, user, groups))
+        };
+        assert!(!admitted("ml-a", "alice", &["dev"]), "{name}: judged");
+        assert!(admitted("ml-a", "bob", &["sre"]), "{name}: exempt group");
+        assert!(admitted("ml-xy", "alice", &["dev"]), "{name}: excluded by glob");
+        assert!(admitted("default", "alice", &["dev"]), "{name}: not selected");
+        assert!(
+            admitted("ml-a", "system:node:n1", &["system:nodes"]),
+            "{name}: a kubelet's write"
+        );
+    }
+    // Plain excluded names are the binding's: the apiserver never runs
+    // the policy there.
+    let binding = out
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "ValidatingAdmissionPolicyBinding" && o["metadata"]["name"] == "draguard-g-pods")
+        .expect("binding");
+    assert_eq!(
+        binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][2],
+        json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["ml-sandbox"]})
+    );
 }
