@@ -46,7 +46,7 @@
 //! its `ci/*-values.yaml`, chart-testing's convention, when it has one.
 //!
 //! Renders are bounded: a timeout each (`--render-timeout`), an output cap,
-//! and at most [`MAX_PARALLEL`] at once.
+//! and as many at once as the machine has cores.
 
 use std::collections::HashSet;
 use std::io::Read as _;
@@ -101,9 +101,6 @@ pub const MAX_OUTPUT: usize = 128 << 20;
 /// The most of a renderer's error output kept (its message is trimmed
 /// further for the report).
 const MAX_STDERR: usize = 64 << 10;
-/// Renders run at once (each is its own process; the machine's cores, at
-/// most this many).
-pub const MAX_PARALLEL: usize = 4;
 /// The longest renderer message shown.
 const MAX_MESSAGE: usize = 600;
 
@@ -113,7 +110,26 @@ const MAX_MESSAGE: usize = 600;
 pub struct Note {
     /// The chart's or kustomization's folder, as walked.
     pub path: String,
+    /// Its `Chart.yaml` or kustomization file, as walked: where code
+    /// scanning and GitHub place the note (they place only files).
+    pub file: String,
     pub message: String,
+}
+
+impl Note {
+    fn new(dir: &Path, message: String) -> Note {
+        let file = ["Chart.yaml"]
+            .into_iter()
+            .chain(KUSTOMIZATION_FILES)
+            .map(|name| dir.join(name))
+            .find(|f| f.is_file())
+            .unwrap_or_else(|| dir.to_path_buf());
+        Note {
+            path: dir.display().to_string(),
+            file: file.display().to_string(),
+            message,
+        }
+    }
 }
 
 impl std::fmt::Display for Note {
@@ -222,8 +238,8 @@ impl Plan {
         !(self.kustomize.is_some() && self.resources.contains(&normalised))
     }
 
-    /// Renders every top-level chart and kustomization (at most
-    /// [`MAX_PARALLEL`] at once), or notes why not.
+    /// Renders every top-level chart and kustomization (as many at once as
+    /// the machine has cores), or notes why not.
     pub fn render(&self, settings: &RenderSettings) -> Rendered {
         let mut out = Rendered::default();
         let mut jobs: Vec<(&Renderer, &Path, Kind)> = Vec::new();
@@ -234,45 +250,44 @@ impl Plan {
             for dir in dirs {
                 match renderer {
                     Some(renderer) => jobs.push((renderer, dir, kind)),
-                    None => out.notes.push(Note {
-                        path: dir.display().to_string(),
-                        message: kind.not_rendered(dir, self.mode),
-                    }),
+                    None => out.notes.push(Note::new(dir, kind.not_rendered(dir, self.mode))),
                 }
             }
         }
-        let results = parallel(&jobs, |&(renderer, dir, kind)| {
-            let first = renderer.run(kind, dir, None, settings);
-            match (&first, kind) {
-                (Err(Failure::Message(message)), Kind::Chart) if !needs_dependencies(message) => {
-                    match ci_values(dir) {
-                        // Rendered with the values its CI uses, or the
-                        // first failure stands.
-                        Some(values) => renderer.run(kind, dir, Some(&values), settings).or(first),
-                        None => first,
-                    }
-                }
-                _ => first,
-            }
+        let results = parallel(&jobs, |&(renderer, dir, kind)| match kind {
+            Kind::Kustomization => renderer.kustomize_placed(dir, settings),
+            Kind::Chart => render_chart(renderer, dir, settings),
         });
         for ((renderer, dir, kind), result) in jobs.iter().zip(results) {
             let result = result.unwrap_or_else(|| Err(Failure::Other("the render did not complete".into())));
             match result {
-                Ok(text) => match kind {
-                    Kind::Chart => out.sources.extend(helm_sources(dir, &text)),
-                    Kind::Kustomization => out.sources.push(Source {
+                Ok(Output::Chart { text, stubbed }) => {
+                    out.sources.extend(helm_sources(dir, &text));
+                    if !stubbed.is_empty() {
+                        out.notes.push(Note::new(
+                            dir,
+                            format!(
+                                "Helm chart rendered against empty stand-ins for its dependencies {}, which are disabled by default and not in charts/: their own templates are not checked",
+                                stubbed.join(", ")
+                            ),
+                        ));
+                    }
+                }
+                Ok(Output::Kustomization { text, placements }) => {
+                    out.sources.push(Source {
                         name: dir.display().to_string(),
                         text,
-                    }),
-                },
+                    });
+                    out.placements.push(placements);
+                }
                 Err(Failure::Message(message)) if *kind == Kind::Chart && needs_dependencies(&message) => {
-                    out.notes.push(Note {
-                        path: dir.display().to_string(),
-                        message: format!(
-                            "Helm chart not rendered: its dependencies are not in charts/ (run `helm dependency build {}` first); its templates are not checked",
+                    out.notes.push(Note::new(
+                        dir,
+                        format!(
+                            "Helm chart not rendered: dependencies it enables by default are not in charts/ (run `helm dependency build {}` first); its templates are not checked",
                             dir.display()
                         ),
-                    });
+                    ));
                 }
                 // A chart that refuses to render with its default values
                 // (`fail`, `required`: the DRA drivers' charts refuse the
@@ -281,35 +296,38 @@ impl Plan {
                 Err(Failure::Message(message))
                     if *kind == Kind::Chart && !settings.strict && message.starts_with("execution error at") =>
                 {
-                    out.notes.push(Note {
-                        path: dir.display().to_string(),
-                        message: format!(
+                    out.notes.push(Note::new(
+                        dir,
+                        format!(
                             "Helm chart not rendered with its default values ({message}); render it with the values it is installed with (`helm template NAME {} -f VALUES | draguard check -`); its templates are not checked",
                             dir.display()
                         ),
-                    });
+                    ));
                 }
                 // An overlay that needs a file the checkout does not have
                 // (an `.env` or CRDs a make target generates) is the
                 // checkout's shortfall, as a chart's missing dependencies
                 // are.
+                // A remote base that could not be fetched first: kustomize
+                // tries a remote reference as a local path too, and its
+                // message then also says "no such file or directory".
+                Err(Failure::Message(message)) if *kind == Kind::Kustomization && unreachable(&message) => {
+                    out.notes.push(Note::new(
+                        dir,
+                        format!(
+                            "kustomization not rendered: kustomize could not fetch a remote resource it uses (no network, or the repository or ref is gone?) ({message}); its files are not checked"
+                        ),
+                    ));
+                }
                 Err(Failure::Message(message))
                     if *kind == Kind::Kustomization && !settings.strict && missing_local_file(&message) =>
                 {
-                    out.notes.push(Note {
-                        path: dir.display().to_string(),
-                        message: format!(
+                    out.notes.push(Note::new(
+                        dir,
+                        format!(
                             "kustomization not rendered: it needs a file that is not in this checkout, generated by a build step? ({message}); its files are not checked (--strict-inputs makes this an error)"
                         ),
-                    });
-                }
-                Err(Failure::Message(message)) if *kind == Kind::Kustomization && unreachable(&message) => {
-                    out.notes.push(Note {
-                        path: dir.display().to_string(),
-                        message: format!(
-                            "kustomization not rendered: a remote resource it uses could not be fetched ({message}); its files are not checked"
-                        ),
-                    });
+                    ));
                 }
                 Err(failure) => out.problems.push(FileProblem {
                     file: dir.display().to_string(),
@@ -330,6 +348,56 @@ pub struct Rendered {
     /// Renders that failed: one per chart or kustomization.
     pub problems: Vec<FileProblem>,
     pub notes: Vec<Note>,
+    /// Where each kustomization build's documents come from.
+    pub placements: Vec<super::origin::Placements>,
+}
+
+/// What one render gave.
+enum Output {
+    /// helm's output, and the dependencies stubbed to render it.
+    Chart { text: String, stubbed: Vec<String> },
+    /// kustomize's output without its origin marks, and where each
+    /// document comes from.
+    Kustomization {
+        text: String,
+        placements: super::origin::Placements,
+    },
+}
+
+/// A chart rendered: with its default values; else, when its CI has
+/// values for it, with those; else, when only dependencies it disables by
+/// default are missing from `charts/`, in a temporary copy with empty
+/// stand-ins for them.
+fn render_chart(renderer: &Renderer, dir: &Path, settings: &RenderSettings) -> Result<Output, Failure> {
+    let chart = |text| Output::Chart {
+        text,
+        stubbed: Vec::new(),
+    };
+    let first = renderer.run(Kind::Chart, dir, None, settings).map(chart);
+    match &first {
+        Err(Failure::Message(message)) if needs_dependencies(message) => match super::chart_stubs::stubbed_copy(dir) {
+            Some((copy, stubbed)) => {
+                let inside = copy
+                    .path()
+                    .join(dir.file_name().unwrap_or_else(|| std::ffi::OsStr::new("chart")));
+                renderer
+                    .run(Kind::Chart, &inside, None, settings)
+                    .map(|text| Output::Chart { text, stubbed })
+                    .or(first)
+            }
+            None => first,
+        },
+        Err(Failure::Message(_)) => match ci_values(dir) {
+            // Rendered with the values its CI uses, or the first failure
+            // stands.
+            Some(values) => renderer
+                .run(Kind::Chart, dir, Some(&values), settings)
+                .map(chart)
+                .or(first),
+            None => first,
+        },
+        _ => first,
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -423,6 +491,55 @@ impl Renderer {
         let mut command = Command::new(&self.program);
         command.args(self.args(kind, dir, values, settings));
         run_bounded(command, settings.timeout, MAX_OUTPUT)
+    }
+
+    /// `dir` built through a wrapper kustomization in a temporary folder
+    /// whose only resource is `dir` and which asks for origin marks
+    /// (`buildMetadata`), then the marks turned into placements. A build
+    /// that fails is run again as the user would type it, for kustomize's
+    /// message without the wrapper in it.
+    fn kustomize_placed(&self, dir: &Path, settings: &RenderSettings) -> Result<Output, Failure> {
+        let wrapped = (|| {
+            let canonical = std::fs::canonicalize(dir).ok()?;
+            let wrapper = tempfile::Builder::new().prefix("draguard-kustomize-").tempdir().ok()?;
+            let built = std::fs::canonicalize(wrapper.path()).ok()?;
+            let reference = super::origin::relative(&built, &canonical)?;
+            let text = format!(
+                "resources:\n- {}\nbuildMetadata: [originAnnotations, transformerAnnotations]\n",
+                serde_json::to_string(&reference.to_string_lossy()).ok()?
+            );
+            std::fs::write(built.join("kustomization.yaml"), text).ok()?;
+            Some((wrapper, built, canonical))
+        })();
+        let Some((_wrapper, built, canonical)) = wrapped else {
+            // No temporary folder: built as typed, its findings at the build.
+            return self
+                .run(Kind::Kustomization, dir, None, settings)
+                .map(|text| Output::Kustomization {
+                    placements: super::origin::Placements {
+                        overlay: dir.display().to_string(),
+                        documents: Vec::new(),
+                    },
+                    text,
+                });
+        };
+        match self.run(Kind::Kustomization, &built, None, settings) {
+            Ok(output) => {
+                let (text, placements) = super::origin::place(dir, &canonical, &built, &output);
+                Ok(Output::Kustomization { text, placements })
+            }
+            Err(Failure::Message(_)) => {
+                self.run(Kind::Kustomization, dir, None, settings)
+                    .map(|text| Output::Kustomization {
+                        placements: super::origin::Placements {
+                            overlay: dir.display().to_string(),
+                            documents: Vec::new(),
+                        },
+                        text,
+                    })
+            }
+            Err(other) => Err(other),
+        }
     }
 }
 
@@ -651,13 +768,13 @@ fn unwrapped(line: &str) -> &str {
     }
 }
 
-/// Runs `work` on each job, at most [`MAX_PARALLEL`] (and the machine's
-/// cores) at once; the results in the jobs' order (`None` only for a job
-/// whose worker panicked).
+/// Runs `work` on each job, as many at once as the machine has cores
+/// (`available_parallelism`, which follows the CPU quota of a container);
+/// the results in the jobs' order (`None` only for a job whose worker
+/// panicked).
 fn parallel<J: Sync, R: Send>(jobs: &[J], work: impl Fn(&J) -> R + Sync) -> Vec<Option<R>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
-        .clamp(1, MAX_PARALLEL)
         .min(jobs.len());
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<R>>> = jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();

@@ -334,7 +334,7 @@ fn json_report<'r>(report: &'r Report, style: &Style) -> impl serde::Serialize +
         notes: report
             .notes
             .iter()
-            .map(|n| json!({"path": n.path, "message": n.message}))
+            .map(|n| json!({"path": n.path, "file": n.file, "message": n.message}))
             .collect(),
         objects: streamed::Streamed::new(objects),
         summary: json!({
