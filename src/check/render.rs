@@ -114,6 +114,9 @@ pub struct Note {
     /// scanning and GitHub place the note (they place only files).
     pub file: String,
     pub message: String,
+    /// Rendered all the same (against stand-ins for missing
+    /// dependencies): said, not counted as not rendered.
+    pub rendered: bool,
 }
 
 impl Note {
@@ -128,6 +131,7 @@ impl Note {
             path: dir.display().to_string(),
             file: file.display().to_string(),
             message,
+            rendered: false,
         }
     }
 }
@@ -264,13 +268,15 @@ impl Plan {
                 Ok(Output::Chart { text, stubbed }) => {
                     out.sources.extend(helm_sources(dir, &text));
                     if !stubbed.is_empty() {
-                        out.notes.push(Note::new(
+                        out.notes.push(Note {
+                            rendered: true,
+                            ..Note::new(
                             dir,
                             format!(
                                 "Helm chart rendered against empty stand-ins for its dependencies {}, which are disabled by default and not in charts/: their own templates are not checked",
                                 stubbed.join(", ")
                             ),
-                        ));
+                        )});
                     }
                 }
                 Ok(Output::Kustomization { text, placements }) => {

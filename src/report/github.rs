@@ -30,7 +30,11 @@ pub fn render(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<
             out,
             "::notice file={},line=1,col=1,title={}::{}",
             property(&note.file),
-            property("draguard not rendered"),
+            property(if note.rendered {
+                "draguard rendered with stand-ins"
+            } else {
+                "draguard not rendered"
+            }),
             message(&note.message)
         )?;
     }
