@@ -622,6 +622,12 @@ fn unreachable(message: &str) -> bool {
         "i/o timeout",
         "connection refused",
         "Network is unreachable",
+        // kustomize's own words when git could not fetch a remote base
+        // (a repository or ref that is gone, credentials): the remote,
+        // not the checkout.
+        "failed to run 'git",
+        "git fetch",
+        "git clone",
     ]
     .iter()
     .any(|words| message.contains(words))
@@ -1106,6 +1112,11 @@ mod tests {
             "failed to run 'git fetch': Could not resolve host: github.com"
         ));
         assert!(!unreachable("'/x/patch.yaml': no such file or directory"));
+        // kubectl v1.36's words for a remote base it could not fetch, which
+        // also hold "no such file": a remote, not a file of the checkout.
+        assert!(unreachable(
+            "accumulating resources: accumulation err='accumulating resources from 'github.com/org/repo/base?ref=v1': evalsymlink failure on '/x/github.com/org/repo/base?ref=v1' : lstat /x/github.com: no such file or directory': failed to run '/usr/bin/git fetch --depth=1 https://github.com/org/repo v1': fatal: couldn't find remote ref v1"
+        ));
     }
 
     #[test]
