@@ -24,23 +24,33 @@
 //! Files in a kustomization's folder that it does not name are read raw, as
 //! kustomize never reads them either.
 //!
-//! Only top-level kustomizations are built: those no other kustomization
-//! in the walk names (a base is judged through each overlay that uses it).
-//! A `kind: Component` is never built alone: it is judged through the
-//! overlays that use it.
+//! A kustomization root, built once: a kustomization folder in the walk
+//! that no other kustomization in the walk names in `resources`, `bases`
+//! or `components` (nor as the folder of a generator or transformer), and
+//! that is not a `kind: Component`. A folder used as a base is judged
+//! through each root that uses it and never built alone, even when it
+//! would build by itself; a base no root of the walk uses (the overlays
+//! are outside the folder checked) is a root. Each root is one build.
 //!
 //! Where findings point: helm marks each rendered document with `# Source:
 //! CHART/templates/x.yaml`; it becomes a source named after that template's
 //! path as the user sees it (`charts/foo/templates/x.yaml`), holding exactly
 //! what `helm template charts/foo --show-only templates/x.yaml` prints, so
-//! line:column count lines of that output. kustomize marks nothing: a
-//! build is one source named after the overlay's folder, line:column
-//! counting lines of `kustomize build DIR`.
+//! line:column count lines of that output. A kustomization is built
+//! through a wrapper asking for origin marks ([`super::origin`]): a
+//! finding is placed at the source file of its object and the object's
+//! line there, once however many roots build it, naming them and the
+//! kustomizations whose patches changed it ([`super::placing`]). An object
+//! that cannot be placed (a generator's, a remote base's, one not found by
+//! kind and name) stays at the build's folder and line of `kustomize build
+//! DIR`, and its findings say why.
 //!
 //! A render that fails is one error naming the chart or overlay, with the
 //! renderer's message, except where the checkout (not the chart) is
 //! short: a chart whose dependencies are not in `charts/` (CI runs `helm
-//! dependency build`, which needs the chart repositories) and a
+//! dependency build`, which needs the chart repositories; when only
+//! dependencies its values disable are missing, it is rendered against
+//! empty stand-ins, [`super::chart_stubs`], with a note) and a
 //! kustomization whose remote resources cannot be fetched are notes. A
 //! chart that needs values to render (`required`) is rendered again with
 //! its `ci/*-values.yaml`, chart-testing's convention, when it has one.
