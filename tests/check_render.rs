@@ -110,7 +110,7 @@ fn real_renderers_judge_what_charts_and_overlays_render_to() {
         lines(&out),
         [
             r#"./chart/templates/deployment.yaml:17:11: error: Deployment/default/release-name-trainer: spec.template.spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when `tolerationSeconds` is set"#.to_owned(),
-            r#"./kustomize/overlays/prod:19:9: error: Deployment/prod/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute""#.to_owned(),
+            r#"./kustomize/base/deployment.yaml:1:1: error: Deployment/prod/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomization ./kustomize/overlays/prod; patched in ./kustomize/overlays/prod/kustomization.yaml)"#.to_owned(),
             format!("4 objects, 2 denied, 0 warnings {SUMMARY_TAIL}"),
         ]
     );
@@ -136,7 +136,7 @@ fn real_renderers_judge_what_charts_and_overlays_render_to() {
         ("./chart/charts/metrics/templates/pod.yaml", "Pod/release-name-metrics"),
         ("./chart/templates/configmap.yaml", "ConfigMap/release-name-settings"),
         ("./chart/templates/deployment.yaml", "Deployment/release-name-trainer"),
-        ("./kustomize/overlays/prod", "Deployment/web"),
+        ("./kustomize/base/deployment.yaml", "Deployment/web"),
     ];
     assert_eq!(
         objects,
@@ -303,7 +303,7 @@ fn missing_chart_dependencies_are_a_note() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(
         lines(&out)[0],
-        "chart: note: Helm chart not rendered: its dependencies are not in charts/ (run `helm dependency build chart` first); its templates are not checked"
+        "chart: note: Helm chart not rendered: dependencies it enables by default are not in charts/ (run `helm dependency build chart` first); its templates are not checked"
     );
 }
 
@@ -391,4 +391,190 @@ fn the_render_hint_names_helm_only_inside_a_chart() {
         lines(&out)[0],
         "operator/assets/deployment.yaml:4:10: error: invalid type: map, expected a scalar map key (an unrendered template?)"
     );
+}
+
+/// Writes `files` (path, text) under `dir`.
+fn write_all(dir: &Path, files: &[(&str, &str)]) {
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+}
+
+const BAD_DEPLOYMENT: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cm
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: c
+        image: x
+      tolerations:
+      - key: a
+        effect: Bogus
+";
+
+/// A base used by two overlays: its mistake is one finding at the base's
+/// file and the Deployment's line there (not at each overlay's build
+/// output), naming both overlays, in text, GitHub and SARIF output. The
+/// base is not built alone.
+#[test]
+fn a_base_used_by_two_overlays_is_one_finding_at_the_base_file() {
+    let Some(path) = real_renderers() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_all(
+        dir.path(),
+        &[
+            ("base/deploy.yaml", BAD_DEPLOYMENT),
+            ("base/kustomization.yaml", "resources:\n- deploy.yaml\n"),
+            (
+                "overlays/a/kustomization.yaml",
+                "resources:\n- ../../base\nnamespace: a\n",
+            ),
+            (
+                "overlays/b/kustomization.yaml",
+                "resources:\n- ../../base\nnamePrefix: b-\n",
+            ),
+        ],
+    );
+    let out = check(dir.path(), &path, &["."]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        lines(&out),
+        [
+            r#"./base/deploy.yaml:6:1: error: Deployment/a/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomizations ./overlays/a, ./overlays/b)"#.to_owned(),
+            format!("3 objects, 1 denied, 0 warnings {SUMMARY_TAIL}"),
+        ]
+    );
+    let out = check(dir.path(), &path, &[".", "-o", "github"]);
+    assert_eq!(
+        lines(&out),
+        [
+            r#"::error file=./base/deploy.yaml,line=6,col=1,title=draguard pod-toleration-effect-unsupported::Deployment/a/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomizations ./overlays/a, ./overlays/b)"#
+        ]
+    );
+    let out = check(dir.path(), &path, &[".", "-o", "sarif"]);
+    let sarif: serde_json::Value = serde_json::from_slice(&out.stdout).expect("SARIF");
+    assert_eq!(
+        sarif["runs"][0]["results"],
+        serde_json::json!([{
+            "level": "error",
+            "locations": [{
+                "logicalLocations": [{"fullyQualifiedName": "Deployment/a/web:spec.template.spec.tolerations[0].effect"}],
+                "physicalLocation": {
+                    "artifactLocation": {"uri": "base/deploy.yaml", "uriBaseId": "%SRCROOT%"},
+                    "region": {"startColumn": 1, "startLine": 6},
+                },
+            }],
+            "message": {"text": "Deployment/a/web: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\" (built by the kustomizations ./overlays/a, ./overlays/b)"},
+            "ruleId": "pod-toleration-effect-unsupported",
+            "ruleIndex": 3,
+        }])
+    );
+    assert_eq!(
+        sarif["runs"][0]["invocations"],
+        serde_json::json!([{"executionSuccessful": true, "toolExecutionNotifications": []}])
+    );
+}
+
+/// A chart whose only missing dependency is disabled in its values
+/// (`condition: nfd.enabled`, no charts/ folder) is rendered against an
+/// empty stand-in, with a note; enabled, the dependency's absence stays a
+/// note and nothing is rendered.
+#[test]
+fn a_chart_with_disabled_missing_dependencies_is_rendered_against_stubs() {
+    let Some(path) = real_renderers() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_all(
+        dir.path(),
+        &[
+            (
+                "drv/Chart.yaml",
+                "apiVersion: v2\nname: drv\nversion: 0.1.0\ndependencies:\n- name: node-feature-discovery\n  version: \">=0.14.0\"\n  repository: https://kubernetes-sigs.github.io/node-feature-discovery/charts\n  condition: nfd.enabled\n",
+            ),
+            ("drv/values.yaml", "nfd:\n  enabled: false\n"),
+            (
+                "drv/templates/pod.yaml",
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: x\n  tolerations:\n  - key: a\n    effect: Bogus\n",
+            ),
+        ],
+    );
+    let out = check(dir.path(), &path, &["drv"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        lines(&out),
+        [
+            "drv: note: Helm chart rendered against empty stand-ins for its dependencies node-feature-discovery, which are disabled by default and not in charts/: their own templates are not checked".to_owned(),
+            r#"drv/templates/pod.yaml:13:5: error: Pod/default/p: spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute""#.to_owned(),
+            format!("1 object, 1 denied, 0 warnings {SUMMARY_TAIL}"),
+        ]
+    );
+    assert!(
+        !dir.path().join("drv/charts").exists(),
+        "the chart itself is not changed"
+    );
+    std::fs::write(dir.path().join("drv/values.yaml"), "nfd:\n  enabled: true\n").expect("write");
+    let out = check(dir.path(), &path, &["drv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        lines(&out)[0],
+        "drv: note: Helm chart not rendered: dependencies it enables by default are not in charts/ (run `helm dependency build drv` first); its templates are not checked"
+    );
+}
+
+/// An overlay that is not rendered is a SARIF notification and a GitHub
+/// notice at its kustomization.yaml: code scanning places only files.
+#[test]
+fn an_unrendered_overlay_is_a_sarif_notification_and_a_github_notice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = tempfile::tempdir().expect("tempdir");
+    write_all(
+        dir.path(),
+        &[
+            ("base/deploy.yaml", BAD_DEPLOYMENT),
+            ("base/kustomization.yaml", "resources:\n- deploy.yaml\n"),
+            (
+                "overlays/a/kustomization.yaml",
+                "resources:\n- ../../base\nnamespace: a\n",
+            ),
+        ],
+    );
+    let note = "kustomization not rendered (neither kustomize nor kubectl is on PATH): its patches are not checked and its resources are judged as written; render it with `kubectl kustomize overlays/a | draguard check -`";
+    let out = check(dir.path(), empty.path().as_os_str(), &["overlays/a", "-o", "github"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        lines(&out),
+        [format!(
+            "::notice file=overlays/a/kustomization.yaml,line=1,col=1,title=draguard not rendered::{note}"
+        )]
+    );
+    let out = check(dir.path(), empty.path().as_os_str(), &["overlays/a", "-o", "sarif"]);
+    let sarif: serde_json::Value = serde_json::from_slice(&out.stdout).expect("SARIF");
+    assert_eq!(
+        sarif["runs"][0]["invocations"],
+        serde_json::json!([{
+            "executionSuccessful": true,
+            "toolExecutionNotifications": [{
+                "level": "note",
+                "locations": [{"physicalLocation": {
+                    "artifactLocation": {"uri": "overlays/a/kustomization.yaml", "uriBaseId": "%SRCROOT%"},
+                    "region": {"startColumn": 1, "startLine": 1},
+                }}],
+                "message": {"text": note},
+            }],
+        }])
+    );
+    assert_eq!(sarif["runs"][0]["results"], serde_json::json!([]));
 }

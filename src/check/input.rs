@@ -113,6 +113,8 @@ pub struct Inputs {
     pub problems: Vec<FileProblem>,
     /// Charts and kustomizations not rendered: one note each.
     pub notes: Vec<super::render::Note>,
+    /// Where the documents of each kustomization build come from.
+    pub placements: Vec<super::origin::Placements>,
 }
 
 /// Expands the command-line paths into sources, in a stable order.
@@ -155,6 +157,7 @@ pub fn read_sources(paths: &[PathBuf], walk: &Walk) -> Inputs {
                 inputs.sources.extend(rendered.sources);
                 inputs.problems.extend(rendered.problems);
                 inputs.notes.extend(rendered.notes);
+                inputs.placements.extend(rendered.placements);
                 // Rendered templates among the files, in one order by name.
                 inputs.sources[first..].sort_by(|a, b| a.name.cmp(&b.name));
             }

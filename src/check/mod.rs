@@ -5,6 +5,7 @@
 //! are reviewed through their pod template, and every finding points at
 //! the file, line and column of the offending field.
 
+pub mod chart_stubs;
 pub mod config;
 pub mod embedded_specs;
 mod facts;
@@ -13,7 +14,9 @@ pub mod json;
 pub mod kept;
 mod object;
 mod old_shapes;
+pub mod origin;
 mod owners;
+pub mod placing;
 pub mod pod_templates;
 pub mod render;
 pub mod request;

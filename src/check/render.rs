@@ -24,29 +24,39 @@
 //! Files in a kustomization's folder that it does not name are read raw, as
 //! kustomize never reads them either.
 //!
-//! Only top-level kustomizations are built: those no other kustomization
-//! in the walk names (a base is judged through each overlay that uses it).
-//! A `kind: Component` is never built alone: it is judged through the
-//! overlays that use it.
+//! A kustomization root, built once: a kustomization folder in the walk
+//! that no other kustomization in the walk names in `resources`, `bases`
+//! or `components` (nor as the folder of a generator or transformer), and
+//! that is not a `kind: Component`. A folder used as a base is judged
+//! through each root that uses it and never built alone, even when it
+//! would build by itself; a base no root of the walk uses (the overlays
+//! are outside the folder checked) is a root. Each root is one build.
 //!
 //! Where findings point: helm marks each rendered document with `# Source:
 //! CHART/templates/x.yaml`; it becomes a source named after that template's
 //! path as the user sees it (`charts/foo/templates/x.yaml`), holding exactly
 //! what `helm template charts/foo --show-only templates/x.yaml` prints, so
-//! line:column count lines of that output. kustomize marks nothing: a
-//! build is one source named after the overlay's folder, line:column
-//! counting lines of `kustomize build DIR`.
+//! line:column count lines of that output. A kustomization is built
+//! through a wrapper asking for origin marks ([`super::origin`]): a
+//! finding is placed at the source file of its object and the object's
+//! line there, once however many roots build it, naming them and the
+//! kustomizations whose patches changed it ([`super::placing`]). An object
+//! that cannot be placed (a generator's, a remote base's, one not found by
+//! kind and name) stays at the build's folder and line of `kustomize build
+//! DIR`, and its findings say why.
 //!
 //! A render that fails is one error naming the chart or overlay, with the
 //! renderer's message, except where the checkout (not the chart) is
 //! short: a chart whose dependencies are not in `charts/` (CI runs `helm
-//! dependency build`, which needs the chart repositories) and a
+//! dependency build`, which needs the chart repositories; when only
+//! dependencies its values disable are missing, it is rendered against
+//! empty stand-ins, [`super::chart_stubs`], with a note) and a
 //! kustomization whose remote resources cannot be fetched are notes. A
 //! chart that needs values to render (`required`) is rendered again with
 //! its `ci/*-values.yaml`, chart-testing's convention, when it has one.
 //!
 //! Renders are bounded: a timeout each (`--render-timeout`), an output cap,
-//! and at most [`MAX_PARALLEL`] at once.
+//! and as many at once as the machine has cores.
 
 use std::collections::HashSet;
 use std::io::Read as _;
@@ -101,9 +111,6 @@ pub const MAX_OUTPUT: usize = 128 << 20;
 /// The most of a renderer's error output kept (its message is trimmed
 /// further for the report).
 const MAX_STDERR: usize = 64 << 10;
-/// Renders run at once (each is its own process; the machine's cores, at
-/// most this many).
-pub const MAX_PARALLEL: usize = 4;
 /// The longest renderer message shown.
 const MAX_MESSAGE: usize = 600;
 
@@ -113,7 +120,30 @@ const MAX_MESSAGE: usize = 600;
 pub struct Note {
     /// The chart's or kustomization's folder, as walked.
     pub path: String,
+    /// Its `Chart.yaml` or kustomization file, as walked: where code
+    /// scanning and GitHub place the note (they place only files).
+    pub file: String,
     pub message: String,
+    /// Rendered all the same (against stand-ins for missing
+    /// dependencies): said, not counted as not rendered.
+    pub rendered: bool,
+}
+
+impl Note {
+    fn new(dir: &Path, message: String) -> Note {
+        let file = ["Chart.yaml"]
+            .into_iter()
+            .chain(KUSTOMIZATION_FILES)
+            .map(|name| dir.join(name))
+            .find(|f| f.is_file())
+            .unwrap_or_else(|| dir.to_path_buf());
+        Note {
+            path: dir.display().to_string(),
+            file: file.display().to_string(),
+            message,
+            rendered: false,
+        }
+    }
 }
 
 impl std::fmt::Display for Note {
@@ -222,8 +252,8 @@ impl Plan {
         !(self.kustomize.is_some() && self.resources.contains(&normalised))
     }
 
-    /// Renders every top-level chart and kustomization (at most
-    /// [`MAX_PARALLEL`] at once), or notes why not.
+    /// Renders every top-level chart and kustomization (as many at once as
+    /// the machine has cores), or notes why not.
     pub fn render(&self, settings: &RenderSettings) -> Rendered {
         let mut out = Rendered::default();
         let mut jobs: Vec<(&Renderer, &Path, Kind)> = Vec::new();
@@ -234,45 +264,46 @@ impl Plan {
             for dir in dirs {
                 match renderer {
                     Some(renderer) => jobs.push((renderer, dir, kind)),
-                    None => out.notes.push(Note {
-                        path: dir.display().to_string(),
-                        message: kind.not_rendered(dir, self.mode),
-                    }),
+                    None => out.notes.push(Note::new(dir, kind.not_rendered(dir, self.mode))),
                 }
             }
         }
-        let results = parallel(&jobs, |&(renderer, dir, kind)| {
-            let first = renderer.run(kind, dir, None, settings);
-            match (&first, kind) {
-                (Err(Failure::Message(message)), Kind::Chart) if !needs_dependencies(message) => {
-                    match ci_values(dir) {
-                        // Rendered with the values its CI uses, or the
-                        // first failure stands.
-                        Some(values) => renderer.run(kind, dir, Some(&values), settings).or(first),
-                        None => first,
-                    }
-                }
-                _ => first,
-            }
+        let results = parallel(&jobs, |&(renderer, dir, kind)| match kind {
+            Kind::Kustomization => renderer.kustomize_placed(dir, settings),
+            Kind::Chart => render_chart(renderer, dir, settings),
         });
         for ((renderer, dir, kind), result) in jobs.iter().zip(results) {
             let result = result.unwrap_or_else(|| Err(Failure::Other("the render did not complete".into())));
             match result {
-                Ok(text) => match kind {
-                    Kind::Chart => out.sources.extend(helm_sources(dir, &text)),
-                    Kind::Kustomization => out.sources.push(Source {
+                Ok(Output::Chart { text, stubbed }) => {
+                    out.sources.extend(helm_sources(dir, &text));
+                    if !stubbed.is_empty() {
+                        out.notes.push(Note {
+                            rendered: true,
+                            ..Note::new(
+                            dir,
+                            format!(
+                                "Helm chart rendered against empty stand-ins for its dependencies {}, which are disabled by default and not in charts/: their own templates are not checked",
+                                stubbed.join(", ")
+                            ),
+                        )});
+                    }
+                }
+                Ok(Output::Kustomization { text, placements }) => {
+                    out.sources.push(Source {
                         name: dir.display().to_string(),
                         text,
-                    }),
-                },
+                    });
+                    out.placements.push(placements);
+                }
                 Err(Failure::Message(message)) if *kind == Kind::Chart && needs_dependencies(&message) => {
-                    out.notes.push(Note {
-                        path: dir.display().to_string(),
-                        message: format!(
-                            "Helm chart not rendered: its dependencies are not in charts/ (run `helm dependency build {}` first); its templates are not checked",
+                    out.notes.push(Note::new(
+                        dir,
+                        format!(
+                            "Helm chart not rendered: dependencies it enables by default are not in charts/ (run `helm dependency build {}` first); its templates are not checked",
                             dir.display()
                         ),
-                    });
+                    ));
                 }
                 // A chart that refuses to render with its default values
                 // (`fail`, `required`: the DRA drivers' charts refuse the
@@ -281,35 +312,38 @@ impl Plan {
                 Err(Failure::Message(message))
                     if *kind == Kind::Chart && !settings.strict && message.starts_with("execution error at") =>
                 {
-                    out.notes.push(Note {
-                        path: dir.display().to_string(),
-                        message: format!(
+                    out.notes.push(Note::new(
+                        dir,
+                        format!(
                             "Helm chart not rendered with its default values ({message}); render it with the values it is installed with (`helm template NAME {} -f VALUES | draguard check -`); its templates are not checked",
                             dir.display()
                         ),
-                    });
+                    ));
                 }
                 // An overlay that needs a file the checkout does not have
                 // (an `.env` or CRDs a make target generates) is the
                 // checkout's shortfall, as a chart's missing dependencies
                 // are.
+                // A remote base that could not be fetched first: kustomize
+                // tries a remote reference as a local path too, and its
+                // message then also says "no such file or directory".
+                Err(Failure::Message(message)) if *kind == Kind::Kustomization && unreachable(&message) => {
+                    out.notes.push(Note::new(
+                        dir,
+                        format!(
+                            "kustomization not rendered: kustomize could not fetch a remote resource it uses (no network, or the repository or ref is gone?) ({message}); its files are not checked"
+                        ),
+                    ));
+                }
                 Err(Failure::Message(message))
                     if *kind == Kind::Kustomization && !settings.strict && missing_local_file(&message) =>
                 {
-                    out.notes.push(Note {
-                        path: dir.display().to_string(),
-                        message: format!(
+                    out.notes.push(Note::new(
+                        dir,
+                        format!(
                             "kustomization not rendered: it needs a file that is not in this checkout, generated by a build step? ({message}); its files are not checked (--strict-inputs makes this an error)"
                         ),
-                    });
-                }
-                Err(Failure::Message(message)) if *kind == Kind::Kustomization && unreachable(&message) => {
-                    out.notes.push(Note {
-                        path: dir.display().to_string(),
-                        message: format!(
-                            "kustomization not rendered: a remote resource it uses could not be fetched ({message}); its files are not checked"
-                        ),
-                    });
+                    ));
                 }
                 Err(failure) => out.problems.push(FileProblem {
                     file: dir.display().to_string(),
@@ -330,6 +364,56 @@ pub struct Rendered {
     /// Renders that failed: one per chart or kustomization.
     pub problems: Vec<FileProblem>,
     pub notes: Vec<Note>,
+    /// Where each kustomization build's documents come from.
+    pub placements: Vec<super::origin::Placements>,
+}
+
+/// What one render gave.
+enum Output {
+    /// helm's output, and the dependencies stubbed to render it.
+    Chart { text: String, stubbed: Vec<String> },
+    /// kustomize's output without its origin marks, and where each
+    /// document comes from.
+    Kustomization {
+        text: String,
+        placements: super::origin::Placements,
+    },
+}
+
+/// A chart rendered: with its default values; else, when its CI has
+/// values for it, with those; else, when only dependencies it disables by
+/// default are missing from `charts/`, in a temporary copy with empty
+/// stand-ins for them.
+fn render_chart(renderer: &Renderer, dir: &Path, settings: &RenderSettings) -> Result<Output, Failure> {
+    let chart = |text| Output::Chart {
+        text,
+        stubbed: Vec::new(),
+    };
+    let first = renderer.run(Kind::Chart, dir, None, settings).map(chart);
+    match &first {
+        Err(Failure::Message(message)) if needs_dependencies(message) => match super::chart_stubs::stubbed_copy(dir) {
+            Some((copy, stubbed)) => {
+                let inside = copy
+                    .path()
+                    .join(dir.file_name().unwrap_or_else(|| std::ffi::OsStr::new("chart")));
+                renderer
+                    .run(Kind::Chart, &inside, None, settings)
+                    .map(|text| Output::Chart { text, stubbed })
+                    .or(first)
+            }
+            None => first,
+        },
+        Err(Failure::Message(_)) => match ci_values(dir) {
+            // Rendered with the values its CI uses, or the first failure
+            // stands.
+            Some(values) => renderer
+                .run(Kind::Chart, dir, Some(&values), settings)
+                .map(chart)
+                .or(first),
+            None => first,
+        },
+        _ => first,
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -424,6 +508,55 @@ impl Renderer {
         command.args(self.args(kind, dir, values, settings));
         run_bounded(command, settings.timeout, MAX_OUTPUT)
     }
+
+    /// `dir` built through a wrapper kustomization in a temporary folder
+    /// whose only resource is `dir` and which asks for origin marks
+    /// (`buildMetadata`), then the marks turned into placements. A build
+    /// that fails is run again as the user would type it, for kustomize's
+    /// message without the wrapper in it.
+    fn kustomize_placed(&self, dir: &Path, settings: &RenderSettings) -> Result<Output, Failure> {
+        let wrapped = (|| {
+            let canonical = std::fs::canonicalize(dir).ok()?;
+            let wrapper = tempfile::Builder::new().prefix("draguard-kustomize-").tempdir().ok()?;
+            let built = std::fs::canonicalize(wrapper.path()).ok()?;
+            let reference = super::origin::relative(&built, &canonical)?;
+            let text = format!(
+                "resources:\n- {}\nbuildMetadata: [originAnnotations, transformerAnnotations]\n",
+                serde_json::to_string(&reference.to_string_lossy()).ok()?
+            );
+            std::fs::write(built.join("kustomization.yaml"), text).ok()?;
+            Some((wrapper, built, canonical))
+        })();
+        let Some((_wrapper, built, canonical)) = wrapped else {
+            // No temporary folder: built as typed, its findings at the build.
+            return self
+                .run(Kind::Kustomization, dir, None, settings)
+                .map(|text| Output::Kustomization {
+                    placements: super::origin::Placements {
+                        overlay: dir.display().to_string(),
+                        documents: Vec::new(),
+                    },
+                    text,
+                });
+        };
+        match self.run(Kind::Kustomization, &built, None, settings) {
+            Ok(output) => {
+                let (text, placements) = super::origin::place(dir, &canonical, &built, &output);
+                Ok(Output::Kustomization { text, placements })
+            }
+            Err(Failure::Message(_)) => {
+                self.run(Kind::Kustomization, dir, None, settings)
+                    .map(|text| Output::Kustomization {
+                        placements: super::origin::Placements {
+                            overlay: dir.display().to_string(),
+                            documents: Vec::new(),
+                        },
+                        text,
+                    })
+            }
+            Err(other) => Err(other),
+        }
+    }
 }
 
 /// Why a render gave nothing.
@@ -499,6 +632,12 @@ fn unreachable(message: &str) -> bool {
         "i/o timeout",
         "connection refused",
         "Network is unreachable",
+        // kustomize's own words when git could not fetch a remote base
+        // (a repository or ref that is gone, credentials): the remote,
+        // not the checkout.
+        "failed to run 'git",
+        "git fetch",
+        "git clone",
     ]
     .iter()
     .any(|words| message.contains(words))
@@ -651,13 +790,13 @@ fn unwrapped(line: &str) -> &str {
     }
 }
 
-/// Runs `work` on each job, at most [`MAX_PARALLEL`] (and the machine's
-/// cores) at once; the results in the jobs' order (`None` only for a job
-/// whose worker panicked).
+/// Runs `work` on each job, as many at once as the machine has cores
+/// (`available_parallelism`, which follows the CPU quota of a container);
+/// the results in the jobs' order (`None` only for a job whose worker
+/// panicked).
 fn parallel<J: Sync, R: Send>(jobs: &[J], work: impl Fn(&J) -> R + Sync) -> Vec<Option<R>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
-        .clamp(1, MAX_PARALLEL)
         .min(jobs.len());
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<R>>> = jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
@@ -983,6 +1122,11 @@ mod tests {
             "failed to run 'git fetch': Could not resolve host: github.com"
         ));
         assert!(!unreachable("'/x/patch.yaml': no such file or directory"));
+        // kubectl v1.36's words for a remote base it could not fetch, which
+        // also hold "no such file": a remote, not a file of the checkout.
+        assert!(unreachable(
+            "accumulating resources: accumulation err='accumulating resources from 'github.com/org/repo/base?ref=v1': evalsymlink failure on '/x/github.com/org/repo/base?ref=v1' : lstat /x/github.com: no such file or directory': failed to run '/usr/bin/git fetch --depth=1 https://github.com/org/repo v1': fatal: couldn't find remote ref v1"
+        ));
     }
 
     #[test]

@@ -245,7 +245,11 @@ pub fn run(args: CheckArgs) -> ExitCode {
     };
     let every = settings.outputs.iter().any(|o| o.format.lists_every_object());
     let mut kept = check::kept::Kept::new(every, Box::new(settle), Box::new(trim));
-    let mut report = check::check_into(&sources, &old.sources, &options, progress, &mut kept);
+    let names: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
+    let mut placing = check::placing::Placing::new(&mut kept, &names, inputs.placements);
+    let mut report = check::check_into(&sources, &old.sources, &options, progress, &mut placing);
+    // Verdicts on built objects are moved to the files they come from.
+    report.sources.extend(placing.finish());
     if show_progress {
         eprint!("\r\x1b[2K");
     }

@@ -23,6 +23,21 @@ pub fn render(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<
             message(&problem.message)
         )?;
     }
+    // Charts and kustomizations not rendered, at the file that makes each
+    // one: a notice, as they do not fail the run.
+    for note in &report.notes {
+        writeln!(
+            out,
+            "::notice file={},line=1,col=1,title={}::{}",
+            property(&note.file),
+            property(if note.rendered {
+                "draguard rendered with stand-ins"
+            } else {
+                "draguard not rendered"
+            }),
+            message(&note.message)
+        )?;
+    }
     for object in report.each() {
         let object = object?;
         let file = report.sources.get(object.source).map_or("-", String::as_str);

@@ -109,7 +109,7 @@ pub fn summary(report: &Report) -> String {
         0 => String::new(),
         n => format!(", {n} in an unknown version"),
     };
-    let not_rendered = match report.notes.len() {
+    let not_rendered = match report.notes.iter().filter(|n| !n.rendered).count() {
         0 => String::new(),
         n => format!(
             ", {n} {} not rendered",
@@ -334,7 +334,7 @@ fn json_report<'r>(report: &'r Report, style: &Style) -> impl serde::Serialize +
         notes: report
             .notes
             .iter()
-            .map(|n| json!({"path": n.path, "message": n.message}))
+            .map(|n| json!({"path": n.path, "file": n.file, "rendered": n.rendered, "message": n.message}))
             .collect(),
         objects: streamed::Streamed::new(objects),
         summary: json!({

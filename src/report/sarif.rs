@@ -108,11 +108,34 @@ struct Log<R> {
 
 #[derive(serde::Serialize)]
 struct Run<R> {
+    invocations: Value,
     #[serde(rename = "originalUriBaseIds")]
     original_uri_base_ids: Value,
     properties: Value,
     results: R,
     tool: Value,
+}
+
+/// The run's one invocation, with a notification (SARIF 2.1.0 §3.58,
+/// `toolExecutionNotifications`) for each chart or kustomization not
+/// rendered, at its `Chart.yaml` or kustomization file: what was left
+/// unchecked shows in code scanning, which places only files.
+fn invocations(report: &Report, locator: &Locator) -> Value {
+    let notifications: Vec<Value> = report
+        .notes
+        .iter()
+        .map(|note| {
+            json!({
+                "level": "note",
+                "message": {"text": note.message},
+                "locations": [{"physicalLocation": {
+                    "artifactLocation": locator.artifact(&note.file),
+                    "region": {"startLine": 1, "startColumn": 1},
+                }}],
+            })
+        })
+        .collect();
+    json!([{"executionSuccessful": true, "toolExecutionNotifications": notifications}])
 }
 
 /// The SARIF log of `report`; its results are made as they are written.
@@ -135,6 +158,7 @@ pub fn render<'r>(report: &'r Report, base: &Path) -> impl serde::Serialize + 'r
         })));
     }
     let base_uri = locator.base_uri();
+    let invocations = invocations(report, &locator);
     // Results are deduplicated per rule, place and message.
     let mut seen = HashSet::new();
     let findings = report.each().flat_map(move |object| {
@@ -209,6 +233,7 @@ pub fn render<'r>(report: &'r Report, base: &Path) -> impl serde::Serialize + 'r
     Log {
         schema: "https://json.schemastore.org/sarif-2.1.0.json",
         runs: [Run {
+            invocations,
             original_uri_base_ids: json!({SRCROOT: {"uri": base_uri}}),
             properties: json!({"kubernetes": super::kubernetes(report)}),
             results: super::streamed::Streamed::new(unreadable.into_iter().chain(findings)),

@@ -1,0 +1,137 @@
+//! Verdicts on built kustomizations moved to where the mistake is: the
+//! source file and the object's line in it ([`super::origin`]), and one
+//! finding for one source object however many overlays build it.
+//!
+//! A verdict on a built object with findings is held until every verdict
+//! is made: the same findings (severity, field, reason, message) on the
+//! same source object are one verdict, whose findings name every overlay
+//! that gave them. Overlays that change the object so that the findings
+//! differ give distinct verdicts. Only verdicts with findings are held
+//! (a few, in a repository CI passes); the others go on at once.
+
+use std::collections::HashMap;
+
+use super::origin::{Place, Placements};
+use super::{ObjectReport, Sink};
+
+pub struct Placing<'a> {
+    inner: &'a mut dyn Sink,
+    /// The placements of each built source, by source index.
+    by_source: HashMap<usize, Placements>,
+    /// Source names: the inputs', then the files placed into.
+    names: Vec<String>,
+    first_extra: usize,
+    held: Vec<(ObjectReport, Vec<String>, Vec<String>)>,
+    index: HashMap<String, usize>,
+}
+
+impl<'a> Placing<'a> {
+    /// `names`: the sources judged, by index; `placements`: each build's.
+    pub fn new(inner: &'a mut dyn Sink, names: &[String], placements: Vec<Placements>) -> Self {
+        let by_name: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+        let by_source = placements
+            .into_iter()
+            .filter_map(|p| Some((*by_name.get(p.overlay.as_str())?, p)))
+            .collect();
+        Placing {
+            inner,
+            by_source,
+            names: names.to_vec(),
+            first_extra: names.len(),
+            held: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+
+    /// The names of the files verdicts were placed into, beyond the
+    /// inputs' (their indexes follow the inputs').
+    pub fn finish(mut self) -> Vec<String> {
+        for (mut verdict, overlays, patched_in) in std::mem::take(&mut self.held) {
+            let through = match overlays.as_slice() {
+                [one] => format!("built by the kustomization {one}"),
+                many => format!("built by the kustomizations {}", many.join(", ")),
+            };
+            let patched = match patched_in.as_slice() {
+                [] => String::new(),
+                files => format!("; patched in {}", files.join(", ")),
+            };
+            for finding in &mut verdict.findings {
+                finding.message = format!("{} ({through}{patched})", finding.message);
+            }
+            self.inner.take(verdict);
+        }
+        self.names.split_off(self.first_extra)
+    }
+
+    fn name_index(&mut self, file: &str) -> usize {
+        match self.names[self.first_extra..].iter().position(|n| n == file) {
+            Some(i) => self.first_extra + i,
+            None => {
+                self.names.push(file.to_owned());
+                self.names.len() - 1
+            }
+        }
+    }
+}
+
+impl Sink for Placing<'_> {
+    fn take(&mut self, mut verdict: ObjectReport) {
+        let Some(placed) = self
+            .by_source
+            .get(&verdict.source)
+            .and_then(|p| Some((p.overlay.clone(), p.at(verdict.position.line)?.clone())))
+        else {
+            self.inner.take(verdict);
+            return;
+        };
+        let (overlay, placed) = placed;
+        let (file, line) = match &placed.at {
+            Place::File { file, line } => (file.clone(), *line),
+            Place::Unplaced(why) => {
+                // Left at the build's line, saying why.
+                for finding in &mut verdict.findings {
+                    finding.message = format!("{} (at the output of the kustomization build: {why})", finding.message);
+                }
+                self.inner.take(verdict);
+                return;
+            }
+        };
+        verdict.source = self.name_index(&file);
+        verdict.position = crate::yaml::Position { line, column: 1 };
+        for finding in &mut verdict.findings {
+            finding.position = verdict.position;
+        }
+        if verdict.findings.is_empty() {
+            self.inner.take(verdict);
+            return;
+        }
+        let key = serde_json::to_string(&(
+            &file,
+            line,
+            &verdict.id.kind,
+            verdict
+                .findings
+                .iter()
+                .map(|f| (&f.severity, &f.field, &f.reason, &f.message))
+                .collect::<Vec<_>>(),
+        ))
+        .unwrap_or_default();
+        match self.index.get(&key) {
+            Some(&i) => {
+                let (_, overlays, patched_in) = &mut self.held[i];
+                if !overlays.contains(&overlay) {
+                    overlays.push(overlay);
+                }
+                for p in placed.patched_in {
+                    if !patched_in.contains(&p) {
+                        patched_in.push(p);
+                    }
+                }
+            }
+            None => {
+                self.index.insert(key, self.held.len());
+                self.held.push((verdict, vec![overlay], placed.patched_in));
+            }
+        }
+    }
+}
