@@ -13,7 +13,7 @@
 
 mod docs_support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -226,25 +226,73 @@ fn scrape_after_one_review() -> String {
     })
 }
 
-/// Every `"draguard_..."` string of src/ that names a whole metric.
-fn metric_names_in_source() -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
+/// Every `"draguard_..."` string of src/ that names a whole metric, with
+/// the string literal that follows it: its help text, as each metric is
+/// declared (`name, help, ...`).
+fn metric_names_in_source() -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
     let mut files = Vec::new();
     collect_rs(&Path::new(ROOT).join("src"), &mut files);
+    files.sort();
     for file in files {
         let text = std::fs::read_to_string(&file).expect("source");
         // A file's unit tests (at its end) name made-up metrics.
-        let text = text.split("#[cfg(test)]").next().unwrap_or_default();
-        for piece in text.split('"').skip(1).step_by(2) {
-            let is_name = piece.starts_with("draguard_")
-                && !piece.ends_with('_')
-                && piece.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+        let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+        let literals = string_literals(text);
+        for (i, literal) in literals.iter().enumerate() {
+            let is_name = literal.starts_with("draguard_")
+                && !literal.ends_with('_')
+                && literal.chars().all(|c| c.is_ascii_lowercase() || c == '_');
             if is_name {
-                names.insert(piece.to_owned());
+                let help = literals.get(i + 1).cloned().unwrap_or_default();
+                names.entry(literal.clone()).or_insert(help);
             }
         }
     }
     names
+}
+
+/// The string literals of Rust source, unescaped (`\"`, `\\`, and a
+/// `\` that continues the line with the next one's leading spaces dropped).
+fn string_literals(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = text.chars().peekable();
+    let mut in_comment = false;
+    let mut previous = ' ';
+    while let Some(c) = chars.next() {
+        if in_comment {
+            in_comment = c != '\n';
+            previous = c;
+            continue;
+        }
+        if c == '/' && previous == '/' {
+            in_comment = true;
+        } else if c == '\'' && chars.peek() == Some(&'"') {
+            // '"', a char literal.
+            chars.next();
+        } else if c == '"' {
+            let mut literal = String::new();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' => break,
+                    '\\' => match chars.next() {
+                        Some('\n') => {
+                            while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                                chars.next();
+                            }
+                        }
+                        Some('n') => literal.push('\n'),
+                        Some(other) => literal.push(other),
+                        None => {}
+                    },
+                    other => literal.push(other),
+                }
+            }
+            out.push(literal);
+        }
+        previous = c;
+    }
+    out
 }
 
 fn collect_rs(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -303,8 +351,8 @@ fn metrics_reference_is_what_serve_exports() {
     );
     let cluster_only: Vec<String> = metric_names_in_source()
         .into_iter()
-        .filter(|n| !exported.contains(n) && !exported.iter().any(|e| n.starts_with(&format!("{e}_"))))
-        .map(|n| format!("- `{n}`"))
+        .filter(|(n, _)| !exported.contains(n) && !exported.iter().any(|e| n.starts_with(&format!("{e}_"))))
+        .map(|(n, help)| format!("| `{n}` | {} |", help.replace('|', "\\|")))
         .collect();
     let page = format!(
         "{}What `draguard serve` exports on `/metrics` (the HTTPS port, and `--metrics-listen`'s plain \
@@ -314,7 +362,8 @@ fn metrics_reference_is_what_serve_exports() {
          ## With a cluster\n\nThese names of src/ are exported only by a `serve` that watches a cluster \
          (its caches, the background audit, the standing DeviceTaintRules, the compiled policies' routing); \
          [`draguard serve`](../operating/serve.md), [Audit](../audit.md) and \
-         [DeviceTaintRules](../device-taint-rules.md) say what each counts.\n\n{}\n",
+         [DeviceTaintRules](../device-taint-rules.md) say more. The text is the help string declared \
+         beside each name (a counter's series end in `_total`).\n\n| metric | what |\n|---|---|\n{}\n",
         header("Metrics", "`draguard serve`'s `/metrics` and the metric names in src/"),
         rows.join("\n"),
         cluster_only.join("\n")
