@@ -15,7 +15,7 @@
 #   K8S_BIN=target/k8s-bin scripts/apiserver-latency.sh [ROUNDS [RUNS]]
 #
 # K8S_BIN names the folder of kube-apiserver, kube-controller-manager,
-# kubectl and etcd (README, "Run the tests"). draguard and its test run in
+# kubectl and etcd (docs/src/contributing.md). draguard and its test run in
 # a release build (target/release), the no-op webhook in
 # target/noop-webhook.
 set -euo pipefail

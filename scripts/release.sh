@@ -2,7 +2,9 @@
 # The release build: a static linux amd64 binary, a tarball, SHA256SUMS and
 # the OCI image built from that same binary, in target/release-artifacts/:
 #   draguard-VERSION-x86_64-linux          the binary (static, runs anywhere)
-#   draguard-VERSION-x86_64-linux.tar.gz   it, LICENSE and README.md
+#   draguard-VERSION-x86_64-linux.tar.gz   it, LICENSE, README.md, CHANGELOG.md,
+#                                          man/man1/*.1 (`draguard man`) and
+#                                          completions/ (`draguard completions`)
 #   SHA256SUMS                             `sha256sum -c SHA256SUMS` checks both
 #
 #   bash scripts/release.sh                 # artifacts and the image
@@ -191,7 +193,14 @@ package() {
     rm -rf "$dir"
     mkdir -p "$dir/$name"
     install -m 0755 "$binary" "$dir/$name/draguard"
-    install -m 0644 LICENSE README.md "$dir/$name/"
+    install -m 0644 LICENSE README.md CHANGELOG.md "$dir/$name/"
+    # Man pages and shell completions, written by the binary itself from its
+    # command-line definition (no date in them: the same binary, the same bytes).
+    "$binary" man "$dir/$name/man/man1"
+    mkdir -p "$dir/$name/completions"
+    "$binary" completions bash >"$dir/$name/completions/draguard.bash"
+    "$binary" completions zsh >"$dir/$name/completions/_draguard"
+    "$binary" completions fish >"$dir/$name/completions/draguard.fish"
     tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
         --mode='u+rw,go+r,go-w' --format=gnu -C "$dir" -cf - "$name" | gzip -n -9 >"$dir/$name.tar.gz"
     rm -rf "${dir:?}/$name"

@@ -25,5 +25,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => draguard::cli::explain::run(args),
         Command::Impact(args) => draguard::cli::impact::run(args),
         Command::Audit(args) => draguard::cli::audit::run(*args),
+        Command::Completions(args) => draguard::cli::completions::completions(args),
+        Command::Man(args) => draguard::cli::completions::man(args),
     }
 }

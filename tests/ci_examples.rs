@@ -1,4 +1,4 @@
-//! The CI jobs of `examples/ci/` are the ones docs/ci.md shows, and the
+//! The CI jobs of `examples/ci/` are the ones docs/src/ci/examples.md shows, and the
 //! `draguard check` command they run works as they use it: run verbatim
 //! with the real binary at the root of a repository, it writes a SARIF
 //! report and exits with the verdict.
@@ -14,12 +14,12 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(Path::new(ROOT).join(path)).expect(path)
 }
 
-/// The first ```yaml block after `heading` in docs/ci.md.
+/// The first ```yaml block after `heading` in docs/src/ci/examples.md.
 fn documented_yaml(heading: &str) -> String {
-    let doc = read("docs/ci.md");
+    let doc = read("docs/src/ci/examples.md");
     let section = doc
         .split_once(&format!("\n{heading}\n"))
-        .unwrap_or_else(|| panic!("docs/ci.md has no `{heading}`"))
+        .unwrap_or_else(|| panic!("docs/src/ci/examples.md has no `{heading}`"))
         .1;
     let block = section.split_once("```yaml\n").expect("a yaml block").1;
     block.split_once("```\n").expect("the block's end").0.to_owned()

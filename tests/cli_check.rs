@@ -204,9 +204,10 @@ fn sarif_has_rules_and_located_results() {
         assert!(rule["shortDescription"]["text"].as_str().is_some_and(|t| !t.is_empty()));
         assert!(rule["help"]["text"].as_str().is_some_and(|t| !t.is_empty()));
         assert!(
-            rule["helpUri"]
-                .as_str()
-                .is_some_and(|u| u.ends_with(&format!("docs/check-rules.md#{}", rule["id"].as_str().unwrap_or("")))),
+            rule["helpUri"].as_str().is_some_and(|u| u.ends_with(&format!(
+                "docs/src/reference/check-rules.md#{}",
+                rule["id"].as_str().unwrap_or("")
+            ))),
             "{rule}"
         );
     }
@@ -1685,7 +1686,7 @@ fn junit_skips_what_is_not_judged_and_fails_what_fails_the_run() {
 
 /// --output-file writes the whole report there (the summary goes to
 /// stderr), --quiet keeps only denials, and the exit codes are those the
-/// README lists: 0 admitted, 1 denied (or warned, when asked), 2 unusable.
+/// docs/src/ci/check.md lists: 0 admitted, 1 denied (or warned, when asked), 2 unusable.
 #[test]
 fn output_file_quiet_and_exit_codes() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -34,15 +34,16 @@ fn denied_review_prints_the_causes_and_exits_1() {
     assert_eq!(causes[0]["reason"], "FieldValueNotSupported");
 }
 
-/// The answer the README shows for its sample review is the answer (its
+/// The answer docs/src/getting-started.md shows for its sample review is the answer (its
 /// fields compared, not their order).
 #[test]
-fn the_readmes_sample_answer_is_the_real_one() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+fn the_books_sample_answer_is_the_real_one() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/getting-started.md"))
+        .expect("getting-started.md");
     let after = readme
         .split("The answer denies the claim")
         .nth(1)
-        .expect("the README's sample");
+        .expect("the sample of getting-started.md");
     let sample = after
         .split("```json\n")
         .nth(1)

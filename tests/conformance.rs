@@ -164,14 +164,17 @@ fn conformance_corpus_agrees_with_the_apiserver() {
 /// place the README links.
 #[test]
 fn every_deliberate_difference_is_documented() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/differences.md"))
-        .expect("docs/differences.md");
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/versions/differences.md"))
+        .expect("docs/src/versions/differences.md");
     for (file, _, field, _) in DELIBERATE_DIFFERENCES {
         assert!(
             doc.contains(&format!("tests/conformance/{file}")),
-            "{file} is not in docs/differences.md"
+            "{file} is not in docs/src/versions/differences.md"
         );
-        assert!(doc.contains(field), "{field} is not in docs/differences.md");
+        assert!(
+            doc.contains(field),
+            "{field} is not in docs/src/versions/differences.md"
+        );
     }
 }
 
@@ -330,7 +333,7 @@ fn corpus_dir() -> std::path::PathBuf {
 /// Under the 1.36 rules every case a real kube-apiserver v1.36.2 answered
 /// gets its answer exactly: allowed or denied, every cause in order with
 /// its field, reason and message, and the message as kubectl printed it.
-/// The deliberate differences are listed in docs/differences.md.
+/// The deliberate differences are listed in docs/src/versions/differences.md.
 #[test]
 fn the_1_36_rules_give_the_real_apiservers_answers_cause_by_cause() {
     let dir = corpus_dir();

@@ -1,6 +1,6 @@
 //! Verdicts that differ between Kubernetes releases, judged end to end (an
 //! AdmissionReview in, the answer out) under each release's rules: each
-//! release gives the verdict of its own source (docs/rules-by-version.md).
+//! release gives the verdict of its own source (docs/src/versions/rules-by-version.md).
 
 use draguard::admission::{Incoming, status};
 use draguard::kubernetes::{KubeVersion, Target};

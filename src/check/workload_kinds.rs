@@ -2,7 +2,7 @@
 //! toleration lists and embedded objects, and how many Pods each pod spec
 //! runs at once. Each row names the upstream Go types it mirrors (file and
 //! release or commit); a new kind is one more row here, with its source
-//! and a test in `tests` below (README, "Adding a workload kind").
+//! and a test in `tests` below (docs/src/ci/check.md, "Adding a built-in kind").
 //!
 //! Kinds draguard judges natively (Pod, Deployment, Job, ...: the kind
 //! registry, `crate::review::registry::KINDS`) are not here.

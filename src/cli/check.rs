@@ -97,7 +97,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "NS=K=V,...", value_parser = parse_namespace_labels)]
     pub namespace_labels: Vec<(String, Vec<(String, String)>)>,
     /// Where a custom workload keeps pod templates, besides the built-in
-    /// table (README: "Custom workloads"): `KIND.GROUP=PATH`, the path to
+    /// table (docs/src/ci/check.md): `KIND.GROUP=PATH`, the path to
     /// the pod template or its spec, with `[*]` for every list item and
     /// `*` for every map value
     /// (`Notebook.kubeflow.org=spec.template`; repeatable). An object of

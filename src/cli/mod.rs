@@ -4,6 +4,7 @@ pub mod audit;
 pub mod check;
 mod cluster_read;
 mod compiled_policies;
+pub mod completions;
 pub mod explain;
 pub mod impact;
 pub mod policy;
@@ -56,6 +57,10 @@ pub enum Command {
     /// List the rule ids `check` reports under, one a line, for
     /// `--skip-rule` and the `draguard.dev/ignore-check` annotation.
     Rules,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Write the man pages, one per command, into a folder.
+    Man(completions::ManArgs),
 }
 
 /// `draguard rules`: every rule id and what it means.

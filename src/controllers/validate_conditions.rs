@@ -11,14 +11,14 @@
 //! again by the apiserver after admission, at the same version, so while
 //! the rules in force are the apiserver's own (`draguard_apiserver_mismatch`
 //! 0 for both the version and the feature gates) those rules are never a
-//! reason to call. What remains (docs/routing.md lists it rule by rule):
+//! reason to call. What remains (docs/src/architecture/routing.md lists it rule by rule):
 //! - a toleration that a policy selecting the namespace may judge (any
 //!   mode: Warn warns, Audit records), where the DefaultTolerationSeconds
 //!   pair every Pod carries counts only for a policy that may judge it;
 //! - every Pod when `--toleration-restriction` is on (the whitelist reads
 //!   the namespace's annotations, which the condition cannot see);
 //! - a device request with more than 16 tolerations (the documented limit
-//!   the apiserver does not check: docs/differences.md);
+//!   the apiserver does not check: docs/src/versions/differences.md);
 //! - a claim or template with opaque driver configs (the drivers' schemas,
 //!   and sharing policies);
 //! - a claim or template in a namespace a policy with a `quota` selects;

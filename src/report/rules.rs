@@ -2,7 +2,7 @@
 //! (`device-toleration-effect-unsupported`, `policy-toleration-forbidden`,
 //! `quota-exceeded`), whatever the field index, the policy or the wording.
 //! Code-scanning UIs group results by these ids and show their help;
-//! docs/check-rules.md documents each (a test keeps the two equal).
+//! docs/src/reference/check-rules.md documents each (a test keeps the two equal).
 
 use crate::check::{Finding, Severity};
 use crate::verdict::Concept;
@@ -22,7 +22,7 @@ impl Rule {
     }
 }
 
-const DOCS: &str = "https://github.com/draguard/draguard/blob/main/docs/check-rules.md";
+const DOCS: &str = "https://github.com/draguard/draguard/blob/main/docs/src/reference/check-rules.md";
 
 macro_rules! rules {
     ($($name:ident = $id:literal, $short:literal, $help:literal;)*) => {
@@ -292,10 +292,10 @@ mod tests {
         assert_eq!(rule_of("DeviceTaintRule", &impact).id, "taint-rule-impact");
     }
 
-    /// docs/check-rules.md documents exactly these rules, in this order.
+    /// docs/src/reference/check-rules.md documents exactly these rules, in this order.
     #[test]
     fn the_documented_list_is_the_list() {
-        let docs = include_str!("../../docs/check-rules.md");
+        let docs = include_str!("../../docs/src/reference/check-rules.md");
         let documented: Vec<&str> = docs
             .lines()
             .filter_map(|l| l.strip_prefix("### `"))

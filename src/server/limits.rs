@@ -42,7 +42,7 @@ pub const DEFAULT_MAX_REVIEWS: usize = 256;
 /// a burst of hundreds fits; the 10,000-request claim of issue 27 (1.47 MB)
 /// is charged 47.4 MiB, so two run at once and the rest are told to retry.
 /// 96 MiB with the process's own ~30 MiB and the cluster caches fits the
-/// Deployment's 256 MiB (README, "Memory"). Never below the charge of an
+/// Deployment's 256 MiB (docs/src/operating/memory.md). Never below the charge of an
 /// element-free body at the body limit, or such a body could never be read.
 pub const DEFAULT_REVIEW_MEMORY: usize = 96 << 20;
 

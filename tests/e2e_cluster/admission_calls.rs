@@ -1,6 +1,6 @@
 //! Calls per write, as draguard counts them: the difference of
-//! `draguard_admission_requests_total{endpoint,kind,allowed}` (README
-//! "Metrics") scraped before and after one write, by endpoint, for the
+//! `draguard_admission_requests_total{endpoint,kind,allowed}` (docs/src/
+//! reference/metrics.md) scraped before and after one write, by endpoint, for the
 //! kinds that write concerns (so that a controller's retries of another
 //! kind, such as a ReplicaSet's refused Pods, are not counted).
 

@@ -1,4 +1,4 @@
-//! What already runs, judged (README "What already runs: `draguard
+//! What already runs, judged (docs/src/audit.md: "What already runs: `draguard
 //! audit`" and "In the background: `serve --audit-interval`"): objects
 //! written while their namespace was exempt (labelled
 //! `draguard.dev/ignore`, the label then removed) that the Deployment's

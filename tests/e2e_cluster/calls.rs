@@ -6,7 +6,7 @@
 //! apiserver routes by them, then makes server-side dry runs of claims,
 //! templates and Pods as the operator in namespaces with various labels.
 //!
-//! What README "Deploy" promises, checked as the apiserver routes:
+//! What docs/src/operating/outages.md promises, checked as the apiserver routes:
 //! - a write that needs no mutation costs one call (validate);
 //! - a write that gets a default costs two (mutate, then validate), and
 //!   the default is in the object the apiserver answers;

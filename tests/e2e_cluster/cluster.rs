@@ -16,7 +16,7 @@ use crate::draguard::{self, Serve, ServeOptions};
 use crate::env::Tools;
 use crate::kubectl::{Kubectl, Run};
 
-/// The project folder (README, deploy/, charts/).
+/// The project folder (README.md, deploy/, charts/).
 pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// draguard's namespace, in deploy/base and in README's Helm install.

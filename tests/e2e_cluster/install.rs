@@ -26,9 +26,9 @@ const LEFT_BY_DESIGN: &[&str] = &[
     "event.events.k8s.io/",
 ];
 
-/// README's Helm install: the `helm install draguard charts/draguard ...`
-/// line of a shell block, without its comment.
-fn readme_helm_install() -> Vec<String> {
+/// The first line of a README shell block that starts with `prefix`,
+/// without its comment, as words.
+fn readme_command(prefix: &str) -> Vec<String> {
     let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md");
     let mut in_shell = false;
     for line in readme.lines() {
@@ -37,11 +37,17 @@ fn readme_helm_install() -> Vec<String> {
             continue;
         }
         let command = line.split(" #").next().unwrap_or_default().trim();
-        if in_shell && command.starts_with("helm install draguard charts/draguard") {
+        if in_shell && command.starts_with(prefix) {
             return command.split_whitespace().map(str::to_owned).collect();
         }
     }
-    panic!("README.md documents no `helm install draguard charts/draguard` in a sh block");
+    panic!("README.md documents no `{prefix}` in a sh block");
+}
+
+/// README's Helm install: the `helm install draguard charts/draguard ...`
+/// line of a shell block.
+fn readme_helm_install() -> Vec<String> {
+    readme_command("helm install draguard charts/draguard")
 }
 
 pub fn helm(cluster: &mut Cluster) -> Outcome {
@@ -150,6 +156,11 @@ pub fn helm(cluster: &mut Cluster) -> Outcome {
 }
 
 pub fn kustomize(cluster: &mut Cluster) -> Outcome {
+    // What README tells a reader to run is what install_base runs.
+    assert_eq!(
+        readme_command("kubectl apply -k"),
+        ["kubectl", "apply", "-k", "deploy/base"]
+    );
     let run = cluster.install_base();
     assert!(
         run.success,

@@ -1,16 +1,16 @@
 //! draguard down: killed (SIGKILL: its port refuses at once) and hung
 //! (SIGSTOP: connections are accepted by the kernel and never answered,
-//! so the apiserver waits each entry's timeoutSeconds). What README and
+//! so the apiserver waits each entry's timeoutSeconds). What the book and
 //! deploy/base/webhooks.yaml promise keeps working does; what fails closed
 //! is refused; and no write waits longer than the timeouts of the entries
 //! it can reach, at most 3 s in all.
 //!
-//! Promised to keep working (README "Deploy", webhooks.yaml's header):
+//! Promised to keep working (docs/src/operating/outages.md, webhooks.yaml's header):
 //! kube-system's writes, kubelets' (their Node, mirror Pods), controllers'
 //! and users' finalizer removals (a Pod UPDATE that leaves what draguard
 //! judges alone; the claim controller's claim updates), any write in a
 //! namespace labelled draguard.dev/ignore, and system:masters creating
-//! and labelling namespaces (README "Bootstrap order": the label a CNI's
+//! and labelling namespaces (docs/src/install/cluster.md, "Bootstrap order": the label a CNI's
 //! namespace needs before draguard can run), and a tenant's claim or Pod
 //! that draguard cannot judge beyond the apiserver's own rules (serve's
 //! `draguard-can-change-outcome` condition does not send it). Fails

@@ -1,5 +1,5 @@
 //! DeviceTaintRules against the real device-taint eviction controller
-//! (kube-controller-manager's `device-taint-eviction-controller`), README
+//! (kube-controller-manager's `device-taint-eviction-controller`), docs/src/device-taint-rules.md:
 //! "What a DeviceTaintRule would do: `draguard impact`" and "Standing
 //! DeviceTaintRules".
 //!
@@ -46,7 +46,7 @@ const LATE_DRIVER: &str = "late.standing.example.com";
 const RULE: &str = "e2e-evict";
 const LATE_RULE: &str = "e2e-late";
 const TAINT_KEY: &str = "standing.example.com/upgrade";
-/// The Lease whose holder publishes the Events (README "One voice for all
+/// The Lease whose holder publishes the Events (docs/src/device-taint-rules.md, "One voice for all
 /// replicas").
 const LEASE: &str = "draguard-taint-rules";
 
@@ -234,7 +234,7 @@ fn impact_equals_evictions(cluster: &Cluster, admin: &Kubectl, operator: &Kubect
                 tolerations: toleration(Some("NoExecute"), Some(3600)),
             },
             // An empty effect schedules onto the taint but does not stop
-            // the eviction (README).
+            // the eviction (docs/src/device-taint-rules.md).
             Use {
                 claim: "any-effect",
                 pod: "any-effect",

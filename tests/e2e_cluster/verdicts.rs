@@ -60,7 +60,7 @@ pub const EXEMPT_NAMESPACE: &str = "verdicts-exempt";
 pub const CI_STRIDE: usize = 8;
 
 /// Cases where draguard answers differently from the apiserver, known and
-/// documented in docs/differences.md: (case file, why). A listed case that
+/// documented in docs/src/versions/differences.md: (case file, why). A listed case that
 /// agrees again is reported, so the list cannot go stale.
 pub const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
     "070-resourceclaim-validateexactdevicerequest-derived.json",

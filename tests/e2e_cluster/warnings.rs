@@ -1,5 +1,4 @@
-//! Workload warnings as kubectl prints them (README "Warnings before
-//! breakage"): a Deployment, a StatefulSet and a ReplicaSet whose pod
+//! Workload warnings as kubectl prints them (docs/src/policies/warnings.md): a Deployment, a StatefulSet and a ReplicaSet whose pod
 //! template the shipped policies deny now (it tolerates `dedicated=ml`
 //! outside the ML namespaces: dedicated-ml-nodes-are-ml-only) are written
 //! as an operator would. Every write that can stamp a Pod (a scale-up by
@@ -197,7 +196,7 @@ pub fn workloads(cluster: &mut Cluster) -> Outcome {
             let run = operator.run(&args, step.stdin.as_deref());
             let after = Scrape::of(serve);
             // A Scale is no kind draguard judges: its reviews are counted
-            // as `other` (README "Metrics").
+            // as `other` (docs/src/reference/metrics.md).
             let calls = after.since(&before, &[w.kind(), "other"]);
             let warnings: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("Warning:")).collect();
             let expected_warning = format!("Warning: new pods of this {} would be denied", w.kind());

@@ -70,7 +70,7 @@ impl AdmittedKind for DeviceClassKind {
 ///
 /// Not mirrored: the metadata checks every UPDATE gets before the
 /// strategy's (`rest.BeforeUpdate`'s `validateCommonFields`), which list a
-/// bad label or annotation twice more (docs/differences.md).
+/// bad label or annotation twice more (docs/src/versions/differences.md).
 fn apiserver_errors(
     new: &Whole<DeviceClassSpec>,
     spec: &DeviceClassSpec,

@@ -279,8 +279,8 @@ pub enum OnExceed {
     #[default]
     Warn,
     /// That, and the rule's effect set to None (the upstream dry run),
-    /// which stops further evictions. Opt-in: see README "Standing
-    /// DeviceTaintRules" for what it risks.
+    /// which stops further evictions. Opt-in: see
+    /// docs/src/device-taint-rules.md ("Standing DeviceTaintRules") for what it risks.
     Pause,
 }
 

@@ -2,7 +2,7 @@
 //! an unmerged branch, not from merged source or a 1.38 apiserver
 //! (SPEC-k8s-1.38.md, the rows marked [verify]). They are kept here, and
 //! only here, so that checking them against a real 1.38 apiserver changes
-//! one file; docs/rules-by-version.md lists the same rows.
+//! one file; docs/src/versions/rules-by-version.md lists the same rows.
 //!
 //! Each constant names the rule, the PR and where its text was read.
 
@@ -26,9 +26,12 @@ mod tests {
     /// against a 1.38 apiserver finds them in one place there too.
     #[test]
     fn every_unverified_message_is_in_the_rule_table() {
-        let doc = include_str!("../../../../docs/rules-by-version.md");
+        let doc = include_str!("../../../../docs/src/versions/rules-by-version.md");
         for message in [super::MORE_THAN_ONE_SLASH, super::ONE_DEVICE_NODE_SELECTOR_TERM] {
-            assert!(doc.contains(message), "{message:?} is not in docs/rules-by-version.md");
+            assert!(
+                doc.contains(message),
+                "{message:?} is not in docs/src/versions/rules-by-version.md"
+            );
         }
     }
 }

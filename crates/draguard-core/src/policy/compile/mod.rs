@@ -169,7 +169,7 @@ Every compiled policy, compared with the webhook:
     when several policies refuse a write, the apiserver reports one of them;
   - Audit records the failure in the audit event's annotations, not in draguard's log and metrics;
   - the Pods' defaults are one MutatingAdmissionPolicy for all policies: compile every policy at once;
-  - the CEL runtime cost limit bounds the object: see README \"Compiling policies\".
+  - the CEL runtime cost limit bounds the object: see docs/src/policies/compile.md.
 ";
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! gives the same syntax errors in the same `ERROR: <input>:L:C: msg` form;
 //! what it cannot do is type-check or estimate cost, so draguard checks
 //! syntax and undeclared variables, and leaves the cost budget to the
-//! apiserver (see docs/differences.md).
+//! apiserver (see docs/src/versions/differences.md).
 //!
 //! Whatever the expressions, the work and the output stay bounded: nesting
 //! past cel-go's limit is refused by a linear scan, never parsed

@@ -15,7 +15,7 @@
 //! error per level of deep nesting, renders as megabytes. So past the bound
 //! the detail is the first issue with a caret excerpt of at most
 //! [`EXCERPT_MAX`] characters, and how many more there were (see
-//! docs/differences.md).
+//! docs/src/versions/differences.md).
 
 use std::fmt::Write as _;
 

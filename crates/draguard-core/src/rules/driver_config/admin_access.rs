@@ -3,8 +3,8 @@
 //! request. **Off by default**: it comes from a closed, unmerged pull
 //! request, which is not a source draguard mirrors by default. A
 //! DriverConfigSchema for `gpu.nvidia.com` turns it on with
-//! `optInRules: [RejectSharingOnAdminAccess]` (README, "Driver
-//! configuration"; docs/differences.md).
+//! `optInRules: [RejectSharingOnAdminAccess]` (docs/src/driver-configuration.md;
+//! docs/src/versions/differences.md).
 //!
 //! Why it was proposed: an adminAccess request observes a device another
 //! claim owns, but time-slice and MPS settings belong to the device: the
