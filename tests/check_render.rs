@@ -462,7 +462,7 @@ fn a_base_used_by_two_overlays_is_one_finding_at_the_base_file() {
     assert_eq!(
         lines(&out),
         [
-            r#"::error file=./base/deploy.yaml,line=6,col=1,title=draguard pod-toleration-effect-unsupported::Deployment/a/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomizations ./overlays/a, ./overlays/b)"#
+            r#"::error file=base/deploy.yaml,line=6,col=1,title=draguard pod-toleration-effect-unsupported::Deployment/a/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomizations ./overlays/a, ./overlays/b)"#
         ]
     );
     let out = check(dir.path(), &path, &[".", "-o", "sarif"]);

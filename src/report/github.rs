@@ -12,7 +12,7 @@ use crate::check::{Report, Severity};
 
 pub fn render(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     for problem in &report.problems {
-        let mut properties = format!("file={}", property(&problem.file));
+        let mut properties = format!("file={}", file_property(&problem.file));
         if problem.line > 0 {
             let _ = write!(properties, ",line={},col={}", problem.line, problem.column.max(1));
         }
@@ -29,7 +29,7 @@ pub fn render(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<
         writeln!(
             out,
             "::notice file={},line=1,col=1,title={}::{}",
-            property(&note.file),
+            file_property(&note.file),
             property(if note.rendered {
                 "draguard rendered with stand-ins"
             } else {
@@ -41,7 +41,7 @@ pub fn render(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<
     for object in report.each() {
         let object = object?;
         let file = report.sources.get(object.source).map_or("-", String::as_str);
-        let at = |line: u64, column: u64| format!("file={},line={},col={}", property(file), line.max(1), column.max(1));
+        let at = |line: u64, column: u64| format!("file={},line={},col={}", file_property(file), line.max(1), column.max(1));
         if let Some(reason) = object.unjudged_tolerations() {
             writeln!(
                 out,
@@ -81,9 +81,20 @@ fn message(text: &str) -> String {
     text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
-/// A property value (`file=...`).
+/// A property value (`title=...`).
 fn property(text: &str) -> String {
     message(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// A `file=` value: the path from the repository's root, as the runner
+/// matches it against the diff, so without the `./` that `check .` puts
+/// before every path it walked.
+fn file_property(path: &str) -> String {
+    let mut path = path;
+    while let Some(rest) = path.strip_prefix("./") {
+        path = rest;
+    }
+    property(path)
 }
 
 #[cfg(test)]
@@ -94,5 +105,7 @@ mod tests {
     fn escaping_follows_the_runner() {
         assert_eq!(message("50% of a\nb"), "50%25 of a%0Ab");
         assert_eq!(property("a:b,c%"), "a%3Ab%2Cc%25");
+        assert_eq!(file_property("./base/a,b.yaml"), "base/a%2Cb.yaml");
+        assert_eq!(file_property("-"), "-");
     }
 }
