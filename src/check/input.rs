@@ -317,16 +317,21 @@ impl<'s> Document<'s> {
     /// The documents of `text`: split before every `---` and after every
     /// `...` at the start of a line. YAML forbids those lines inside a
     /// document's scalars (quoted or block), so the split is the parser's.
+    /// Directives (`%YAML 1.2`, `%TAG ! tag:x,2000:`) stay with the `---`
+    /// they head: alone, they are no document.
     pub fn split(source: usize, text: &'s str) -> Vec<Document<'s>> {
         let mut out = Vec::new();
         let (mut start, mut first_line, mut line, mut at) = (0usize, 1u64, 1u64, 0usize);
+        // Whether the text since `start` holds more than directives,
+        // comments and blank lines.
+        let mut content = false;
         for piece in text.split_inclusive('\n') {
             let marker = |m: &str| {
                 piece
                     .strip_prefix(m)
                     .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\n', '\r']))
             };
-            if marker("---") && at > start {
+            if marker("---") && content {
                 out.push(Document {
                     source,
                     text: &text[start..at],
@@ -334,6 +339,8 @@ impl<'s> Document<'s> {
                 });
                 (start, first_line) = (at, line);
             }
+            let bare = piece.trim_start();
+            content = content || !(piece.starts_with('%') || bare.is_empty() || bare.starts_with('#'));
             at += piece.len();
             line += 1;
             if marker("...") {
@@ -343,6 +350,7 @@ impl<'s> Document<'s> {
                     first_line,
                 });
                 (start, first_line) = (at, line);
+                content = false;
             }
         }
         if at > start {
@@ -488,6 +496,35 @@ mod tests {
             ],
         );
         assert_eq!((at.line, at.column), (1003, 5));
+    }
+
+    /// Quoted scalars whose continuation lines sit at the key's column or
+    /// left of it (CRD descriptions): read as go-yaml and libyaml read
+    /// them, folded into one line.
+    #[test]
+    fn quoted_continuations_at_or_left_of_the_key_are_read() {
+        let text = "a:\n  b: \"one\n  two\"\n  c: 'three\nfour'\n";
+        let docs = Document::split(0, text);
+        assert_eq!(
+            docs[0].json("m.yaml").expect("reads"),
+            Some(r#"{"a":{"b":"one two","c":"three four"}}"#.to_owned())
+        );
+    }
+
+    #[test]
+    fn directives_stay_with_their_document() {
+        let text = "%YAML 1.2\n%TAG ! tag:example.com,2000:\n---\na: 1\n...\n%YAML 1.2\n---\nb: 2\n";
+        let got: Vec<(u64, &str)> = Document::split(0, text)
+            .iter()
+            .map(|d| (d.first_line, d.text))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, "%YAML 1.2\n%TAG ! tag:example.com,2000:\n---\na: 1\n...\n"),
+                (6, "%YAML 1.2\n---\nb: 2\n"),
+            ]
+        );
     }
 
     #[test]
