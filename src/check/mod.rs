@@ -405,7 +405,15 @@ pub fn check_into(
                     Ok(object) => objects.push(object),
                     // A document that does not parse, and is no manifest or
                     // is a template: counted, not a problem (unless asked).
-                    Err(problem) => match documents.get(index).map(|d| unread::classify(d.text)) {
+                    Err(problem) => match documents.get(index).map(|d| {
+                        let source = &sources[d.source];
+                        let failed_line = usize::try_from(problem.line)
+                            .ok()
+                            .and_then(|l| l.checked_sub(1))
+                            .and_then(|i| source.text.lines().nth(i))
+                            .unwrap_or_default();
+                        unread::classify(d.text, failed_line, render::hint(&source.name).is_some())
+                    }) {
                         Some(Some(class)) if !options.strict_inputs => {
                             unread.add(class, &sources[documents[index].source].name)
                         }
