@@ -301,6 +301,16 @@ fn syntax_error(name: &str, text: &str, e: &serde_saphyr::Error) -> FileProblem 
     }
 }
 
+/// A key given twice in one mapping: read as kubectl reads it.
+fn is_duplicate_key(mut error: &serde_saphyr::Error) -> bool {
+    while let serde_saphyr::Error::AliasError { error: inner, .. }
+    | serde_saphyr::Error::WithSnippet { error: inner, .. } = error
+    {
+        error = inner;
+    }
+    matches!(error, serde_saphyr::Error::DuplicateMappingKey { .. })
+}
+
 /// One YAML document of a source: its text, and the line it starts on.
 /// Documents are parsed on their own (on every core), and only the value
 /// is kept; positions are found again in the document's text when a
@@ -366,15 +376,42 @@ impl<'s> Document<'s> {
     /// The document as compact JSON text (`None` for an empty one, or
     /// `null`); a problem names the source's line.
     pub fn json(&self, name: &str) -> Result<Option<String>, FileProblem> {
-        let docs: Vec<crate::yaml::json_text::JsonText<false>> =
-            serde_saphyr::from_multiple_with_options(self.text, yaml_options()).map_err(|e| {
-                let mut problem = syntax_error(name, self.text, &e);
-                if problem.line > 0 {
-                    problem.line += self.first_line - 1;
-                }
-                problem
-            })?;
-        Ok(docs.into_iter().next().map(|d| d.0).filter(|json| json != "null"))
+        self.json_read(name).map(|(json, _)| json)
+    }
+
+    /// [`Self::json`], and whether a mapping gives a key twice. kubectl
+    /// reads such a document, the last one winning; so does this, on a
+    /// second parse only such a document pays for.
+    pub fn json_read(&self, name: &str) -> Result<(Option<String>, bool), FileProblem> {
+        let problem = |e: &serde_saphyr::Error| {
+            let mut problem = syntax_error(name, self.text, e);
+            if problem.line > 0 {
+                problem.line += self.first_line - 1;
+            }
+            problem
+        };
+        match serde_saphyr::from_multiple_with_options::<crate::yaml::json_text::JsonText<false>>(
+            self.text,
+            yaml_options(),
+        ) {
+            Ok(docs) => Ok((
+                docs.into_iter().next().map(|d| d.0).filter(|json| json != "null"),
+                false,
+            )),
+            Err(e) if is_duplicate_key(&e) => {
+                let docs: Vec<Spanned<Node>> =
+                    serde_saphyr::from_multiple_with_options(self.text, crate::yaml::yaml_options_last_wins())
+                        .map_err(|e| problem(&e))?;
+                let value = docs.into_iter().next().map(|d| d.value.to_value());
+                let json = value
+                    .filter(|v| !v.is_null())
+                    .map(|v| serde_json::to_string(&v))
+                    .transpose()
+                    .map_err(|e| FileProblem::whole(name, format!("cannot write as JSON: {e}")))?;
+                Ok((json, true))
+            }
+            Err(e) => Err(problem(&e)),
+        }
     }
 
     /// Where the document's block content starts: its first line that is
@@ -404,7 +441,7 @@ impl<'s> Document<'s> {
 
     /// The document's tree with positions (for locating findings).
     pub fn tree(&self) -> Option<Spanned<Node>> {
-        serde_saphyr::from_multiple_with_options::<Spanned<Node>>(self.text, yaml_options())
+        serde_saphyr::from_multiple_with_options::<Spanned<Node>>(self.text, crate::yaml::yaml_options_last_wins())
             .ok()
             .and_then(|docs| docs.into_iter().next())
     }
