@@ -132,21 +132,74 @@ fn a_broken_workflow_with_template_strings_is_an_error_at_its_line() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// A duplicated key kubectl reads: not passed over as a template either.
+/// A duplicated key, which kubectl reads (the last one wins): the
+/// Workflow was counted as an unrendered template and its bad toleration
+/// passed, exit 0. Now it is read as kubectl reads it, judged, and the
+/// repeated key is a warning at its line.
 #[test]
-fn a_workflow_with_a_duplicated_key_is_not_counted_as_a_template() {
+fn a_workflow_with_a_duplicated_key_is_read_as_kubectl_reads_it() {
     let workflow = WORKFLOW.replace("image: trainer:1: latest", "image: trainer:1\n      image: trainer:2");
     let dir = folder(&[("pod.yaml", POD), ("workflow.yaml", &workflow)]);
     let out = draguard_in(dir.path(), &["check", "--no-config", "."], None);
     assert_eq!(
         stdout(&out),
         format!(
-            "./workflow.yaml:19:7: error: image is given twice in the same mapping: keep one (which one the apiserver keeps is not what you wrote)\n1 object, 0 denied, 0 warnings, 1 file not read {SUMMARY_TAIL}\n"
+            "./workflow.yaml:19:7: warning: Workflow/ml/train: spec.templates[0].container.image: given twice in the same mapping: kubectl reads the last one, as checked here; keep one\n./workflow.yaml:16:7: error: Workflow/ml/train: spec.templates[0].tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"\n2 objects, 1 denied, 1 warning {SUMMARY_TAIL}\n"
         ),
         "{}",
         stderr(&out)
     );
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// The last of a repeated key is what is judged, and where a finding
+/// about it points; in a List, the warning names the item's own field.
+#[test]
+fn the_last_of_a_repeated_key_is_judged_in_a_list_item() {
+    let list = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: gpu\n  spec:\n    tolerations:\n    - {key: a, operator: Exists, effect: NoSchedule}\n    tolerations:\n    - {key: a, operator: Exists, effect: Bogus}\n    containers:\n    - {name: c, image: cuda}\n";
+    let dir = folder(&[("list.yaml", list)]);
+    let out = draguard_in(
+        dir.path(),
+        &["check", "--no-config", "list.yaml", "--output", "json"],
+        None,
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let findings: Vec<(String, String, u64, u64, String)> = report["objects"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap_or_default().to_owned(),
+                f["field"].as_str().unwrap_or_default().to_owned(),
+                f["line"].as_u64().unwrap_or_default(),
+                f["column"].as_u64().unwrap_or_default(),
+                f["severity"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        findings,
+        [
+            (
+                "duplicate-field".into(),
+                "spec.tolerations".into(),
+                11,
+                5,
+                "warning".into()
+            ),
+            (
+                "pod-toleration-effect-unsupported".into(),
+                "spec.tolerations[0].effect".into(),
+                12,
+                34,
+                "error".into()
+            ),
+        ],
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(out.status.code(), Some(1));
 }
 
 /// A failure on a line that holds `{{` is still an unrendered template.
@@ -183,4 +236,21 @@ fn a_directive_heads_its_document() {
         stderr(&out)
     );
     assert_eq!(out.status.code(), Some(1));
+}
+
+/// A documentation sample with `{name}` placeholders: counted with the
+/// unrendered templates, as `${VAR}` and `{{x}}` samples are, where it
+/// was a parse error (exit 2).
+#[test]
+fn a_braced_placeholder_sample_is_counted_not_failed() {
+    let sample = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}-gpu\n  namespace: {namespace}\n";
+    let dir = folder(&[("pod.yaml", POD), ("sample.yaml", sample)]);
+    let out = draguard_in(dir.path(), &["check", "--no-config", "."], None);
+    assert_eq!(
+        stdout(&out),
+        "1 object, 0 denied, 0 warnings (Kubernetes 1.37 rules); 1 file of unrendered templates not checked (render them first, or --strict-inputs); no toleration policies (none named with --policies)\n",
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(out.status.code(), Some(0));
 }

@@ -13,7 +13,8 @@ use std::collections::HashSet;
 pub enum UnreadKind {
     /// It names no `apiVersion` and no `kind` anywhere: not a manifest.
     NotKubernetes,
-    /// It holds template actions (`{{ ... }}`): rendered elsewhere.
+    /// It holds template actions (`{{ ... }}`), rendered elsewhere, or a
+    /// documentation sample's `{name}` placeholders, filled by hand.
     Template,
 }
 
@@ -22,10 +23,13 @@ pub enum UnreadKind {
 /// it failed on holds `{{` (or `{%`), or the file is inside a Helm chart
 /// and holds template actions. A manifest with `{{…}}` only in its strings
 /// (an Argo Workflow's parameters) that fails elsewhere is broken YAML,
-/// an error like any other.
+/// an error like any other. A failure on a line with a `{name}`
+/// placeholder (`name: {name}-gpu`, a documentation sample) is counted
+/// as a template too, as `${VAR}` and `{{x}}` are.
 pub fn classify(text: &str, failed_line: &str, in_chart: bool) -> Option<UnreadKind> {
     let actions = text.contains("{{") && text.contains("}}");
-    if failed_line.contains("{{") || failed_line.contains("{%") || (in_chart && actions) {
+    let placeholder = super::skip::braced_name(failed_line.split(" #").next().unwrap_or(failed_line));
+    if failed_line.contains("{{") || failed_line.contains("{%") || placeholder || (in_chart && actions) {
         Some(UnreadKind::Template)
     } else if !text.contains("apiVersion") && !text.contains("kind") {
         Some(UnreadKind::NotKubernetes)
@@ -85,5 +89,15 @@ mod tests {
         let workflow = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nspec:\n  args: [\"{{inputs.parameters.x}}\"]\n  bad: [\n";
         assert_eq!(classify(workflow, "  bad: [", false), None);
         assert_eq!(classify(workflow, "  bad: [", true), Some(UnreadKind::Template));
+    }
+
+    #[test]
+    fn a_failure_on_a_braced_placeholder_is_a_template() {
+        let sample = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}-gpu\n";
+        assert_eq!(
+            classify(sample, "  name: {name}-gpu", false),
+            Some(UnreadKind::Template)
+        );
+        assert_eq!(classify(sample, "  name: {a: 1} x", false), None);
     }
 }
