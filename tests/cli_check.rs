@@ -399,7 +399,8 @@ fn unusable_input_exits_2() {
         "{report}"
     );
     assert!(!stderr(&out).contains("panicked") && !stderr(&out).contains("backtrace"));
-    // In the user's words, not the parser's.
+    // A key given twice is read as kubectl reads it (the last one wins,
+    // issue 41), with a warning at the repeat, in the user's words.
     let out = draguard(
         &["check", "-"],
         Some("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nmetadata: {name: b}\n"),
@@ -407,7 +408,7 @@ fn unusable_input_exits_2() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:4:1: error: metadata is given twice in the same mapping: keep one (which one the apiserver keeps is not what you wrote)"
+            "-:4:1: warning: Pod/default/b: metadata: given twice in the same mapping: kubectl reads the last one, as checked here; keep one"
         )
     );
 

@@ -304,6 +304,16 @@ fn syntax_error(name: &str, text: &str, e: &serde_saphyr::Error) -> FileProblem 
     }
 }
 
+/// A key given twice in one mapping: read as kubectl reads it.
+fn is_duplicate_key(mut error: &serde_saphyr::Error) -> bool {
+    while let serde_saphyr::Error::AliasError { error: inner, .. }
+    | serde_saphyr::Error::WithSnippet { error: inner, .. } = error
+    {
+        error = inner;
+    }
+    matches!(error, serde_saphyr::Error::DuplicateMappingKey { .. })
+}
+
 /// One YAML document of a source: its text, and the line it starts on.
 /// Documents are parsed on their own (on every core), and only the value
 /// is kept; positions are found again in the document's text when a
@@ -320,16 +330,21 @@ impl<'s> Document<'s> {
     /// The documents of `text`: split before every `---` and after every
     /// `...` at the start of a line. YAML forbids those lines inside a
     /// document's scalars (quoted or block), so the split is the parser's.
+    /// Directives (`%YAML 1.2`, `%TAG ! tag:x,2000:`) stay with the `---`
+    /// they head: alone, they are no document.
     pub fn split(source: usize, text: &'s str) -> Vec<Document<'s>> {
         let mut out = Vec::new();
         let (mut start, mut first_line, mut line, mut at) = (0usize, 1u64, 1u64, 0usize);
+        // Whether the text since `start` holds more than directives,
+        // comments and blank lines.
+        let mut content = false;
         for piece in text.split_inclusive('\n') {
             let marker = |m: &str| {
                 piece
                     .strip_prefix(m)
                     .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\n', '\r']))
             };
-            if marker("---") && at > start {
+            if marker("---") && content {
                 out.push(Document {
                     source,
                     text: &text[start..at],
@@ -337,6 +352,8 @@ impl<'s> Document<'s> {
                 });
                 (start, first_line) = (at, line);
             }
+            let bare = piece.trim_start();
+            content = content || !(piece.starts_with('%') || bare.is_empty() || bare.starts_with('#'));
             at += piece.len();
             line += 1;
             if marker("...") {
@@ -346,6 +363,7 @@ impl<'s> Document<'s> {
                     first_line,
                 });
                 (start, first_line) = (at, line);
+                content = false;
             }
         }
         if at > start {
@@ -361,15 +379,42 @@ impl<'s> Document<'s> {
     /// The document as compact JSON text (`None` for an empty one, or
     /// `null`); a problem names the source's line.
     pub fn json(&self, name: &str) -> Result<Option<String>, FileProblem> {
-        let docs: Vec<crate::yaml::json_text::JsonText<false>> =
-            serde_saphyr::from_multiple_with_options(self.text, yaml_options()).map_err(|e| {
-                let mut problem = syntax_error(name, self.text, &e);
-                if problem.line > 0 {
-                    problem.line += self.first_line - 1;
-                }
-                problem
-            })?;
-        Ok(docs.into_iter().next().map(|d| d.0).filter(|json| json != "null"))
+        self.json_read(name).map(|(json, _)| json)
+    }
+
+    /// [`Self::json`], and whether a mapping gives a key twice. kubectl
+    /// reads such a document, the last one winning; so does this, on a
+    /// second parse only such a document pays for.
+    pub fn json_read(&self, name: &str) -> Result<(Option<String>, bool), FileProblem> {
+        let problem = |e: &serde_saphyr::Error| {
+            let mut problem = syntax_error(name, self.text, e);
+            if problem.line > 0 {
+                problem.line += self.first_line - 1;
+            }
+            problem
+        };
+        match serde_saphyr::from_multiple_with_options::<crate::yaml::json_text::JsonText<false>>(
+            self.text,
+            yaml_options(),
+        ) {
+            Ok(docs) => Ok((
+                docs.into_iter().next().map(|d| d.0).filter(|json| json != "null"),
+                false,
+            )),
+            Err(e) if is_duplicate_key(&e) => {
+                let docs: Vec<Spanned<Node>> =
+                    serde_saphyr::from_multiple_with_options(self.text, crate::yaml::yaml_options_last_wins())
+                        .map_err(|e| problem(&e))?;
+                let value = docs.into_iter().next().map(|d| d.value.to_value());
+                let json = value
+                    .filter(|v| !v.is_null())
+                    .map(|v| serde_json::to_string(&v))
+                    .transpose()
+                    .map_err(|e| FileProblem::whole(name, format!("cannot write as JSON: {e}")))?;
+                Ok((json, true))
+            }
+            Err(e) => Err(problem(&e)),
+        }
     }
 
     /// Where the document's block content starts: its first line that is
@@ -399,7 +444,7 @@ impl<'s> Document<'s> {
 
     /// The document's tree with positions (for locating findings).
     pub fn tree(&self) -> Option<Spanned<Node>> {
-        serde_saphyr::from_multiple_with_options::<Spanned<Node>>(self.text, yaml_options())
+        serde_saphyr::from_multiple_with_options::<Spanned<Node>>(self.text, crate::yaml::yaml_options_last_wins())
             .ok()
             .and_then(|docs| docs.into_iter().next())
     }
@@ -491,6 +536,35 @@ mod tests {
             ],
         );
         assert_eq!((at.line, at.column), (1003, 5));
+    }
+
+    /// Quoted scalars whose continuation lines sit at the key's column or
+    /// left of it (CRD descriptions): read as go-yaml and libyaml read
+    /// them, folded into one line.
+    #[test]
+    fn quoted_continuations_at_or_left_of_the_key_are_read() {
+        let text = "a:\n  b: \"one\n  two\"\n  c: 'three\nfour'\n";
+        let docs = Document::split(0, text);
+        assert_eq!(
+            docs[0].json("m.yaml").expect("reads"),
+            Some(r#"{"a":{"b":"one two","c":"three four"}}"#.to_owned())
+        );
+    }
+
+    #[test]
+    fn directives_stay_with_their_document() {
+        let text = "%YAML 1.2\n%TAG ! tag:example.com,2000:\n---\na: 1\n...\n%YAML 1.2\n---\nb: 2\n";
+        let got: Vec<(u64, &str)> = Document::split(0, text)
+            .iter()
+            .map(|d| (d.first_line, d.text))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, "%YAML 1.2\n%TAG ! tag:example.com,2000:\n---\na: 1\n...\n"),
+                (6, "%YAML 1.2\n---\nb: 2\n"),
+            ]
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! item starts and ends many times faster, and the items are then read on
 //! every core. JSON is YAML, so for one JSON value this path only makes
 //! `check` faster: each item means what the YAML path reads (a key given
-//! twice is refused by both), and a finding's position is found by parsing
+//! twice: the last one wins in both), and a finding's position is found by parsing
 //! its item alone as YAML, as the YAML path parses its document. Several
 //! JSON values one after the other (`jq -c` output) are not YAML; kubectl
 //! reads them, and so does this path.
@@ -220,28 +220,32 @@ fn problem(name: &str, start: Position, e: &serde_json::Error) -> FileProblem {
 }
 
 impl Item<'_> {
-    /// The item as compact JSON text. One that serde_json refuses (a key
-    /// given twice) is read again by the YAML parser, alone, so that its
+    /// The item as compact JSON text, and whether it gives a key twice.
+    /// One that serde_json refuses (a key given twice) is read again by
+    /// the YAML parser, alone, so that it reads as the YAML path reads it
+    /// (a repeated key: the last one wins, as kubectl reads it), and a
     /// problem is the one the YAML path reports, at the same place.
-    pub fn json(&self, name: &str) -> Result<String, FileProblem> {
-        serde_json::from_str::<crate::yaml::json_text::JsonText<true>>(self.text)
-            .map(|json| json.0)
-            .map_err(|e| {
+    pub fn json(&self, name: &str) -> Result<(String, bool), FileProblem> {
+        match serde_json::from_str::<crate::yaml::json_text::JsonText<true>>(self.text) {
+            Ok(json) => Ok((json.0, false)),
+            Err(e) => {
                 let alone = Document {
                     source: 0,
                     text: self.text,
                     first_line: self.start.line,
                 };
-                match alone.json(name) {
+                match alone.json_read(name) {
+                    Ok((Some(json), true)) => Ok((json, true)),
                     Err(mut problem) => {
                         if problem.line == self.start.line {
                             problem.column += self.start.column.saturating_sub(1);
                         }
-                        problem
+                        Err(problem)
                     }
-                    Ok(_) => problem(name, self.start, &e),
+                    Ok(_) => Err(problem(name, self.start, &e)),
                 }
-            })
+            }
+        }
     }
 }
 

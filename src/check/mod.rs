@@ -388,8 +388,10 @@ pub fn check_into(
             .par_iter()
             .enumerate()
             .map(|(i, d)| {
-                read_document(d, &sources[d.source].name, |origin, value| {
-                    Object::new(d.source, first + i, origin, value, reading)
+                read_document(d, &sources[d.source].name, |origin, value, duplicates| {
+                    let mut object = Object::new(d.source, first + i, origin, value, reading);
+                    object.duplicates = duplicates;
+                    object
                 })
             })
             .collect();
@@ -408,7 +410,15 @@ pub fn check_into(
                     Ok(object) => objects.push(object),
                     // A document that does not parse, and is no manifest or
                     // is a template: counted, not a problem (unless asked).
-                    Err(problem) => match documents.get(index).map(|d| unread::classify(d.text)) {
+                    Err(problem) => match documents.get(index).map(|d| {
+                        let source = &sources[d.source];
+                        let failed_line = usize::try_from(problem.line)
+                            .ok()
+                            .and_then(|l| l.checked_sub(1))
+                            .and_then(|i| source.text.lines().nth(i))
+                            .unwrap_or_default();
+                        unread::classify(d.text, failed_line, render::hint(&source.name).is_some())
+                    }) {
                         Some(Some(class)) if !options.strict_inputs => {
                             unread.add(class, &sources[documents[index].source].name)
                         }
@@ -422,7 +432,7 @@ pub fn check_into(
     let mut old_objects = HashMap::new();
     for (i, source) in old.iter().enumerate() {
         for document in input::Document::split(i, &source.text) {
-            let tree = |_, raw: String| serde_json::from_str::<Value>(&raw).unwrap_or(Value::Null);
+            let tree = |_, raw: String, _| serde_json::from_str::<Value>(&raw).unwrap_or(Value::Null);
             for result in read_document(&document, &source.name, tree) {
                 match result {
                     Ok(o) => {
@@ -552,7 +562,8 @@ type Read<T> = smallvec::SmallVec<[Result<T, FileProblem>; 1]>;
 fn read_document<T: Send>(
     document: &input::Document<'_>,
     name: &str,
-    made: impl Fn(Origin, String) -> T + Sync,
+    // Its origin, its JSON text, and whether a key is given twice in it.
+    made: impl Fn(Origin, String, bool) -> T + Sync,
 ) -> Read<T> {
     use rayon::prelude::*;
     use smallvec::smallvec;
@@ -562,28 +573,28 @@ fn read_document<T: Send>(
                 .into_par_iter()
                 .map(|item| {
                     let item = item?;
-                    let raw = item.json(name)?;
+                    let (raw, duplicates) = item.json(name)?;
                     let origin = Origin::Json {
                         range: item.range,
                         start: item.start,
                     };
-                    Ok(made(origin, raw))
+                    Ok(made(origin, raw, duplicates))
                 })
                 .collect(),
         ),
-        None => match document.json(name) {
-            Ok(None) => Read::new(),
+        None => match document.json_read(name) {
+            Ok((None, _)) => Read::new(),
             // The text was written here, so it is JSON: only an array, or
             // an object with items, may hold several objects.
-            Ok(Some(raw)) if !raw.starts_with('[') && !raw.contains("\"items\":") => {
-                smallvec![Ok(made(Origin::Path(Vec::new()), raw))]
+            Ok((Some(raw), duplicates)) if !raw.starts_with('[') && !raw.contains("\"items\":") => {
+                smallvec![Ok(made(Origin::Path(Vec::new()), raw, duplicates))]
             }
-            Ok(Some(raw)) => match json::split(&raw) {
+            Ok((Some(raw), duplicates)) => match json::split(&raw) {
                 Ok(Some(parts)) => parts
                     .into_iter()
-                    .map(|(at, part)| Ok(made(Origin::Path(at.segments()), part.to_owned())))
+                    .map(|(at, part)| Ok(made(Origin::Path(at.segments()), part.to_owned(), duplicates)))
                     .collect(),
-                Ok(None) | Err(_) => smallvec![Ok(made(Origin::Path(Vec::new()), raw))],
+                Ok(None) | Err(_) => smallvec![Ok(made(Origin::Path(Vec::new()), raw, duplicates))],
             },
             Err(problem) => smallvec![Err(problem)],
         },
@@ -791,6 +802,9 @@ fn check_object(
         });
         return report;
     }
+    if object.duplicates {
+        report.findings = duplicate_findings(&located, &prefix);
+    }
     let api_version = text(v, "/apiVersion").unwrap_or("");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     if let Some(pattern) = options.skip_kinds.iter().find(|p| p.matches(group, &kind)) {
@@ -929,6 +943,25 @@ fn check_object(
     report
 }
 
+/// A warning at each key an object gives twice in one mapping (under
+/// `prefix`, its place in its document): kubectl reads the last one, as
+/// draguard judged it.
+fn duplicate_findings(located: &Located<'_>, prefix: &[Segment]) -> Vec<Finding> {
+    located
+        .duplicates(prefix)
+        .into_iter()
+        .map(|(field, position)| Finding {
+            severity: Severity::Warning,
+            reason: "DuplicateField".into(),
+            message: "given twice in the same mapping: kubectl reads the last one, as checked here; keep one".into(),
+            position,
+            field: Some(field.to_string()),
+            concept: None,
+            policy: None,
+        })
+        .collect()
+}
+
 /// Where an object's findings are located in the input.
 struct Place<'a> {
     located: &'a Located<'a>,
@@ -1043,6 +1076,30 @@ struct Located<'a> {
 }
 
 impl Located<'_> {
+    /// The keys given twice under `prefix` (the object's place in its
+    /// document), at their source positions.
+    fn duplicates(&self, prefix: &[Segment]) -> Vec<(Path, Position)> {
+        let Some(document) = self.document else {
+            return Vec::new();
+        };
+        let Some(tree) = self
+            .tree
+            .and_then(|t| t.get_or_init(|| document.tree().map(Box::new)).as_deref())
+        else {
+            return Vec::new();
+        };
+        crate::yaml::duplicates::duplicate_keys(tree, prefix)
+            .into_iter()
+            .map(|(field, mut at)| {
+                at.line += document.first_line - 1;
+                if at.line == document.first_line {
+                    at.column += self.first_column.saturating_sub(1);
+                }
+                (field, at)
+            })
+            .collect()
+    }
+
     fn locate(&self, prefix: &[Segment], field: &[Segment]) -> Position {
         let Some(document) = self.document else {
             return Position::default();

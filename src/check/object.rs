@@ -46,6 +46,9 @@ pub(super) struct Object {
     /// Its uid and controller, only when objects are judged through
     /// their controllers (`audit`).
     pub ownership: Option<Box<Ownership>>,
+    /// Its document gives a key twice in one mapping (read as kubectl
+    /// reads it, the last one winning): its judgement says where.
+    pub duplicates: bool,
 }
 
 /// Where an object's text is in its document, to find a finding's line.
@@ -199,6 +202,7 @@ impl Object {
             not_kubernetes,
             identity: identity.map(Box::new),
             ownership: ownership.map(Box::new),
+            duplicates: false,
         }
     }
 

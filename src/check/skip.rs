@@ -254,7 +254,22 @@ fn about_a_placeholder(message: &str, also: &[String]) -> bool {
     value.contains("${")
         || value.contains("{{")
         || double_underscored(value)
+        || braced_name(value)
         || also.iter().any(|p| !p.is_empty() && value.contains(p.as_str()))
+}
+
+/// `{name}`, `{cluster-name}`: a documentation sample's placeholder, a
+/// name between single braces (a letter first, then letters, digits, `_`,
+/// `-` or `.`). `${VAR}` and `{{x}}` are caught before.
+pub fn braced_name(text: &str) -> bool {
+    text.split('{').skip(1).any(|after| {
+        after.split_once('}').is_some_and(|(inner, _)| {
+            inner.starts_with(|c: char| c.is_ascii_alphabetic())
+                && inner
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        })
+    })
 }
 
 /// `__INDEX__`: upper-case letters, digits and `_` between double
@@ -292,10 +307,26 @@ mod tests {
     fn placeholders_are_envsubst_go_templates_and_double_underscores() {
         let invalid =
             |value: &str| format!("Invalid value: \"{value}\": a lowercase RFC 1123 label must consist of ...");
-        for value in ["cnrm-${NAMESPACE?}", "{{uid}}", "worker-__INDEX__", "x-${A}"] {
+        for value in [
+            "cnrm-${NAMESPACE?}",
+            "{{uid}}",
+            "worker-__INDEX__",
+            "x-${A}",
+            "{name}-gpu",
+            "{cluster-name}",
+        ] {
             assert!(about_a_placeholder(&invalid(value), &[]), "{value}");
         }
-        for value in ["FILLED BY THE OPERATOR", "a__b", "__init__x", "My_Name"] {
+        for value in [
+            "FILLED BY THE OPERATOR",
+            "a__b",
+            "__init__x",
+            "My_Name",
+            "{}",
+            "{1}",
+            "{a b}",
+            "a{",
+        ] {
             assert!(!about_a_placeholder(&invalid(value), &[]), "{value}");
         }
         assert!(!about_a_placeholder("Unsupported value: \"${X}\"", &[]));

@@ -117,6 +117,9 @@ rules! {
     UNKNOWN_FIELD = "unknown-field",
         "A field the kind does not have (--strict), as the apiserver's strict field validation reports it.",
         "Fix the field's name (kubectl apply refuses it; with --validate=false it would be dropped in silence).";
+    DUPLICATE_FIELD = "duplicate-field",
+        "A key is given twice in one mapping; kubectl reads the last one.",
+        "Keep one of them: draguard, like kubectl, judged the last, which may not be the one meant.";
     NOT_JUDGED = "not-judged",
         "An object of a kind draguard does not know holds tolerations it could not judge.",
         "Name where its pod specs are (podTemplates in .draguard.yaml, or --pod-template) or its toleration lists (tolerationLists), or skip the kind with --skip-kind.";
@@ -149,6 +152,7 @@ pub fn rule_of(kind: &str, finding: &Finding) -> &'static Rule {
         "NotAnObject" => return &NOT_AN_OBJECT,
         "NotJudged" => return &NOT_JUDGED,
         "FieldValueUnknown" => return &UNKNOWN_FIELD,
+        "DuplicateField" => return &DUPLICATE_FIELD,
         _ => {}
     }
     if finding.severity == Severity::Warning {

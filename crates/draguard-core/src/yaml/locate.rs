@@ -22,7 +22,8 @@ pub fn locate(doc: &Spanned<Node>, segments: &[Segment]) -> Position {
         };
         match (&node.value, name, &segments[i]) {
             (Node::Map(entries), Some(key), _) => {
-                if let Some((k, v)) = entries.iter().find(|(k, _)| k.value.0 == key) {
+                // The last of a key given twice: the one kubectl keeps.
+                if let Some((k, v)) = entries.iter().rev().find(|(k, _)| k.value.0 == key) {
                     at = Position::from(&k.referenced);
                     node = v;
                 } else if key == "exactly" {

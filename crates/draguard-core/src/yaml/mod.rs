@@ -3,6 +3,7 @@
 //! positions.
 //! Shared by `check` (findings) and the policy loader (errors).
 
+pub mod duplicates;
 pub mod json_text;
 pub mod locate;
 pub mod messages;
@@ -33,5 +34,16 @@ pub fn yaml_options() -> serde_saphyr::Options {
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
     options.emit_comments = false;
+    options
+}
+
+/// [`yaml_options`], with keys given twice in one mapping passed on to
+/// the reader in order instead of refused: kubectl reads them (the last
+/// one wins, as [`Node::to_value`] does), and
+/// [`duplicates::duplicate_keys`] says where they are. Only for [`Node`]:
+/// a struct or a JSON writer would see both.
+pub fn yaml_options_last_wins() -> serde_saphyr::Options {
+    let mut options = yaml_options();
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
     options
 }
