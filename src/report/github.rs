@@ -41,7 +41,14 @@ pub fn render(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<
     for object in report.each() {
         let object = object?;
         let file = report.sources.get(object.source).map_or("-", String::as_str);
-        let at = |line: u64, column: u64| format!("file={},line={},col={}", file_property(file), line.max(1), column.max(1));
+        let at = |line: u64, column: u64| {
+            format!(
+                "file={},line={},col={}",
+                file_property(file),
+                line.max(1),
+                column.max(1)
+            )
+        };
         if let Some(reason) = object.unjudged_tolerations() {
             writeln!(
                 out,
