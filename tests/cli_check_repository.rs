@@ -565,3 +565,34 @@ fn the_summary_counts_objects_not_judged_by_kind() {
         )
     );
 }
+
+/// `file-unreadable` is a rule like the others: skipping it (by flag or
+/// `skipRules`) leaves out the files that cannot be read, counts them as
+/// suppressed, and they no longer make the run exit 2.
+#[test]
+fn skipping_file_unreadable_leaves_out_unreadable_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i}]\n",
+    )
+    .expect("pod.yaml");
+    std::fs::write(
+        dir.path().join("broken.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: [\n",
+    )
+    .expect("broken.yaml");
+    let root = dir.path().to_str().expect("a UTF-8 path");
+    let out = draguard(&["check", root], None);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stdout(&out).contains("broken.yaml:"), "{}", stdout(&out));
+    let out = draguard(&["check", root, "--skip-rule", "file-unreadable"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        format!("1 object, 0 denied, 0 warnings (Kubernetes 1.37 rules); 1 finding suppressed{NO_POLICIES}\n")
+    );
+    std::fs::write(dir.path().join(".draguard.yaml"), "skipRules: [file-unreadable]\n").expect(".draguard.yaml");
+    let out = draguard_in(dir.path(), &["check", "."], None);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+}

@@ -268,6 +268,17 @@ pub fn run(args: CheckArgs) -> ExitCode {
     report.suppressed += suppressed;
     // Files that could not be read come first, as the parser's do.
     report.problems.splice(0..0, inputs.problems);
+    // Every such problem is reported under `file-unreadable`: skipping that
+    // rule (or `all`) leaves them out and counts them, as any other rule's
+    // findings are, so that they no longer decide the exit code.
+    if settings
+        .skip_rules
+        .iter()
+        .any(|r| r == check::skip::ALL_RULES || r == report::rules::FILE_UNREADABLE.id)
+    {
+        report.suppressed += report.problems.len();
+        report.problems.clear();
+    }
     report.notes = inputs.notes;
     // The exit code is decided on the whole report, before --quiet trims it.
     let exit: u8 = if !report.problems.is_empty() || report.unusable() > 0 {
