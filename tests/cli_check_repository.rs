@@ -596,3 +596,38 @@ fn skipping_file_unreadable_leaves_out_unreadable_files() {
     let out = draguard_in(dir.path(), &["check", "."], None);
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
 }
+
+/// A file reached through a symlink in the same walk is judged and
+/// reported once, at its own path; a symlink to a file outside the walk is
+/// read through the link.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_file_is_reported_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("deploy")).expect("deploy/");
+    std::fs::write(dir.path().join("deploy/pod.yaml"), BOGUS_POD).expect("pod.yaml");
+    std::os::unix::fs::symlink("deploy/pod.yaml", dir.path().join("pod.yaml")).expect("symlink");
+    std::fs::write(
+        outside.path().join("other.yaml"),
+        BOGUS_POD.replace("name: p\n", "name: q\n"),
+    )
+    .expect("other");
+    std::os::unix::fs::symlink(outside.path().join("other.yaml"), dir.path().join("other.yaml")).expect("symlink");
+    std::os::unix::fs::symlink(outside.path().join("other.yaml"), dir.path().join("again.yaml")).expect("symlink");
+    let out = draguard_in(dir.path(), &["check", "."], None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(
+        text.matches("Pod/FILLED/p: spec.tolerations[0].effect").count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("./deploy/pod.yaml:7:44: error: Pod/FILLED/p"), "{text}");
+    assert_eq!(
+        text.matches("Pod/FILLED/q: spec.tolerations[0].effect").count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("2 objects, 2 denied"), "{text}");
+}

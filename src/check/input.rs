@@ -263,13 +263,14 @@ fn walk_folder(
             entry.depth() == 0 || !excludes.iter().any(|set| set.matched(&path, is_dir).is_ignore())
         })
         .build();
+    let mut found: Vec<(PathBuf, bool)> = Vec::new();
     for entry in walker {
         match entry {
             Ok(entry) => {
                 let path = entry.path();
                 // Markers too: `Kustomization` has no manifest extension.
                 if entry.depth() > 0 && (is_manifest(path) || super::render::is_marker(path)) && path.is_file() {
-                    files.push(path.to_path_buf());
+                    found.push((path.to_path_buf(), entry.path_is_symlink()));
                 }
             }
             Err(e) => problems.push(FileProblem::whole(
@@ -278,6 +279,26 @@ fn walk_folder(
             )),
         }
     }
+    files.extend(once_each(found));
+}
+
+/// `found` (each file and whether it was reached through a symlink), each
+/// file once: a symlink to a file also found at its own path, or to one
+/// another symlink already gave, is left out, so that its objects are not
+/// judged and reported twice. Only when some symlink was met is any path
+/// resolved.
+fn once_each(found: Vec<(PathBuf, bool)>) -> Vec<PathBuf> {
+    if !found.iter().any(|(_, link)| *link) {
+        return found.into_iter().map(|(p, _)| p).collect();
+    }
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut seen: std::collections::HashSet<PathBuf> =
+        found.iter().filter(|(_, link)| !link).map(|(p, _)| real(p)).collect();
+    found
+        .into_iter()
+        .filter(|(path, link)| !link || seen.insert(real(path)))
+        .map(|(p, _)| p)
+        .collect()
 }
 
 /// The documents of a source with the position of every node; empty
