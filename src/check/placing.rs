@@ -7,12 +7,18 @@
 //! same source object are one verdict, whose findings name every overlay
 //! that gave them. Overlays that change the object so that the findings
 //! differ give distinct verdicts. Only verdicts with findings are held
-//! (a few, in a repository CI passes); the others go on at once.
+//! (a few, in a repository CI passes); the others go on at once. At most
+//! [`HELD_MAX`] are held: past that, a verdict no held one matches goes
+//! on at once, naming its one overlay, so that memory stays flat however
+//! many objects a build's mistakes touch.
 
 use std::collections::HashMap;
 
 use super::origin::{Place, Placements};
 use super::{ObjectReport, Sink};
+
+/// The most verdicts held for merging (each a few KiB: about 10 MiB).
+pub const HELD_MAX: usize = 4096;
 
 pub struct Placing<'a> {
     inner: &'a mut dyn Sink,
@@ -46,19 +52,8 @@ impl<'a> Placing<'a> {
     /// The names of the files verdicts were placed into, beyond the
     /// inputs' (their indexes follow the inputs').
     pub fn finish(mut self) -> Vec<String> {
-        for (mut verdict, overlays, patched_in) in std::mem::take(&mut self.held) {
-            let through = match overlays.as_slice() {
-                [one] => format!("built by the kustomization {one}"),
-                many => format!("built by the kustomizations {}", many.join(", ")),
-            };
-            let patched = match patched_in.as_slice() {
-                [] => String::new(),
-                files => format!("; patched in {}", files.join(", ")),
-            };
-            for finding in &mut verdict.findings {
-                finding.message = format!("{} ({through}{patched})", finding.message);
-            }
-            self.inner.take(verdict);
+        for (verdict, overlays, patched_in) in std::mem::take(&mut self.held) {
+            self.inner.take(naming(verdict, &overlays, &patched_in));
         }
         self.names.split_off(self.first_extra)
     }
@@ -72,6 +67,23 @@ impl<'a> Placing<'a> {
             }
         }
     }
+}
+
+/// `verdict` with each finding naming the overlays that built its object
+/// and the kustomization files that patched it.
+fn naming(mut verdict: ObjectReport, overlays: &[String], patched_in: &[String]) -> ObjectReport {
+    let through = match overlays {
+        [one] => format!("built by the kustomization {one}"),
+        many => format!("built by the kustomizations {}", many.join(", ")),
+    };
+    let patched = match patched_in {
+        [] => String::new(),
+        files => format!("; patched in {}", files.join(", ")),
+    };
+    for finding in &mut verdict.findings {
+        finding.message = format!("{} ({through}{patched})", finding.message);
+    }
+    verdict
 }
 
 impl Sink for Placing<'_> {
@@ -127,6 +139,9 @@ impl Sink for Placing<'_> {
                         patched_in.push(p);
                     }
                 }
+            }
+            None if self.held.len() >= HELD_MAX => {
+                self.inner.take(naming(verdict, &[overlay], &placed.patched_in));
             }
             None => {
                 self.index.insert(key, self.held.len());
