@@ -1788,3 +1788,28 @@ fn policy_lint_reports_every_error_and_takes_files() {
         "policies/gpu-devices.yaml, policies/maintenance.yaml: 3 policies OK\n"
     );
 }
+
+/// `--policies` names a folder, or one policy file: the same policy gives
+/// the same verdict either way (the first-policy tutorial's Pod is denied).
+#[test]
+fn one_policy_file_serves_as_the_policy_folder() {
+    let pod = "examples/first-policy/web-pod.yaml";
+    let folder = draguard(&["check", pod, "--policies", "examples/first-policy/policies"], None);
+    let file = draguard(
+        &[
+            "check",
+            pod,
+            "--policies",
+            "examples/first-policy/policies/gpu-nodes.yaml",
+        ],
+        None,
+    );
+    assert_eq!(folder.status.code(), Some(1), "{}", stderr(&folder));
+    assert_eq!(file.status.code(), Some(1), "{}", stderr(&file));
+    assert!(
+        stdout(&file).contains("toleration policy \"gpu-nodes-are-ml-only\""),
+        "{}",
+        stdout(&file)
+    );
+    assert_eq!(stdout(&file), stdout(&folder));
+}

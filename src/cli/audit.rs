@@ -44,9 +44,9 @@ pub struct AuditArgs {
     /// The kubeconfig context for `--cluster` (default: the current one).
     #[arg(long, value_name = "NAME", requires = "cluster")]
     pub context: Option<String>,
-    /// Folder of toleration policies the objects are judged under. Without
-    /// it no policy applies (the summary says so).
-    #[arg(long, value_name = "DIR")]
+    /// Folder of toleration policies (or one policy file) the objects are
+    /// judged under. Without it no policy applies (the summary says so).
+    #[arg(long, value_name = "PATH")]
     pub policies: Option<PathBuf>,
     /// The report's format: text, json, sarif, junit, github or
     /// policyreport (wgpolicyk8s.io/v1alpha2 PolicyReports, one per

@@ -32,10 +32,10 @@ pub struct CheckArgs {
     /// [default: default]
     #[arg(long, short = 'n')]
     pub namespace: Option<String>,
-    /// Folder of toleration policies to apply. Without it no policy applies
-    /// (the summary says so): a `policies/` folder in the working directory
-    /// is never picked up by accident.
-    #[arg(long, value_name = "DIR")]
+    /// Folder of toleration policies (or one policy file) to apply. Without
+    /// it no policy applies (the summary says so): a `policies/` folder in
+    /// the working directory is never picked up by accident.
+    #[arg(long, value_name = "PATH")]
     pub policies: Option<PathBuf>,
     /// The report's format: text, json, sarif, junit, github (workflow
     /// annotations) or policyreport (wgpolicyk8s.io PolicyReports), and where it goes: `FORMAT=FILE` writes it to FILE

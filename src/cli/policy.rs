@@ -35,8 +35,8 @@ pub enum PolicyCommand {
     /// (YAML, one document each); `--explain` says instead what stays in
     /// the webhook, and why.
     Compile {
-        /// Folder of toleration policies.
-        #[arg(long, value_name = "DIR")]
+        /// Folder of toleration policies (or one policy file).
+        #[arg(long, value_name = "PATH")]
         policies: PathBuf,
         /// The Kubernetes version the output is for (1.32 or later;
         /// default 1.36).

@@ -19,8 +19,9 @@ pub struct ReviewArgs {
     /// would after the mutation (the verdict).
     #[arg(long)]
     pub mutate: bool,
-    /// Folder of toleration policies to apply (none without it).
-    #[arg(long, value_name = "DIR")]
+    /// Folder of toleration policies (or one policy file) to apply (none
+    /// without it).
+    #[arg(long, value_name = "PATH")]
     pub policies: Option<PathBuf>,
     #[command(flatten)]
     pub toleration_restriction: super::TolerationRestrictionArgs,

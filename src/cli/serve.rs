@@ -108,7 +108,7 @@ pub struct ServeArgs {
     /// k, M, G) are understood.
     #[arg(long, default_value = "3Mi", value_parser = parse_size, value_name = "BYTES")]
     pub max_body: usize,
-    /// Folder of toleration policies: loaded at start (a missing folder or a
+    /// Folder of toleration policies (or one policy file): loaded at start (a missing folder or a
     /// broken file stops the start), then watched; edits apply within
     /// seconds, broken edits are logged and the last good policies stay.
     /// Without it no policy applies, and the log says so.

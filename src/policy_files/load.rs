@@ -1,5 +1,6 @@
-//! Reads a policy folder from disk: lists its `*.yaml`/`*.yml` files,
-//! refuses a broken ConfigMap mount, and hands each file's text to the
+//! Reads a policy folder from disk (or one policy file named instead of a
+//! folder): lists its `*.yaml`/`*.yml` files, refuses a broken ConfigMap
+//! mount, and hands each file's text to the
 //! policy core (`policy::load::parse_file`), which reads no file.
 
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ pub struct Folder {
 }
 
 /// Loads every `*.yaml`/`*.yml` file of `dir` (not recursively, in name
-/// order). The folder was named by the user, so a folder that does not
+/// order), or `dir` itself when it names a file. The folder was named by the user, so a folder that does not
 /// exist is an error, never "no policies". Any error fails the whole load,
 /// so a broken edit never replaces good policies.
 pub fn load_dir(dir: &Path) -> Result<Folder, PolicyLoadError> {
@@ -31,11 +32,6 @@ pub fn load_dir(dir: &Path) -> Result<Folder, PolicyLoadError> {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(folder_error("the policy folder does not exist".into()));
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-            return Err(folder_error(
-                "not a folder: --policies names a folder of policy files".into(),
-            ));
         }
         Err(e) => return Err(folder_error(format!("cannot read the policy folder: {e}"))),
     };
@@ -70,13 +66,18 @@ pub fn load_dir(dir: &Path) -> Result<Folder, PolicyLoadError> {
     }
 }
 
-/// The policy files of a folder, in name order.
+/// The policy files of a folder, in name order; a file named instead of a
+/// folder is the one file (a first policy is often one file, and `policy
+/// test` or `check` on it should not need a folder made for it).
 ///
 /// A `*.yaml` symlink whose target is gone is listed too, so that reading
 /// it fails: a ConfigMap's key link dangles between kubelet's swap of
 /// `..data` and its removal of the old keys, and skipping it would read
 /// as a folder without that policy.
 pub fn policy_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    if dir.is_file() {
+        return Ok(vec![dir.to_path_buf()]);
+    }
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -187,13 +188,19 @@ spec:
             errs.iter().map(ToString::to_string).collect::<Vec<_>>(),
             [format!("{}:0:0: the policy folder does not exist", missing.display())]
         );
+    }
+
+    #[test]
+    fn a_file_named_instead_of_a_folder_is_loaded_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("file.yaml");
         std::fs::write(&file, GOOD).expect("write");
-        let errs = load_dir(&file).expect_err("a file is not a folder");
-        assert!(
-            matches!(&errs, PolicyLoadError::Folder(e) if e.message.starts_with("not a folder")),
-            "{errs:?}"
-        );
+        // A broken sibling must not be read: only the named file is.
+        std::fs::write(dir.path().join("broken.yaml"), "kind: [").expect("write");
+        let folder = load_dir(&file).expect("one policy file loads");
+        let names: Vec<&str> = folder.set.policies.iter().map(|p| p.policy.metadata.name.as_str()).collect();
+        assert_eq!(names, ["ml-gpus", "maintenance"]);
+        assert_eq!(policy_files(&file).expect("listed"), [file.clone()]);
     }
 
     #[test]
