@@ -200,7 +200,7 @@ spec:
         let folder = load_dir(&file).expect("one policy file loads");
         let names: Vec<&str> = folder.set.policies.iter().map(|p| p.policy.metadata.name.as_str()).collect();
         assert_eq!(names, ["ml-gpus", "maintenance"]);
-        assert_eq!(policy_files(&file).expect("listed"), [file.clone()]);
+        assert_eq!(policy_files(&file).expect("listed"), [file]);
     }
 
     #[test]
