@@ -119,6 +119,73 @@ async fn the_condition_is_written_restored_and_follows_a_reload() {
     task.abort();
 }
 
+fn rules(api: &FakeApiServer, i: usize) -> Value {
+    let config = api
+        .webhook_config("mutatingwebhookconfigurations", "draguard")
+        .expect("config");
+    config["webhooks"][i]["rules"].clone()
+}
+
+/// A policy with device defaults (and no Pod defaults).
+fn device_defaults() -> PolicySet {
+    let yaml = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpus}\nspec:\n  namespaces: {names: [ml]}\n  devices:\n    defaults: [{key: gpu, operator: Exists}]\n";
+    PolicySet {
+        policies: parse("gpus.yaml", yaml).expect("valid policy"),
+        ..Default::default()
+    }
+}
+
+/// A kind no policy defaults leaves the defaulting entry's rules, so that
+/// the apiserver does not evaluate the entry's conditions for it at all
+/// (src/controllers/mutate_rules.rs), and comes back with a policy that
+/// defaults it; with no defaults at all the entry keeps no rule, and is
+/// still found by its condition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_of_kinds_no_policy_defaults_are_parked_and_come_back() {
+    let api = FakeApiServer::start(objects()).await;
+    let pods = json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]);
+    let claims = json!({"apiGroups": ["resource.k8s.io"], "apiVersions": ["*"], "operations": ["CREATE"],
+        "resources": ["resourceclaims", "resourceclaimtemplates"], "scope": "Namespaced"});
+    let store = PolicyStore::new(policies("ml"));
+    let controller = MutateConditions::new(api.client(), settings(), store.clone(), false);
+    let task = tokio::spawn(controller.run());
+
+    // Pod defaults only: the claims rule is parked, the Pods rule stays.
+    within(Duration::from_secs(5), || rules(&api, 1) == pods)
+        .await
+        .unwrap_or_else(|| panic!("claims parked at start: {}", rules(&api, 1)));
+    assert_eq!(
+        conditions(&api, 1),
+        with_ours(&expression(&policies("ml"), false)),
+        "the condition is written in the same patch"
+    );
+    assert_eq!(api.writes_of("PATCH").len(), 1, "one write");
+    assert_eq!(
+        rules(&api, 2)[0]["resources"],
+        json!(["resourceslices"]),
+        "the stamping entry is untouched"
+    );
+
+    // Device defaults only: claims back (as the manifest writes them),
+    // Pods parked.
+    store.replace(device_defaults());
+    within(Duration::from_secs(5), || rules(&api, 1) == json!([claims]))
+        .await
+        .unwrap_or_else(|| panic!("claims back, Pods parked: {}", rules(&api, 1)));
+
+    // No defaults at all: no rule left, and the entry is still ours.
+    store.replace(PolicySet::default());
+    within(Duration::from_secs(5), || rules(&api, 1) == json!([]))
+        .await
+        .unwrap_or_else(|| panic!("every rule parked: {}", rules(&api, 1)));
+    store.replace(policies("ml"));
+    let pods_back = json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "Namespaced"}]);
+    within(Duration::from_secs(5), || rules(&api, 1) == pods_back)
+        .await
+        .unwrap_or_else(|| panic!("Pods back from no rule: {}", rules(&api, 1)));
+    task.abort();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forbidden_patch_leaves_the_static_conditions() {
     let mut objects = objects();

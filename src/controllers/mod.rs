@@ -10,6 +10,7 @@ pub mod lease;
 pub mod lease_gauge;
 pub mod mutate_conditions;
 pub mod mutate_conditions_sync;
+pub mod mutate_rules;
 pub mod mutate_selector_entries;
 pub mod quota_sync;
 pub mod routing_sync;

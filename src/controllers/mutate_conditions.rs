@@ -313,7 +313,15 @@ pub fn is_defaulting_entry(webhook: &MutatingWebhook, namespace: &str, service: 
             .flatten()
             .any(|r| matches!(r.as_str(), "*" | "pods" | "resourceclaims" | "resourceclaimtemplates"))
     });
-    ours && sends
+    // An entry whose rules serve parked (`mutate_rules`: no policy
+    // defaults anything) sends none of these kinds, but still holds the
+    // condition serve wrote, which is how its rules come back.
+    let managed = webhook
+        .match_conditions
+        .iter()
+        .flatten()
+        .any(|c| c.name == CONDITION_NAME);
+    ours && (sends || managed)
 }
 
 /// JSON patch operations that put `desired` into every defaulting entry of

@@ -36,7 +36,7 @@ impl Routing for MutateRouting {
     type Config = MutatingWebhookConfiguration;
     type Desired = Managed;
 
-    const WHAT: &'static str = "the defaulting webhook's matchCondition and selector entries";
+    const WHAT: &'static str = "the defaulting webhook's matchCondition, rules and selector entries";
     const MEANWHILE: &'static str = "every claim, template and Pod CREATE is still sent to /mutate";
 
     /// The managed state for `set`; its widenings are recorded (and
@@ -58,7 +58,12 @@ impl Routing for MutateRouting {
             condition = CONDITION_NAME,
             expression = desired.split.expression.as_str(),
             selector_entries = desired.selectors.len(),
-            "matchCondition and selector entries of the defaulting webhook set for the policies in force"
+            // Kinds no policy defaults: their rules are out of the entry
+            // (`mutate_rules`), so the apiserver does not even evaluate
+            // the condition for them.
+            rules_parked_pods = desired.parked.pods,
+            rules_parked_claims = desired.parked.claims,
+            "matchCondition, rules and selector entries of the defaulting webhook set for the policies in force"
         );
     }
 }

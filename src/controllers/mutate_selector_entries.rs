@@ -63,6 +63,7 @@ use super::mutate_conditions::{
     CONDITION_NAME, JUDGED_KINDS, MAX_EXPRESSION_LEN, SELECTOR_INFIX, calls_service, can_hold, condition,
     is_defaulting_entry, judged_kinds, kind_terms, plan_entry, selected_by_selector_for, selector_entry_base,
 };
+use super::mutate_rules::{Parked, narrowed, parked};
 use super::selection_cel::{NAME_LABEL, all, any};
 use crate::policy::enforce::TolerationTarget;
 use crate::policy::model::{LabelSelector, SelectorOperator};
@@ -109,6 +110,9 @@ pub struct Managed {
     /// Where the split routing still sends some policies' kinds beyond
     /// what they select; empty when it is exact.
     pub widenings: Vec<Widening>,
+    /// The kinds whose rules leave the defaulting entry (and so its
+    /// selector entries): no policy can add a default to them.
+    pub parked: Parked,
 }
 
 /// One selector entry, before it is copied from a defaulting entry.
@@ -165,6 +169,7 @@ const COLLISION: &str = "two selector entries would have one name: every label s
 /// The managed state for the policies in force.
 pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
     let widened = condition(set, toleration_restriction);
+    let parked = parked(set, toleration_restriction);
     let policies: Vec<&TolerationPolicy> = set
         .policies
         .iter()
@@ -224,6 +229,7 @@ pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
             widened,
             selectors: Vec::new(),
             widenings,
+            parked,
         }
     };
     if by_selector.len() > MAX_DISTINCT_SELECTORS {
@@ -320,6 +326,7 @@ pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
         widened,
         selectors,
         widenings,
+        parked,
     }
 }
 
@@ -487,10 +494,14 @@ pub fn plan(webhooks: &[MutatingWebhook], namespace: &str, service: &str, desire
     // Name → (defaulting entry's index, entry).
     let mut wanted: BTreeMap<String, (usize, MutatingWebhook)> = BTreeMap::new();
     let ours = |w: &MutatingWebhook| selector_entry_base(&w.name).is_some() && calls_service(w, namespace, service);
-    for (i, base) in webhooks.iter().enumerate() {
-        if !is_defaulting_entry(base, namespace, service) {
+    for (i, read) in webhooks.iter().enumerate() {
+        if !is_defaulting_entry(read, namespace, service) {
             continue;
         }
+        ops.extend(super::mutate_rules::plan(i, read, desired.parked));
+        // The selector entries are copies of the entry as this patch
+        // leaves it.
+        let base = &narrowed(read, desired.parked);
         let entries: Option<Vec<MutatingWebhook>> = desired.selectors.iter().map(|s| entry_for(base, s)).collect();
         let placeable = entries.filter(|entries| {
             can_hold(base)

@@ -198,7 +198,12 @@ spec:
         // A broken sibling must not be read: only the named file is.
         std::fs::write(dir.path().join("broken.yaml"), "kind: [").expect("write");
         let folder = load_dir(&file).expect("one policy file loads");
-        let names: Vec<&str> = folder.set.policies.iter().map(|p| p.policy.metadata.name.as_str()).collect();
+        let names: Vec<&str> = folder
+            .set
+            .policies
+            .iter()
+            .map(|p| p.policy.metadata.name.as_str())
+            .collect();
         assert_eq!(names, ["ml-gpus", "maintenance"]);
         assert_eq!(policy_files(&file).expect("listed"), [file]);
     }

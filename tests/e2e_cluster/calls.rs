@@ -208,6 +208,10 @@ struct PolicySet {
     extra_args: &'static [&'static str],
     /// How many selector entries serve writes for it.
     selector_entries: usize,
+    /// Whether some policy defaults claims: otherwise serve parks the
+    /// claims rule of the defaulting entry (src/controllers/mutate_rules.rs),
+    /// and the apiserver does not even evaluate its conditions for a claim.
+    claims_routed: bool,
     cases: Vec<Case>,
 }
 
@@ -220,6 +224,7 @@ fn policy_sets() -> Vec<PolicySet> {
             extra_policies: &[],
             extra_args: &[],
             selector_entries: 0,
+            claims_routed: false,
             cases: vec![
                 one(PLAIN, Claim),
                 one(PLAIN, Template),
@@ -235,6 +240,7 @@ fn policy_sets() -> Vec<PolicySet> {
             extra_policies: &[],
             extra_args: &[],
             selector_entries: 1,
+            claims_routed: false,
             cases: vec![
                 one(PLAIN, Claim),
                 one(PLAIN, Template),
@@ -255,6 +261,7 @@ fn policy_sets() -> Vec<PolicySet> {
             extra_policies: &[("e2e-tier-restricted.yaml", TIER_POLICY)],
             extra_args: &[],
             selector_entries: 3,
+            claims_routed: true,
             cases: vec![
                 // Bug 2: 2 calls each before the disjoint regions.
                 one(PLAIN, Claim),
@@ -282,6 +289,7 @@ fn policy_sets() -> Vec<PolicySet> {
             extra_policies: &[("e2e-team-ml-or-ai.yaml", OVERLAP_POLICY)],
             extra_args: &[],
             selector_entries: 2,
+            claims_routed: true,
             cases: vec![
                 one(PLAIN, Claim),
                 one(PLAIN, Pod),
@@ -305,6 +313,7 @@ fn policy_sets() -> Vec<PolicySet> {
             // Every Pod reaches the defaulting entry already, and no
             // policy defaults claims: no selector entry is needed.
             selector_entries: 0,
+            claims_routed: false,
             cases: vec![
                 one(PLAIN, Claim),
                 one(PLAIN, Template),
@@ -338,7 +347,7 @@ pub fn per_write(cluster: &mut Cluster) -> Outcome {
             policies: Some(folder),
             extra_args: set.extra_args.iter().map(|a| (*a).to_owned()).collect(),
         });
-        wait_for_managed_entries(&admin, set.selector_entries);
+        wait_for_managed_entries(&admin, set.selector_entries, set.claims_routed);
         let serve = cluster.serve.as_ref().expect("serving");
         wait_until_routed(serve, &operator);
         let widened = plain_value(&serve.metrics(), "draguard_routing_widened_policies");
@@ -497,6 +506,39 @@ fn strip_managed_entries(admin: &Kubectl) {
         |name| name == DEFAULTING_ENTRY,
         CONDITION,
     );
+    // And the defaulting entry's rules as deploy/base writes them, which
+    // serve narrows where no policy defaults a kind.
+    let config = admin.get_json(&["mutatingwebhookconfiguration", NAME]);
+    if let Some(i) = entries(&config).iter().position(|e| e["name"] == DEFAULTING_ENTRY) {
+        let rules = json!([
+            {"apiGroups": ["resource.k8s.io"], "apiVersions": ["*"], "operations": ["CREATE"],
+             "resources": ["resourceclaims", "resourceclaimtemplates"], "scope": "Namespaced"},
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "Namespaced"},
+        ]);
+        let patch = json!([{"op": "add", "path": format!("/webhooks/{i}/rules"), "value": rules}]);
+        admin.ok(&[
+            "patch",
+            "mutatingwebhookconfiguration",
+            NAME,
+            "--type=json",
+            "-p",
+            &patch.to_string(),
+        ]);
+    }
+}
+
+/// Whether an entry's rules send claim CREATEs.
+fn sends_claims(entry: &Value) -> bool {
+    entry["rules"].as_array().is_some_and(|rules| {
+        rules.iter().any(|r| {
+            r["apiGroups"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|g| g == "resource.k8s.io"))
+                && r["resources"]
+                    .as_array()
+                    .is_some_and(|rs| rs.iter().any(|x| x == "resourceclaims"))
+        })
+    })
 }
 
 /// Removes from `kind`'s configuration the entries `drop_entry` names and
@@ -538,7 +580,7 @@ fn strip(
 
 /// Waits until the stored configuration has serve's condition on the
 /// defaulting entry and `selector_entries` selector entries.
-fn wait_for_managed_entries(admin: &Kubectl, selector_entries: usize) {
+fn wait_for_managed_entries(admin: &Kubectl, selector_entries: usize, claims_routed: bool) {
     let start = Instant::now();
     loop {
         let config = admin.get_json(&["mutatingwebhookconfiguration", NAME]);
@@ -549,6 +591,16 @@ fn wait_for_managed_entries(admin: &Kubectl, selector_entries: usize) {
                     .as_array()
                     .is_some_and(|c| c.iter().any(|c| c["name"] == CONDITION))
         });
+        // The defaulting entry and its selector entries send claims only
+        // where some policy defaults them.
+        let claim_rules: Vec<bool> = webhooks
+            .iter()
+            .filter(|e| {
+                e["name"] == DEFAULTING_ENTRY || e["name"].as_str().is_some_and(|n| n.ends_with(SELECTOR_ENTRY))
+            })
+            .map(|e| sends_claims(e))
+            .collect();
+        let rules_as_expected = claim_rules.iter().all(|&routed| routed == claims_routed);
         let selectors = webhooks
             .iter()
             .filter(|e| e["name"].as_str().is_some_and(|n| n.ends_with(SELECTOR_ENTRY)))
@@ -560,13 +612,14 @@ fn wait_for_managed_entries(admin: &Kubectl, selector_entries: usize) {
                     .as_array()
                     .is_some_and(|c| c.iter().any(|c| c["name"] == VALIDATE_CONDITION))
         });
-        if has_condition && validate_condition && selectors == selector_entries {
+        if has_condition && validate_condition && selectors == selector_entries && rules_as_expected {
             return;
         }
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "serve's managed entries not in place after 30 s: condition {CONDITION} {}, \
-             {VALIDATE_CONDITION} {}, {selectors} selector entries (expected {selector_entries}):\n{}",
+             {VALIDATE_CONDITION} {}, {selectors} selector entries (expected {selector_entries}), \
+             claims rules {claim_rules:?} (expected {claims_routed} in each):\n{}",
             if has_condition { "present" } else { "missing" },
             if validate_condition { "present" } else { "missing" },
             webhooks
