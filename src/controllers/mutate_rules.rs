@@ -125,11 +125,7 @@ fn sends(rule: &RuleWithOperations, kind: Kind) -> bool {
 /// manifest rule. Other rules keep their place and order.
 pub fn desired_rules(entry: &MutatingWebhook, parked: Parked) -> Vec<RuleWithOperations> {
     let current = items_of(entry);
-    let mut rules: Vec<RuleWithOperations> = current
-        .iter()
-        .filter(|r| !(parked.claims && sends_only(r, Kind::Claims)) && !(parked.pods && sends_only(r, Kind::Pods)))
-        .cloned()
-        .collect();
+    let mut rules: Vec<RuleWithOperations> = current.iter().filter(|r| !is_parked(r, parked)).cloned().collect();
     if !parked.claims && !rules.iter().any(|r| sends(r, Kind::Claims)) {
         rules.insert(0, claims_rule());
     }
@@ -137,6 +133,11 @@ pub fn desired_rules(entry: &MutatingWebhook, parked: Parked) -> Vec<RuleWithOpe
         rules.push(pods_rule());
     }
     rules
+}
+
+/// Whether `rule` is one of a parked kind's own rules.
+fn is_parked(rule: &RuleWithOperations, parked: Parked) -> bool {
+    (parked.claims && sends_only(rule, Kind::Claims)) || (parked.pods && sends_only(rule, Kind::Pods))
 }
 
 fn items_of(entry: &MutatingWebhook) -> &[RuleWithOperations] {
@@ -224,7 +225,7 @@ mod tests {
         let with_status = rule("resource.k8s.io", &["*"], &["resourceclaims", "resourceclaims/status"]);
         for kept in [wildcard, mixed, with_status] {
             let e = entry(vec![kept.clone(), pods_rule()]);
-            assert_eq!(desired_rules(&e, BOTH), [kept.clone()], "{kept:?}");
+            assert_eq!(desired_rules(&e, BOTH), std::slice::from_ref(&kept), "{kept:?}");
         }
         // A wildcard rule already sends claims: none is added.
         let e = entry(vec![rule("*", &["*"], &["*"])]);
