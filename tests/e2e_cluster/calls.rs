@@ -598,7 +598,7 @@ fn wait_for_managed_entries(admin: &Kubectl, selector_entries: usize, claims_rou
             .filter(|e| {
                 e["name"] == DEFAULTING_ENTRY || e["name"].as_str().is_some_and(|n| n.ends_with(SELECTOR_ENTRY))
             })
-            .map(|e| sends_claims(e))
+            .map(sends_claims)
             .collect();
         let rules_as_expected = claim_rules.iter().all(|&routed| routed == claims_routed);
         let selectors = webhooks
