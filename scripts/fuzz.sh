@@ -26,7 +26,8 @@
 # (cargo-fuzz's 1: the fastest code, built on one core per crate): 16
 # builds several times faster on a few cores, for short runs such as CI's;
 # FUZZ_TARGET_DIR (fuzz/target): where the build goes (a directory kept
-# between runs saves rebuilding the dependencies).
+# between runs saves rebuilding the dependencies); FUZZ_BUILD_ONLY=1: build
+# the targets, run none.
 #
 # Needs the nightly toolchain (`rustup toolchain install nightly`),
 # cargo-fuzz (`cargo install cargo-fuzz --locked`) and python3.
@@ -106,6 +107,11 @@ cargo +nightly fuzz build "${build_flags[@]}" || {
     exit 2
 }
 echo "built in $((SECONDS - build_start)) s"
+# FUZZ_BUILD_ONLY=1: stop here (.ci/run builds the targets while the
+# tests run, then fuzzes after them).
+if [[ ${FUZZ_BUILD_ONLY:-} == 1 ]]; then
+    exit 0
+fi
 
 echo "== seed corpora from the test data (fuzz/seeds/)"
 python3 fuzz/make_seeds.py . fuzz/seeds
