@@ -109,8 +109,8 @@ fn real_renderers_judge_what_charts_and_overlays_render_to() {
     assert_eq!(
         lines(&out),
         [
-            r#"./chart/templates/deployment.yaml:17:11: error: Deployment/default/release-name-trainer: spec.template.spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when `tolerationSeconds` is set"#.to_owned(),
-            r#"./kustomize/base/deployment.yaml:1:1: error: Deployment/prod/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomization ./kustomize/overlays/prod; patched in ./kustomize/overlays/prod/kustomization.yaml)"#.to_owned(),
+            r#"./chart/templates/deployment.yaml:17:11: error[pod-toleration-invalid]: Deployment/default/release-name-trainer: spec.template.spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when `tolerationSeconds` is set"#.to_owned(),
+            r#"./kustomize/base/deployment.yaml:1:1: error[pod-toleration-effect-unsupported]: Deployment/prod/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomization ./kustomize/overlays/prod; patched in ./kustomize/overlays/prod/kustomization.yaml)"#.to_owned(),
             format!("4 objects, 2 denied, 0 warnings {SUMMARY_TAIL}"),
         ]
     );
@@ -215,7 +215,7 @@ fn a_failing_renderer_is_one_error_naming_the_chart() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(
         lines(&out)[0],
-        "./chart: error: `helm template ./chart --namespace default --include-crds` failed: parse error at (trainer/templates/deployment.yaml:4): function \"nme\" not defined"
+        "./chart: error[file-unreadable]: `helm template ./chart --namespace default --include-crds` failed: parse error at (trainer/templates/deployment.yaml:4): function \"nme\" not defined"
     );
     assert!(
         lines(&out)[1].starts_with("./kustomize/overlays/prod: note: "),
@@ -248,7 +248,11 @@ fn a_chart_that_refuses_its_default_values_is_a_note() {
     );
     let strict = check(dir.path(), path.as_os_str(), &["chart", "--strict-inputs"]);
     assert_eq!(strict.status.code(), Some(2), "{}", text(&strict));
-    assert!(lines(&strict)[0].starts_with("chart: error: "), "{}", text(&strict));
+    assert!(
+        lines(&strict)[0].starts_with("chart: error[file-unreadable]: "),
+        "{}",
+        text(&strict)
+    );
 }
 
 /// An overlay that needs a local file the checkout lacks (gpu-operator's
@@ -285,7 +289,7 @@ fn an_overlay_that_needs_a_generated_file_is_a_note() {
     let strict = check(dir.path(), path.as_os_str(), &["kustomize", "--strict-inputs"]);
     assert_eq!(strict.status.code(), Some(2), "{}", text(&strict));
     assert!(
-        lines(&strict)[0].starts_with("kustomize/overlays/prod: error: "),
+        lines(&strict)[0].starts_with("kustomize/overlays/prod: error[file-unreadable]: "),
         "{}",
         text(&strict)
     );
@@ -349,7 +353,7 @@ fn a_hanging_renderer_is_ended_at_the_timeout() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(
         lines(&out)[0],
-        "chart: error: `helm template chart --namespace default --include-crds` did not finish in 1 s (--render-timeout)"
+        "chart: error[file-unreadable]: `helm template chart --namespace default --include-crds` did not finish in 1 s (--render-timeout)"
     );
 }
 
@@ -368,7 +372,7 @@ fn the_render_hint_names_helm_only_inside_a_chart() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(
         lines(&out)[0],
-        "chart/templates/deployment.yaml:4:10: error: invalid type: map, expected a scalar map key (an unrendered template? render the chart first: helm template NAME chart | draguard check -)"
+        "chart/templates/deployment.yaml:4:10: error[file-unreadable]: invalid type: map, expected a scalar map key (an unrendered template? render the chart first: helm template NAME chart | draguard check -)"
     );
     std::fs::create_dir_all(dir.path().join("operator/assets")).expect("mkdir");
     std::fs::copy(
@@ -389,7 +393,7 @@ fn the_render_hint_names_helm_only_inside_a_chart() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(
         lines(&out)[0],
-        "operator/assets/deployment.yaml:4:10: error: invalid type: map, expected a scalar map key (an unrendered template?)"
+        "operator/assets/deployment.yaml:4:10: error[file-unreadable]: invalid type: map, expected a scalar map key (an unrendered template?)"
     );
 }
 
@@ -454,7 +458,7 @@ fn a_base_used_by_two_overlays_is_one_finding_at_the_base_file() {
     assert_eq!(
         lines(&out),
         [
-            r#"./base/deploy.yaml:6:1: error: Deployment/a/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomizations ./overlays/a, ./overlays/b)"#.to_owned(),
+            r#"./base/deploy.yaml:6:1: error[pod-toleration-effect-unsupported]: Deployment/a/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomizations ./overlays/a, ./overlays/b)"#.to_owned(),
             format!("3 objects, 1 denied, 0 warnings {SUMMARY_TAIL}"),
         ]
     );
@@ -517,7 +521,7 @@ fn a_chart_with_disabled_missing_dependencies_is_rendered_against_stubs() {
         lines(&out),
         [
             "drv: note: Helm chart rendered against empty stand-ins for its dependencies node-feature-discovery, which are disabled by default and not in charts/: their own templates are not checked".to_owned(),
-            r#"drv/templates/pod.yaml:13:5: error: Pod/default/p: spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute""#.to_owned(),
+            r#"drv/templates/pod.yaml:13:5: error[pod-toleration-effect-unsupported]: Pod/default/p: spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute""#.to_owned(),
             format!("1 object, 1 denied, 0 warnings {SUMMARY_TAIL}"),
         ]
     );

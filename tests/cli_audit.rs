@@ -40,7 +40,7 @@ fn denied_in(format: &str, report: &str) -> BTreeSet<String> {
     match format {
         "text" => report
             .lines()
-            .filter_map(|l| l.split_once(": error: "))
+            .filter_map(|l| l.split_once(": error[")?.1.split_once("]: "))
             .map(|(_, rest)| prefix_of(rest))
             .collect(),
         "github" => report
@@ -349,7 +349,7 @@ fn a_policy_tightening_reports_the_workloads_it_would_break() {
     assert!(
         report
             .lines()
-            .filter(|l| l.contains(": error: "))
+            .filter(|l| l.contains(": error["))
             .all(|l| l.contains("toleration policy \"gpu-nodes\"")),
         "{report}"
     );

@@ -33,11 +33,11 @@ fn broken_example_is_denied_with_positions() {
     assert_eq!(
         lines,
         vec![
-            r#"examples/dra-workload/broken/maintenance.yaml:11:5: error: DeviceTaintRule/drain-gpu-0: spec.taint.effect: Unsupported value: "Drain": supported values: "NoExecute", "NoSchedule", "None""#,
-            "examples/dra-workload/broken/maintenance.yaml:7:3: warning: DeviceTaintRule/drain-gpu-0: spec.deviceSelector is empty: this DeviceTaintRule taints every device in the cluster with example.com/maintenance:Drain",
-            r#"examples/dra-workload/broken/training.yaml:19:13: error: ResourceClaimTemplate/ml/trainer-gpu: spec.spec.devices.requests[0].firstAvailable[0].tolerations[0].effect: Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None""#,
-            r#"examples/dra-workload/broken/training.yaml:41:9: error: Deployment/ml/trainer: spec.template.spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when `tolerationSeconds` is set"#,
-            r#"examples/dra-workload/broken/training.yaml:52:13: error: Deployment/ml/trainer: spec.template.spec.containers[0].resources.claims[0].request: Invalid value: "gpu/large": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"#,
+            r#"examples/dra-workload/broken/maintenance.yaml:11:5: error[device-taint-invalid]: DeviceTaintRule/drain-gpu-0: spec.taint.effect: Unsupported value: "Drain": supported values: "NoExecute", "NoSchedule", "None""#,
+            "examples/dra-workload/broken/maintenance.yaml:7:3: warning[taint-rule-selects-every-device]: DeviceTaintRule/drain-gpu-0: spec.deviceSelector is empty: this DeviceTaintRule taints every device in the cluster with example.com/maintenance:Drain",
+            r#"examples/dra-workload/broken/training.yaml:19:13: error[device-toleration-effect-unsupported]: ResourceClaimTemplate/ml/trainer-gpu: spec.spec.devices.requests[0].firstAvailable[0].tolerations[0].effect: Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None""#,
+            r#"examples/dra-workload/broken/training.yaml:41:9: error[pod-toleration-invalid]: Deployment/ml/trainer: spec.template.spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when `tolerationSeconds` is set"#,
+            r#"examples/dra-workload/broken/training.yaml:52:13: error[object-invalid]: Deployment/ml/trainer: spec.template.spec.containers[0].resources.claims[0].request: Invalid value: "gpu/large": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"#,
             "3 objects, 3 denied, 1 warning (Kubernetes 1.37 rules); no toleration policies (none named with --policies)",
         ]
     );
@@ -81,7 +81,7 @@ fn stdin_multi_document_and_default_namespace() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stdout(&out),
-        "-:19:9: error: ResourceClaim/team-a/bad: spec.devices.requests[0].exactly.allocationMode: Unsupported value: \"Some\": supported values: \"All\", \"ExactCount\"\n2 objects, 1 denied, 0 warnings (Kubernetes 1.37 rules); no toleration policies (none named with --policies)\n"
+        "-:19:9: error[device-request-invalid]: ResourceClaim/team-a/bad: spec.devices.requests[0].exactly.allocationMode: Unsupported value: \"Some\": supported values: \"All\", \"ExactCount\"\n2 objects, 1 denied, 0 warnings (Kubernetes 1.37 rules); no toleration policies (none named with --policies)\n"
     );
     let json = draguard(&["check", "-", "--namespace", "ci", "-o", "json"], Some(CLAIMS));
     let report: Value = serde_json::from_slice(&json.stdout).expect("JSON report");
@@ -114,7 +114,7 @@ fn list_kind_and_json_input_piped_like_kustomize() {
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
     assert!(
-        text.starts_with("-:3:68: error: Node/n1: metadata.taints[1]: Duplicate value: "),
+        text.starts_with("-:3:68: error[node-taint-invalid]: Node/n1: metadata.taints[1]: Duplicate value: "),
         "node taints are written in spec, reported at metadata.taints: {text}"
     );
 }
@@ -128,7 +128,7 @@ fn folders_are_searched_recursively() {
     std::fs::write(dir.path().join("notes.txt"), "not: [yaml").expect("write");
     let out = draguard(&["check", dir.path().to_str().expect("utf-8")], None);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stdout(&out).contains("claim.yml:19:9: error: ResourceClaim/team-a/bad"));
+    assert!(stdout(&out).contains("claim.yml:19:9: error[device-request-invalid]: ResourceClaim/team-a/bad"));
 }
 
 #[test]
@@ -154,7 +154,7 @@ spec:
     let out = draguard(&["check", "-"], Some(cronjob));
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stdout(&out).starts_with("-:15:13: error: CronJob/default/nightly: spec.jobTemplate.spec.template.spec.topologySpreadConstraints[0].nodeTaintsPolicy: Unsupported value: \"Always\""),
+        stdout(&out).starts_with("-:15:13: error[object-invalid]: CronJob/default/nightly: spec.jobTemplate.spec.template.spec.topologySpreadConstraints[0].nodeTaintsPolicy: Unsupported value: \"Always\""),
         "{}",
         stdout(&out)
     );
@@ -382,7 +382,7 @@ fn unusable_input_exits_2() {
     let out = draguard(&["check", "does/not/exist.yaml"], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stdout(&out).starts_with("does/not/exist.yaml: error: cannot read: "),
+        stdout(&out).starts_with("does/not/exist.yaml: error[file-unreadable]: cannot read: "),
         "{}",
         stdout(&out)
     );
@@ -408,7 +408,7 @@ fn unusable_input_exits_2() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:4:1: warning: Pod/default/b: metadata: given twice in the same mapping: kubectl reads the last one, as checked here; keep one"
+            "-:4:1: warning[duplicate-field]: Pod/default/b: metadata: given twice in the same mapping: kubectl reads the last one, as checked here; keep one"
         )
     );
 
@@ -453,7 +453,7 @@ fn one_broken_file_never_hides_the_others() {
         lines[0].starts_with(&broken),
         "the broken file first, at its line: {report}"
     );
-    assert!(lines[0].contains(": error: "), "{report}");
+    assert!(lines[0].contains(": error[file-unreadable]: "), "{report}");
     assert!(
         lines[1].starts_with(&format!("{folder}/z-bad.yaml:5:"))
             && lines[1].contains("Pod/ml/bad: spec.tolerations[0].effect"),
@@ -544,7 +544,7 @@ fn no_silent_passes() {
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
         stdout(&out)
-            .starts_with("-:3:63: error: Pod/default/bad: spec.tolerations[0].effect: Unsupported value: \"Bogus\""),
+            .starts_with("-:3:63: error[pod-toleration-effect-unsupported]: Pod/default/bad: spec.tolerations[0].effect: Unsupported value: \"Bogus\""),
         "{}",
         stdout(&out)
     );
@@ -560,7 +560,7 @@ fn no_silent_passes() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:1:1: error: ResourceClaim/ml/c: apiVersion: resource.k8s.io/v1alpha9 is not a version of ResourceClaim.resource.k8s.io that draguard knows (resource.k8s.io/v1, resource.k8s.io/v1beta2, resource.k8s.io/v1beta1), so it is not checked"
+            "-:1:1: error[kind-version-unknown]: ResourceClaim/ml/c: apiVersion: resource.k8s.io/v1alpha9 is not a version of ResourceClaim.resource.k8s.io that draguard knows (resource.k8s.io/v1, resource.k8s.io/v1beta2, resource.k8s.io/v1beta1), so it is not checked"
         )
     );
 }
@@ -652,7 +652,7 @@ fn documents_that_are_not_objects_are_counted_or_warned_with_strict_inputs() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         stdout(&out),
-        "-:1:1: warning: (no kind): skipped: not a Kubernetes object (no apiVersion or kind)\n1 object, 0 denied, 1 warning (Kubernetes 1.37 rules); 1 file not Kubernetes (skipped); no toleration policies (none named with --policies)\n"
+        "-:1:1: warning[not-an-object]: (no kind): skipped: not a Kubernetes object (no apiVersion or kind)\n1 object, 0 denied, 1 warning (Kubernetes 1.37 rules); 1 file not Kubernetes (skipped); no toleration policies (none named with --policies)\n"
     );
 }
 
@@ -713,7 +713,7 @@ fn check_applies_policies_with_namespace_labels() {
     );
     assert_eq!(labelled.status.code(), Some(1));
     assert!(
-        stdout(&labelled).starts_with("-:5:17: error: Pod/a/p: spec.tolerations[0]: toleration policy \"gpu-team\": spec.tolerations[0] (spot:*) is not allowed; namespace \"a\" may use only: gpu:*"),
+        stdout(&labelled).starts_with("-:5:17: error[policy-toleration-forbidden]: Pod/a/p: spec.tolerations[0]: toleration policy \"gpu-team\": spec.tolerations[0] (spot:*) is not allowed; namespace \"a\" may use only: gpu:*"),
         "{}",
         stdout(&labelled)
     );
@@ -786,7 +786,7 @@ fn quota_counts_every_subrequest_for_every_replica() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:8:1: error: ResourceClaimTemplate/ml/trainer-gpu: exceeded quota (ResourceQuota \"gpus\"): gpu-small.deviceclass.resource.k8s.io/devices: limit 10, used 0, requested 12 (4 per Pod × 3 Pods)"
+            "-:8:1: error[quota-exceeded]: ResourceClaimTemplate/ml/trainer-gpu: exceeded quota (ResourceQuota \"gpus\"): gpu-small.deviceclass.resource.k8s.io/devices: limit 10, used 0, requested 12 (4 per Pod × 3 Pods)"
         )
     );
     let fits = draguard(&["check", "-", "--policies", no_policies], Some(&quota_workload(2)));
@@ -806,7 +806,7 @@ fn summary(objects: usize, no_policies: &str) -> String {
 
 /// The first line `check` prints when the template is charged past every
 /// count: 4 small GPUs times `replicas` saturates at u64::MAX.
-const SATURATED_TEMPLATE: &str = "-:8:1: error: ResourceClaimTemplate/ml/trainer-gpu: exceeded quota (ResourceQuota \"gpus\"): gpu-small.deviceclass.resource.k8s.io/devices: limit 10, used 0, requested 18446744073709551615";
+const SATURATED_TEMPLATE: &str = "-:8:1: error[quota-exceeded]: ResourceClaimTemplate/ml/trainer-gpu: exceeded quota (ResourceQuota \"gpus\"): gpu-small.deviceclass.resource.k8s.io/devices: limit 10, used 0, requested 18446744073709551615";
 
 #[test]
 fn quota_with_replicas_past_any_count_saturates_and_denies() {
@@ -889,7 +889,7 @@ fn quota_of_a_claim_whose_counts_sum_past_u64_is_denied() {
     assert_eq!(
         stdout(&out).lines().collect::<Vec<_>>(),
         vec![
-            "-:8:1: error: ResourceClaim/ml/huge: exceeded quota (ResourceQuota \"gpus\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 0, requested 18446744073709551615",
+            "-:8:1: error[quota-exceeded]: ResourceClaim/ml/huge: exceeded quota (ResourceQuota \"gpus\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 0, requested 18446744073709551615",
             summary(2, no_policies).as_str(),
         ],
         "3 x i64::MAX saturates at u64::MAX instead of wrapping to a small count"
@@ -909,7 +909,7 @@ fn quota_usage_plus_request_past_u64_is_denied() {
     assert_eq!(
         stdout(&out).lines().collect::<Vec<_>>(),
         vec![
-            "-:24:1: error: ResourceClaim/ml/c: exceeded quota (ResourceQuota \"gpus\"): gpu.deviceclass.resource.k8s.io/devices: limit 18446744073709551615, used 18446744073709551614, requested 2",
+            "-:24:1: error[quota-exceeded]: ResourceClaim/ml/c: exceeded quota (ResourceQuota \"gpus\"): gpu.deviceclass.resource.k8s.io/devices: limit 18446744073709551615, used 18446744073709551614, requested 2",
             summary(4, no_policies).as_str(),
         ],
         "a and b fit the largest limit; c would take the sum past u64::MAX"
@@ -940,7 +940,7 @@ fn quota_from_a_policy_and_usage_in_input_order() {
     assert_eq!(
         lines,
         vec![
-            "-:10:1: error: ResourceClaim/ml/b: exceeded quota (policy \"ml-quota\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 6, requested 3",
+            "-:10:1: error[quota-exceeded]: ResourceClaim/ml/b: exceeded quota (policy \"ml-quota\"): gpu.deviceclass.resource.k8s.io/devices: limit 8, used 6, requested 3",
             "3 objects, 1 denied, 0 warnings (Kubernetes 1.37 rules)",
         ],
         "a uses 6 of 8; b (3) is denied and uses nothing; c (2) fits"
@@ -1141,9 +1141,9 @@ fn tied_patches_warn_and_pass() {
     assert_eq!(lines.len(), 3, "{text}");
     assert_eq!(
         lines[0],
-        "-:1:1: warning: ResourceSlicePatch/model-fix-a: ResourceSlicePatch \"model-fix-a\" has the same priority (0) as \"model-fix-b\", can match the same devices and also sets gpu.example.com/model: the older patch wins, which KEP-5027 calls ambiguous; give them different priorities"
+        "-:1:1: warning[admission-warning]: ResourceSlicePatch/model-fix-a: ResourceSlicePatch \"model-fix-a\" has the same priority (0) as \"model-fix-b\", can match the same devices and also sets gpu.example.com/model: the older patch wins, which KEP-5027 calls ambiguous; give them different priorities"
     );
-    assert!(lines[1].starts_with("-:10:1: warning: ResourceSlicePatch/model-fix-b: ResourceSlicePatch \"model-fix-b\" has the same priority (0) as \"model-fix-a\""));
+    assert!(lines[1].starts_with("-:10:1: warning[admission-warning]: ResourceSlicePatch/model-fix-b: ResourceSlicePatch \"model-fix-b\" has the same priority (0) as \"model-fix-a\""));
     assert_eq!(
         lines[2],
         format!("2 objects, 0 denied, 2 warnings (Kubernetes 1.37 rules); no toleration policies in {empty}"),
@@ -1166,7 +1166,7 @@ fn tied_patches_warn_and_pass() {
     .expect("write");
     let strict = draguard(&["check", "-", "--policies", empty], Some(TIED_PATCHES));
     assert_eq!(strict.status.code(), Some(1));
-    assert!(stdout(&strict).contains("error: ResourceSlicePatch/model-fix-a: spec.devices.priority: toleration policy \"strict-patches\" denies priority ties"), "{}", stdout(&strict));
+    assert!(stdout(&strict).contains("error[patch-priority-tie]: ResourceSlicePatch/model-fix-a: spec.devices.priority: toleration policy \"strict-patches\" denies priority ties"), "{}", stdout(&strict));
 }
 
 #[test]
@@ -1265,8 +1265,8 @@ spec:
         assert_eq!(
             lines[..2],
             [
-                "-:4:1: error: Pod/ml/p: spec: could not be decoded: invalid type: sequence, expected an object",
-                "-:16:7: error: ResourceSlice/s: spec.devices[0].taints[0]: could not be decoded: invalid type: sequence, expected an object",
+                "-:4:1: error[object-undecodable]: Pod/ml/p: spec: could not be decoded: invalid type: sequence, expected an object",
+                "-:16:7: error[object-undecodable]: ResourceSlice/s: spec.devices[0].taints[0]: could not be decoded: invalid type: sequence, expected an object",
             ],
             "{args:?}"
         );
@@ -1335,7 +1335,7 @@ fn quota_on_an_extended_resource_counts_the_claims_of_its_device_class() {
     assert_eq!(
         stdout(&out).lines().collect::<Vec<_>>(),
         vec![
-            "-:16:1: error: ResourceClaim/ml/b: exceeded quota (ResourceQuota \"ext\"): requests.example.com/gpu: limit 4, used 3, requested 2",
+            "-:16:1: error[quota-exceeded]: ResourceClaim/ml/b: exceeded quota (ResourceQuota \"ext\"): requests.example.com/gpu: limit 4, used 3, requested 2",
             summary(4, no_policies).as_str(),
         ]
     );
@@ -1402,7 +1402,7 @@ fn a_device_taint_rule_warns_what_it_would_do_to_the_input() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "examples/impact/rule.yaml:2:1: warning: DeviceTaintRule/gpu-driver-upgrade: impact: would evict 14 pods in 3 namespaces (ml: 12, batch: 1, infra: 1); matches 8 devices on 2 nodes"
+            "examples/impact/rule.yaml:2:1: warning[taint-rule-impact]: DeviceTaintRule/gpu-driver-upgrade: impact: would evict 14 pods in 3 namespaces (ml: 12, batch: 1, infra: 1); matches 8 devices on 2 nodes"
         )
     );
     let alone = draguard(&["check", "examples/impact/rule.yaml", "--policies", no_policies], None);
@@ -1434,7 +1434,7 @@ fn guarded_namespace_keys_are_warned_about_in_check() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let report = stdout(&out);
     assert!(
-        report.starts_with("-:6:5: warning: Namespace/ml: metadata.labels[resource.kubernetes.io/admin-access]: toleration policy \"guards\": label resource.kubernetes.io/admin-access may be added only by groups [platform-admins]; the write is denied to anyone else\n"),
+        report.starts_with("-:6:5: warning[namespace-guard]: Namespace/ml: metadata.labels[resource.kubernetes.io/admin-access]: toleration policy \"guards\": label resource.kubernetes.io/admin-access may be added only by groups [platform-admins]; the write is denied to anyone else\n"),
         "{report}"
     );
     assert!(!report.contains("Namespace/web"), "{report}");
@@ -1498,7 +1498,7 @@ fn pod_templates_of_custom_workloads_are_judged() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:23:15: error: JobSet/ml/train: spec.replicatedJobs[1].template.spec.template.spec.tolerations[0]: toleration policy \"no-spot\": spec.replicatedJobs[1].template.spec.template.spec.tolerations[0] (spot:*) is denied; namespace \"ml\" may use anything but: spot:*"
+            "-:23:15: error[policy-toleration-forbidden]: JobSet/ml/train: spec.replicatedJobs[1].template.spec.template.spec.tolerations[0]: toleration policy \"no-spot\": spec.replicatedJobs[1].template.spec.template.spec.tolerations[0] (spot:*) is denied; namespace \"ml\" may use anything but: spot:*"
         )
     );
     // Toleration lists outside pod specs get the policies of their
@@ -1509,7 +1509,7 @@ fn pod_templates_of_custom_workloads_are_judged() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:7:19: error: Workflow/ml/w: spec.templates[0].tolerations[0]: toleration policy \"no-spot\": spec.templates[0].tolerations[0] (spot:*) is denied; namespace \"ml\" may use anything but: spot:*"
+            "-:7:19: error[policy-toleration-forbidden]: Workflow/ml/w: spec.templates[0].tolerations[0]: toleration policy \"no-spot\": spec.templates[0].tolerations[0] (spot:*) is denied; namespace \"ml\" may use anything but: spot:*"
         )
     );
     // Without the policy the JobSet is admitted, and checked (not skipped).
@@ -1523,7 +1523,7 @@ fn pod_templates_of_custom_workloads_are_judged() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:7:1: error: ResourceClaimTemplate/ml/gpu: exceeded quota (ResourceQuota \"q\"): requests.deviceclass.resource.kubernetes.io/gpu.example.com: limit 7, used 0, requested 8 (1 per Pod × 8 Pods)"
+            "-:7:1: error[quota-exceeded]: ResourceClaimTemplate/ml/gpu: exceeded quota (ResourceQuota \"q\"): requests.deviceclass.resource.kubernetes.io/gpu.example.com: limit 7, used 0, requested 8 (1 per Pod × 8 Pods)"
         )
     );
 
@@ -1538,7 +1538,7 @@ fn pod_templates_of_custom_workloads_are_judged() {
         assert_eq!(out.status.code(), Some(1));
         assert!(
             stdout(&out).starts_with(
-                "-:7:48: error: Trainer/ml/t: spec.pods.main.tolerations[0].effect: Unsupported value: \"Bogus\""
+                "-:7:48: error[pod-toleration-effect-unsupported]: Trainer/ml/t: spec.pods.main.tolerations[0].effect: Unsupported value: \"Bogus\""
             ),
             "{}",
             stdout(&out)

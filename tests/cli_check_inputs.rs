@@ -34,7 +34,7 @@ fn a_long_comment_block_after_a_key_is_read_and_judged() {
     assert_eq!(
         stdout(&out),
         format!(
-            "values.yaml:49:5: error: Pod/default/head: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"\n1 object, 1 denied, 0 warnings {SUMMARY_TAIL}\n"
+            "values.yaml:49:5: error[pod-toleration-effect-unsupported]: Pod/default/head: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"\n1 object, 1 denied, 0 warnings {SUMMARY_TAIL}\n"
         ),
         "{}",
         stderr(&out)
@@ -63,7 +63,7 @@ fn jq_compact_objects_one_per_line_are_each_judged() {
     assert_eq!(
         stdout(&out),
         format!(
-            "-:2:{column}: error: Pod/ml/gpu: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"\n2 objects, 1 denied, 0 warnings {SUMMARY_TAIL}\n"
+            "-:2:{column}: error[pod-toleration-effect-unsupported]: Pod/ml/gpu: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"\n2 objects, 1 denied, 0 warnings {SUMMARY_TAIL}\n"
         ),
         "{}",
         stderr(&out)
@@ -82,9 +82,12 @@ fn a_broken_object_mid_stream_is_reported_and_the_ones_before_judged() {
     assert_eq!(
         lines,
         [
-            format!("-:2:{}: error: key must be a string", column_of(broken, ",,") + 1),
             format!(
-                "-:1:{}: error: Pod/ml/gpu: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"",
+                "-:2:{}: error[file-unreadable]: key must be a string",
+                column_of(broken, ",,") + 1
+            ),
+            format!(
+                "-:1:{}: error[pod-toleration-effect-unsupported]: Pod/ml/gpu: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"",
                 column_of(GPU, "\"effect\"")
             ),
             format!("1 object, 1 denied, 0 warnings, 1 file not read {SUMMARY_TAIL}"),

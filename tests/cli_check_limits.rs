@@ -36,7 +36,7 @@ fn a_file_over_the_size_limit_is_refused_and_the_others_checked() {
     assert_eq!(
         stdout(&out),
         format!(
-            "{big}: error: larger than 100 bytes, the most one input may hold (--max-file-size): not read\n1 object, 0 denied, 0 warnings, 1 file not read {TAIL}\n"
+            "{big}: error[file-unreadable]: larger than 100 bytes, the most one input may hold (--max-file-size): not read\n1 object, 0 denied, 0 warnings, 1 file not read {TAIL}\n"
         ),
         "{}",
         stderr(&out)
@@ -50,7 +50,7 @@ fn a_file_over_the_size_limit_is_refused_and_the_others_checked() {
     assert_eq!(
         stdout(&out),
         format!(
-            "-: error: larger than 1024 bytes, the most one input may hold (--max-file-size): not read\n0 objects, 0 denied, 0 warnings, 1 file not read {TAIL}\n"
+            "-: error[file-unreadable]: larger than 1024 bytes, the most one input may hold (--max-file-size): not read\n0 objects, 0 denied, 0 warnings, 1 file not read {TAIL}\n"
         )
     );
     assert_eq!(out.status.code(), Some(2));
@@ -82,7 +82,7 @@ fn a_named_pipe_is_an_error_not_a_hang() {
     assert_eq!(
         stdout(&out),
         format!(
-            "{fifo}: error: not a regular file (a pipe, socket or device): name `-` to read standard input\n0 objects, 0 denied, 0 warnings, 1 file not read {TAIL}\n"
+            "{fifo}: error[file-unreadable]: not a regular file (a pipe, socket or device): name `-` to read standard input\n0 objects, 0 denied, 0 warnings, 1 file not read {TAIL}\n"
         )
     );
     assert_eq!(out.status.code(), Some(2));
@@ -97,7 +97,7 @@ fn a_file_of_too_many_documents_is_refused() {
     assert_eq!(
         stdout(&out),
         format!(
-            "-: error: holds 1000001 documents, more than the 1000000 one file may hold: not checked\n0 objects, 0 denied, 0 warnings, 1 file not read {TAIL}\n"
+            "-: error[file-unreadable]: holds 1000001 documents, more than the 1000000 one file may hold: not checked\n0 objects, 0 denied, 0 warnings, 1 file not read {TAIL}\n"
         )
     );
     assert_eq!(out.status.code(), Some(2));

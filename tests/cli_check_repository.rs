@@ -54,7 +54,7 @@ fn partial_workloads_are_judged_on_what_they_hold() {
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stdout(&out).starts_with(
-            "-:7:48: error: Deployment/default/d: spec.template.spec.tolerations[0].effect: Unsupported value: \"Bogus\""
+            "-:7:48: error[pod-toleration-effect-unsupported]: Deployment/default/d: spec.template.spec.tolerations[0].effect: Unsupported value: \"Bogus\""
         ),
         "{}",
         stdout(&out)
@@ -101,10 +101,10 @@ fn files_that_are_not_kubernetes_are_counted_not_reported() {
     let out = draguard_in(root, &["check", ".", "--strict-inputs"], None);
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
-    let warnings: Vec<&str> = text.lines().filter(|l| l.contains(": warning: ")).collect();
+    let warnings: Vec<&str> = text.lines().filter(|l| l.contains(": warning[")).collect();
     assert_eq!(warnings.len(), 5, "one a file, not one an item: {text}");
     assert!(
-        warnings.contains(&"./i18n.yaml:1:3: warning: (no kind): skipped: 3 documents or items of this file are not Kubernetes objects (no apiVersion or kind)"),
+        warnings.contains(&"./i18n.yaml:1:3: warning[not-an-object]: (no kind): skipped: 3 documents or items of this file are not Kubernetes objects (no apiVersion or kind)"),
         "{text}"
     );
     // JSON counts them.
@@ -241,8 +241,9 @@ fn the_summary_counts_files_and_documents() {
         Some("kind: Deployment\nmetadata: {name: d}\n"),
     );
     assert!(
-        stdout(&out)
-            .starts_with("-:1:1: warning: Deployment/d: skipped: not a Kubernetes object (no apiVersion or kind)"),
+        stdout(&out).starts_with(
+            "-:1:1: warning[not-an-object]: Deployment/d: skipped: not a Kubernetes object (no apiVersion or kind)"
+        ),
         "{}",
         stdout(&out)
     );
@@ -272,7 +273,7 @@ fn findings_are_suppressed_by_annotation_rule_or_kind() {
     let out = draguard(&["check", "-"], Some(&one));
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stdout(&out).starts_with("-:8:44: error: Pod/FILLED/p: spec.tolerations[0].effect: Unsupported value"),
+        stdout(&out).starts_with("-:8:44: error[pod-toleration-effect-unsupported]: Pod/FILLED/p: spec.tolerations[0].effect: Unsupported value"),
         "{}",
         stdout(&out)
     );
@@ -294,7 +295,7 @@ fn findings_are_suppressed_by_annotation_rule_or_kind() {
     let out = draguard(&["check", "-"], Some(&typo));
     assert_eq!(out.status.code(), Some(0));
     assert!(
-        stdout(&out).starts_with("-:1:1: warning: Pod/default/p: metadata.annotations[draguard.dev/ignore-check]: draguard.dev/ignore-check names a rule, \"pod-tolerations\", that draguard does not have (draguard rules lists them)"),
+        stdout(&out).starts_with("-:1:1: warning[admission-warning]: Pod/default/p: metadata.annotations[draguard.dev/ignore-check]: draguard.dev/ignore-check names a rule, \"pod-tolerations\", that draguard does not have (draguard rules lists them)"),
         "{}",
         stdout(&out)
     );
@@ -363,7 +364,8 @@ fn outputs_github_several_at_once_and_quiet_failures_say_why() {
     let quiet = draguard(&["check", "-", "-q", "--warnings-as-errors"], Some(rule));
     assert_eq!(quiet.status.code(), Some(1));
     assert!(
-        stdout(&quiet).contains(": warning: DeviceTaintRule/all: spec.deviceSelector is empty"),
+        stdout(&quiet)
+            .contains(": warning[taint-rule-selects-every-device]: DeviceTaintRule/all: spec.deviceSelector is empty"),
         "{}",
         stdout(&quiet)
     );
@@ -418,7 +420,7 @@ fn old_dra_shapes_name_the_move() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:6:5: error: Pod/default/p: spec.resourceClaims[0]: Invalid value: {\"Name\":\"gpu\",\"ResourceClaimName\":null,\"ResourceClaimTemplateName\":null}: must specify one of: `resourceClaimName`, `resourceClaimTemplateName` (`source` is the pre-1.31 shape: its resourceClaimName / resourceClaimTemplateName moved up, beside `name`, in Kubernetes 1.31)"
+            "-:6:5: error[object-invalid]: Pod/default/p: spec.resourceClaims[0]: Invalid value: {\"Name\":\"gpu\",\"ResourceClaimName\":null,\"ResourceClaimTemplateName\":null}: must specify one of: `resourceClaimName`, `resourceClaimTemplateName` (`source` is the pre-1.31 shape: its resourceClaimName / resourceClaimTemplateName moved up, beside `name`, in Kubernetes 1.31)"
         )
     );
     let template = "apiVersion: resource.k8s.io/v1alpha3\nkind: ResourceClaimTemplate\nmetadata: {name: t}\nspec:\n  spec:\n    devices:\n      requests: [{name: gpu, deviceClassName: gpu.example.com}]\n";
@@ -427,7 +429,7 @@ fn old_dra_shapes_name_the_move() {
     assert_eq!(
         stdout(&out),
         format!(
-            "-:1:1: error: ResourceClaimTemplate/default/t: apiVersion: resource.k8s.io/v1alpha3 is not a version of ResourceClaimTemplate.resource.k8s.io that draguard knows (resource.k8s.io/v1, resource.k8s.io/v1beta2, resource.k8s.io/v1beta1), so it is not checked\n1 object, 0 denied, 0 warnings, 1 in an unknown version (Kubernetes 1.37 rules){NO_POLICIES}\n"
+            "-:1:1: error[kind-version-unknown]: ResourceClaimTemplate/default/t: apiVersion: resource.k8s.io/v1alpha3 is not a version of ResourceClaimTemplate.resource.k8s.io that draguard knows (resource.k8s.io/v1, resource.k8s.io/v1beta2, resource.k8s.io/v1beta1), so it is not checked\n1 object, 0 denied, 0 warnings, 1 in an unknown version (Kubernetes 1.37 rules){NO_POLICIES}\n"
         )
     );
     // kubernetes/examples: an `extensions/v1beta1` DaemonSet, which no
@@ -439,7 +441,7 @@ fn old_dra_shapes_name_the_move() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:1:1: error: DaemonSet/default/d: apiVersion: extensions/v1beta1 is not a version of DaemonSet.apps that draguard knows (apps/v1), so it is not checked"
+            "-:1:1: error[kind-version-unknown]: DaemonSet/default/d: apiVersion: extensions/v1beta1 is not a version of DaemonSet.apps that draguard knows (apps/v1), so it is not checked"
         )
     );
 }
@@ -478,7 +480,9 @@ fn placeholders_are_left_out_and_counted() {
     let out = draguard_in(root, &["check", "assets/ds.yaml"], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stdout(&out).starts_with("assets/ds.yaml:7:44: error: Pod/FILLED/p: spec.tolerations[0].effect"),
+        stdout(&out).starts_with(
+            "assets/ds.yaml:7:44: error[pod-toleration-effect-unsupported]: Pod/FILLED/p: spec.tolerations[0].effect"
+        ),
         "{}",
         stdout(&out)
     );
@@ -501,7 +505,7 @@ fn strict_reports_unknown_fields_and_unjudged_tolerations() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:8:36: error: Deployment/default/d: spec.template.spec.tolerations[0].efect: strict decoding error: unknown field \"spec.template.spec.tolerations[0].efect\""
+            "-:8:36: error[unknown-field]: Deployment/default/d: spec.template.spec.tolerations[0].efect: strict decoding error: unknown field \"spec.template.spec.tolerations[0].efect\""
         )
     );
     let custom = "apiVersion: monitoring.coreos.com/v1\nkind: Prometheus\nmetadata: {name: k8s}\nspec:\n  tolerations: [{key: k, operator: Exists}]\n";
@@ -530,7 +534,9 @@ fn strict_reports_unknown_fields_and_unjudged_tolerations() {
     let out = draguard(&["check", "-", "--strict", "--warnings-as-errors"], Some(custom));
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stdout(&out).starts_with("-:1:1: warning: Prometheus/default/k8s: not judged, though it holds tolerations: "),
+        stdout(&out).starts_with(
+            "-:1:1: warning[not-judged]: Prometheus/default/k8s: not judged, though it holds tolerations: "
+        ),
         "{}",
         stdout(&out)
     );
@@ -623,11 +629,69 @@ fn a_symlinked_file_is_reported_once() {
         1,
         "{text}"
     );
-    assert!(text.contains("./deploy/pod.yaml:7:44: error: Pod/FILLED/p"), "{text}");
+    assert!(
+        text.contains("./deploy/pod.yaml:7:44: error[pod-toleration-effect-unsupported]: Pod/FILLED/p"),
+        "{text}"
+    );
     assert_eq!(
         text.matches("Pod/FILLED/q: spec.tolerations[0].effect").count(),
         1,
         "{text}"
     );
     assert!(text.contains("2 objects, 2 denied"), "{text}");
+}
+
+/// The id a text line shows in brackets (`error[RULE]:`, issue 41) is the
+/// one `--skip-rule` and `.draguard.yaml`'s `skipRules` take: skipping each
+/// line's id leaves out that line, and only it.
+#[test]
+fn the_rule_id_a_text_line_shows_is_the_one_skip_rule_takes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  name: p\nspec:\n  tolerations: [{key: k, operator: Exists, effect: Bogus}]\n  containers: [{name: c, image: i}]\n",
+    );
+    write(dir.path(), "broken.yaml", "apiVersion: v1\nkind: Pod\nmetadata: [\n");
+    let out = draguard_in(dir.path(), &["check", "."], None);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let (findings, summary) = lines.split_at(lines.len() - 1);
+    assert_eq!(
+        findings,
+        [
+            "./broken.yaml:3:11: error[file-unreadable]: unclosed bracket '['",
+            "./pod.yaml:5:3: warning[duplicate-field]: Pod/default/p: metadata.name: given twice in the same mapping: kubectl reads the last one, as checked here; keep one",
+            "./pod.yaml:7:44: error[pod-toleration-effect-unsupported]: Pod/default/p: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"",
+        ],
+        "{text}"
+    );
+    assert!(!summary[0].contains("suppressed"), "{text}");
+    let rule_of = |line: &str| -> String {
+        let (_, after) = line
+            .split_once(": error[")
+            .or_else(|| line.split_once(": warning["))
+            .expect("a rule id");
+        after.split_once("]: ").expect("a closing bracket").0.to_owned()
+    };
+    for (i, line) in findings.iter().enumerate() {
+        let rule = rule_of(line);
+        let rest: Vec<&str> = findings
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, l)| *l)
+            .collect();
+        let by_flag = draguard_in(dir.path(), &["check", ".", "--skip-rule", &rule], None);
+        std::fs::write(dir.path().join(".draguard.yaml"), format!("skipRules: [{rule}]\n")).expect(".draguard.yaml");
+        let by_config = draguard_in(dir.path(), &["check", "."], None);
+        std::fs::remove_file(dir.path().join(".draguard.yaml")).expect("rm .draguard.yaml");
+        for (how, out) in [("--skip-rule", by_flag), ("skipRules", by_config)] {
+            let text = stdout(&out);
+            let lines: Vec<&str> = text.lines().collect();
+            let (shown, summary) = lines.split_at(lines.len() - 1);
+            assert_eq!(shown, rest.as_slice(), "{how} {rule}: {text}{}", stderr(&out));
+            assert!(summary[0].contains("; 1 finding suppressed"), "{how} {rule}: {text}");
+        }
+    }
 }

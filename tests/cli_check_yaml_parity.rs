@@ -70,7 +70,7 @@ fn quoted_descriptions_continued_at_the_keys_column_are_read() {
     assert_eq!(
         stdout(&out),
         format!(
-            "crd.yaml:34:5: error: Pod/default/gpu: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"\n2 objects, 1 denied, 0 warnings {SUMMARY_TAIL}\n"
+            "crd.yaml:34:5: error[pod-toleration-effect-unsupported]: Pod/default/gpu: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"\n2 objects, 1 denied, 0 warnings {SUMMARY_TAIL}\n"
         ),
         "{}",
         stderr(&out)
@@ -124,7 +124,7 @@ fn a_broken_workflow_with_template_strings_is_an_error_at_its_line() {
     assert_eq!(
         stdout(&out),
         format!(
-            "./workflow.yaml:18:23: error: mapping values are not allowed in this context\n1 object, 0 denied, 0 warnings, 1 file not read {SUMMARY_TAIL}\n"
+            "./workflow.yaml:18:23: error[file-unreadable]: mapping values are not allowed in this context\n1 object, 0 denied, 0 warnings, 1 file not read {SUMMARY_TAIL}\n"
         ),
         "{}",
         stderr(&out)
@@ -144,7 +144,7 @@ fn a_workflow_with_a_duplicated_key_is_read_as_kubectl_reads_it() {
     assert_eq!(
         stdout(&out),
         format!(
-            "./workflow.yaml:19:7: warning: Workflow/ml/train: spec.templates[0].container.image: given twice in the same mapping: kubectl reads the last one, as checked here; keep one\n./workflow.yaml:16:7: error: Workflow/ml/train: spec.templates[0].tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"\n2 objects, 1 denied, 1 warning {SUMMARY_TAIL}\n"
+            "./workflow.yaml:19:7: warning[duplicate-field]: Workflow/ml/train: spec.templates[0].container.image: given twice in the same mapping: kubectl reads the last one, as checked here; keep one\n./workflow.yaml:16:7: error[pod-toleration-effect-unsupported]: Workflow/ml/train: spec.templates[0].tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"\n2 objects, 1 denied, 1 warning {SUMMARY_TAIL}\n"
         ),
         "{}",
         stderr(&out)
@@ -230,7 +230,7 @@ fn a_directive_heads_its_document() {
     assert_eq!(
         stdout(&out),
         format!(
-            "pod.yaml:9:32: error: Pod/default/gpu: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"\n1 object, 1 denied, 0 warnings {SUMMARY_TAIL}\n"
+            "pod.yaml:9:32: error[pod-toleration-effect-unsupported]: Pod/default/gpu: spec.tolerations[0].effect: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"\n1 object, 1 denied, 0 warnings {SUMMARY_TAIL}\n"
         ),
         "{}",
         stderr(&out)

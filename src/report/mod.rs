@@ -198,8 +198,11 @@ pub fn failure(report: &Report, exit_code: u8, warnings_as_errors: bool) -> Opti
     (exit_code != 0 && !why.is_empty()).then(|| format!("failed: {}", why.join(", ")))
 }
 
-/// `file:line:col: Kind/namespace/name: field: message`, one line a finding,
-/// written as the verdicts are read.
+/// `file:line:col: error[rule]: Kind/namespace/name: field: message`, one
+/// line a finding, written as the verdicts are read. The bracketed id is
+/// what `--skip-rule` takes: files not read carry `file-unreadable`, which
+/// it takes too; notes carry none, as no rule id silences them (a custom
+/// kind's not-judged note goes with `--skip-kind`) and they fail nothing.
 fn text(report: &Report, color: bool, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let paint = |code: &str, s: &str| {
         if color {
@@ -214,11 +217,13 @@ fn text(report: &Report, color: bool, out: &mut dyn std::io::Write) -> std::io::
         } else {
             format!("{}:{}:{}", problem.file, problem.line, problem.column)
         };
+        // Every file not read is reported under `file-unreadable`, which
+        // `--skip-rule` takes as it takes any finding's rule.
         writeln!(
             out,
             "{}: {}: {}",
             paint("1", &place),
-            paint("1;31", "error"),
+            paint("1;31", &format!("error[{}]", rules::FILE_UNREADABLE.id)),
             problem.message
         )?;
     }
@@ -246,9 +251,13 @@ fn text(report: &Report, color: bool, out: &mut dyn std::io::Write) -> std::io::
         }
         for f in &object.findings {
             let place = format!("{file}:{}:{}", f.position.line, f.position.column);
+            // The rule id in brackets, as rustc's `error[E0308]`: the id
+            // JSON's `rule` and SARIF's `ruleId` carry, which `--skip-rule`,
+            // `skipRules` and the ignore-check annotation take.
+            let rule = rules::rule_of(&object.id.kind, f).id;
             let label = match f.severity {
-                Severity::Error => paint("1;31", "error"),
-                Severity::Warning => paint("1;33", "warning"),
+                Severity::Error => paint("1;31", &format!("error[{rule}]")),
+                Severity::Warning => paint("1;33", &format!("warning[{rule}]")),
             };
             let field = match f.field.as_deref() {
                 Some(p) if !f.message.starts_with(p) => format!("{p}: "),
