@@ -1141,13 +1141,20 @@ fn tied_patches_warn_and_pass() {
     assert_eq!(lines.len(), 3, "{text}");
     assert_eq!(
         lines[0],
-        "-:1:1: warning[admission-warning]: ResourceSlicePatch/model-fix-a: ResourceSlicePatch \"model-fix-a\" has the same priority (0) as \"model-fix-b\", can match the same devices and also sets gpu.example.com/model: the older patch wins, which KEP-5027 calls ambiguous; give them different priorities"
+        "-:1:1: warning[patch-priority-tie]: ResourceSlicePatch/model-fix-a: ResourceSlicePatch \"model-fix-a\" has the same priority (0) as \"model-fix-b\", can match the same devices and also sets gpu.example.com/model: the older patch wins, which KEP-5027 calls ambiguous; give them different priorities"
     );
-    assert!(lines[1].starts_with("-:10:1: warning[admission-warning]: ResourceSlicePatch/model-fix-b: ResourceSlicePatch \"model-fix-b\" has the same priority (0) as \"model-fix-a\""));
+    assert!(lines[1].starts_with("-:10:1: warning[patch-priority-tie]: ResourceSlicePatch/model-fix-b: ResourceSlicePatch \"model-fix-b\" has the same priority (0) as \"model-fix-a\""));
     assert_eq!(
         lines[2],
         format!("2 objects, 0 denied, 2 warnings (Kubernetes 1.37 rules); no toleration policies in {empty}"),
         "an empty folder is named in the summary"
+    );
+    // The id the line shows suppresses the warned tie, as it does the
+    // denied one.
+    let skipped = draguard(&["check", "-", "--skip-rule", "patch-priority-tie"], Some(TIED_PATCHES));
+    assert_eq!(
+        stdout(&skipped),
+        "2 objects, 0 denied, 0 warnings (Kubernetes 1.37 rules); 2 findings suppressed; no toleration policies (none named with --policies)\n"
     );
 
     let apart = TIED_PATCHES.replace(

@@ -160,6 +160,13 @@ pub fn rule_of(kind: &str, finding: &Finding) -> &'static Rule {
             &TAINT_RULE_SELECTS_EVERY_DEVICE
         } else if finding.message.starts_with("impact: ") {
             &TAINT_RULE_IMPACT
+        } else if finding.message.starts_with("ResourceSlicePatch ")
+            && finding.message.contains(" has the same priority (")
+        {
+            // A tie only warned about (no policy sets denyPriorityTies):
+            // the same rule as when it is denied, so that one id
+            // suppresses both (the text of core rules/device_patch.rs).
+            &PATCH_PRIORITY_TIE
         } else {
             &ADMISSION_WARNING
         };
@@ -294,6 +301,13 @@ mod tests {
         );
         let impact = finding(Severity::Warning, "Warning", "", "impact: would evict 3 pods");
         assert_eq!(rule_of("DeviceTaintRule", &impact).id, "taint-rule-impact");
+        let tie = finding(
+            Severity::Warning,
+            "Warning",
+            "",
+            "ResourceSlicePatch \"b\" has the same priority (1) as \"a\", can match the same devices",
+        );
+        assert_eq!(rule_of("ResourceSlicePatch", &tie).id, "patch-priority-tie");
     }
 
     /// docs/src/reference/check-rules.md documents exactly these rules, in this order.
