@@ -9,10 +9,16 @@
 //!
 //! Which raw files are not read (the same with or without a renderer, so
 //! that installing helm never makes a file judged twice):
-//! - everything under a chart's folder: its templates, values files,
-//!   `Chart.yaml`, `crds/`, and the subcharts in `charts/`, which helm
-//!   renders with their parent (a chart inside another's folder is the
-//!   outer one's);
+//! - a chart's own files: `templates/`, the subcharts in `charts/` (helm
+//!   renders both, subcharts with their parent), `crds/`, `files/` (what
+//!   templates read with `.Files`), `ci/` (chart-testing's values files),
+//!   and at its top `Chart.yaml`, `Chart.lock`, `requirements.yaml`,
+//!   `requirements.lock` and `values.schema.json`; and a values file
+//!   (`values*.yaml`) anywhere in the chart's folder. A chart inside a
+//!   chart's own files is the outer one's. Other files in a chart's folder
+//!   (rendered examples, `examples/*/rendered/*.yaml`, docs) are no part of
+//!   what helm renders and are read raw as plain manifests; a chart among
+//!   them is a chart of its own;
 //! - every kustomization file, and the files a kustomization names other
 //!   than its resources: patches, generator inputs, replacements,
 //!   configurations, transformers and the like;
@@ -171,7 +177,8 @@ pub struct Plan {
     charts: Vec<PathBuf>,
     /// Top-level kustomizations: their folders, as walked.
     kustomizations: Vec<PathBuf>,
-    /// Chart folders (normalised): everything under one is the chart's.
+    /// Chart folders (normalised): their own files ([`chart_owns`]) are
+    /// the chart's.
     chart_dirs: Vec<PathBuf>,
     /// Files never read raw (normalised).
     always_skipped: HashSet<PathBuf>,
@@ -203,7 +210,7 @@ impl Plan {
         // Outer charts first: a chart inside another's folder is the outer one's.
         chart_dirs.sort_by_key(|(n, _)| n.components().count());
         for (normalised, dir) in chart_dirs {
-            if !plan.chart_dirs.iter().any(|c| normalised.starts_with(c)) {
+            if !plan.in_chart(&normalised.join("Chart.yaml")) {
                 plan.chart_dirs.push(normalised);
                 plan.charts.push(dir);
             }
@@ -239,7 +246,7 @@ impl Plan {
     }
 
     fn in_chart(&self, normalised: &Path) -> bool {
-        self.chart_dirs.iter().any(|c| normalised.starts_with(c))
+        self.chart_dirs.iter().any(|c| chart_owns(c, normalised))
     }
 
     /// Whether `file` is read raw.
@@ -993,6 +1000,45 @@ fn local(dir: &Path, reference: &str) -> Option<PathBuf> {
     Some(dir.join(reference))
 }
 
+/// The folders of a chart that are the chart's: rendered by helm
+/// (`templates/`, subcharts in `charts/`, `crds/`), read by its templates
+/// (`files/`, helm's convention for `.Files`), or values for its test
+/// renders (`ci/`, chart-testing's convention).
+const CHART_FOLDERS: [&str; 5] = ["templates", "charts", "crds", "files", "ci"];
+
+/// The files at a chart's top that are the chart's, besides values files:
+/// its metadata and dependency locks (Helm 3's and Helm 2's) and the
+/// schema of its values.
+const CHART_FILES: [&str; 5] = [
+    "Chart.yaml",
+    "Chart.lock",
+    "requirements.yaml",
+    "requirements.lock",
+    "values.schema.json",
+];
+
+/// Whether `file` (normalised) is one of the chart's own files, the chart's
+/// folder being `chart` (normalised): in [`CHART_FOLDERS`], one of
+/// [`CHART_FILES`] at its top, or a values file (`values.yaml`,
+/// `values-prod.yml`) anywhere under it, which is no Kubernetes object.
+fn chart_owns(chart: &Path, file: &Path) -> bool {
+    let Ok(inside) = file.strip_prefix(chart) else {
+        return false;
+    };
+    let mut parts = inside.components();
+    let Some(first) = parts.next() else {
+        // The chart's folder itself.
+        return true;
+    };
+    let first = first.as_os_str().to_str().unwrap_or("");
+    let at_top = parts.next().is_none();
+    let values = inside
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("values") && (n.ends_with(".yaml") || n.ends_with(".yml")));
+    values || (at_top && CHART_FILES.contains(&first)) || (!at_top && CHART_FOLDERS.contains(&first))
+}
+
 /// `path` with `.` and `name/..` taken out, as text: how the walk's paths
 /// and a kustomization's references are compared.
 pub fn normal(path: &Path) -> PathBuf {
@@ -1058,6 +1104,51 @@ pub fn hint(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_charts_own_files_are_its_own() {
+        let files: Vec<PathBuf> = [
+            "c/Chart.yaml",
+            "c/Chart.lock",
+            "c/values.yaml",
+            "c/values.schema.json",
+            "c/templates/deploy.yaml",
+            "c/charts/sub/Chart.yaml",
+            "c/charts/sub/templates/x.yaml",
+            "c/crds/crd.yaml",
+            "c/files/policies/p.yaml",
+            "c/ci/gpu-values.yaml",
+            "c/examples/basic/values.yaml",
+            "c/examples/basic/rendered/deployment.yaml",
+            "c/daemon_scrape_configs.yaml",
+            "c/examples/demo/Chart.yaml",
+            "c/examples/demo/templates/t.yaml",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        let plan = Plan::of(
+            &files,
+            &RenderSettings {
+                mode: RenderMode::Never,
+                ..RenderSettings::default()
+            },
+        );
+        let read: Vec<&str> = files
+            .iter()
+            .filter(|f| plan.reads(f))
+            .filter_map(|f| f.to_str())
+            .collect();
+        assert_eq!(
+            read,
+            [
+                "c/examples/basic/rendered/deployment.yaml",
+                "c/daemon_scrape_configs.yaml"
+            ]
+        );
+        // A chart among the plain files is one of its own; a subchart is not.
+        assert_eq!(plan.charts, [PathBuf::from("c"), PathBuf::from("c/examples/demo")]);
+    }
 
     #[test]
     fn helm_output_is_one_source_per_template_in_the_charts_folder() {
