@@ -21,9 +21,11 @@ fn check_json(yaml: &str) -> (Option<i32>, Value) {
     (out.status.code(), report)
 }
 
-/// Each object's kind, whether it was judged, and its findings as
-/// (field, line, message).
-fn verdicts(report: &Value) -> Vec<(String, String, Vec<(String, u64, String)>)> {
+/// A finding as (field, line, message).
+type Finding = (String, u64, String);
+
+/// Each object's kind, whether it was judged, and its findings.
+fn verdicts(report: &Value) -> Vec<(String, String, Vec<Finding>)> {
     let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     report["objects"]
         .as_array()
