@@ -511,11 +511,19 @@ fn strict_reports_unknown_fields_and_unjudged_tolerations() {
     let custom = "apiVersion: monitoring.coreos.com/v1\nkind: Prometheus\nmetadata: {name: k8s}\nspec:\n  tolerations: [{key: k, operator: Exists}]\n";
     let out = draguard(&["check", "-"], Some(custom));
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        stdout(&out),
-        format!(
-            "-:1:1: note: Prometheus/default/k8s: not judged, though it holds tolerations: Prometheus (monitoring.coreos.com/v1) is not a kind draguard judges, and no pod spec or toleration list was found in it\n1 object, 0 denied, 0 warnings (Kubernetes 1.37 rules); not judged: 1 Prometheus{NO_POLICIES}\n"
-        )
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "Prometheus/default/k8s: not judged: Prometheus (monitoring.coreos.com/v1) is not a kind draguard judges: it has a field named tolerations at spec.tolerations, but not in a pod spec nor where draguard knows how the Prometheus controller uses it, so it was not judged\n"
+        ),
+        "{text}"
+    );
+    assert!(text.starts_with("-:1:1: note"), "{text}");
+    assert!(
+        text.ends_with(&format!(
+            "1 object, 0 denied, 0 warnings (Kubernetes 1.37 rules); not judged: 1 Prometheus{NO_POLICIES}\n"
+        )),
+        "{text}"
     );
     // The machine formats name it too: a SARIF note, a GitHub notice.
     let sarif = draguard(&["check", "-", "-o", "sarif"], Some(custom));
@@ -525,18 +533,22 @@ fn strict_reports_unknown_fields_and_unjudged_tolerations() {
         (result["ruleId"].as_str(), result["level"].as_str()),
         (Some("not-judged"), Some("note"))
     );
+    assert!(
+        result["message"]["text"]
+            .as_str()
+            .is_some_and(|m| m.contains("a field named tolerations at spec.tolerations,")),
+        "{result}"
+    );
     let github = draguard(&["check", "-", "-o", "github"], Some(custom));
     assert!(
-        stdout(&github).starts_with("::notice file=-,line=1,col=1,title=draguard not-judged::Prometheus/default/k8s: not judged, though it holds tolerations"),
+        stdout(&github).starts_with("::notice file=-,line=1,col=1,title=draguard not-judged::Prometheus/default/k8s: not judged: Prometheus (monitoring.coreos.com/v1) is not a kind draguard judges: it has a field named tolerations at spec.tolerations,"),
         "{}",
         stdout(&github)
     );
     let out = draguard(&["check", "-", "--strict", "--warnings-as-errors"], Some(custom));
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stdout(&out).starts_with(
-            "-:1:1: warning[not-judged]: Prometheus/default/k8s: not judged, though it holds tolerations: "
-        ),
+        stdout(&out).contains("Prometheus/default/k8s: not judged: Prometheus (monitoring.coreos.com/v1) is not a kind draguard judges: it has a field named tolerations at spec.tolerations,"),
         "{}",
         stdout(&out)
     );
@@ -694,4 +706,92 @@ fn the_rule_id_a_text_line_shows_is_the_one_skip_rule_takes() {
             assert!(summary[0].contains("; 1 finding suppressed"), "{how} {rule}: {text}");
         }
     }
+}
+
+/// Issue 41: a chart's folder holds more than the chart. Rendered example
+/// manifests (open-telemetry-helm-charts keeps them at
+/// `charts/X/examples/*/rendered/*.yaml`) are read as plain files; the
+/// chart's own files (templates, subcharts, `files/` such as draguard's own
+/// policies, `ci/` and example values files, helm-unittest suites) and the
+/// inputs its templates read (a scrape config, a CRD passed through `tpl`)
+/// are not, and add no count, note or error.
+#[test]
+fn rendered_examples_in_a_chart_folder_are_read_and_the_charts_own_files_are_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let chart = "charts/collector";
+    let file = |name: &str, text: &str| write(root, &format!("{chart}/{name}"), text);
+    file("Chart.yaml", "apiVersion: v2\nname: collector\nversion: 0.1.0\n");
+    file("values.yaml", "mode: daemonset\n");
+    file(
+        "templates/daemonset.yaml",
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: {{ .Release.Name }}\n",
+    );
+    file(
+        "files/policies/gpu.yaml",
+        "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: gpu}\nspec:\n  rules: []\n",
+    );
+    file("ci/gpu-values.yaml", "mode: deployment\n");
+    file(
+        "tests/daemonset_test.yaml",
+        "suite: daemonset\ntemplates: [daemonset.yaml]\ntests: []\n",
+    );
+    file("examples/daemonset/values.yaml", "mode: daemonset\n");
+    file("examples/daemonset/daemonset-values.yaml", "mode: daemonset\n");
+    file(
+        "examples/daemonset/rendered/daemonset.yaml",
+        "---\n# Source: collector/templates/daemonset.yaml\napiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: example-collector\nspec:\n  selector: {matchLabels: {app: c}}\n  template:\n    metadata: {labels: {app: c}}\n    spec:\n      tolerations:\n      - {key: k, operator: Exists, effect: Bogus}\n      containers: [{name: c, image: otel/collector}]\n",
+    );
+    file("scrape_configs.yaml", "- job_name: kubelet\n  scheme: https\n");
+    file(
+        "conf/crds/crd.yaml",
+        "{{- if .Values.crds.create }}\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x}\n{{- end }}\n",
+    );
+    let out = draguard_in(root, &["check", ".", "--render", "never", "-o", "json"], None);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let objects: Vec<(&str, &str, &str)> = report["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .map(|o| {
+            (
+                o["file"].as_str().unwrap_or_default(),
+                o["kind"].as_str().unwrap_or_default(),
+                o["findings"][0]["field"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        objects,
+        [(
+            "./charts/collector/examples/daemonset/rendered/daemonset.yaml",
+            "DaemonSet",
+            "spec.template.spec.tolerations[0].effect"
+        )],
+        "{report}"
+    );
+    assert_eq!(
+        report["summary"]["notKubernetes"],
+        serde_json::json!({"files": 0, "documents": 0})
+    );
+    assert_eq!(report["summary"]["templates"], 0, "{report}");
+    assert_eq!(report["summary"]["unreadable"], 0, "{report}");
+    // The chart itself is one note (not rendered), and nothing else is.
+    let notes: Vec<&str> = report["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .filter_map(|n| n["message"].as_str())
+        .collect();
+    assert_eq!(notes.len(), 1, "{report}");
+    // --strict-inputs finds nothing more to say about them either.
+    let out = draguard_in(
+        root,
+        &["check", ".", "--render", "never", "--strict-inputs", "-o", "json"],
+        None,
+    );
+    let strict: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(strict["objects"].as_array().map(Vec::len), Some(1), "{strict}");
+    assert_eq!(strict["unreadable"], serde_json::json!([]), "{strict}");
 }

@@ -2,9 +2,17 @@
 //! operator's CRD that embeds a pod template (a CI runner, a notebook, a
 //! database) is judged without a table row. A pod spec is a map with a
 //! non-empty `containers` list whose every item is a map with a string
-//! `name` and `image`, as a PodSpec must have (a pod template is reached
-//! through its `spec`). The object's `metadata` and `status` are not
-//! searched, nor the inside of a pod spec found.
+//! `name`, and either
+//! - every container has a string `image`, as a Pod's must; or
+//! - no container's image is set (a controller fills it in: KServe's
+//!   LLMInferenceService takes it from its runtime), and then the shape
+//!   must be a PodSpec's throughout its first two levels: every key of the
+//!   map is a field of core/v1 PodSpec, every key of every container a
+//!   field of core/v1 Container, any `image` a string, and the map says
+//!   more than container names (some other field is set).
+//!
+//! A pod template is reached through its `spec`. The object's `metadata`
+//! and `status` are not searched, nor the inside of a pod spec found.
 //!
 //! The walk is bounded: an object of any size costs at most
 //! [`MAX_NODES`] maps and lists, [`MAX_DEPTH`] levels and [`MAX_FOUND`]
@@ -54,15 +62,104 @@ pub struct Found<'v> {
     pub cut_short: Option<String>,
 }
 
-/// Whether `value` is shaped like a pod spec.
+/// The fields of core/v1 PodSpec (k8s.io/api core/v1/types.go at v0.36.0).
+const POD_SPEC_FIELDS: [&str; 42] = [
+    "activeDeadlineSeconds",
+    "affinity",
+    "automountServiceAccountToken",
+    "containers",
+    "dnsConfig",
+    "dnsPolicy",
+    "enableServiceLinks",
+    "ephemeralContainers",
+    "hostAliases",
+    "hostIPC",
+    "hostNetwork",
+    "hostPID",
+    "hostUsers",
+    "hostname",
+    "hostnameOverride",
+    "imagePullSecrets",
+    "initContainers",
+    "nodeName",
+    "nodeSelector",
+    "os",
+    "overhead",
+    "preemptionPolicy",
+    "priority",
+    "priorityClassName",
+    "readinessGates",
+    "resourceClaims",
+    "resources",
+    "restartPolicy",
+    "runtimeClassName",
+    "schedulerName",
+    "schedulingGates",
+    "schedulingGroup",
+    "securityContext",
+    "serviceAccount",
+    "serviceAccountName",
+    "setHostnameAsFQDN",
+    "shareProcessNamespace",
+    "subdomain",
+    "terminationGracePeriodSeconds",
+    "tolerations",
+    "topologySpreadConstraints",
+    "volumes",
+];
+
+/// The fields of core/v1 Container (k8s.io/api core/v1/types.go at v0.36.0).
+const CONTAINER_FIELDS: [&str; 25] = [
+    "args",
+    "command",
+    "env",
+    "envFrom",
+    "image",
+    "imagePullPolicy",
+    "lifecycle",
+    "livenessProbe",
+    "name",
+    "ports",
+    "readinessProbe",
+    "resizePolicy",
+    "resources",
+    "restartPolicy",
+    "restartPolicyRules",
+    "securityContext",
+    "startupProbe",
+    "stdin",
+    "stdinOnce",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "tty",
+    "volumeDevices",
+    "volumeMounts",
+    "workingDir",
+];
+
+/// Whether `value` is shaped like a pod spec (the rule is in the module's
+/// documentation).
 pub fn is_pod_spec(value: &Value) -> bool {
-    let Some(containers) = value.get("containers").and_then(Value::as_array) else {
+    let Some(map) = value.as_object() else {
         return false;
     };
-    !containers.is_empty()
-        && containers
-            .iter()
-            .all(|c| c.get("name").is_some_and(Value::is_string) && c.get("image").is_some_and(Value::is_string))
+    let Some(containers) = map.get("containers").and_then(Value::as_array) else {
+        return false;
+    };
+    if containers.is_empty() || !containers.iter().all(|c| c.get("name").is_some_and(Value::is_string)) {
+        return false;
+    }
+    if containers.iter().all(|c| c.get("image").is_some_and(Value::is_string)) {
+        return true;
+    }
+    // Images left to a controller: only a PodSpec's exact shape counts, so
+    // that a map that merely lists names under `containers` is not judged.
+    let items: Vec<&serde_json::Map<String, Value>> = containers.iter().filter_map(Value::as_object).collect();
+    map.keys().all(|k| POD_SPEC_FIELDS.contains(&k.as_str()))
+        && items.iter().all(|c| {
+            c.keys().all(|k| CONTAINER_FIELDS.contains(&k.as_str())) && c.get("image").is_none_or(Value::is_string)
+        })
+        && (map.len() > 1 || items.iter().any(|c| c.len() > 1))
 }
 
 /// The pod specs of `object`, found by their shape.
@@ -180,6 +277,35 @@ mod tests {
         let crd = json!({"spec": {"versions": [{"schema": {"openAPIV3Schema": {"properties": {
             "containers": {"type": "array", "items": {"type": "object"}}}}}}]}});
         assert!(find(&crd).specs.is_empty());
+    }
+
+    #[test]
+    fn pod_specs_whose_images_a_controller_fills_in() {
+        // KServe's LLMInferenceService: `spec.template` is a PodSpec whose
+        // `main` container takes its image from the runtime.
+        let llmisvc = json!({"spec": {
+            "model": {"uri": "hf://m"},
+            "template": {
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
+                "containers": [{"name": "main", "resources": {"claims": [{"name": "gpu"}]}}]},
+            "prefill": {"template": {"containers": [
+                {"name": "sidecar", "image": "busybox"},
+                {"name": "main", "env": [{"name": "A", "value": "b"}]}]}}
+        }});
+        let at: Vec<String> = find(&llmisvc).specs.iter().map(|(at, _)| show(at)).collect();
+        assert_eq!(at, ["spec.prefill.template", "spec.template"]);
+        for not_a_spec in [
+            // Names only: a list of names, not a pod.
+            json!({"containers": [{"name": "a"}, {"name": "b"}]}),
+            // A key a PodSpec does not have.
+            json!({"containers": [{"name": "a", "env": []}], "replicas": 2}),
+            // A key a Container does not have.
+            json!({"containers": [{"name": "a", "weight": 3}], "tolerations": []}),
+            // An image that is no string.
+            json!({"containers": [{"name": "a", "image": 3, "env": []}]}),
+        ] {
+            assert!(!is_pod_spec(&not_a_spec), "{not_a_spec}");
+        }
     }
 
     #[test]

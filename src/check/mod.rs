@@ -601,12 +601,22 @@ fn read_document<T: Send>(
     }
 }
 
-/// Whether a field named `key` is anywhere in `v`.
-fn holds_key(v: &Value, key: &str) -> bool {
+/// Where the first field named `key` in `v` is (fields in order, a map's
+/// own before those inside its values), if there is one.
+fn key_at(v: &Value, key: &str) -> Option<Vec<Segment>> {
     match v {
-        Value::Object(map) => map.contains_key(key) || map.values().any(|v| holds_key(v, key)),
-        Value::Array(items) => items.iter().any(|v| holds_key(v, key)),
-        _ => false,
+        Value::Object(map) if map.contains_key(key) => Some(vec![Segment::Field(key.to_owned().into())]),
+        Value::Object(map) => map.iter().find_map(|(name, v)| {
+            let mut at = key_at(v, key)?;
+            at.insert(0, Segment::Field(name.clone().into()));
+            Some(at)
+        }),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+            let mut at = key_at(v, key)?;
+            at.insert(0, Segment::Index(i));
+            Some(at)
+        }),
+        _ => None,
     }
 }
 
@@ -723,7 +733,10 @@ fn check_object(
 ) -> ObjectReport {
     let value = object.tree(documents);
     let v = &value;
-    let holds_tolerations = holds_key(v, "tolerations");
+    // A field named `tolerations` somewhere: where, for the note that
+    // says it was not judged.
+    let tolerations_at = key_at(v, "tolerations").map(|at| Path::of_segments(&at).to_string());
+    let holds_tolerations = tolerations_at.is_some();
     let kind = text(v, "/kind").unwrap_or("").to_owned();
     let scoped = !cluster_scoped(&kind);
     let namespace = scoped.then(|| text(v, "/metadata/namespace").unwrap_or(&options.namespace).to_owned());
@@ -809,7 +822,12 @@ fn check_object(
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     if let Some(pattern) = options.skip_kinds.iter().find(|p| p.matches(group, &kind)) {
         report.judgement = Judgement::Skipped {
-            reason: format!("{pattern} is skipped (--skip-kind)"),
+            reason: match &tolerations_at {
+                Some(at) => {
+                    format!("{pattern} is skipped (--skip-kind), so the field named tolerations at {at} was not judged")
+                }
+                None => format!("{pattern} is skipped (--skip-kind)"),
+            },
             holds_tolerations,
         };
         return report;
@@ -881,13 +899,13 @@ fn check_object(
         }
     }
     if !routed {
-        report.judgement = skip::unrouted(group, api_version, &kind, holds_tolerations);
+        report.judgement = skip::unrouted(group, api_version, &kind, tolerations_at.as_deref());
         if let (true, Judgement::Skipped { reason, .. }) = (options.strict && holds_tolerations, &report.judgement) {
             report.findings.push(Finding {
                 severity: Severity::Warning,
                 field: None,
                 reason: "NotJudged".into(),
-                message: format!("not judged, though it holds tolerations: {reason}"),
+                message: format!("not judged: {reason}"),
                 position,
                 concept: None,
                 policy: None,

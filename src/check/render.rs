@@ -9,10 +9,22 @@
 //!
 //! Which raw files are not read (the same with or without a renderer, so
 //! that installing helm never makes a file judged twice):
-//! - everything under a chart's folder: its templates, values files,
-//!   `Chart.yaml`, `crds/`, and the subcharts in `charts/`, which helm
-//!   renders with their parent (a chart inside another's folder is the
-//!   outer one's);
+//! - a chart's own files: `templates/`, the subcharts in `charts/` (helm
+//!   renders both, subcharts with their parent), `crds/`, `files/` (what
+//!   templates read with `.Files`), `ci/` (chart-testing's values files),
+//!   `tests/` (helm-unittest's suites), and at its top `Chart.yaml`,
+//!   `Chart.lock`, `requirements.yaml`, `requirements.lock` and
+//!   `values.schema.json`; and a values file (`values.yaml`,
+//!   `values-prod.yaml`, `gpu-values.yaml`) anywhere in the chart's
+//!   folder. A chart inside a chart's own files is the outer one's;
+//! - other files in a chart's folder that do not look like manifests: the
+//!   inputs its templates read with `.Files` (a dashboard, a scrape
+//!   config, a CRD passed through `tpl`). A file looks like a manifest
+//!   when it has a line starting `apiVersion:` and one starting `kind:`
+//!   (or, in JSON, both keys), and no line starting with a template
+//!   action `{{`. Those that do (rendered examples,
+//!   `examples/*/rendered/*.yaml`) are read raw as plain manifests; a
+//!   chart among them is a chart of its own;
 //! - every kustomization file, and the files a kustomization names other
 //!   than its resources: patches, generator inputs, replacements,
 //!   configurations, transformers and the like;
@@ -171,10 +183,14 @@ pub struct Plan {
     charts: Vec<PathBuf>,
     /// Top-level kustomizations: their folders, as walked.
     kustomizations: Vec<PathBuf>,
-    /// Chart folders (normalised): everything under one is the chart's.
+    /// Chart folders (normalised): their own files ([`chart_owns`]) are
+    /// the chart's.
     chart_dirs: Vec<PathBuf>,
     /// Files never read raw (normalised).
     always_skipped: HashSet<PathBuf>,
+    /// Files in a chart's folder, outside its own files, that do not look
+    /// like manifests (normalised): inputs its templates read.
+    chart_inputs: HashSet<PathBuf>,
     /// Kustomization resources (normalised): not read raw when built.
     resources: HashSet<PathBuf>,
     /// Whether a kustomize is there to build with.
@@ -203,12 +219,23 @@ impl Plan {
         // Outer charts first: a chart inside another's folder is the outer one's.
         chart_dirs.sort_by_key(|(n, _)| n.components().count());
         for (normalised, dir) in chart_dirs {
-            if !plan.chart_dirs.iter().any(|c| normalised.starts_with(c)) {
+            if !plan.in_chart(&normalised.join("Chart.yaml")) {
                 plan.chart_dirs.push(normalised);
                 plan.charts.push(dir);
             }
         }
         plan.charts.sort();
+        for file in files {
+            let normalised = normal(file);
+            let in_chart_folder = plan.chart_dirs.iter().any(|c| normalised.starts_with(c));
+            if in_chart_folder && !plan.in_chart(&normalised) && !is_marker(file) {
+                // Unreadable: left to the reader, which says why.
+                let manifest = std::fs::read_to_string(file).map_or(true, |text| looks_like_manifest(&text));
+                if !manifest {
+                    plan.chart_inputs.insert(normalised);
+                }
+            }
+        }
         let mut kustomizations = Vec::new();
         for file in files.iter().filter(|f| is_kustomization_file(f)) {
             let normalised = normal(file);
@@ -239,13 +266,16 @@ impl Plan {
     }
 
     fn in_chart(&self, normalised: &Path) -> bool {
-        self.chart_dirs.iter().any(|c| normalised.starts_with(c))
+        self.chart_dirs.iter().any(|c| chart_owns(c, normalised))
     }
 
     /// Whether `file` is read raw.
     pub fn reads(&self, file: &Path) -> bool {
         let normalised = normal(file);
-        if self.in_chart(&normalised) || self.always_skipped.contains(&normalised) {
+        if self.in_chart(&normalised)
+            || self.always_skipped.contains(&normalised)
+            || self.chart_inputs.contains(&normalised)
+        {
             return false;
         }
         // A kustomization's resources are read raw only when not built.
@@ -993,6 +1023,63 @@ fn local(dir: &Path, reference: &str) -> Option<PathBuf> {
     Some(dir.join(reference))
 }
 
+/// The folders of a chart that are the chart's: rendered by helm
+/// (`templates/`, subcharts in `charts/`, `crds/`), read by its templates
+/// (`files/`, helm's convention for `.Files`), or values for its test
+/// renders (`ci/`, chart-testing's convention), or its unit tests
+/// (`tests/`, helm-unittest's).
+const CHART_FOLDERS: [&str; 6] = ["templates", "charts", "crds", "files", "ci", "tests"];
+
+/// The files at a chart's top that are the chart's, besides values files:
+/// its metadata and dependency locks (Helm 3's and Helm 2's) and the
+/// schema of its values.
+const CHART_FILES: [&str; 5] = [
+    "Chart.yaml",
+    "Chart.lock",
+    "requirements.yaml",
+    "requirements.lock",
+    "values.schema.json",
+];
+
+/// Whether `file` (normalised) is one of the chart's own files, the chart's
+/// folder being `chart` (normalised): in [`CHART_FOLDERS`], one of
+/// [`CHART_FILES`] at its top, or a values file (`values.yaml`,
+/// `values-prod.yml`) anywhere under it, which is no Kubernetes object.
+fn chart_owns(chart: &Path, file: &Path) -> bool {
+    let Ok(inside) = file.strip_prefix(chart) else {
+        return false;
+    };
+    let mut parts = inside.components();
+    let Some(first) = parts.next() else {
+        // The chart's folder itself.
+        return true;
+    };
+    let first = first.as_os_str().to_str().unwrap_or("");
+    let at_top = parts.next().is_none();
+    let values = inside
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".yaml").or_else(|| n.strip_suffix(".yml")))
+        .is_some_and(|stem| stem.starts_with("values") || stem.ends_with("values"));
+    values || (at_top && CHART_FILES.contains(&first)) || (!at_top && CHART_FOLDERS.contains(&first))
+}
+
+/// Whether a file in a chart's folder, outside its own files, looks like
+/// a manifest (the rule is in the module's documentation).
+fn looks_like_manifest(text: &str) -> bool {
+    let mut api_version = false;
+    let mut kind = false;
+    for line in text.lines() {
+        let line = line.trim_start();
+        if line.starts_with("{{") {
+            return false;
+        }
+        api_version |= line.starts_with("apiVersion:") || line.contains("\"apiVersion\"");
+        kind |= line.starts_with("kind:") || line.contains("\"kind\"");
+    }
+    api_version && kind
+}
+
 /// `path` with `.` and `name/..` taken out, as text: how the walk's paths
 /// and a kustomization's references are compared.
 pub fn normal(path: &Path) -> PathBuf {
@@ -1058,6 +1145,75 @@ pub fn hint(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_charts_own_files_are_its_own() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n";
+        let files: Vec<(&str, &str)> = vec![
+            ("c/Chart.yaml", "apiVersion: v2\nname: c\n"),
+            ("c/Chart.lock", "dependencies: []\n"),
+            ("c/values.yaml", "a: 1\n"),
+            ("c/values.schema.json", "{}"),
+            ("c/templates/deploy.yaml", "kind: {{ .Values.kind }}\n"),
+            ("c/charts/sub/Chart.yaml", "apiVersion: v2\nname: sub\n"),
+            ("c/charts/sub/templates/x.yaml", manifest),
+            ("c/crds/crd.yaml", manifest),
+            (
+                "c/files/policies/p.yaml",
+                "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\n",
+            ),
+            ("c/ci/gpu-values.yaml", "a: 2\n"),
+            ("c/tests/deployment_test.yaml", "suite: s\ntemplates: [deploy.yaml]\n"),
+            ("c/examples/basic/values.yaml", "a: 3\n"),
+            ("c/examples/basic/daemonset-values.yaml", "a: 4\n"),
+            ("c/examples/basic/rendered/deployment.yaml", manifest),
+            (
+                "c/examples/fleet.json",
+                "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[]}",
+            ),
+            // Inputs the templates read: no manifest, or a template.
+            ("c/daemon_scrape_configs.yaml", "- job_name: kubelet\n"),
+            ("c/grafana/datasources/default.yaml", "apiVersion: 1\ndatasources: []\n"),
+            (
+                "c/conf/crds/crd.yaml",
+                "{{- if .Values.crds.create }}\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n{{- end }}\n",
+            ),
+            ("c/examples/demo/Chart.yaml", "apiVersion: v2\nname: demo\n"),
+            ("c/examples/demo/templates/t.yaml", manifest),
+        ];
+        let mut paths = Vec::new();
+        for (name, text) in &files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("a folder");
+            std::fs::write(&path, text).expect("written");
+            paths.push(path);
+        }
+        let plan = Plan::of(
+            &paths,
+            &RenderSettings {
+                mode: RenderMode::Never,
+                ..RenderSettings::default()
+            },
+        );
+        let read: Vec<String> = paths
+            .iter()
+            .filter(|f| plan.reads(f))
+            .filter_map(|f| f.strip_prefix(dir.path()).ok())
+            .map(|f| f.display().to_string())
+            .collect();
+        assert_eq!(
+            read,
+            ["c/examples/basic/rendered/deployment.yaml", "c/examples/fleet.json"]
+        );
+        // A chart among the plain files is one of its own; a subchart is not.
+        let charts: Vec<&Path> = plan
+            .charts
+            .iter()
+            .filter_map(|c| c.strip_prefix(dir.path()).ok())
+            .collect();
+        assert_eq!(charts, [Path::new("c"), Path::new("c/examples/demo")]);
+    }
 
     #[test]
     fn helm_output_is_one_source_per_template_in_the_charts_folder() {

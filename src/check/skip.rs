@@ -120,17 +120,25 @@ pub fn moved_group(group: &str, kind: &str) -> Option<&'static crate::kinds::Kin
     }
 }
 
-/// How an object of a kind the core does not judge is reported.
-pub fn unrouted(group: &str, api_version: &str, kind: &str, holds_tolerations: bool) -> Judgement {
+/// How an object of a kind the core does not judge is reported;
+/// `tolerations_at` is where it has a field named `tolerations`, if it
+/// has one (not in a pod spec, nor where the workload table knows what
+/// the kind's controller does with it, or it would have been judged).
+pub fn unrouted(group: &str, api_version: &str, kind: &str, tolerations_at: Option<&str>) -> Judgement {
     if BUILT_IN_GROUPS.contains(&group) {
-        Judgement::NothingToJudge(None)
-    } else {
-        Judgement::Skipped {
-            reason: format!(
-                "{kind} ({api_version}) is not a kind draguard judges, and no pod spec or toleration list was found in it"
-            ),
-            holds_tolerations,
-        }
+        return Judgement::NothingToJudge(None);
+    }
+    let reason = match tolerations_at {
+        Some(at) => format!(
+            "{kind} ({api_version}) is not a kind draguard judges: it has a field named tolerations at {at}, but not in a pod spec nor where draguard knows how the {kind} controller uses it, so it was not judged"
+        ),
+        None => format!(
+            "{kind} ({api_version}) is not a kind draguard judges, and no pod spec or toleration list was found in it"
+        ),
+    };
+    Judgement::Skipped {
+        reason,
+        holds_tolerations: tolerations_at.is_some(),
     }
 }
 
@@ -347,21 +355,33 @@ mod tests {
 
     #[test]
     fn built_in_kinds_have_nothing_to_judge_and_custom_ones_are_skipped() {
-        assert_eq!(unrouted("", "v1", "Service", false), Judgement::NothingToJudge(None));
+        assert_eq!(unrouted("", "v1", "Service", None), Judgement::NothingToJudge(None));
         assert_eq!(
             unrouted(
                 "rbac.authorization.k8s.io",
                 "rbac.authorization.k8s.io/v1",
                 "Role",
-                false
+                None
             ),
             Judgement::NothingToJudge(None)
         );
         assert_eq!(
-            unrouted("monitoring.coreos.com", "monitoring.coreos.com/v1", "Prometheus", true),
+            unrouted(
+                "monitoring.coreos.com",
+                "monitoring.coreos.com/v1",
+                "Prometheus",
+                Some("spec.tolerations")
+            ),
             Judgement::Skipped {
-                reason: "Prometheus (monitoring.coreos.com/v1) is not a kind draguard judges, and no pod spec or toleration list was found in it".into(),
+                reason: "Prometheus (monitoring.coreos.com/v1) is not a kind draguard judges: it has a field named tolerations at spec.tolerations, but not in a pod spec nor where draguard knows how the Prometheus controller uses it, so it was not judged".into(),
                 holds_tolerations: true,
+            }
+        );
+        assert_eq!(
+            unrouted("monitoring.coreos.com", "monitoring.coreos.com/v1", "Alertmanager", None),
+            Judgement::Skipped {
+                reason: "Alertmanager (monitoring.coreos.com/v1) is not a kind draguard judges, and no pod spec or toleration list was found in it".into(),
+                holds_tolerations: false,
             }
         );
     }

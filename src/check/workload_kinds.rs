@@ -89,6 +89,33 @@ fn argo_workflow(prefix: &str) -> Vec<(String, ListRole)> {
     ]
 }
 
+/// KServe's LLMInferenceService and LLMInferenceServiceConfig (the same
+/// spec, merged into the service through `baseRefs`): kserve/kserve
+/// pkg/apis/serving/v1alpha1/llm_inference_service_types.go (v0.16.0;
+/// v1alpha2 the same fields). The inlined WorkloadSpec (the decode
+/// Deployment, or the LeaderWorkerSet when `worker` is set) and `prefill`
+/// hold core/v1 PodSpecs at `template` and `worker`, and the scheduler
+/// (endpoint picker) Deployment one at `router.scheduler.template`. Their
+/// containers often carry no `image`: the controller fills it in from the
+/// runtime. `replicas` Pods each; a multi-node group's worker count comes
+/// from `parallelism` and is not counted (one worker per replica).
+fn llm_inference_service(kind: &str) -> TemplateKind {
+    row(
+        "serving.kserve.io",
+        kind,
+        vec![
+            (path("spec.template"), replicas(&["spec.replicas"])),
+            (path("spec.worker"), replicas(&["spec.replicas"])),
+            (path("spec.prefill.template"), replicas(&["spec.prefill.replicas"])),
+            (path("spec.prefill.worker"), replicas(&["spec.prefill.replicas"])),
+            (
+                path("spec.router.scheduler.template"),
+                replicas(&["spec.router.scheduler.replicas"]),
+            ),
+        ],
+    )
+}
+
 /// The built-in table.
 pub fn builtin() -> Vec<TemplateKind> {
     let pod = ListRole::PodTolerations;
@@ -208,6 +235,13 @@ pub fn builtin() -> Vec<TemplateKind> {
                 (path("spec.predictor.workerSpec"), replicas(&[])),
             ],
         ),
+        // kserve/kserve pkg/apis/serving/v1alpha1/inference_graph.go
+        // (v0.15): the router Deployment's `tolerations` (and `affinity`,
+        // `nodeSelector`) sit in `spec` itself, copied into the pod spec
+        // the controller makes (pkg/controller/v1alpha1/inferencegraph).
+        lists("serving.kserve.io", "InferenceGraph", &[("spec.tolerations", pod)]),
+        llm_inference_service("LLMInferenceService"),
+        llm_inference_service("LLMInferenceServiceConfig"),
         // kserve/kserve pkg/apis/serving/v1alpha1/servingruntime_types.go
         // (v0.15): `spec` inlines ServingRuntimePodSpec, and `workerSpec`.
         row(

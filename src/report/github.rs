@@ -55,10 +55,7 @@ pub fn render(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<
                 "::notice {},title={}::{}",
                 at(object.position.line, object.position.column),
                 property(&format!("draguard {}", rules::NOT_JUDGED.id)),
-                message(&format!(
-                    "{}: not judged, though it holds tolerations: {reason}",
-                    object.id
-                ))
+                message(&format!("{}: not judged: {reason}", object.id))
             )?;
         }
         for f in &object.findings {

@@ -243,7 +243,7 @@ fn text(report: &Report, color: bool, out: &mut dyn std::io::Write) -> std::io::
             let place = format!("{file}:{}:{}", object.position.line, object.position.column);
             writeln!(
                 out,
-                "{}: {}: {}: not judged, though it holds tolerations: {reason}",
+                "{}: {}: {}: not judged: {reason}",
                 paint("1", &place),
                 paint("1;36", "note"),
                 object.id

@@ -175,7 +175,7 @@ pub fn render<'r>(report: &'r Report, base: &Path) -> impl serde::Serialize + 'r
                 "ruleId": rules::NOT_JUDGED.id,
                 "ruleIndex": index(&rules::NOT_JUDGED),
                 "level": "note",
-                "message": {"text": format!("{}: not judged, though it holds tolerations: {reason}", object.id)},
+                "message": {"text": format!("{}: not judged: {reason}", object.id)},
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": locator.artifact(file),
