@@ -697,9 +697,12 @@ fn namespace_of<'a>(v: &'a Value, default: &'a str) -> &'a str {
 /// CustomResourceDefinition.
 fn in_namespace(mut object: Value, namespace: &str) -> Value {
     let (group, kind) = group_kind(&object);
-    if scope::builtin(&group, &kind) != Some(Scope::Cluster)
-        && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut)
-    {
+    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return object;
+    };
+    if scope::builtin(&group, &kind) == Some(Scope::Cluster) {
+        unplace(meta);
+    } else {
         // An empty namespace is none: the apiserver puts the object in the
         // request's.
         let entry = meta.entry("namespace").or_insert_with(|| json!(namespace));
@@ -714,6 +717,17 @@ fn group_kind(v: &Value) -> (String, String) {
     let api_version = text(v, "/apiVersion").unwrap_or("");
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     (group.to_owned(), text(v, "/kind").unwrap_or("").to_owned())
+}
+
+/// Clears the namespace a cluster-scoped object names, as the apiserver
+/// does before admission (kubernetes/kubernetes v1.36.2,
+/// staging/src/k8s.io/apiserver/pkg/registry/rest/meta.go,
+/// `EnsureObjectNamespaceMatchesRequestNamespace`, called from
+/// endpoints/handlers/create.go and update.go): kube-apiserver v1.36.2
+/// takes `kind: Node` with `namespace: other` and stores no namespace, and
+/// the webhook sees none.
+fn unplace(meta: &mut serde_json::Map<String, Value>) {
+    meta.remove("namespace");
 }
 
 /// The AdmissionRequest the apiserver would send for this object. Who
@@ -754,20 +768,28 @@ fn check_object(
         documents,
         trees,
     } = *judging;
-    let value = object.tree(documents);
-    let v = &value;
-    let holds_tolerations = holds_key(v, "tolerations");
-    let kind = text(v, "/kind").unwrap_or("").to_owned();
-    let api_version = text(v, "/apiVersion").unwrap_or("");
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let mut value = object.tree(documents);
+    let kind = text(&value, "/kind").unwrap_or("").to_owned();
+    let api_version = text(&value, "/apiVersion").unwrap_or("").to_owned();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
     // Where the apiserver keeps it: a cluster-scoped object in no
-    // namespace (the webhook is told ""), a namespaced one in its own or,
-    // naming none (or ""), in `--namespace`, where kubectl would put it.
+    // namespace (the webhook is told "", and a namespace the object names
+    // is cleared), a namespaced one in its own or, naming none (or ""),
+    // in `--namespace`, where kubectl would put it.
     let scope = scopes.of(group, &kind);
-    let named_namespace = text(v, "/metadata/namespace").filter(|ns| !ns.is_empty());
+    let named_namespace = text(&value, "/metadata/namespace")
+        .filter(|ns| !ns.is_empty())
+        .map(str::to_owned);
+    if scope == Scope::Cluster
+        && let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        unplace(meta);
+    }
     let namespace = scope
         .namespaced()
-        .then(|| named_namespace.unwrap_or(&options.namespace).to_owned());
+        .then(|| named_namespace.clone().unwrap_or_else(|| options.namespace.clone()));
+    let v = &value;
+    let holds_tolerations = holds_key(v, "tolerations");
     let name = text(v, "/metadata/name")
         .or_else(|| text(v, "/metadata/generateName"))
         .unwrap_or("")
@@ -914,7 +936,7 @@ fn check_object(
         // is cluster-scoped, the apiserver keeps it in none, and when that
         // would change the verdict, say so and how to tell draguard.
         if let (Scope::Unknown, None, Some(ns), workloads::Coverage::Judged) =
-            (scope, named_namespace, namespace.as_deref(), &coverage)
+            (scope, &named_namespace, namespace.as_deref(), &coverage)
         {
             let mut elsewhere = Vec::new();
             let (_, cluster_allowed) = judge(None).custom(v, &[], 0, &mut elsewhere);
@@ -949,7 +971,7 @@ fn check_object(
         }
     }
     if !routed {
-        report.judgement = skip::unrouted(group, api_version, &kind, holds_tolerations);
+        report.judgement = skip::unrouted(group, &api_version, &kind, holds_tolerations);
         if let (true, Judgement::Skipped { reason, .. }) = (options.strict && holds_tolerations, &report.judgement) {
             report.findings.push(Finding {
                 severity: Severity::Warning,
@@ -980,7 +1002,9 @@ fn check_object(
         Vec::new()
     };
     let reviewed = in_namespace(value, namespace.as_deref().unwrap_or(""));
-    let request = admission_request(n, reviewed, old.cloned(), namespace.as_deref());
+    // The old version, matched where the new one is kept, is stored there.
+    let old = old.map(|old| in_namespace(old.clone(), namespace.as_deref().unwrap_or("")));
+    let request = admission_request(n, reviewed, old, namespace.as_deref());
     let decision = review(&request, ctx);
     report.allowed = decision.allowed;
     place.record(&decision, &mut report.findings);
