@@ -77,13 +77,18 @@ impl Scopes {
 
     /// Learns the scope `object`, a CustomResourceDefinition, declares; a
     /// definition without group, kind or a scope the apiserver takes
-    /// (`Namespaced`, `Cluster`) teaches nothing. The first definition of
+    /// (`Namespaced`, `Cluster`) teaches nothing, nor does one of a group
+    /// Kubernetes serves itself. The first definition of
     /// a kind wins: the input is read before `--old`.
     pub fn learn(&mut self, object: &Value) {
         let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
         let (Some(group), Some(kind)) = (text("/spec/group"), text("/spec/names/kind")) else {
             return;
         };
+        // Kubernetes serves these groups itself: no definition moves them.
+        if builtin(group, kind).is_some() {
+            return;
+        }
         let namespaced = match text("/spec/scope") {
             Some("Namespaced") => true,
             Some("Cluster") => false,
@@ -239,3 +244,78 @@ pub const WELL_KNOWN_CLUSTER: &[(&str, &str, &str)] = &[
         "volcano-sh/volcano@8855142c config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml",
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn definition(group: &str, kind: &str, scope: &str) -> Value {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "spec": {"group": group, "names": {"kind": kind}, "scope": scope}})
+    }
+
+    #[test]
+    fn kinds_are_known_by_group_and_kind() {
+        let scopes = Scopes::default();
+        assert_eq!(scopes.of("", "Node"), Scope::Cluster);
+        assert_eq!(scopes.of("", "Pod"), Scope::Namespaced);
+        assert_eq!(
+            scopes.of("", "ConfigMap"),
+            Scope::Namespaced,
+            "a built-in group's other kinds"
+        );
+        assert_eq!(scopes.of("resource.k8s.io", "DeviceClass"), Scope::Cluster);
+        assert_eq!(scopes.of("example.com", "Node"), Scope::Unknown, "not a Node");
+        assert_eq!(
+            scopes.of("kueue.x-k8s.io", "ResourceFlavor"),
+            Scope::Cluster,
+            "well known"
+        );
+        assert_eq!(scopes.of("kueue.x-k8s.io", "LocalQueue"), Scope::Unknown);
+    }
+
+    #[test]
+    fn definitions_teach_scopes_the_first_one_winning() {
+        let mut scopes = Scopes::default();
+        scopes.learn(&definition("example.com", "Node", "Namespaced"));
+        scopes.learn(&definition("example.com", "Pool", "Cluster"));
+        scopes.learn(&definition("example.com", "Pool", "Namespaced"));
+        // A definition cannot move a built-in kind, nor teach a scope the
+        // apiserver refuses.
+        scopes.learn(&definition("", "Pod", "Cluster"));
+        scopes.learn(&definition("example.com", "Odd", "Everywhere"));
+        scopes.learn(&json!({"spec": {"group": "example.com", "scope": "Cluster"}}));
+        assert_eq!(scopes.of("example.com", "Node"), Scope::Namespaced);
+        assert_eq!(scopes.of("example.com", "Pool"), Scope::Cluster);
+        assert_eq!(scopes.of("", "Pod"), Scope::Namespaced);
+        assert_eq!(scopes.of("example.com", "Odd"), Scope::Unknown);
+        assert_eq!(scopes.len(), 2);
+    }
+
+    #[test]
+    fn definitions_past_the_bound_are_not_kept() {
+        let mut scopes = Scopes::default();
+        for i in 0..MAX_DEFINITIONS {
+            scopes.learn(&definition("example.com", &format!("K{i}"), "Cluster"));
+        }
+        scopes.learn(&definition("example.com", "Last", "Cluster"));
+        assert_eq!(scopes.len(), MAX_DEFINITIONS);
+        assert_eq!(scopes.of("example.com", "Last"), Scope::Unknown);
+        assert_eq!(scopes.of("example.com", "K0"), Scope::Cluster);
+    }
+
+    #[test]
+    fn only_apiextensions_definitions_are_read() {
+        assert!(Scopes::is_definition(
+            Some("apiextensions.k8s.io/v1"),
+            Some("CustomResourceDefinition")
+        ));
+        assert!(!Scopes::is_definition(
+            Some("example.com/v1"),
+            Some("CustomResourceDefinition")
+        ));
+        assert!(!Scopes::is_definition(None, Some("CustomResourceDefinition")));
+    }
+}
