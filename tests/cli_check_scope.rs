@@ -203,7 +203,7 @@ fn a_kind_of_unknown_scope_is_judged_namespaced_and_warns_where_that_decides() {
     assert_eq!(
         warning["message"],
         "no CustomResourceDefinition tells whether GPUPool.example.com is namespaced: judged in namespace \
-         \"default\", it is denied (1 error); cluster-scoped, it would be allowed. Put its \
+         \"default\", the policies find 1 error; cluster-scoped, they would find nothing. Put its \
          CustomResourceDefinition among the input (or --old) to judge it where the apiserver will keep it"
     );
     // Where being cluster-scoped changes nothing, nothing is said.

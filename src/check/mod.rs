@@ -939,9 +939,9 @@ fn check_object(
             (scope, &named_namespace, namespace.as_deref(), &coverage)
         {
             let mut elsewhere = Vec::new();
-            let (_, cluster_allowed) = judge(None).custom(v, &[], 0, &mut elsewhere);
-            let here = Outcome::of(allowed, &report.findings[start..]);
-            let there = Outcome::of(cluster_allowed, &elsewhere);
+            judge(None).custom(v, &[], 0, &mut elsewhere);
+            let here = PolicyFindings::of(&report.findings[start..]);
+            let there = PolicyFindings::of(&elsewhere);
             if here != there {
                 report.findings.push(Finding {
                     severity: Severity::Warning,
@@ -949,8 +949,9 @@ fn check_object(
                     reason: "ScopeUnknown".into(),
                     message: format!(
                         "no CustomResourceDefinition tells whether {} is namespaced: judged in namespace {ns:?}, \
-                         it is {here}; cluster-scoped, it would be {there}. Put its CustomResourceDefinition \
-                         among the input (or --old) to judge it where the apiserver will keep it",
+                         the policies find {here}; cluster-scoped, they would find {there}. Put its \
+                         CustomResourceDefinition among the input (or --old) to judge it where the apiserver \
+                         will keep it",
                         qualified(group, &kind)
                     ),
                     position,
@@ -1044,35 +1045,40 @@ fn qualified(group: &str, kind: &str) -> String {
     }
 }
 
-/// A verdict, told in a few words: whether it is allowed, and how many
-/// errors and warnings it found.
+/// What the namespace decides of a verdict: the findings of policies
+/// (toleration policies, quota, whitelists, audits), by severity. Other
+/// findings are the same in any namespace, but for the artifacts of
+/// judging a namespaced kind in none (an embedded Job with no namespace),
+/// which say nothing of the object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Outcome {
-    allowed: bool,
+struct PolicyFindings {
     errors: usize,
     warnings: usize,
 }
 
-impl Outcome {
-    fn of(allowed: bool, findings: &[Finding]) -> Self {
-        let errors = findings.iter().filter(|f| f.severity == Severity::Error).count();
-        Outcome {
-            allowed,
+impl PolicyFindings {
+    fn of(findings: &[Finding]) -> Self {
+        let of_policy = |f: &&Finding| f.concept.is_some() || f.reason == "PolicyAudit";
+        let errors = findings
+            .iter()
+            .filter(of_policy)
+            .filter(|f| f.severity == Severity::Error)
+            .count();
+        PolicyFindings {
             errors,
-            warnings: findings.len() - errors,
+            warnings: findings.iter().filter(of_policy).count() - errors,
         }
     }
 }
 
-impl fmt::Display for Outcome {
+impl fmt::Display for PolicyFindings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
-        f.write_str(if self.allowed { "allowed" } else { "denied" })?;
         match (self.errors, self.warnings) {
-            (0, 0) => Ok(()),
-            (e, 0) => write!(f, " ({})", plural(e, "error")),
-            (0, w) => write!(f, " ({})", plural(w, "warning")),
-            (e, w) => write!(f, " ({}, {})", plural(e, "error"), plural(w, "warning")),
+            (0, 0) => f.write_str("nothing"),
+            (e, 0) => f.write_str(&plural(e, "error")),
+            (0, w) => f.write_str(&plural(w, "warning")),
+            (e, w) => write!(f, "{} and {}", plural(e, "error"), plural(w, "warning")),
         }
     }
 }
