@@ -243,6 +243,21 @@ pub const WELL_KNOWN_CLUSTER: &[(&str, &str, &str)] = &[
         "Queue",
         "volcano-sh/volcano@8855142c config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml",
     ),
+    (
+        "argoproj.io",
+        "ClusterWorkflowTemplate",
+        "argoproj/argo-workflows@1e18eca8 manifests/base/crds/minimal/argoproj.io_clusterworkflowtemplates.yaml",
+    ),
+    (
+        "trainer.kubeflow.org",
+        "ClusterTrainingRuntime",
+        "kubeflow/trainer@14708143 manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml",
+    ),
+    (
+        "nvidia.com",
+        "NVIDIADriver",
+        "NVIDIA/gpu-operator@04744073 config/crd/bases/nvidia.com_nvidiadrivers.yaml",
+    ),
 ];
 
 #[cfg(test)]
@@ -274,6 +289,10 @@ mod tests {
             "well known"
         );
         assert_eq!(scopes.of("kueue.x-k8s.io", "LocalQueue"), Scope::Unknown);
+        for (group, kind, _) in WELL_KNOWN_CLUSTER {
+            assert_eq!(builtin(group, kind), None, "{kind}.{group} is custom");
+            assert_eq!(scopes.of(group, kind), Scope::Cluster, "{kind}.{group}");
+        }
     }
 
     #[test]
