@@ -20,6 +20,7 @@ pub mod placing;
 pub mod pod_templates;
 pub mod render;
 pub mod request;
+pub mod scope;
 pub mod skip;
 pub mod snapshot_file;
 pub mod spool;
@@ -50,7 +51,8 @@ use crate::verdict::{Denial, Phase, Request, ReviewError, Violation};
 use crate::view::StaticView;
 use crate::yaml::Position;
 pub use input::{FileProblem, Inputs, Source, Walk};
-use object::{Object, Origin, Tree};
+use object::{Identity, Object, Origin, Tree};
+use scope::{Scope, Scopes};
 
 /// How to check.
 pub struct Options {
@@ -370,7 +372,6 @@ pub fn check_into(
     // an item of a List) first needs it, and shared by all its objects.
     let trees: Vec<Tree> = documents.iter().map(|_| Tree::new()).collect();
     let reading = object::Reading {
-        namespace: &options.namespace,
         identities: !old.is_empty(),
         owners: options.through_controllers,
     };
@@ -429,20 +430,35 @@ pub fn check_into(
         }
         progress(first + chunk.len(), documents.len());
     }
-    let mut old_objects = HashMap::new();
+    // What the CustomResourceDefinitions among the input (then among the
+    // old versions) say of their kinds' scope, learnt before any object is
+    // judged or matched with its old version. The reading above flagged
+    // them from the head it reads anyway: no second pass over the input.
+    let mut scopes = Scopes::default();
+    for object in objects.iter().filter(|o| o.definition) {
+        scopes.learn(&object.tree(&documents));
+    }
+    let mut old_values = Vec::new();
     for (i, source) in old.iter().enumerate() {
         for document in input::Document::split(i, &source.text) {
             let tree = |_, raw: String, _| serde_json::from_str::<Value>(&raw).unwrap_or(Value::Null);
             for result in read_document(&document, &source.name, tree) {
                 match result {
                     Ok(o) => {
-                        if let Some(key) = identity(&o, &options.namespace) {
-                            old_objects.insert(key, o);
+                        if Scopes::is_definition(text(&o, "/apiVersion"), text(&o, "/kind")) {
+                            scopes.learn(&o);
                         }
+                        old_values.push(o);
                     }
                     Err(problem) => problems.push(problem),
                 }
             }
+        }
+    }
+    let mut old_objects = HashMap::new();
+    for o in old_values {
+        if let Some(key) = identity(&o).map(|id| placed(&id, &scopes, &options.namespace)) {
+            old_objects.insert(key, o);
         }
     }
     let mut cluster = options.namespace_labels.clone();
@@ -465,7 +481,12 @@ pub fn check_into(
         suppressed: 0,
         placeholders: 0,
     };
-    let old_of = |object: &Object| object.identity.as_ref().and_then(|k| old_objects.get(&**k));
+    let old_of = |object: &Object| {
+        object
+            .identity
+            .as_ref()
+            .and_then(|id| old_objects.get(&placed(id, &scopes, &options.namespace)))
+    };
     // Only `audit` keeps ownerships: for `check` this is empty.
     let left_to_controllers =
         owners::left_to_controllers(objects.iter().map(|o| o.ownership.as_deref()), &options.pod_templates);
@@ -476,7 +497,14 @@ pub fn check_into(
         let old = old_of(object);
         let started = std::time::Instant::now();
         let through = left_to_controllers.get(&n).map(String::as_str);
-        let mut verdict = check_object(n, object, old, through, options, &ctx, &documents, &trees);
+        let judging = Judging {
+            options,
+            scopes: &scopes,
+            ctx: &ctx,
+            documents: &documents,
+            trees: &trees,
+        };
+        let mut verdict = check_object(n, object, old, through, &judging);
         verdict.seconds = started.elapsed().as_secs_f64();
         verdict
     };
@@ -624,39 +652,15 @@ fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)
 }
 
-/// Kinds that live outside namespaces: those the registry says so of, and
-/// others draguard may see in a manifest.
-fn cluster_scoped(kind: &str) -> bool {
-    if let Some(row) = crate::review::registry::rows().find(|r| r.kind == kind) {
-        return !row.namespaced;
-    }
-    matches!(
-        kind,
-        "Namespace"
-            | "Node"
-            | "ResourceSlice"
-            | "DeviceTaintRule"
-            | "DeviceClass"
-            | "ResourceSlicePatch"
-            | "ClusterRole"
-            | "ClusterRoleBinding"
-            | "CustomResourceDefinition"
-            | "PersistentVolume"
-            | "StorageClass"
-            | "PriorityClass"
-            | "ValidatingWebhookConfiguration"
-            | "MutatingWebhookConfiguration"
-    )
-}
-
-/// group/kind/namespace/name: how an object is matched with its old version.
-fn identity(v: &Value, default_namespace: &str) -> Option<(String, String, String, String)> {
+/// group/kind/namespace/name as written (the namespace empty when the
+/// object names none): what an object is matched with its old version by,
+/// once [`placed`].
+fn identity(v: &Value) -> Option<Identity> {
     identity_of(
         text(v, "/kind"),
         text(v, "/apiVersion"),
         text(v, "/metadata/name").or_else(|| text(v, "/metadata/generateName")),
         text(v, "/metadata/namespace"),
-        default_namespace,
     )
 }
 
@@ -665,21 +669,29 @@ fn identity_of(
     api_version: Option<&str>,
     name: Option<&str>,
     namespace: Option<&str>,
-    default_namespace: &str,
-) -> Option<(String, String, String, String)> {
+) -> Option<Identity> {
     let kind = kind?;
     let group = api_version?.rsplit_once('/').map_or("", |(g, _)| g);
-    let namespace = if cluster_scoped(kind) {
-        ""
-    } else {
-        namespace.unwrap_or(default_namespace)
-    };
     Some((
         group.to_owned(),
         kind.to_owned(),
-        namespace.to_owned(),
+        namespace.unwrap_or("").to_owned(),
         name?.to_owned(),
     ))
+}
+
+/// An identity where the apiserver keeps the object: no namespace for a
+/// cluster-scoped kind (the apiserver clears one the object names), the
+/// default for a namespaced (or unknown) kind that names none. An object
+/// and its old version are matched by it, so both are placed alike.
+fn placed(id: &Identity, scopes: &Scopes, default_namespace: &str) -> Identity {
+    let (group, kind, namespace, name) = id;
+    let namespace = match scopes.of(group, kind) {
+        Scope::Cluster => "",
+        Scope::Namespaced | Scope::Unknown if namespace.is_empty() => default_namespace,
+        Scope::Namespaced | Scope::Unknown => namespace,
+    };
+    (group.clone(), kind.clone(), namespace.to_owned(), name.clone())
 }
 
 /// The namespace of an object as `check` reviews it.
@@ -689,12 +701,24 @@ fn namespace_of<'a>(v: &'a Value, default: &'a str) -> &'a str {
 
 /// The object as reviewed: in its namespace (`--namespace` for objects
 /// that name none).
+///
+/// Only kinds draguard reviews are reviewed whole (and the embedded kinds
+/// of `workloads`, which are namespaced): their scope needs no
+/// CustomResourceDefinition.
 fn in_namespace(mut object: Value, namespace: &str) -> Value {
-    let (_, kind) = group_kind(&object);
-    if !cluster_scoped(&kind)
-        && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        meta.entry("namespace").or_insert_with(|| json!(namespace));
+    let (group, kind) = group_kind(&object);
+    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return object;
+    };
+    if scope::builtin(&group, &kind) == Some(Scope::Cluster) {
+        unplace(meta);
+    } else {
+        // An empty namespace is none: the apiserver puts the object in the
+        // request's.
+        let entry = meta.entry("namespace").or_insert_with(|| json!(namespace));
+        if entry.as_str() == Some("") {
+            *entry = json!(namespace);
+        }
     }
     object
 }
@@ -703,6 +727,17 @@ fn group_kind(v: &Value) -> (String, String) {
     let api_version = text(v, "/apiVersion").unwrap_or("");
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     (group.to_owned(), text(v, "/kind").unwrap_or("").to_owned())
+}
+
+/// Clears the namespace a cluster-scoped object names, as the apiserver
+/// does before admission (kubernetes/kubernetes v1.36.2,
+/// staging/src/k8s.io/apiserver/pkg/registry/rest/meta.go,
+/// `EnsureObjectNamespaceMatchesRequestNamespace`, called from
+/// endpoints/handlers/create.go and update.go): kube-apiserver v1.36.2
+/// takes `kind: Node` with `namespace: other` and stores no namespace, and
+/// the webhook sees none.
+fn unplace(meta: &mut serde_json::Map<String, Value>) {
+    meta.remove("namespace");
 }
 
 /// The AdmissionRequest the apiserver would send for this object. Who
@@ -718,28 +753,56 @@ fn admission_request(uid: usize, object: Value, old: Option<Value>, namespace: O
     )
 }
 
-// One argument more than clippy's default: what `audit` adds.
-#[allow(clippy::too_many_arguments)]
+/// What judging every object shares.
+struct Judging<'a, 'c> {
+    options: &'a Options,
+    /// The scopes the input's CustomResourceDefinitions declare.
+    scopes: &'a Scopes,
+    ctx: &'a Context<'c>,
+    documents: &'a [input::Document<'a>],
+    trees: &'a [Tree],
+}
+
 fn check_object(
     n: usize,
     object: &Object,
     old: Option<&Value>,
     // Why it is judged through its controller instead (`audit`).
     through: Option<&str>,
-    options: &Options,
-    ctx: &Context<'_>,
-    documents: &[input::Document<'_>],
-    trees: &[Tree],
+    judging: &Judging<'_, '_>,
 ) -> ObjectReport {
-    let value = object.tree(documents);
+    let Judging {
+        options,
+        scopes,
+        ctx,
+        documents,
+        trees,
+    } = *judging;
+    let mut value = object.tree(documents);
+    let kind = text(&value, "/kind").unwrap_or("").to_owned();
+    let api_version = text(&value, "/apiVersion").unwrap_or("").to_owned();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+    // Where the apiserver keeps it: a cluster-scoped object in no
+    // namespace (the webhook is told "", and a namespace the object names
+    // is cleared), a namespaced one in its own or, naming none (or ""),
+    // in `--namespace`, where kubectl would put it.
+    let scope = scopes.of(group, &kind);
+    let named_namespace = text(&value, "/metadata/namespace")
+        .filter(|ns| !ns.is_empty())
+        .map(str::to_owned);
+    if scope == Scope::Cluster
+        && let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        unplace(meta);
+    }
+    let namespace = scope
+        .namespaced()
+        .then(|| named_namespace.clone().unwrap_or_else(|| options.namespace.clone()));
     let v = &value;
     // A field named `tolerations` somewhere: where, for the note that
     // says it was not judged.
     let tolerations_at = key_at(v, "tolerations").map(|at| Path::of_segments(&at).to_string());
     let holds_tolerations = tolerations_at.is_some();
-    let kind = text(v, "/kind").unwrap_or("").to_owned();
-    let scoped = !cluster_scoped(&kind);
-    let namespace = scoped.then(|| text(v, "/metadata/namespace").unwrap_or(&options.namespace).to_owned());
     let name = text(v, "/metadata/name")
         .or_else(|| text(v, "/metadata/generateName"))
         .unwrap_or("")
@@ -818,8 +881,6 @@ fn check_object(
     if object.duplicates {
         report.findings = duplicate_findings(&located, &prefix);
     }
-    let api_version = text(v, "/apiVersion").unwrap_or("");
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     if let Some(pattern) = options.skip_kinds.iter().find(|p| p.matches(group, &kind)) {
         report.judgement = Judgement::Skipped {
             reason: match &tolerations_at {
@@ -877,16 +938,46 @@ fn check_object(
     // (JobSet, RayCluster, ResourceFlavor, AppWrapper, ...), or pod specs
     // found by their shape.
     if !routed {
-        let judge = workloads::Judge {
+        let judge = |namespace| workloads::Judge {
             n,
             options,
             ctx,
             place: &place,
-            namespace: namespace.as_deref(),
+            namespace,
             top: v,
         };
-        let (coverage, allowed) = judge.custom(v, &[], 0, &mut report.findings);
+        let start = report.findings.len();
+        let (coverage, allowed) = judge(namespace.as_deref()).custom(v, &[], 0, &mut report.findings);
         report.allowed &= allowed;
+        // A kind whose scope nothing told, in no namespace of its own: it
+        // was judged where kubectl would put a namespaced object; if it
+        // is cluster-scoped, the apiserver keeps it in none, and when that
+        // would change the verdict, say so and how to tell draguard.
+        if let (Scope::Unknown, None, Some(ns), workloads::Coverage::Judged) =
+            (scope, &named_namespace, namespace.as_deref(), &coverage)
+        {
+            let mut elsewhere = Vec::new();
+            judge(None).custom(v, &[], 0, &mut elsewhere);
+            let here = PolicyFindings::of(&report.findings[start..]);
+            let there = PolicyFindings::of(&elsewhere);
+            if here != there {
+                report.findings.push(Finding {
+                    severity: Severity::Warning,
+                    field: None,
+                    reason: "ScopeUnknown".into(),
+                    message: format!(
+                        "no CustomResourceDefinition tells whether {} is namespaced: judged in namespace {ns:?}, \
+                         the policies find {here}; cluster-scoped, they would find {there}. Put its \
+                         CustomResourceDefinition among the input (or --old) to judge it where the apiserver \
+                         will keep it",
+                        qualified(group, &kind)
+                    ),
+                    position,
+                    concept: None,
+                    policy: None,
+                });
+            }
+        }
         match coverage {
             workloads::Coverage::Judged => return report,
             // A kind of the table with nothing here (a RayJob on an
@@ -899,7 +990,7 @@ fn check_object(
         }
     }
     if !routed {
-        report.judgement = skip::unrouted(group, api_version, &kind, tolerations_at.as_deref());
+        report.judgement = skip::unrouted(group, &api_version, &kind, tolerations_at.as_deref());
         if let (true, Judgement::Skipped { reason, .. }) = (options.strict && holds_tolerations, &report.judgement) {
             report.findings.push(Finding {
                 severity: Severity::Warning,
@@ -930,7 +1021,9 @@ fn check_object(
         Vec::new()
     };
     let reviewed = in_namespace(value, namespace.as_deref().unwrap_or(""));
-    let request = admission_request(n, reviewed, old.cloned(), namespace.as_deref());
+    // The old version, matched where the new one is kept, is stored there.
+    let old = old.map(|old| in_namespace(old.clone(), namespace.as_deref().unwrap_or("")));
+    let request = admission_request(n, reviewed, old, namespace.as_deref());
     let decision = review(&request, ctx);
     report.allowed = decision.allowed;
     place.record(&decision, &mut report.findings);
@@ -959,6 +1052,53 @@ fn check_object(
         });
     }
     report
+}
+
+/// `Kind.group`, or `Kind` for the core group.
+fn qualified(group: &str, kind: &str) -> String {
+    if group.is_empty() {
+        kind.to_owned()
+    } else {
+        format!("{kind}.{group}")
+    }
+}
+
+/// What the namespace decides of a verdict: the findings of policies
+/// (toleration policies, quota, whitelists, audits), by severity. Other
+/// findings are the same in any namespace, but for the artifacts of
+/// judging a namespaced kind in none (an embedded Job with no namespace),
+/// which say nothing of the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PolicyFindings {
+    errors: usize,
+    warnings: usize,
+}
+
+impl PolicyFindings {
+    fn of(findings: &[Finding]) -> Self {
+        let of_policy = |f: &&Finding| f.concept.is_some() || f.reason == "PolicyAudit";
+        let errors = findings
+            .iter()
+            .filter(of_policy)
+            .filter(|f| f.severity == Severity::Error)
+            .count();
+        PolicyFindings {
+            errors,
+            warnings: findings.iter().filter(of_policy).count() - errors,
+        }
+    }
+}
+
+impl fmt::Display for PolicyFindings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        match (self.errors, self.warnings) {
+            (0, 0) => f.write_str("nothing"),
+            (e, 0) => f.write_str(&plural(e, "error")),
+            (0, w) => f.write_str(&plural(w, "warning")),
+            (e, w) => write!(f, "{} and {}", plural(e, "error"), plural(w, "warning")),
+        }
+    }
 }
 
 /// A warning at each key an object gives twice in one mapping (under

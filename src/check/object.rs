@@ -24,7 +24,9 @@ use crate::yaml::{Node, Position};
 /// and an empty slot per document costs a pointer, not a tree.
 pub(super) type Tree = OnceLock<Option<Box<Spanned<Node>>>>;
 
-/// group/kind/namespace/name, to find an object's old version.
+/// group/kind/namespace/name, to find an object's old version: the
+/// namespace as written (empty when none is), placed by its kind's scope
+/// only once every CustomResourceDefinition is read (`super::placed`).
 pub(super) type Identity = (String, String, String, String);
 
 pub(super) struct Object {
@@ -43,6 +45,9 @@ pub(super) struct Object {
     pub not_kubernetes: bool,
     /// Only when old versions are given (`check --old`).
     pub identity: Option<Box<Identity>>,
+    /// It is a CustomResourceDefinition: what it says of its kind's scope
+    /// is read before any object is judged (`scope::Scopes::learn`).
+    pub definition: bool,
     /// Its uid and controller, only when objects are judged through
     /// their controllers (`audit`).
     pub ownership: Option<Box<Ownership>>,
@@ -115,11 +120,9 @@ impl OwnerHead<'_> {
     }
 }
 
-/// How objects are read: what they are found by, and in which namespace
-/// those without one are.
+/// How objects are read: what they are found by.
 #[derive(Clone, Copy)]
-pub(super) struct Reading<'a> {
-    pub namespace: &'a str,
+pub(super) struct Reading {
     /// Whether identities are kept (old versions are given).
     pub identities: bool,
     /// Whether uids and controllers are kept (`audit`).
@@ -130,13 +133,14 @@ impl Object {
     /// An object from its compact JSON text (`json`); only its head is
     /// read here. The text is kept only for an object of a YAML document
     /// (`Origin::Path`): a JSON item is read again from its range.
-    pub fn new(source: usize, document: usize, origin: Origin, json: String, reading: Reading<'_>) -> Self {
+    pub fn new(source: usize, document: usize, origin: Origin, json: String, reading: Reading) -> Self {
         // A struct reads from an array too: only an object is read as one.
         let head = match json.trim_start().starts_with('{') {
             true => serde_json::from_str::<Head<'_>>(&json),
             false => Err(serde::de::Error::custom("not an object")),
         };
-        let (kind, has_api_version, identity, ownership) = match head {
+        let is_definition = super::scope::Scopes::is_definition;
+        let (kind, has_api_version, definition, identity, ownership) = match head {
             Ok(head) => {
                 let meta = head.metadata.as_ref();
                 let ownership = reading.owners.then(|| Ownership {
@@ -154,13 +158,13 @@ impl Object {
                             head.api_version.as_deref(),
                             meta.and_then(|m| m.name.as_deref().or(m.generate_name.as_deref())),
                             meta.and_then(|m| m.namespace.as_deref()),
-                            reading.namespace,
                         )
                     })
                     .flatten();
                 (
-                    head.kind.map(std::borrow::Cow::into_owned),
+                    head.kind.as_deref().map(str::to_owned),
                     head.api_version.is_some(),
+                    is_definition(head.api_version.as_deref(), head.kind.as_deref()),
                     identity,
                     ownership,
                 )
@@ -169,10 +173,7 @@ impl Object {
             // way the review will read it.
             Err(_) => {
                 let value: Value = serde_json::from_str(&json).unwrap_or(Value::Null);
-                let identity = reading
-                    .identities
-                    .then(|| identity(&value, reading.namespace))
-                    .flatten();
+                let identity = reading.identities.then(|| identity(&value)).flatten();
                 // (A malformed ownerReferences lands here too: the object
                 // is judged itself.)
                 let ownership = reading.owners.then(|| Ownership {
@@ -182,6 +183,7 @@ impl Object {
                 (
                     text(&value, "/kind").map(str::to_owned),
                     text(&value, "/apiVersion").is_some(),
+                    is_definition(text(&value, "/apiVersion"), text(&value, "/kind")),
                     identity,
                     ownership,
                 )
@@ -201,6 +203,7 @@ impl Object {
             fact,
             not_kubernetes,
             identity: identity.map(Box::new),
+            definition,
             ownership: ownership.map(Box::new),
             duplicates: false,
         }

@@ -123,6 +123,9 @@ rules! {
     NOT_JUDGED = "not-judged",
         "An object of a kind draguard does not know holds tolerations it could not judge.",
         "Name where its pod specs are (podTemplates in .draguard.yaml, or --pod-template) or its toleration lists (tolerationLists), or skip the kind with --skip-kind.";
+    SCOPE_UNKNOWN = "scope-unknown",
+        "No CustomResourceDefinition tells whether a custom kind is namespaced, and that decides its verdict.",
+        "Put the kind's CustomResourceDefinition among the input (or --old): draguard then judges the object where the apiserver will keep it, in no namespace if it is cluster-scoped.";
     POLICY_AUDIT = "policy-audit",
         "An Audit-mode policy recorded a violation.",
         "Nothing is denied; the same violation would be under mode Enforce.";
@@ -153,6 +156,7 @@ pub fn rule_of(kind: &str, finding: &Finding) -> &'static Rule {
         "NotJudged" => return &NOT_JUDGED,
         "FieldValueUnknown" => return &UNKNOWN_FIELD,
         "DuplicateField" => return &DUPLICATE_FIELD,
+        "ScopeUnknown" => return &SCOPE_UNKNOWN,
         _ => {}
     }
     if finding.severity == Severity::Warning {
