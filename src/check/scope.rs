@@ -255,6 +255,16 @@ pub const WELL_KNOWN_CLUSTER: &[(&str, &str, &str)] = &[
     ),
     (
         "nvidia.com",
+        "ClusterPolicy",
+        "NVIDIA/gpu-operator@00c2a5bd config/crd/bases/nvidia.com_clusterpolicies.yaml",
+    ),
+    (
+        "nvidia.com",
+        "GPUCluster",
+        "NVIDIA/gpu-operator@0fd1f0d1 config/crd/bases/nvidia.com_gpuclusters.yaml",
+    ),
+    (
+        "nvidia.com",
         "NVIDIADriver",
         "NVIDIA/gpu-operator@04744073 config/crd/bases/nvidia.com_nvidiadrivers.yaml",
     ),
