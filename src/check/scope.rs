@@ -118,7 +118,7 @@ pub fn builtin(group: &str, kind: &str) -> Option<Scope> {
     if let Some(row) = crate::review::registry::find(group, kind) {
         return Some(Scope::of(row.namespaced));
     }
-    is_builtin_group(group).then(|| Scope::of(!BUILTIN_CLUSTER.contains(&(group, kind))))
+    is_kubernetes_group(group).then(|| Scope::of(!BUILTIN_CLUSTER.contains(&(group, kind))))
 }
 
 /// The API groups Kubernetes serves itself, whose kinds no
@@ -156,7 +156,8 @@ const BUILTIN_GROUPS: &[&str] = &[
     "extensions",
 ];
 
-fn is_builtin_group(group: &str) -> bool {
+/// Whether Kubernetes serves `group` itself (or once did: `extensions`).
+pub fn is_kubernetes_group(group: &str) -> bool {
     BUILTIN_GROUPS.contains(&group)
 }
 

@@ -74,39 +74,15 @@ pub fn ignored_rules(object: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// API groups the kube-apiserver itself serves (and draguard's own): a
-/// kind of these that draguard does not judge holds no pod spec or
-/// toleration (those that do are judged: Pods, workloads, PodTemplates),
-/// so it has nothing to judge. Any other group's kind is a custom
-/// resource draguard does not know, and is reported as not judged.
-const BUILT_IN_GROUPS: &[&str] = &[
-    "",
-    "admissionregistration.k8s.io",
-    "apiextensions.k8s.io",
-    "apiregistration.k8s.io",
-    "apps",
-    "authentication.k8s.io",
-    "authorization.k8s.io",
-    "autoscaling",
-    "batch",
-    "certificates.k8s.io",
-    "coordination.k8s.io",
-    "discovery.k8s.io",
-    "events.k8s.io",
-    "flowcontrol.apiserver.k8s.io",
-    "internal.apiserver.k8s.io",
-    "networking.k8s.io",
-    "node.k8s.io",
-    "policy",
-    "rbac.authorization.k8s.io",
-    "resource.k8s.io",
-    "scheduling.k8s.io",
-    "storage.k8s.io",
-    "storagemigration.k8s.io",
-    // Kustomize's and Helm's own files, and draguard's policies.
-    "kustomize.config.k8s.io",
-    "policy.draguard.dev",
-];
+/// Whether a kind of `group` that draguard does not judge is one with
+/// nothing to judge: the groups the kube-apiserver itself serves
+/// (`scope::is_kubernetes_group`; their kinds that hold a pod spec or
+/// tolerations are judged: Pods, workloads, PodTemplates), Kustomize's and
+/// Helm's own files, and draguard's policies. Any other group's kind is a
+/// custom resource draguard does not know, and is reported as not judged.
+fn has_nothing_to_judge(group: &str) -> bool {
+    super::scope::is_kubernetes_group(group) || matches!(group, "kustomize.config.k8s.io" | "policy.draguard.dev")
+}
 
 /// The kind of the group a removed group's workloads moved to:
 /// `extensions/v1beta1` Deployments, DaemonSets and ReplicaSets, which
@@ -125,7 +101,7 @@ pub fn moved_group(group: &str, kind: &str) -> Option<&'static crate::kinds::Kin
 /// has one (not in a pod spec, nor where the workload table knows what
 /// the kind's controller does with it, or it would have been judged).
 pub fn unrouted(group: &str, api_version: &str, kind: &str, tolerations_at: Option<&str>) -> Judgement {
-    if BUILT_IN_GROUPS.contains(&group) {
+    if has_nothing_to_judge(group) {
         return Judgement::NothingToJudge(None);
     }
     let reason = match tolerations_at {
