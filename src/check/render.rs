@@ -31,7 +31,9 @@
 //! - with kustomize (or `kubectl kustomize`), a kustomization's resources
 //!   too: they are judged as the build emits them (namespace, name prefix
 //!   and patches applied). Without one, they are read raw as plain
-//!   manifests.
+//!   manifests, and so are those of a root kustomize refuses to build,
+//!   whose bases are then built alone in its place
+//!   ([`super::bases_alone`]).
 //!
 //! Files in a kustomization's folder that it does not name are read raw, as
 //! kustomize never reads them either.
