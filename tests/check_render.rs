@@ -582,3 +582,145 @@ fn an_unrendered_overlay_is_a_sarif_notification_and_a_github_notice() {
     );
     assert_eq!(sarif["runs"][0]["results"], serde_json::json!([]));
 }
+
+/// An overlay whose build fails (a patch naming a file that is not
+/// there) over a base that builds alone: the base is built alone in its
+/// place, its Pod's mistake found at the base's file with a finding that
+/// says the overlay was not built (a component the overlay uses too);
+/// the overlay's own resource file is
+/// read as written; the overlay's reason stays a note, and one more note
+/// says what was checked in its place. A second overlay that builds and
+/// uses another base keeps that base from being built twice.
+#[test]
+fn bases_of_an_overlay_that_does_not_build_are_built_alone() {
+    let Some(path) = real_renderers() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pod = "apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+  - name: c
+    image: x
+  tolerations:
+  - key: a
+    effect: Bogus
+";
+    write_all(
+        dir.path(),
+        &[
+            ("base/pod.yaml", pod),
+            ("base/kustomization.yaml", "resources:\n- pod.yaml\n"),
+            ("comp/pod.yaml", &pod.replace("name: p\n", "name: c\n")),
+            (
+                "comp/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources:\n- pod.yaml\n",
+            ),
+            ("shared/pod.yaml", &pod.replace("name: p\n", "name: s\n")),
+            ("shared/kustomization.yaml", "resources:\n- pod.yaml\n"),
+            ("overlays/broken/pod.yaml", &pod.replace("name: p\n", "name: o\n")),
+            (
+                "overlays/broken/kustomization.yaml",
+                "resources:\n- ../../base\n- ../../shared\n- pod.yaml\ncomponents:\n- ../../comp\npatches:\n- path: missing-patch.yaml\n",
+            ),
+            ("overlays/fine/kustomization.yaml", "resources:\n- ../../shared\n"),
+        ],
+    );
+    let out = check(dir.path(), &path, &[".", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let mut found: Vec<(String, u64, String)> = report["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .flat_map(|o| {
+            o["findings"].as_array().into_iter().flatten().map(move |f| {
+                (
+                    o["file"].as_str().unwrap_or("").to_owned(),
+                    o["line"].as_u64().unwrap_or(0),
+                    f["message"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+        })
+        .collect();
+    found.sort();
+    let bogus = r#"Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute""#;
+    let files: Vec<(&str, u64)> = found.iter().map(|(f, l, _)| (f.as_str(), *l)).collect();
+    assert_eq!(
+        files,
+        [
+            ("./base/pod.yaml", 1),
+            ("./comp/pod.yaml", 1),
+            ("./overlays/broken/pod.yaml", 1),
+            ("./shared/pod.yaml", 1)
+        ],
+        "{found:?}"
+    );
+    assert!(found.iter().all(|(_, _, m)| m.contains(bogus)), "{found:?}");
+    assert!(
+        found[0]
+            .2
+            .ends_with("(built by the kustomization ./base alone, as its overlay ./overlays/broken did not build)"),
+        "{}",
+        found[0].2
+    );
+    // A component is built alone too (through `components:`), placed.
+    assert!(
+        found[1]
+            .2
+            .ends_with("(built by the kustomization ./comp alone, as its overlay ./overlays/broken did not build)"),
+        "{}",
+        found[1].2
+    );
+    // Read as written: no build named.
+    assert!(!found[2].2.contains("built by"), "{}", found[2].2);
+    // Judged once, through the overlay that builds.
+    assert!(
+        found[3].2.ends_with("(built by the kustomization ./overlays/fine)"),
+        "{}",
+        found[3].2
+    );
+    let notes: Vec<(&str, &str, bool)> = report["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .map(|n| {
+            (
+                n["path"].as_str().unwrap_or(""),
+                n["message"].as_str().unwrap_or(""),
+                n["rendered"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert_eq!(notes[0].0, "./overlays/broken");
+    assert!(notes[0].1.contains("missing-patch.yaml"), "{notes:?}");
+    assert!(!notes[0].2);
+    assert_eq!(
+        notes[1],
+        (
+            "./overlays/broken",
+            "kustomization not built, so what it builds on is checked without it (built alone: ./base, ./comp; read as written: ./overlays/broken/pod.yaml; judged through other builds: ./shared); its own patches, namespace and generators are not checked, and each finding from a base built alone says so",
+            true
+        )
+    );
+    // The text output: the finding at the base's file, and both notes.
+    let out = check(dir.path(), &path, &["."]);
+    let text_lines = lines(&out);
+    assert!(
+        text_lines.iter().any(|l| l
+            .starts_with("./base/pod.yaml:1:1: error[pod-toleration-effect-unsupported]: Pod/default/p: ")
+            && l.ends_with(
+                "(built by the kustomization ./base alone, as its overlay ./overlays/broken did not build)"
+            )),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        text_lines.last().map(String::as_str),
+        Some(format!("4 objects, 4 denied, 0 warnings, 1 chart/overlay not rendered {SUMMARY_TAIL}").as_str()),
+        "{}",
+        text(&out)
+    );
+}

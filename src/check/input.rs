@@ -154,6 +154,9 @@ pub fn read_sources(paths: &[PathBuf], walk: &Walk) -> Inputs {
                     read_into(file, walk, &mut inputs);
                 }
                 let rendered = plan.render(&walk.render);
+                for file in &rendered.read_raw {
+                    read_into(file, walk, &mut inputs);
+                }
                 inputs.sources.extend(rendered.sources);
                 inputs.problems.extend(rendered.problems);
                 inputs.notes.extend(rendered.notes);

@@ -5,6 +5,7 @@
 //! are reviewed through their pod template, and every finding points at
 //! the file, line and column of the offending field.
 
+mod bases_alone;
 pub mod chart_stubs;
 pub mod config;
 pub mod embedded_specs;

@@ -54,6 +54,9 @@ pub struct Placements {
     /// The build's source name (its folder as walked).
     pub overlay: String,
     pub documents: Vec<Placed>,
+    /// Built alone in place of these kustomizations, which did not build
+    /// (as walked; [`super::bases_alone`]); empty for a root.
+    pub instead_of: Vec<String>,
 }
 
 impl Placements {
@@ -72,6 +75,7 @@ pub fn place(dir: &Path, canonical_dir: &Path, built: &Path, output: &str) -> (S
     let mut placements = Placements {
         overlay: dir.display().to_string(),
         documents: Vec::new(),
+        instead_of: Vec::new(),
     };
     let mut sources = SourceFiles::default();
     let mut line = 1u64;

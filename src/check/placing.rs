@@ -11,6 +11,11 @@
 //! [`HELD_MAX`] are held: past that, a verdict no held one matches goes
 //! on at once, naming its one overlay, so that memory stays flat however
 //! many objects a build's mistakes touch.
+//!
+//! A base built alone because the overlays over it did not build
+//! ([`super::bases_alone`]) is named so in its findings ("built by the
+//! kustomization base alone, as its overlay o did not build"), placed or
+//! not: the overlay itself was not checked.
 
 use std::collections::HashMap;
 
@@ -69,6 +74,20 @@ impl<'a> Placing<'a> {
     }
 }
 
+/// How findings name the build that gave them: the overlay, or a base
+/// built alone in place of the overlays that did not build.
+fn built_by(placements: &Placements) -> String {
+    match placements.instead_of.as_slice() {
+        [] => placements.overlay.clone(),
+        [one] => format!("{} alone, as its overlay {one} did not build", placements.overlay),
+        many => format!(
+            "{} alone, as its overlays {} did not build",
+            placements.overlay,
+            many.join(", ")
+        ),
+    }
+}
+
 /// `verdict` with each finding naming the overlays that built its object
 /// and the kustomization files that patched it.
 fn naming(mut verdict: ObjectReport, overlays: &[String], patched_in: &[String]) -> ObjectReport {
@@ -88,21 +107,35 @@ fn naming(mut verdict: ObjectReport, overlays: &[String], patched_in: &[String])
 
 impl Sink for Placing<'_> {
     fn take(&mut self, mut verdict: ObjectReport) {
-        let Some(placed) = self
-            .by_source
-            .get(&verdict.source)
-            .and_then(|p| Some((p.overlay.clone(), p.at(verdict.position.line)?.clone())))
-        else {
+        let Some(placements) = self.by_source.get(&verdict.source) else {
             self.inner.take(verdict);
             return;
         };
-        let (overlay, placed) = placed;
+        let overlay = built_by(placements);
+        let alone = !placements.instead_of.is_empty();
+        let Some(placed) = placements.at(verdict.position.line).cloned() else {
+            // Not placed (built without origin marks): at the build's line.
+            if alone {
+                for finding in &mut verdict.findings {
+                    finding.message = format!("{} (built by the kustomization {overlay})", finding.message);
+                }
+            }
+            self.inner.take(verdict);
+            return;
+        };
         let (file, line) = match &placed.at {
             Place::File { file, line } => (file.clone(), *line),
             Place::Unplaced(why) => {
                 // Left at the build's line, saying why.
                 for finding in &mut verdict.findings {
-                    finding.message = format!("{} (at the output of the kustomization build: {why})", finding.message);
+                    finding.message = if alone {
+                        format!(
+                            "{} (built by the kustomization {overlay}; at the output of its build: {why})",
+                            finding.message
+                        )
+                    } else {
+                        format!("{} (at the output of the kustomization build: {why})", finding.message)
+                    };
                 }
                 self.inner.take(verdict);
                 return;

@@ -31,7 +31,9 @@
 //! - with kustomize (or `kubectl kustomize`), a kustomization's resources
 //!   too: they are judged as the build emits them (namespace, name prefix
 //!   and patches applied). Without one, they are read raw as plain
-//!   manifests.
+//!   manifests, and so are those of a root kustomize refuses to build,
+//!   whose bases are then built alone in its place
+//!   ([`super::bases_alone`]).
 //!
 //! Files in a kustomization's folder that it does not name are read raw, as
 //! kustomize never reads them either.
@@ -136,8 +138,10 @@ pub struct Note {
     /// scanning and GitHub place the note (they place only files).
     pub file: String,
     pub message: String,
-    /// Rendered all the same (against stand-ins for missing
-    /// dependencies): said, not counted as not rendered.
+    /// Rendered all the same, or in part (against stand-ins for missing
+    /// dependencies; a kustomization whose bases were built alone in its
+    /// place, which has its own note of why it did not build): said, not
+    /// counted as not rendered.
     pub rendered: bool,
 }
 
@@ -193,6 +197,9 @@ pub struct Plan {
     chart_inputs: HashSet<PathBuf>,
     /// Kustomization resources (normalised): not read raw when built.
     resources: HashSet<PathBuf>,
+    /// The kustomizations of the walk and what they build on: which bases
+    /// to build alone when a root fails ([`super::bases_alone`]).
+    graph: super::bases_alone::Graph,
     /// Whether a kustomize is there to build with.
     kustomize: Option<Renderer>,
     helm: Option<Renderer>,
@@ -250,6 +257,21 @@ impl Plan {
             }
             kustomizations.push(Kustomization::read(file, dir));
         }
+        let walked: std::collections::HashMap<PathBuf, &PathBuf> = files.iter().map(|f| (normal(f), f)).collect();
+        for k in &kustomizations {
+            let node = super::bases_alone::Node {
+                dir: k.dir.clone(),
+                component: k.component,
+                built_on: k.built_on.iter().map(|f| normal(f)).collect(),
+                resources: k.resources.iter().map(|f| normal(f)).collect(),
+            };
+            for file in &node.resources {
+                if let Some(as_walked) = walked.get(file) {
+                    plan.graph.files.insert(file.clone(), (*as_walked).clone());
+                }
+            }
+            plan.graph.nodes.entry(normal(&k.dir)).or_insert(node);
+        }
         let named: HashSet<PathBuf> = kustomizations
             .iter()
             .flat_map(|k| k.folders.iter().map(|f| normal(f)))
@@ -282,10 +304,19 @@ impl Plan {
         !(self.kustomize.is_some() && self.resources.contains(&normalised))
     }
 
+    /// Whether a resource of a kustomization that did not build is read
+    /// raw: as [`Plan::reads`] without a kustomize.
+    fn reads_unbuilt(&self, normalised: &Path) -> bool {
+        !self.in_chart(normalised)
+            && !self.always_skipped.contains(normalised)
+            && !self.chart_inputs.contains(normalised)
+    }
+
     /// Renders every top-level chart and kustomization (as many at once as
     /// the machine has cores), or notes why not.
     pub fn render(&self, settings: &RenderSettings) -> Rendered {
         let mut out = Rendered::default();
+        let mut alone = super::bases_alone::Alone::default();
         let mut jobs: Vec<(&Renderer, &Path, Kind)> = Vec::new();
         for (dirs, renderer, kind) in [
             (&self.charts, &self.helm, Kind::Chart),
@@ -299,11 +330,18 @@ impl Plan {
             }
         }
         let results = parallel(&jobs, |&(renderer, dir, kind)| match kind {
-            Kind::Kustomization => renderer.kustomize_placed(dir, settings),
+            Kind::Kustomization => renderer.kustomize_placed(dir, false, settings),
             Kind::Chart => render_chart(renderer, dir, settings),
         });
         for ((renderer, dir, kind), result) in jobs.iter().zip(results) {
             let result = result.unwrap_or_else(|| Err(Failure::Other("the render did not complete".into())));
+            if *kind == Kind::Kustomization {
+                let key = normal(dir);
+                match &result {
+                    Ok(_) => alone.built(key),
+                    Err(failure) => alone.failed(key, matches!(failure, Failure::Message(_)), true),
+                }
+            }
             match result {
                 Ok(Output::Chart { text, stubbed }) => {
                     out.sources.extend(helm_sources(dir, &text));
@@ -383,7 +421,70 @@ impl Plan {
                 }),
             }
         }
+        if let Some(renderer) = &self.kustomize {
+            self.build_bases_alone(renderer, alone, settings, &mut out);
+        }
         out
+    }
+
+    /// The bases of the roots that did not build, built alone in their
+    /// place, and the roots' own resource files read raw
+    /// ([`super::bases_alone`]).
+    fn build_bases_alone(
+        &self,
+        renderer: &Renderer,
+        mut alone: super::bases_alone::Alone,
+        settings: &RenderSettings,
+        out: &mut Rendered,
+    ) {
+        let mut placed_at: Vec<(PathBuf, usize)> = Vec::new();
+        loop {
+            let jobs: Vec<(PathBuf, &super::bases_alone::Node)> = alone
+                .next(&self.graph)
+                .into_iter()
+                .filter_map(|key| Some((key.clone(), self.graph.nodes.get(&key)?)))
+                .collect();
+            if jobs.is_empty() {
+                break;
+            }
+            let results = parallel(&jobs, |(_, node)| {
+                renderer.kustomize_placed(&node.dir, node.component, settings)
+            });
+            for ((key, node), result) in jobs.into_iter().zip(results) {
+                match result {
+                    Some(Ok(Output::Kustomization { text, placements })) => {
+                        out.sources.push(Source {
+                            name: node.dir.display().to_string(),
+                            text,
+                        });
+                        placed_at.push((key.clone(), out.placements.len()));
+                        out.placements.push(placements);
+                        alone.built(key);
+                    }
+                    Some(Err(Failure::Message(_))) => alone.failed(key, true, false),
+                    _ => alone.failed(key, false, false),
+                }
+            }
+        }
+        // Named once every failed build that uses them is known.
+        for (key, i) in placed_at {
+            if let Some(placements) = out.placements.get_mut(i) {
+                placements.instead_of = alone.instead_of(&self.graph, &key);
+            }
+        }
+        for file in alone.raw_files(&self.graph) {
+            if let Some(as_walked) = self.graph.files.get(&file)
+                && self.reads_unbuilt(&file)
+            {
+                out.read_raw.push(as_walked.clone());
+            }
+        }
+        for (dir, message) in alone.notes(&self.graph) {
+            out.notes.push(Note {
+                rendered: true,
+                ..Note::new(&dir, message)
+            });
+        }
     }
 }
 
@@ -396,6 +497,9 @@ pub struct Rendered {
     pub notes: Vec<Note>,
     /// Where each kustomization build's documents come from.
     pub placements: Vec<super::origin::Placements>,
+    /// Files to read raw after all: the resources of kustomizations that
+    /// did not build ([`super::bases_alone`]), as walked.
+    pub read_raw: Vec<PathBuf>,
 }
 
 /// What one render gave.
@@ -543,15 +647,17 @@ impl Renderer {
     /// whose only resource is `dir` and which asks for origin marks
     /// (`buildMetadata`), then the marks turned into placements. A build
     /// that fails is run again as the user would type it, for kustomize's
-    /// message without the wrapper in it.
-    fn kustomize_placed(&self, dir: &Path, settings: &RenderSettings) -> Result<Output, Failure> {
+    /// message without the wrapper in it. A `kind: Component` is named in
+    /// the wrapper's `components`: kustomize refuses one in `resources`.
+    fn kustomize_placed(&self, dir: &Path, component: bool, settings: &RenderSettings) -> Result<Output, Failure> {
         let wrapped = (|| {
             let canonical = std::fs::canonicalize(dir).ok()?;
             let wrapper = tempfile::Builder::new().prefix("draguard-kustomize-").tempdir().ok()?;
             let built = std::fs::canonicalize(wrapper.path()).ok()?;
             let reference = super::origin::relative(&built, &canonical)?;
             let text = format!(
-                "resources:\n- {}\nbuildMetadata: [originAnnotations, transformerAnnotations]\n",
+                "{}:\n- {}\nbuildMetadata: [originAnnotations, transformerAnnotations]\n",
+                if component { "components" } else { "resources" },
                 serde_json::to_string(&reference.to_string_lossy()).ok()?
             );
             std::fs::write(built.join("kustomization.yaml"), text).ok()?;
@@ -565,6 +671,7 @@ impl Renderer {
                     placements: super::origin::Placements {
                         overlay: dir.display().to_string(),
                         documents: Vec::new(),
+                        instead_of: Vec::new(),
                     },
                     text,
                 });
@@ -580,6 +687,7 @@ impl Renderer {
                         placements: super::origin::Placements {
                             overlay: dir.display().to_string(),
                             documents: Vec::new(),
+                            instead_of: Vec::new(),
                         },
                         text,
                     })
@@ -912,9 +1020,12 @@ struct Kustomization {
     dir: PathBuf,
     /// `kind: Component`: built only through the overlays that use it.
     component: bool,
-    /// Folders named in `resources`, `bases` and `components`: other
-    /// kustomizations.
+    /// Folders named in `resources`, `bases` and `components`, and the
+    /// folders of generators and transformers: other kustomizations.
     folders: Vec<PathBuf>,
+    /// Folders named in `resources`, `bases` and `components`: the
+    /// kustomizations it builds on.
+    built_on: Vec<PathBuf>,
     /// Files named in `resources`: plain manifests.
     resources: Vec<PathBuf>,
     /// Every other file named: patches and the inputs of generators and
@@ -962,6 +1073,7 @@ impl Kustomization {
         for reference in ["resources", "bases", "components"].iter().flat_map(|f| strings(f)) {
             let Some(path) = local(dir, reference) else { continue };
             if path.is_dir() {
+                k.built_on.push(path.clone());
                 k.folders.push(path);
             } else {
                 k.resources.push(path);

@@ -24,14 +24,16 @@ pub fn render(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<
         )?;
     }
     // Charts and kustomizations not rendered, at the file that makes each
-    // one: a notice, as they do not fail the run.
+    // one: a notice, as they do not fail the run. One rendered in part
+    // (against stand-ins for a chart's dependencies, or a kustomization
+    // whose bases were built alone in its place) says so.
     for note in &report.notes {
         writeln!(
             out,
             "::notice file={},line=1,col=1,title={}::{}",
             file_property(&note.file),
             property(if note.rendered {
-                "draguard rendered with stand-ins"
+                "draguard rendered in part"
             } else {
                 "draguard not rendered"
             }),
