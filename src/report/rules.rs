@@ -164,13 +164,6 @@ pub fn rule_of(kind: &str, finding: &Finding) -> &'static Rule {
             &TAINT_RULE_SELECTS_EVERY_DEVICE
         } else if finding.message.starts_with("impact: ") {
             &TAINT_RULE_IMPACT
-        } else if finding.message.starts_with("ResourceSlicePatch ")
-            && finding.message.contains(" has the same priority (")
-        {
-            // A tie only warned about (no policy sets denyPriorityTies):
-            // the same rule as when it is denied, so that one id
-            // suppresses both (the text of core rules/device_patch.rs).
-            &PATCH_PRIORITY_TIE
         } else {
             &ADMISSION_WARNING
         };
@@ -305,12 +298,15 @@ mod tests {
         );
         let impact = finding(Severity::Warning, "Warning", "", "impact: would evict 3 pods");
         assert_eq!(rule_of("DeviceTaintRule", &impact).id, "taint-rule-impact");
-        let tie = finding(
+        // A tie only warned about carries its concept, as the denial does.
+        let mut tie = finding(
             Severity::Warning,
             "Warning",
             "",
             "ResourceSlicePatch \"b\" has the same priority (1) as \"a\", can match the same devices",
         );
+        assert_eq!(rule_of("ResourceSlicePatch", &tie).id, "admission-warning");
+        tie.concept = Some(Concept::PriorityTie);
         assert_eq!(rule_of("ResourceSlicePatch", &tie).id, "patch-priority-tie");
     }
 

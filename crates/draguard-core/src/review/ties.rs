@@ -20,7 +20,17 @@ pub fn priority_ties<K: AdmittedKind>(
     }
     let field = Path::new("spec").child("devices").child("priority");
     match applicable.selected().find(|p| p.spec.patches.deny_priority_ties) {
-        None => (Vec::new(), ties.into_iter().map(Warning::new).collect()),
+        // Only warned about: the same concept as the denial, so that
+        // reports file both under one rule.
+        None => (
+            Vec::new(),
+            ties.into_iter()
+                .map(|message| Warning {
+                    concept: Some(crate::verdict::Concept::PriorityTie),
+                    ..Warning::new(message)
+                })
+                .collect(),
+        ),
         Some(p) => {
             let violations = ties
                 .into_iter()

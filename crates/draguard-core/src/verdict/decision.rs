@@ -43,7 +43,9 @@ pub enum Denial {
 pub struct Warning {
     pub field: Option<Path>,
     pub message: String,
-    /// The rule a Warn-mode violation broke; `None` for other warnings.
+    /// The rule a Warn-mode violation broke, or the one a warning stands
+    /// for where the same finding can also be denied (a priority tie);
+    /// `None` for the API's own warnings.
     pub concept: Option<Concept>,
     /// The toleration policy a Warn-mode violation or a guard belongs to;
     /// `None` for the API's own warnings. Reports name it (a PolicyReport
