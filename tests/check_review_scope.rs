@@ -15,14 +15,7 @@ use draguard::view::NoCluster;
 use serde_json::{Value, json};
 
 /// A policy for namespace `default` that allows only `gpu` tolerations.
-const POLICY: &str = "apiVersion: policy.draguard.dev/v1alpha1
-kind: TolerationPolicy
-metadata: {name: default-gpu-only}
-spec:
-  namespaces: {names: [default]}
-  pods:
-    allow: [{key: gpu, operator: Exists}]
-";
+const POLICY: &str = include_str!("fixtures/policies/default-gpu-only.yaml");
 
 fn policies() -> draguard::policy::PolicySet {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -18,14 +18,7 @@ fn draguard(args: &[&str], stdin: Option<&str>) -> Output {
 }
 
 /// A policy for namespace `default` that allows only `gpu` tolerations.
-const POLICY: &str = "apiVersion: policy.draguard.dev/v1alpha1
-kind: TolerationPolicy
-metadata: {name: default-gpu-only}
-spec:
-  namespaces: {names: [default]}
-  pods:
-    allow: [{key: gpu, operator: Exists}]
-";
+const POLICY: &str = include_str!("fixtures/policies/default-gpu-only.yaml");
 
 fn policies() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
