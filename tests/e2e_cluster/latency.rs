@@ -226,6 +226,20 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
     }
     println!();
 
+    // Where the time goes, by the apiserver's own histograms: each setup
+    // alone, so every series that moves is that setup's.
+    let writes = env_count("E2E_LATENCY_METRICS_WRITES", rounds);
+    println!("admission time per write by the apiserver's /metrics, {writes} creates per setup");
+    let scrape = || crate::latency_metrics::read(&admin.ok(&["get", "--raw", "/metrics"]));
+    for (setup, name) in setups.iter().enumerate() {
+        let before = scrape();
+        for _ in 0..writes {
+            create(setup);
+        }
+        crate::latency_metrics::print(name.trim_start_matches("latency-"), writes, &before, &scrape());
+    }
+    println!();
+
     admin.ok(&[
         "delete",
         "validatingwebhookconfiguration",
