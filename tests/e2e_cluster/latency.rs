@@ -31,9 +31,16 @@
 //! Each run prints every setup's median and p99, and the median added over
 //! `none`.
 //!
+//! After the runs, each setup's creates again, alone, with the apiserver's
+//! `/metrics` diffed around them (`latency_metrics.rs`): per write, the
+//! time of each admission plugin, each webhook entry's matchConditions
+//! pass and call, as the apiserver measured them.
+//!
 //! `E2E_LATENCY_ROUNDS` (default 200) creates per setup per run, after 20
-//! rounds of warm-up; `E2E_LATENCY_RUNS` (default 3) runs; `E2E_NOOP_WEBHOOK`
-//! the no-op webhook's binary (the script builds it).
+//! rounds of warm-up; `E2E_LATENCY_RUNS` (default 3) runs;
+//! `E2E_LATENCY_METRICS_WRITES` (default: the rounds) creates per setup for
+//! the metrics; `E2E_NOOP_WEBHOOK` the no-op webhook's binary (the script
+//! builds it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -223,6 +230,20 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
                 added * 1e3
             );
         }
+    }
+    println!();
+
+    // Where the time goes, by the apiserver's own histograms: each setup
+    // alone, so every series that moves is that setup's.
+    let writes = env_count("E2E_LATENCY_METRICS_WRITES", rounds);
+    println!("admission time per write by the apiserver's /metrics, {writes} creates per setup");
+    let scrape = || crate::latency_metrics::read(&admin.ok(&["get", "--raw", "/metrics"]));
+    for (setup, name) in setups.iter().enumerate() {
+        let before = scrape();
+        for _ in 0..writes {
+            create(setup);
+        }
+        crate::latency_metrics::print(name.trim_start_matches("latency-"), writes, &before, &scrape());
     }
     println!();
 

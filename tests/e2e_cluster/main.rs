@@ -42,6 +42,7 @@ mod env;
 mod install;
 mod kubectl;
 mod latency;
+mod latency_metrics;
 mod outage;
 mod pki;
 mod process;
