@@ -8,7 +8,6 @@
 mod bases_alone;
 pub mod chart_stubs;
 pub mod config;
-pub mod embedded_specs;
 mod facts;
 pub mod input;
 pub mod json;
@@ -18,7 +17,6 @@ mod old_shapes;
 pub mod origin;
 mod owners;
 pub mod placing;
-pub mod pod_templates;
 pub mod render;
 pub mod request;
 pub mod scope;
@@ -32,8 +30,10 @@ mod unread;
 use unread::Unread;
 mod verdicts;
 pub use verdicts::Sink;
-pub mod workload_kinds;
 mod workloads;
+// Where objects keep their pod specs is the core's concern
+// (`draguard_core::pod_specs`); these are its old names here.
+pub use crate::pod_specs::{builtin as workload_kinds, by_shape as embedded_specs, table as pod_templates};
 
 use std::collections::HashMap;
 use std::fmt;
