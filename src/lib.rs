@@ -7,8 +7,8 @@
 //! their own names, so a door reads `crate::review` wherever it lives.
 
 pub use draguard_core::{
-    admission, field, impact, interner, kinds, kubernetes, mutate, objects, policy, quota, review, rules, verdict,
-    view, yaml,
+    admission, field, impact, interner, kinds, kubernetes, mutate, objects, pod_specs, policy, quota, review, rules,
+    verdict, view, yaml,
 };
 
 pub mod allocator;

@@ -115,18 +115,7 @@ pub(super) fn of(v: Value, options: &Options) -> Vec<Fact> {
 fn stamps(v: &Value, group: &str, kind: &str, namespace: String, options: &Options) -> Vec<Fact> {
     let version = text(v, "/apiVersion").map_or("", |a| a.rsplit_once('/').map_or(a, |(_, v)| v));
     // The pod specs of the object, and how many Pods each runs at once.
-    let pod_specs: Vec<(&Value, u64)> = match crate::review::registry::route(group, version, kind) {
-        Some(routed) => routed
-            .row
-            .pod_spec_of(v)
-            .map(|spec| (spec, routed.row.pods_at_once(v)))
-            .into_iter()
-            .collect(),
-        None => super::pod_templates::pod_specs(&options.pod_templates, group, kind, v)
-            .into_iter()
-            .map(|f| (f.spec, f.replicas))
-            .collect(),
-    };
+    let pod_specs = crate::pod_specs::pod_specs_of(&options.pod_templates, group, version, kind, v);
     let mut facts = Vec::new();
     for (pod_spec, replicas) in pod_specs {
         let claims = pod_spec.get("resourceClaims").and_then(Value::as_array);

@@ -8,7 +8,6 @@
 mod bases_alone;
 pub mod chart_stubs;
 pub mod config;
-pub mod embedded_specs;
 mod facts;
 pub mod input;
 pub mod json;
@@ -18,7 +17,6 @@ mod old_shapes;
 pub mod origin;
 mod owners;
 pub mod placing;
-pub mod pod_templates;
 pub mod render;
 pub mod request;
 pub mod scope;
@@ -32,8 +30,10 @@ mod unread;
 use unread::Unread;
 mod verdicts;
 pub use verdicts::Sink;
-pub mod workload_kinds;
 mod workloads;
+// Where objects keep their pod specs is the core's concern
+// (`draguard_core::pod_specs`); these are its old names here.
+pub use crate::pod_specs::{builtin as workload_kinds, by_shape as embedded_specs, table as pod_templates};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -343,6 +343,11 @@ pub fn check(sources: &[Source], old: &[Source], options: &Options, progress: im
 /// [`check`], handing each verdict to `sink` in input order as it is made
 /// instead of holding them: the report it returns holds no objects, and
 /// its memory does not grow with theirs.
+///
+/// The stages, in order: [`split`] the sources into documents, [`read`]
+/// their objects, [`learn`] the input's kind scopes and old versions, then
+/// the facts the input tells (namespaces, quotas), the quota charges, and
+/// the judging of every object ([`check_object`]) a chunk at a time.
 pub fn check_into(
     sources: &[Source],
     old: &[Source],
@@ -352,22 +357,7 @@ pub fn check_into(
 ) -> Report {
     use rayon::prelude::*;
     let mut problems = Vec::new();
-    let mut documents: Vec<input::Document<'_>> = Vec::new();
-    for (i, source) in sources.iter().enumerate() {
-        let split = input::Document::split(i, &source.text);
-        if split.len() > input::MAX_DOCUMENTS {
-            problems.push(FileProblem::whole(
-                &source.name,
-                format!(
-                    "holds {} documents, more than the {} one file may hold: not checked",
-                    split.len(),
-                    input::MAX_DOCUMENTS
-                ),
-            ));
-            continue;
-        }
-        documents.extend(split);
-    }
+    let documents = split(sources, &mut problems);
     progress(0, documents.len());
     // Each document's tree with positions, parsed once, when a finding (or
     // an item of a List) first needs it, and shared by all its objects.
@@ -376,92 +366,12 @@ pub fn check_into(
         identities: !old.is_empty(),
         owners: options.through_controllers,
     };
-    // Documents are read on every core a chunk at a time, and what they
-    // hold joins the objects' list before the next chunk is read: half a
-    // million one-object documents need no second list beside it.
-    let mut objects = Vec::with_capacity(documents.len());
-    let mut unread = Unread::default();
-    // Non-objects (a values file, `{}`), counted per file as they are read:
-    // only the first of a file is kept, and only for --strict-inputs'
-    // warning, which says how many its file holds.
-    let mut not_kubernetes: HashMap<usize, usize> = HashMap::new();
-    for (first, chunk) in (0..).step_by(verdicts::CHUNK).zip(documents.chunks(verdicts::CHUNK)) {
-        let read: Vec<Read<Object>> = chunk
-            .par_iter()
-            .enumerate()
-            .map(|(i, d)| {
-                read_document(d, &sources[d.source].name, |origin, value, duplicates| {
-                    let mut object = Object::new(d.source, first + i, origin, value, reading);
-                    object.duplicates = duplicates;
-                    object
-                })
-            })
-            .collect();
-        for (index, results) in (first..).zip(read) {
-            // A List's items, many at once: room for them once.
-            objects.reserve(results.len());
-            for result in results {
-                match result {
-                    Ok(object) if object.not_kubernetes => {
-                        let seen = not_kubernetes.entry(object.source).or_default();
-                        *seen += 1;
-                        if options.strict_inputs && *seen == 1 {
-                            objects.push(object);
-                        }
-                    }
-                    Ok(object) => objects.push(object),
-                    // A document that does not parse, and is no manifest or
-                    // is a template: counted, not a problem (unless asked).
-                    Err(problem) => match documents.get(index).map(|d| {
-                        let source = &sources[d.source];
-                        let failed_line = usize::try_from(problem.line)
-                            .ok()
-                            .and_then(|l| l.checked_sub(1))
-                            .and_then(|i| source.text.lines().nth(i))
-                            .unwrap_or_default();
-                        unread::classify(d.text, failed_line, render::hint(&source.name).is_some())
-                    }) {
-                        Some(Some(class)) if !options.strict_inputs => {
-                            unread.add(class, &sources[documents[index].source].name)
-                        }
-                        _ => problems.push(problem),
-                    },
-                }
-            }
-        }
-        progress(first + chunk.len(), documents.len());
-    }
-    // What the CustomResourceDefinitions among the input (then among the
-    // old versions) say of their kinds' scope, learnt before any object is
-    // judged or matched with its old version. The reading above flagged
-    // them from the head it reads anyway: no second pass over the input.
-    let mut scopes = Scopes::default();
-    for object in objects.iter().filter(|o| o.definition) {
-        scopes.learn(&object.tree(&documents));
-    }
-    let mut old_values = Vec::new();
-    for (i, source) in old.iter().enumerate() {
-        for document in input::Document::split(i, &source.text) {
-            let tree = |_, raw: String, _| serde_json::from_str::<Value>(&raw).unwrap_or(Value::Null);
-            for result in read_document(&document, &source.name, tree) {
-                match result {
-                    Ok(o) => {
-                        if Scopes::is_definition(text(&o, "/apiVersion"), text(&o, "/kind")) {
-                            scopes.learn(&o);
-                        }
-                        old_values.push(o);
-                    }
-                    Err(problem) => problems.push(problem),
-                }
-            }
-        }
-    }
-    let mut old_objects = HashMap::new();
-    for o in old_values {
-        if let Some(key) = identity(&o).map(|id| placed(&id, &scopes, &options.namespace)) {
-            old_objects.insert(key, o);
-        }
-    }
+    let ReadObjects {
+        objects,
+        unread,
+        not_kubernetes,
+    } = read(&documents, sources, options, reading, &mut problems, &mut progress);
+    let (scopes, old_objects) = learn(&objects, &documents, old, options, &mut problems);
     let mut cluster = options.namespace_labels.clone();
     let told: Vec<Vec<facts::Fact>> = objects
         .par_iter()
@@ -577,6 +487,153 @@ pub fn check_into(
         documents: not_kubernetes.documents + unread.not_kubernetes_documents,
     };
     report
+}
+
+/// Split: each source into its documents. A file that holds more than
+/// [`input::MAX_DOCUMENTS`] is a problem, and none of it is checked.
+fn split<'s>(sources: &'s [Source], problems: &mut Vec<FileProblem>) -> Vec<input::Document<'s>> {
+    let mut documents: Vec<input::Document<'s>> = Vec::new();
+    for (i, source) in sources.iter().enumerate() {
+        let split = input::Document::split(i, &source.text);
+        if split.len() > input::MAX_DOCUMENTS {
+            problems.push(FileProblem::whole(
+                &source.name,
+                format!(
+                    "holds {} documents, more than the {} one file may hold: not checked",
+                    split.len(),
+                    input::MAX_DOCUMENTS
+                ),
+            ));
+            continue;
+        }
+        documents.extend(split);
+    }
+    documents
+}
+
+/// What the read stage makes of the documents.
+struct ReadObjects {
+    objects: Vec<Object>,
+    unread: Unread,
+    /// Non-objects per file (see [`read`]).
+    not_kubernetes: HashMap<usize, usize>,
+}
+
+/// Read: the objects each document holds, on every core; documents that
+/// do not parse are counted (`unread`) or are problems.
+fn read(
+    documents: &[input::Document<'_>],
+    sources: &[Source],
+    options: &Options,
+    reading: object::Reading,
+    problems: &mut Vec<FileProblem>,
+    progress: &mut impl FnMut(usize, usize),
+) -> ReadObjects {
+    use rayon::prelude::*;
+    // Documents are read on every core a chunk at a time, and what they
+    // hold joins the objects' list before the next chunk is read: half a
+    // million one-object documents need no second list beside it.
+    let mut objects = Vec::with_capacity(documents.len());
+    let mut unread = Unread::default();
+    // Non-objects (a values file, `{}`), counted per file as they are read:
+    // only the first of a file is kept, and only for --strict-inputs'
+    // warning, which says how many its file holds.
+    let mut not_kubernetes: HashMap<usize, usize> = HashMap::new();
+    for (first, chunk) in (0..).step_by(verdicts::CHUNK).zip(documents.chunks(verdicts::CHUNK)) {
+        let read: Vec<Read<Object>> = chunk
+            .par_iter()
+            .enumerate()
+            .map(|(i, d)| {
+                read_document(d, &sources[d.source].name, |origin, value, duplicates| {
+                    let mut object = Object::new(d.source, first + i, origin, value, reading);
+                    object.duplicates = duplicates;
+                    object
+                })
+            })
+            .collect();
+        for (index, results) in (first..).zip(read) {
+            // A List's items, many at once: room for them once.
+            objects.reserve(results.len());
+            for result in results {
+                match result {
+                    Ok(object) if object.not_kubernetes => {
+                        let seen = not_kubernetes.entry(object.source).or_default();
+                        *seen += 1;
+                        if options.strict_inputs && *seen == 1 {
+                            objects.push(object);
+                        }
+                    }
+                    Ok(object) => objects.push(object),
+                    // A document that does not parse, and is no manifest or
+                    // is a template: counted, not a problem (unless asked).
+                    Err(problem) => match documents.get(index).map(|d| {
+                        let source = &sources[d.source];
+                        let failed_line = usize::try_from(problem.line)
+                            .ok()
+                            .and_then(|l| l.checked_sub(1))
+                            .and_then(|i| source.text.lines().nth(i))
+                            .unwrap_or_default();
+                        unread::classify(d.text, failed_line, render::hint(&source.name).is_some())
+                    }) {
+                        Some(Some(class)) if !options.strict_inputs => {
+                            unread.add(class, &sources[documents[index].source].name)
+                        }
+                        _ => problems.push(problem),
+                    },
+                }
+            }
+        }
+        progress(first + chunk.len(), documents.len());
+    }
+    ReadObjects {
+        objects,
+        unread,
+        not_kubernetes,
+    }
+}
+
+/// Learn, before any object is judged: the scope of the kinds the input's
+/// CustomResourceDefinitions define, and the old versions (`--old`) by
+/// identity, so that an object may be matched with its own.
+fn learn(
+    objects: &[Object],
+    documents: &[input::Document<'_>],
+    old: &[Source],
+    options: &Options,
+    problems: &mut Vec<FileProblem>,
+) -> (Scopes, HashMap<Identity, Value>) {
+    // What the CustomResourceDefinitions among the input (then among the
+    // old versions) say of their kinds' scope, learnt before any object is
+    // judged or matched with its old version. The reading above flagged
+    // them from the head it reads anyway: no second pass over the input.
+    let mut scopes = Scopes::default();
+    for object in objects.iter().filter(|o| o.definition) {
+        scopes.learn(&object.tree(documents));
+    }
+    let mut old_values = Vec::new();
+    for (i, source) in old.iter().enumerate() {
+        for document in input::Document::split(i, &source.text) {
+            let tree = |_, raw: String, _| serde_json::from_str::<Value>(&raw).unwrap_or(Value::Null);
+            for result in read_document(&document, &source.name, tree) {
+                match result {
+                    Ok(o) => {
+                        if Scopes::is_definition(text(&o, "/apiVersion"), text(&o, "/kind")) {
+                            scopes.learn(&o);
+                        }
+                        old_values.push(o);
+                    }
+                    Err(problem) => problems.push(problem),
+                }
+            }
+        }
+    }
+    let mut old_objects = HashMap::new();
+    for o in old_values {
+        if let Some(key) = identity(&o).map(|id| placed(&id, &scopes, &options.namespace)) {
+            old_objects.insert(key, o);
+        }
+    }
+    (scopes, old_objects)
 }
 
 /// The objects of one document, each `made` from where it is and its
@@ -1005,36 +1062,58 @@ fn check_object(
         }
         return report;
     }
+    let (allowed, findings) = judge_routed(n, value, old, namespace.as_deref(), (group, version), &place, judging);
+    report.allowed = allowed;
+    report.findings.extend(findings);
+    report
+}
+
+/// Judge a kind with a review of its own: the same review as the webhook's,
+/// as a CREATE (or an UPDATE of `old`) in `namespace`, with what --strict
+/// adds. Whether it is admitted, and the findings, in the order made.
+fn judge_routed(
+    n: usize,
+    value: Value,
+    old: Option<&Value>,
+    namespace: Option<&str>,
+    (group, version): (&str, &str),
+    place: &Place<'_>,
+    judging: &Judging<'_, '_>,
+) -> (bool, Vec<Finding>) {
+    let Judging { options, ctx, .. } = *judging;
+    let kind = place.kind;
+    let v = &value;
     // --strict: what the kind's schema lacks, read before the object is
     // handed to the review.
     let unknown = if options.strict {
-        unknown_fields::unknown_fields(group, version, &kind, v)
+        unknown_fields::unknown_fields(group, version, kind, v)
     } else {
         None
     };
     // --strict: configs whose driver has no schema go unchecked; say so.
     let unknown_drivers: Vec<(Path, String)> = if options.strict {
-        crate::rules::driver_config::unknown_drivers(group, &kind, v, &options.policies.drivers)
+        crate::rules::driver_config::unknown_drivers(group, kind, v, &options.policies.drivers)
             .into_iter()
             .map(|(field, driver)| (field, driver.to_owned()))
             .collect()
     } else {
         Vec::new()
     };
-    let reviewed = in_namespace(value, namespace.as_deref().unwrap_or(""));
+    let reviewed = in_namespace(value, namespace.unwrap_or(""));
     // The old version, matched where the new one is kept, is stored there.
-    let old = old.map(|old| in_namespace(old.clone(), namespace.as_deref().unwrap_or("")));
-    let request = admission_request(n, reviewed, old, namespace.as_deref());
+    let old = old.map(|old| in_namespace(old.clone(), namespace.unwrap_or("")));
+    let request = admission_request(n, reviewed, old, namespace);
     let decision = review(&request, ctx);
-    report.allowed = decision.allowed;
-    place.record(&decision, &mut report.findings);
+    let mut allowed = decision.allowed;
+    let mut findings = Vec::new();
+    place.record(&decision, &mut findings);
     if let Some(ObjectJson::Tree(reviewed)) = &request.object {
-        old_shapes::explain(reviewed, &mut report.findings);
+        old_shapes::explain(reviewed, &mut findings);
     }
     for field in unknown.into_iter().flatten() {
         let path = Path::parse(&field);
-        report.allowed = false;
-        report.findings.push(error_finding(
+        allowed = false;
+        findings.push(error_finding(
             "FieldValueUnknown",
             Some(field.clone()),
             format!("strict decoding error: unknown field \"{field}\""),
@@ -1042,7 +1121,7 @@ fn check_object(
         ));
     }
     for (field, driver) in unknown_drivers {
-        report.findings.push(Finding {
+        findings.push(Finding {
             severity: Severity::Warning,
             reason: "NotJudged".into(),
             message: format!("no schema for driver {driver}: its config is not checked"),
@@ -1052,7 +1131,7 @@ fn check_object(
             policy: None,
         });
     }
-    report
+    (allowed, findings)
 }
 
 /// `Kind.group`, or `Kind` for the core group.

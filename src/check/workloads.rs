@@ -1,8 +1,9 @@
 //! How `check` judges an object of a kind without a review of its own:
-//! through the rows of the workload table (`pod_templates`,
-//! `workload_kinds`, `--pod-template`, `.draguard.yaml`), or, for a kind
-//! nobody described, through the pod specs found by their shape
-//! (`embedded_specs`). Each pod spec is judged as a Deployment's template
+//! through the rows of the workload table (`--pod-template`,
+//! `.draguard.yaml`, the built-in rows), or, for a kind nobody described,
+//! through the pod specs found by their shape. Where the pod specs are is
+//! the core's `pod_specs` (`table`, `builtin`, `by_shape`); what `check`
+//! says of them, and of paths that found nothing, is here. Each pod spec is judged as a Deployment's template
 //! is, each toleration list as the Pod or Node field it becomes, and each
 //! embedded object (an AppWrapper's components) as if it were written on
 //! its own, at its path. Every finding names the field in the object the

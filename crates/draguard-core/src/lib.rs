@@ -6,7 +6,8 @@
 //!
 //! Imports run one way, from the bottom:
 //! `field`/`kubernetes` → `objects` → `verdict` → `rules`/`mutate`/`impact`
-//! → `policy` → `quota` → `view` → `kinds` → `review` → `admission`
+//! → `policy` → `quota` → `view` → `kinds` → `review` → `pod_specs`
+//! → `admission`
 //! (tests/import_graph.rs in the draguard package keeps it so).
 
 pub mod admission;
@@ -17,6 +18,7 @@ pub mod kinds;
 pub mod kubernetes;
 pub mod mutate;
 pub mod objects;
+pub mod pod_specs;
 pub mod policy;
 pub mod quota;
 pub mod review;

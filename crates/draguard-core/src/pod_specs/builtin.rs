@@ -7,7 +7,7 @@
 //! Kinds draguard judges natively (Pod, Deployment, Job, ...: the kind
 //! registry, `crate::review::registry::KINDS`) are not here.
 
-use super::pod_templates::{ListRole, Replicas, TemplateKind, TemplatePath, builtin_path as path};
+use super::table::{ListRole, Replicas, TemplateKind, TemplatePath, builtin_path as path};
 
 /// Pod specs of a row: each path with how many Pods it runs.
 type Templates = Vec<(TemplatePath, Replicas)>;

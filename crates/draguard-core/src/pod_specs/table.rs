@@ -2,7 +2,7 @@
 //! embedded objects), and how many Pods each spec runs at once (for
 //! quota): the path language of `--pod-template` and `.draguard.yaml`,
 //! and one table row per kind. The built-in rows are in
-//! `super::workload_kinds`. `check` judges what a row finds by the Pod
+//! `super::builtin`. `check` judges what a row finds by the Pod
 //! rules; the webhook judges the Pods their controllers create.
 //!
 //! A path is written as in `--pod-template`: field names joined by `.`,
@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-pub use super::workload_kinds::builtin;
+pub use super::builtin::builtin;
 use crate::field::Segment;
 pub use crate::kinds::embedded_tolerations::ListRole;
 
@@ -355,7 +355,7 @@ impl Replicas {
     }
 }
 
-/// A path of the built-in table: written in `super::workload_kinds` and
+/// A path of the built-in table: written in `super::builtin` and
 /// tested there, so a typo fails its test (an empty path finds nothing).
 pub(super) fn builtin_path(text: &str) -> TemplatePath {
     TemplatePath::parse(text).unwrap_or(TemplatePath(Vec::new()))
@@ -387,7 +387,7 @@ mod tests {
     }
 
     fn table(kind: &str) -> TemplateKind {
-        crate::check::workload_kinds::builtin()
+        super::super::builtin::builtin()
             .into_iter()
             .find(|k| k.kind == kind)
             .expect("in the table")
