@@ -210,64 +210,64 @@ const BUILTIN_CLUSTER: &[(&str, &str)] = &[
 
 /// Custom kinds whose CustomResourceDefinition says `scope: Cluster`,
 /// with the file that says it: used only when no definition of the kind
-/// is among the input. Each file was read at the commit named (the
-/// index's stored version; scope is immutable once a CRD is served, and
+/// is among the input. Each file was read at the release tag named (scope
+/// is immutable once a CRD is served, and
 /// none of these ever changed it).
 pub const WELL_KNOWN_CLUSTER: &[(&str, &str, &str)] = &[
     (
         "kueue.x-k8s.io",
         "ResourceFlavor",
-        "kubernetes-sigs/kueue@01ed66fd config/components/crd/bases/kueue.x-k8s.io_resourceflavors.yaml",
+        "kubernetes-sigs/kueue@v0.19.2 config/components/crd/bases/kueue.x-k8s.io_resourceflavors.yaml",
     ),
     (
         "kueue.x-k8s.io",
         "ClusterQueue",
-        "kubernetes-sigs/kueue@00b014c1 config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml",
+        "kubernetes-sigs/kueue@v0.19.2 config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml",
     ),
     (
         "kueue.x-k8s.io",
         "Cohort",
-        "kubernetes-sigs/kueue@014d9490 config/components/crd/bases/kueue.x-k8s.io_cohorts.yaml",
+        "kubernetes-sigs/kueue@v0.19.2 config/components/crd/bases/kueue.x-k8s.io_cohorts.yaml",
     ),
     (
         "kueue.x-k8s.io",
         "Topology",
-        "kubernetes-sigs/kueue@00caa311 config/components/crd/bases/kueue.x-k8s.io_topologies.yaml",
+        "kubernetes-sigs/kueue@v0.19.2 config/components/crd/bases/kueue.x-k8s.io_topologies.yaml",
     ),
     (
         "serving.kserve.io",
         "ClusterServingRuntime",
-        "kserve/kserve@12854430 config/crd/full/serving.kserve.io_clusterservingruntimes.yaml",
+        "kserve/kserve@v0.20.0 config/crd/full/serving.kserve.io_clusterservingruntimes.yaml",
     ),
     (
         "scheduling.volcano.sh",
         "Queue",
-        "volcano-sh/volcano@8855142c config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml",
+        "volcano-sh/volcano@v1.15.1 config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml",
     ),
     (
         "argoproj.io",
         "ClusterWorkflowTemplate",
-        "argoproj/argo-workflows@1e18eca8 manifests/base/crds/minimal/argoproj.io_clusterworkflowtemplates.yaml",
+        "argoproj/argo-workflows@v4.1.2 manifests/base/crds/minimal/argoproj.io_clusterworkflowtemplates.yaml",
     ),
     (
         "trainer.kubeflow.org",
         "ClusterTrainingRuntime",
-        "kubeflow/trainer@14708143 manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml",
+        "kubeflow/trainer@v2.3.0 manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml",
     ),
     (
         "nvidia.com",
         "ClusterPolicy",
-        "NVIDIA/gpu-operator@00c2a5bd config/crd/bases/nvidia.com_clusterpolicies.yaml",
+        "NVIDIA/gpu-operator@v26.7.0 config/crd/bases/nvidia.com_clusterpolicies.yaml",
     ),
     (
         "nvidia.com",
         "GPUCluster",
-        "NVIDIA/gpu-operator@0fd1f0d1 config/crd/bases/nvidia.com_gpuclusters.yaml",
+        "NVIDIA/gpu-operator@v26.7.0 config/crd/bases/nvidia.com_gpuclusters.yaml",
     ),
     (
         "nvidia.com",
         "NVIDIADriver",
-        "NVIDIA/gpu-operator@04744073 config/crd/bases/nvidia.com_nvidiadrivers.yaml",
+        "NVIDIA/gpu-operator@v26.7.0 config/crd/bases/nvidia.com_nvidiadrivers.yaml",
     ),
 ];
 

@@ -1,7 +1,7 @@
 //! The built-in table of custom workload kinds: where each keeps pod specs,
 //! toleration lists and embedded objects, and how many Pods each pod spec
 //! runs at once. Each row names the upstream Go types it mirrors (file and
-//! release or commit); a new kind is one more row here, with its source
+//! release tag); a new kind is one more row here, with its source
 //! and a test in `tests` below (docs/src/ci/check.md, "Adding a built-in kind").
 //!
 //! Kinds draguard judges natively (Pod, Deployment, Job, ...: the kind
@@ -36,7 +36,7 @@ fn per_element(paths: &[&str]) -> Replicas {
 }
 
 /// A RayClusterSpec at `prefix`: ray-project/kuberay
-/// ray-operator/apis/ray/v1/raycluster_types.go at feeaf72f (2026-08-19):
+/// ray-operator/apis/ray/v1/raycluster_types.go at v1.7.0:
 /// `headGroupSpec.template` (one head), `workerGroupSpecs[].template`,
 /// `replicas` × `numOfHosts` Pods per group.
 fn ray_cluster(prefix: &str) -> Templates {
@@ -49,7 +49,7 @@ fn ray_cluster(prefix: &str) -> Templates {
     ]
 }
 
-/// A RayJobSpec at `prefix` (rayjob_types.go, same commit): the cluster it
+/// A RayJobSpec at `prefix` (rayjob_types.go, same tag): the cluster it
 /// creates (`rayClusterSpec`, absent when `clusterSelector` names a running
 /// cluster) and the `ray job submit` Pod (`submitterPodTemplate`).
 fn ray_job(prefix: &str) -> Templates {
@@ -68,7 +68,7 @@ fn replica_specs(field: &str) -> Templates {
 }
 
 /// A JobSetSpec at `prefix`: kubernetes-sigs/jobset
-/// api/jobset/v1alpha2/jobset_types.go at 08dfbdfd (2026-08-18): each
+/// api/jobset/v1alpha2/jobset_types.go at v0.12.0: each
 /// replicated job runs `replicas` Jobs of `parallelism` Pods.
 fn jobset(prefix: &str) -> Templates {
     vec![(
@@ -142,7 +142,7 @@ pub fn builtin() -> Vec<TemplateKind> {
     vec![
         row("jobset.x-k8s.io", "JobSet", jobset("spec.")),
         // kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go
-        // at 060ab4da (2026-08-21).
+        // at v0.10.0.
         row(
             "leaderworkerset.x-k8s.io",
             "LeaderWorkerSet",
@@ -174,7 +174,7 @@ pub fn builtin() -> Vec<TemplateKind> {
         // kubeflow/trainer pkg/apis/trainer/v1alpha1/trainjob_types.go: a
         // TrainJob holds no pod spec, but patches the runtime's with
         // tolerations: `podSpecOverrides[]` (v2.0), `podTemplateOverrides[]
-        // .spec` (bd3256c2, v2.1), `runtimePatches[].trainingRuntimeSpec
+        // .spec` (v2.1.0), `runtimePatches[].trainingRuntimeSpec
         // .template.spec.replicatedJobs[].template.spec.template.spec` (v2.3.0).
         lists(
             "trainer.kubeflow.org",
@@ -195,21 +195,21 @@ pub fn builtin() -> Vec<TemplateKind> {
         // raycronjob_types.go: `spec.jobTemplate` is a RayJobSpec.
         row("ray.io", "RayCronJob", ray_job("spec.jobTemplate.")),
         // project-codeflare/appwrapper api/v1beta2/appwrapper_types.go at
-        // 019a3d39: each component's `template` is a whole object (a Job,
+        // v1.2.1: each component's `template` is a whole object (a Job,
         // a PyTorchJob, ...), judged as if written on its own.
         TemplateKind {
             objects: vec![path("spec.components[*].template")],
             ..row("workload.codeflare.dev", "AppWrapper", Vec::new())
         },
         // kubernetes-sigs/kueue apis/kueue/v1beta2/workload_types.go at
-        // ff69552e (2026-08-22; v1beta1 the same): `podSets[].template`,
+        // v0.19.2 (v1beta1 the same): `podSets[].template`,
         // `count` Pods each.
         row(
             "kueue.x-k8s.io",
             "Workload",
             vec![(path("spec.podSets[*].template.spec"), per_element(&["count"]))],
         ),
-        // resourceflavor_types.go (same commit, v1beta1 the same): the
+        // resourceflavor_types.go (same tag, v1beta1 the same): the
         // tolerations Kueue adds to the Pods it admits on the flavor, and
         // the taints of the flavor's Nodes.
         lists(
@@ -217,7 +217,7 @@ pub fn builtin() -> Vec<TemplateKind> {
             "ResourceFlavor",
             &[("spec.tolerations", pod), ("spec.nodeTaints", ListRole::NodeTaints)],
         ),
-        // NVIDIA/gpu-operator at a22dbf67 (2026-08-21):
+        // NVIDIA/gpu-operator at v26.7.0:
         // api/nvidia/v1/clusterpolicy_types.go and
         // api/nvidia/v1alpha1/gpucluster_types.go, `spec.daemonsets
         // .tolerations` (every operand DaemonSet);
