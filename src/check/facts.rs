@@ -133,7 +133,7 @@ fn stamps(v: &Value, group: &str, kind: &str, namespace: String, options: &Optio
 }
 
 fn strings(v: &Value, pointer: &str) -> BTreeMap<String, String> {
-    v.pointer(pointer)
+    super::pointer::at(v, pointer)
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()

@@ -17,6 +17,7 @@ mod old_shapes;
 pub mod origin;
 mod owners;
 pub mod placing;
+mod pointer;
 pub mod render;
 pub mod request;
 pub mod scope;
@@ -707,7 +708,7 @@ fn key_at(v: &Value, key: &str) -> Option<Vec<Segment>> {
 }
 
 fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer).and_then(Value::as_str)
+    pointer::text(v, pointer)
 }
 
 /// group/kind/namespace/name as written (the namespace empty when the

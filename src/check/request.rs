@@ -22,7 +22,7 @@ pub fn for_manifest(
     namespace: Option<String>,
     user_info: UserInfo,
 ) -> Request {
-    let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+    let text = |pointer: &str| super::pointer::text(&object, pointer).unwrap_or("");
     let api_version = text("/apiVersion");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let kind = text("/kind");

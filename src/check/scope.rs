@@ -81,7 +81,7 @@ impl Scopes {
     /// Kubernetes serves itself. The first definition of
     /// a kind wins: the input is read before `--old`.
     pub fn learn(&mut self, object: &Value) {
-        let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
+        let text = |pointer: &str| super::pointer::text(object, pointer);
         let (Some(group), Some(kind)) = (text("/spec/group"), text("/spec/names/kind")) else {
             return;
         };
