@@ -201,6 +201,24 @@ fn an_embedded_job_is_judged_as_a_job() {
     );
 }
 
+/// An embedded object of a kind draguard judges, in a version no apiserver
+/// serves (a Job as `batch/v1beta1`): refused at its apiVersion, inside the
+/// AppWrapper, with the served versions named, as a top-level one is.
+#[test]
+fn an_embedded_object_in_a_version_not_served_is_refused_at_its_api_version() {
+    let text = fixture("others.yaml").replacen("      apiVersion: batch/v1\n", "      apiVersion: batch/v1beta1\n", 1);
+    let report = run("others.yaml", &text);
+    let wrapper = &report.objects[0];
+    assert!(!wrapper.allowed);
+    let finding = &wrapper.findings[0];
+    assert_eq!(finding.field.as_deref(), Some("spec.components[0].template.apiVersion"));
+    assert_eq!(
+        finding.message,
+        "batch/v1beta1 is not a served version of Job.batch (served: batch/v1): the apiserver refuses it, so it is not checked"
+    );
+    assert_eq!(finding.position.line, 14, "the line of the Job's apiVersion");
+}
+
 /// A RayJob on an existing cluster (`clusterSelector`) has no pod spec of
 /// its own: it is judged (nothing to judge), not "a kind draguard does
 /// not judge".

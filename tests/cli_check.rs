@@ -560,7 +560,7 @@ fn no_silent_passes() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:1:1: error[kind-version-unknown]: ResourceClaim/ml/c: apiVersion: resource.k8s.io/v1alpha9 is not a version of ResourceClaim.resource.k8s.io that draguard knows (resource.k8s.io/v1, resource.k8s.io/v1beta2, resource.k8s.io/v1beta1), so it is not checked"
+            "-:1:1: error[kind-version-unknown]: ResourceClaim/ml/c: apiVersion: resource.k8s.io/v1alpha9 is not a served version of ResourceClaim.resource.k8s.io (served: resource.k8s.io/v1, resource.k8s.io/v1beta2, resource.k8s.io/v1beta1): the apiserver refuses it, so it is not checked"
         )
     );
 }

@@ -429,7 +429,7 @@ fn old_dra_shapes_name_the_move() {
     assert_eq!(
         stdout(&out),
         format!(
-            "-:1:1: error[kind-version-unknown]: ResourceClaimTemplate/default/t: apiVersion: resource.k8s.io/v1alpha3 is not a version of ResourceClaimTemplate.resource.k8s.io that draguard knows (resource.k8s.io/v1, resource.k8s.io/v1beta2, resource.k8s.io/v1beta1), so it is not checked\n1 object, 0 denied, 0 warnings, 1 in an unknown version (Kubernetes 1.37 rules){NO_POLICIES}\n"
+            "-:1:1: error[kind-version-unknown]: ResourceClaimTemplate/default/t: apiVersion: resource.k8s.io/v1alpha3 is not a served version of ResourceClaimTemplate.resource.k8s.io (served: resource.k8s.io/v1, resource.k8s.io/v1beta2, resource.k8s.io/v1beta1): the apiserver refuses it, so it is not checked\n1 object, 0 denied, 0 warnings, 1 in an unknown version (Kubernetes 1.37 rules){NO_POLICIES}\n"
         )
     );
     // kubernetes/examples: an `extensions/v1beta1` DaemonSet, which no
@@ -441,7 +441,7 @@ fn old_dra_shapes_name_the_move() {
     assert_eq!(
         stdout(&out).lines().next(),
         Some(
-            "-:1:1: error[kind-version-unknown]: DaemonSet/default/d: apiVersion: extensions/v1beta1 is not a version of DaemonSet.apps that draguard knows (apps/v1), so it is not checked"
+            "-:1:1: error[kind-version-unknown]: DaemonSet/default/d: apiVersion: extensions/v1beta1 is not a served version of DaemonSet.apps (served: apps/v1): the apiserver refuses it, so it is not checked"
         )
     );
 }

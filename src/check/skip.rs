@@ -96,6 +96,30 @@ pub fn moved_group(group: &str, kind: &str) -> Option<&'static crate::kinds::Kin
     }
 }
 
+/// The error for an object of a kind draguard judges, written in a
+/// version the apiserver does not serve: one it stopped serving
+/// (`extensions/v1beta1` workloads, `resource.k8s.io/v1alpha3`) or one
+/// that never was. kubectl's own answer is `no matches for kind`; this
+/// names the versions that are served.
+pub fn version_not_served(api_version: &str, row: &crate::kinds::KindRow) -> String {
+    let served: Vec<String> = row
+        .versions
+        .iter()
+        .map(|v| {
+            if row.group.is_empty() {
+                (*v).to_owned()
+            } else {
+                format!("{}/{v}", row.group)
+            }
+        })
+        .collect();
+    format!(
+        "{api_version} is not a served version of {} (served: {}): the apiserver refuses it, so it is not checked",
+        row.qualified(),
+        served.join(", ")
+    )
+}
+
 /// How an object of a kind the core does not judge is reported;
 /// `tolerations_at` is where it has a field named `tolerations`, if it
 /// has one (not in a pod spec, nor where the workload table knows what

@@ -219,12 +219,7 @@ impl Judge<'_, '_> {
                 findings.push(error_finding(
                     "UnknownVersion",
                     Some(show(&field).to_string()),
-                    format!(
-                        "{} is not a version of {} that draguard knows ({}), so it is not checked",
-                        text(object, "/apiVersion").unwrap_or(""),
-                        row.qualified(),
-                        row.versions.join(", ")
-                    ),
+                    super::skip::version_not_served(text(object, "/apiVersion").unwrap_or(""), row),
                     self.position(&field),
                 ));
                 return false;
