@@ -431,7 +431,7 @@ spec:
 ";
 
 /// A base used by two overlays: its mistake is one finding at the base's
-/// file and the Deployment's line there (not at each overlay's build
+/// file, at the toleration's field there (not at each overlay's build
 /// output), naming both overlays, in text, GitHub and SARIF output. The
 /// base is not built alone.
 #[test]
@@ -458,7 +458,7 @@ fn a_base_used_by_two_overlays_is_one_finding_at_the_base_file() {
     assert_eq!(
         lines(&out),
         [
-            r#"./base/deploy.yaml:6:1: error[pod-toleration-effect-unsupported]: Deployment/a/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomizations ./overlays/a, ./overlays/b)"#.to_owned(),
+            r#"./base/deploy.yaml:22:9: error[pod-toleration-effect-unsupported]: Deployment/a/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomizations ./overlays/a, ./overlays/b)"#.to_owned(),
             format!("3 objects, 1 denied, 0 warnings {SUMMARY_TAIL}"),
         ]
     );
@@ -466,7 +466,7 @@ fn a_base_used_by_two_overlays_is_one_finding_at_the_base_file() {
     assert_eq!(
         lines(&out),
         [
-            r#"::error file=base/deploy.yaml,line=6,col=1,title=draguard pod-toleration-effect-unsupported::Deployment/a/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomizations ./overlays/a, ./overlays/b)"#
+            r#"::error file=base/deploy.yaml,line=22,col=9,title=draguard pod-toleration-effect-unsupported::Deployment/a/web: spec.template.spec.tolerations[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute" (built by the kustomizations ./overlays/a, ./overlays/b)"#
         ]
     );
     let out = check(dir.path(), &path, &[".", "-o", "sarif"]);
@@ -479,7 +479,7 @@ fn a_base_used_by_two_overlays_is_one_finding_at_the_base_file() {
                 "logicalLocations": [{"fullyQualifiedName": "Deployment/a/web:spec.template.spec.tolerations[0].effect"}],
                 "physicalLocation": {
                     "artifactLocation": {"uri": "base/deploy.yaml", "uriBaseId": "%SRCROOT%"},
-                    "region": {"startColumn": 1, "startLine": 6},
+                    "region": {"startColumn": 9, "startLine": 22},
                 },
             }],
             "message": {"text": "Deployment/a/web: Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\" (built by the kustomizations ./overlays/a, ./overlays/b)"},
@@ -710,7 +710,7 @@ spec:
     let text_lines = lines(&out);
     assert!(
         text_lines.iter().any(|l| l
-            .starts_with("./base/pod.yaml:1:1: error[pod-toleration-effect-unsupported]: Pod/default/p: ")
+            .starts_with("./base/pod.yaml:11:5: error[pod-toleration-effect-unsupported]: Pod/default/p: ")
             && l.ends_with(
                 "(built by the kustomization ./base alone, as its overlay ./overlays/broken did not build)"
             )),

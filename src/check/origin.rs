@@ -319,15 +319,67 @@ impl SourceFiles {
     }
 }
 
+/// An object of a source file, parsed again with positions to place
+/// findings at its fields: only for an object with findings.
+pub struct SourceObject {
+    tree: serde_saphyr::Spanned<crate::yaml::Node>,
+    /// The line of the document's first line in the file.
+    first_line: u64,
+}
+
+impl SourceObject {
+    /// The object that starts at `line` of `file`, as [`objects_in`]
+    /// counts lines. `None` when the file or the object is gone, or does
+    /// not parse.
+    pub fn read(file: &str, line: u64) -> Option<Self> {
+        let text = read_source(Path::new(file))?;
+        let document = Document::split(0, &text)
+            .into_iter()
+            .find(|d| d.first_line + leading_lines(d.text) == line)?;
+        Some(SourceObject {
+            tree: document.tree()?,
+            first_line: document.first_line,
+        })
+    }
+
+    /// Where `field` (its segments from the object's root) is: the key or
+    /// item a reader looks for.
+    pub fn locate(&self, field: &[crate::field::Segment]) -> Option<crate::yaml::Position> {
+        let mut at = crate::yaml::locate(&self.tree, field);
+        if at.line == 0 {
+            return None;
+        }
+        at.line += self.first_line - 1;
+        Some(at)
+    }
+}
+
+/// A source file's text, at most [`MAX_SOURCE`] bytes of it.
+fn read_source(file: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_SOURCE).read_to_string(&mut text))
+        .ok()?;
+    Some(text)
+}
+
+/// The lines before a document's object: blank, comments, `---`.
+fn leading_lines(text: &str) -> u64 {
+    text.lines()
+        .take_while(|l| {
+            let t = l.trim();
+            t.is_empty() || t.starts_with('#') || t.starts_with("---")
+        })
+        .count() as u64
+}
+
 /// Each document's kind, name, and the line it starts at (its first line
 /// that is not blank, a comment or `---`).
 fn objects_in(file: &Path) -> Vec<(String, String, u64)> {
-    use std::io::Read as _;
-    let mut text = String::new();
-    let read = std::fs::File::open(file).and_then(|f| f.take(MAX_SOURCE).read_to_string(&mut text));
-    if read.is_err() {
+    let Some(text) = read_source(file) else {
         return Vec::new();
-    }
+    };
     let mut out = Vec::new();
     for document in Document::split(0, &text) {
         let Ok(value) =
@@ -336,15 +388,11 @@ fn objects_in(file: &Path) -> Vec<(String, String, u64)> {
             continue;
         };
         let field = |pointer: &str| value.pointer(pointer).and_then(|v| v.as_str()).unwrap_or("").to_owned();
-        let skipped = document
-            .text
-            .lines()
-            .take_while(|l| {
-                let t = l.trim();
-                t.is_empty() || t.starts_with('#') || t.starts_with("---")
-            })
-            .count() as u64;
-        out.push((field("/kind"), field("/metadata/name"), document.first_line + skipped));
+        out.push((
+            field("/kind"),
+            field("/metadata/name"),
+            document.first_line + leading_lines(document.text),
+        ));
     }
     out
 }

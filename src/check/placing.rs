@@ -1,5 +1,6 @@
 //! Verdicts on built kustomizations moved to where the mistake is: the
-//! source file and the object's line in it ([`super::origin`]), and one
+//! source file and the field's line in it (the object's, if a patch
+//! changed it: [`super::origin`]), and one
 //! finding for one source object however many overlays build it.
 //!
 //! A verdict on a built object with findings is held until every verdict
@@ -19,7 +20,7 @@
 
 use std::collections::HashMap;
 
-use super::origin::{Place, Placements};
+use super::origin::{Place, Placements, SourceObject};
 use super::{ObjectReport, Sink};
 
 /// The most verdicts held for merging (each a few KiB: about 10 MiB).
@@ -143,8 +144,23 @@ impl Sink for Placing<'_> {
         };
         verdict.source = self.name_index(&file);
         verdict.position = crate::yaml::Position { line, column: 1 };
+        // Each finding at its field in the source file, where the mistake
+        // is written; a patched object's field may have been written by
+        // the patch, or moved by it: at the object.
+        let source = (placed.patched_in.is_empty() && verdict.findings.iter().any(|f| f.field.is_some()))
+            .then(|| SourceObject::read(&file, line))
+            .flatten();
         for finding in &mut verdict.findings {
-            finding.position = verdict.position;
+            finding.position = source
+                .as_ref()
+                .zip(finding.field.as_deref())
+                .and_then(|(source, field)| {
+                    source.locate(&super::manifest_path(
+                        &verdict.id.kind,
+                        &crate::field::Path::parse(field),
+                    ))
+                })
+                .unwrap_or(verdict.position);
         }
         if verdict.findings.is_empty() {
             self.inner.take(verdict);
