@@ -344,4 +344,58 @@ mod tests {
         assert_eq!(json_text(&text), saphyr(&text));
         assert!(json_text(&text).is_some());
     }
+
+    /// Every document of every YAML file under `DRAGUARD_YAML_CORPUS`
+    /// (a folder of real manifests) that is read here reads to what
+    /// serde-saphyr writes: `DRAGUARD_YAML_CORPUS=/path cargo test -p
+    /// draguard-core --lib json_direct -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "needs a corpus of manifests"]
+    fn a_corpus_reads_as_serde_saphyr_reads_it() {
+        let Some(root) = std::env::var_os("DRAGUARD_YAML_CORPUS") else {
+            return;
+        };
+        let (mut direct, mut left, mut files) = (0, 0, 0);
+        let mut folders = vec![std::path::PathBuf::from(root)];
+        while let Some(folder) = folders.pop() {
+            let Ok(entries) = std::fs::read_dir(&folder) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    folders.push(path);
+                    continue;
+                }
+                let yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
+                let Ok(text) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                if !yaml || text.len() > 4 << 20 {
+                    continue;
+                }
+                files += 1;
+                let mut starts: Vec<usize> = vec![0];
+                let mut at = 0;
+                for line in text.split_inclusive('\n') {
+                    if at > 0 && line.starts_with("---") {
+                        starts.push(at);
+                    }
+                    at += line.len();
+                }
+                starts.push(text.len());
+                for pair in starts.windows(2) {
+                    let document = &text[pair[0]..pair[1]];
+                    match json_text(document) {
+                        Some(json) => {
+                            direct += 1;
+                            assert_eq!(Some(json), saphyr(document), "{}: {document}", path.display());
+                        }
+                        None => left += 1,
+                    }
+                }
+            }
+        }
+        println!("{files} files: {direct} documents read here, {left} left to serde-saphyr");
+    }
 }
