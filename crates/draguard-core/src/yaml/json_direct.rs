@@ -14,7 +14,6 @@
 //! parser (granit-parser, with the options serde-saphyr gives it) reads
 //! both ways, so the events are the same.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use granit_parser::{Event, Parser, ScalarStyle, StrInput};
@@ -203,7 +202,7 @@ enum Scalar {
 impl Scalar {
     /// `None` where the meaning takes serde-saphyr's number parsers (a
     /// float, a sign, a radix, a leading zero, an underscore).
-    fn of(value: &Cow<'_, str>, style: ScalarStyle) -> Option<Scalar> {
+    fn of(value: &str, style: ScalarStyle) -> Option<Scalar> {
         if style != ScalarStyle::Plain {
             return Some(Scalar::String);
         }
@@ -212,7 +211,7 @@ impl Scalar {
             return Some(Scalar::Null);
         };
         if first.is_ascii_alphabetic() || first == b'~' {
-            return Some(match &**value {
+            return Some(match value {
                 "~" | "null" | "Null" | "NULL" => Scalar::Null,
                 v if ["true", "yes", "y", "on"].iter().any(|w| v.eq_ignore_ascii_case(w)) => Scalar::Bool(true),
                 v if ["false", "no", "n", "off"].iter().any(|w| v.eq_ignore_ascii_case(w)) => Scalar::Bool(false),
