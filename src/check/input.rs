@@ -417,6 +417,11 @@ impl<'s> Document<'s> {
             }
             problem
         };
+        // Most documents are plain: read from the parser's events without
+        // serde-saphyr's deserializer, to the same text.
+        if let Some(json) = crate::yaml::json_direct::json_text(self.text) {
+            return Ok((Some(json), false));
+        }
         match serde_saphyr::from_multiple_with_options::<crate::yaml::json_text::JsonText<false>>(
             self.text,
             yaml_options(),

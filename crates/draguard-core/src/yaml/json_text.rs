@@ -49,7 +49,7 @@ impl<const UNIQUE_KEYS: bool> Writer<'_, UNIQUE_KEYS> {
 }
 
 /// `s` as a JSON string, escaped as serde_json escapes it.
-fn write_string(out: &mut String, s: &str) {
+pub(super) fn write_string(out: &mut String, s: &str) {
     out.push('"');
     let mut start = 0;
     for (i, b) in s.bytes().enumerate() {

@@ -4,6 +4,7 @@
 //! Shared by `check` (findings) and the policy loader (errors).
 
 pub mod duplicates;
+pub mod json_direct;
 pub mod json_text;
 pub mod locate;
 pub mod messages;
