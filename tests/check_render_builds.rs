@@ -283,3 +283,44 @@ fn a_chart_that_refuses_the_default_namespace_is_rendered_in_its_own() {
         ]
     );
 }
+
+/// A renderer runs with Go's collector at `GOGC=400` (a third less CPU
+/// for kubectl's kustomize, for more memory), unless the user set `GOGC`.
+#[test]
+fn renderers_run_with_gogc_400_unless_the_user_set_it() {
+    let (bin, log) = logged(&[("helm", &format!("echo \"GOGC=$GOGC\" >> '{}'\nexit 0", "LOG"))]);
+    let script = std::fs::read_to_string(bin.path().join("helm")).expect("script");
+    executable(
+        &bin.path().join("helm"),
+        &script.replace("LOG", &log.display().to_string()),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_all(
+        dir.path(),
+        &[("chart/Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n")],
+    );
+    Command::new(env!("CARGO_BIN_EXE_draguard"))
+        .args(["check", "chart"])
+        .current_dir(dir.path())
+        .env("PATH", bin.path())
+        .env_remove("GOGC")
+        .output()
+        .expect("draguard runs");
+    let mut with_users = Command::new(env!("CARGO_BIN_EXE_draguard"));
+    with_users
+        .args(["check", "chart"])
+        .current_dir(dir.path())
+        .env("PATH", bin.path())
+        .env("GOGC", "50")
+        .output()
+        .expect("draguard runs");
+    assert_eq!(
+        runs(&log),
+        [
+            "helm template chart --namespace default --include-crds",
+            "GOGC=400",
+            "helm template chart --namespace default --include-crds",
+            "GOGC=50"
+        ]
+    );
+}
