@@ -107,6 +107,16 @@ impl Alone {
         }
     }
 
+    /// A base that a failed build's message shows fails by itself (the
+    /// failure lies inside it, [`super::kustomize_failure::failed_inside`]):
+    /// refused without a build of its own, as building it alone would
+    /// reach the same failure.
+    pub fn fails_alone(&mut self, key: &Path) {
+        if !self.tried(key) {
+            self.refused.insert(key.to_path_buf());
+        }
+    }
+
     fn tried(&self, key: &Path) -> bool {
         self.built.contains(key) || self.refused.contains(key) || self.unbuilt.contains(key)
     }

@@ -35,6 +35,7 @@ mod unread;
 use unread::Unread;
 mod verdicts;
 pub use verdicts::Sink;
+mod kustomize_failure;
 mod workloads;
 // Where objects keep their pod specs is the core's concern
 // (`draguard_core::pod_specs`); these are its old names here.
