@@ -87,12 +87,16 @@ fn runs(log: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `tool` as found on PATH.
+fn real_tool(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).map(|d| d.join(tool)).find(|f| f.is_file())
+}
+
 /// The real helm and kubectl, each wrapped to log its runs; `None` when
 /// they are not on PATH (skip), a failure under CI.
 fn logged_real_renderers() -> Option<(tempfile::TempDir, PathBuf, std::ffi::OsString)> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let find = |tool: &str| std::env::split_paths(&path).map(|d| d.join(tool)).find(|f| f.is_file());
-    let (Some(helm), Some(kubectl)) = (find("helm"), find("kubectl")) else {
+    let (Some(helm), Some(kubectl)) = (real_tool("helm"), real_tool("kubectl")) else {
         assert!(
             std::env::var_os("CI").is_none(),
             "helm or kubectl not on PATH: CI puts them there (scripts/ensure-renderers.sh)"
@@ -209,8 +213,22 @@ fn bases_a_failure_lies_inside_are_not_built_alone() {
     // kubectl's own words for the overlay built alone (`kubectl kustomize
     // overlay`), not the wrapper's.
     let canonical = std::fs::canonicalize(dir.path()).expect("canonical");
+    // kubectl v1.33 and later print `error: MESSAGE`; older ones log it
+    // (klog's `"command failed" err="MESSAGE"`), which check unwraps to
+    // MESSAGE: the prefix as this kubectl prints it.
+    let kubectl = real_tool("kubectl").expect("kubectl");
+    let alone = std::process::Command::new(kubectl)
+        .arg("kustomize")
+        .arg(dir.path().join("overlay"))
+        .output()
+        .expect("kubectl kustomize");
+    let prefix = if String::from_utf8_lossy(&alone.stderr).starts_with("error: ") {
+        "error: "
+    } else {
+        ""
+    };
     let message = format!(
-        "error: accumulating resources: accumulation err='accumulating resources from '../a': '{a}' must resolve to a file': recursed accumulation of path '{a}': accumulating resources: accumulation err='accumulating resources from '../b': '{b}' must resolve to a file': recursed accumulation of path '{b}': accumulating resources: accumulation err='accumulating resources from 'missing.yaml': evalsymlink failure on '{m}' : lstat {m}: no such file or directory': must build at directory: not a valid directory: evalsymlink failure on '{m}' : lstat {m}: no such file or directory",
+        "{prefix}accumulating resources: accumulation err='accumulating resources from '../a': '{a}' must resolve to a file': recursed accumulation of path '{a}': accumulating resources: accumulation err='accumulating resources from '../b': '{b}' must resolve to a file': recursed accumulation of path '{b}': accumulating resources: accumulation err='accumulating resources from 'missing.yaml': evalsymlink failure on '{m}' : lstat {m}: no such file or directory': must build at directory: not a valid directory: evalsymlink failure on '{m}' : lstat {m}: no such file or directory",
         a = canonical.join("a").display(),
         b = canonical.join("b").display(),
         m = canonical.join("b/missing.yaml").display(),
@@ -225,7 +243,7 @@ fn bases_a_failure_lies_inside_are_not_built_alone() {
             ),
             "./overlay: note: kustomization not built, so what it builds on is checked without it (built alone: ./c; not built alone either: ./a, ./b; read as written: ./overlay/pod.yaml); its own patches, namespace and generators are not checked, and each finding from a base built alone says so".to_owned(),
             format!("./overlay/pod.yaml:11:5: error[pod-toleration-effect-unsupported]: Pod/default/o: {bogus}"),
-            format!("./c/pod.yaml:1:1: error[pod-toleration-effect-unsupported]: Pod/default/p: {bogus} (built by the kustomization ./c alone, as its overlay ./a did not build)"),
+            format!("./c/pod.yaml:11:5: error[pod-toleration-effect-unsupported]: Pod/default/p: {bogus} (built by the kustomization ./c alone, as its overlay ./a did not build)"),
             "2 objects, 2 denied, 0 warnings, 1 chart/overlay not rendered (Kubernetes 1.37 rules); no toleration policies (none named with --policies)".to_owned(),
         ],
         "{}",
