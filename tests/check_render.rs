@@ -7,7 +7,11 @@
 //! a missing one fails.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+mod support {
+    pub mod render;
+}
+use support::render::{check, lines, text, write_all};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/render");
 const SUMMARY_TAIL: &str = "(Kubernetes 1.37 rules); no toleration policies (none named with --policies)";
@@ -34,33 +38,6 @@ fn copy(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), to.join(&name)).expect("copy");
         }
     }
-}
-
-/// `draguard check ARGS` in `dir`, with `path` as PATH.
-fn check(dir: &Path, path: &std::ffi::OsStr, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_draguard"))
-        .arg("check")
-        .args(args)
-        .current_dir(dir)
-        .env("PATH", path)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("draguard runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn lines(out: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
 }
 
 /// A PATH of one folder holding `helm` as this shell script (and no
@@ -395,15 +372,6 @@ fn the_render_hint_names_helm_only_inside_a_chart() {
         lines(&out)[0],
         "operator/assets/deployment.yaml:4:10: error[file-unreadable]: invalid type: map, expected a scalar map key (an unrendered template?)"
     );
-}
-
-/// Writes `files` (path, text) under `dir`.
-fn write_all(dir: &Path, files: &[(&str, &str)]) {
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
 }
 
 const BAD_DEPLOYMENT: &str = "apiVersion: v1

@@ -6,52 +6,12 @@
 //! where a test says so (skipped without them, except under CI=true).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-/// `draguard check ARGS` in `dir`, with `path` as PATH.
-fn check(dir: &Path, path: &std::ffi::OsStr, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_draguard"))
-        .arg("check")
-        .args(args)
-        .current_dir(dir)
-        .env("PATH", path)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("draguard runs")
+mod support {
+    pub mod render;
 }
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn lines(out: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Writes `files` (path, text) under `dir`.
-fn write_all(dir: &Path, files: &[(&str, &str)]) {
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
-}
-
-fn executable(path: &Path, script: &str) {
-    std::fs::write(path, script).expect("write");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    }
-}
+use support::render::{check, executable, lines, text, write_all};
 
 /// A renderer's message as a note shows it: up to 600 characters, else
 /// its first 200 and its last 400.
