@@ -109,7 +109,8 @@ fn enabled(dependency: &Value, values: &Value) -> bool {
     tags.is_empty() || tags.contains(&true)
 }
 
-fn read_yaml(file: &Path) -> Option<Value> {
+/// A chart's `Chart.yaml` or `values.yaml`, at most [`MAX_READ`] of it.
+pub(super) fn read_yaml(file: &Path) -> Option<Value> {
     let mut text = String::new();
     std::fs::File::open(file)
         .and_then(|f| f.take(MAX_READ).read_to_string(&mut text))

@@ -656,20 +656,14 @@ fn names_namespace(message: &str, namespace: &str) -> bool {
             .any(|word| word == namespace)
 }
 
-/// The `name` in a chart's `Chart.yaml`.
+/// The `name` in a chart's `Chart.yaml`, when it is a DNS label (a
+/// namespace must be one).
 fn chart_name(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("Chart.yaml")).ok()?;
-    let value: serde_json::Value = serde_saphyr::from_str_with_options(&text, crate::yaml::yaml_options()).ok()?;
-    let name = value.get("name")?.as_str()?.trim();
-    // A namespace is a DNS label: a name that is not one is no namespace.
-    let label = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    label.then(|| name.to_owned())
+    let meta = super::chart_stubs::read_yaml(&dir.join("Chart.yaml"))?;
+    let name = meta.get("name")?.as_str()?.trim();
+    crate::rules::names::dns1123_label(name)
+        .is_empty()
+        .then(|| name.to_owned())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
