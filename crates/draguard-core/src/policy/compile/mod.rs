@@ -11,6 +11,7 @@
 
 pub mod cel;
 pub mod defaults;
+pub mod driver_configs;
 pub mod messages;
 pub mod objects;
 pub mod predicate;
@@ -82,6 +83,7 @@ pub fn compile(set: &PolicySet, options: &Options) -> Result<Compiled, CompileEr
         return Err(CompileError::TooOld(options.minor));
     }
     let mut out = Compiled::default();
+    let drivers = driver_configs::compile(&set.drivers);
     for loaded in &set.policies {
         let p = &loaded.policy;
         let mut entry = CompiledPolicy {
@@ -89,7 +91,7 @@ pub fn compile(set: &PolicySet, options: &Options) -> Result<Compiled, CompileEr
             file: loaded.file.clone(),
             compiled: Vec::new(),
             pod_defaults: !p.spec.pods.defaults.is_empty(),
-            remains: remains::remains(p, options.minor >= defaults::MIN_MINOR),
+            remains: remains::remains(p, options.minor >= defaults::MIN_MINOR, &drivers),
         };
         // "draguard-" + name + "-workloads" must be an object name.
         if !remains::is_subdomain(&p.metadata.name, objects::NAME_MAX) {
@@ -108,7 +110,7 @@ pub fn compile(set: &PolicySet, options: &Options) -> Result<Compiled, CompileEr
             continue;
         }
         for part in objects::Part::ALL {
-            if let Some([policy, binding]) = objects::policy_and_binding(p, part, &options.draguard_namespace) {
+            if let Some([policy, binding]) = objects::policy_and_binding(p, part, &options.draguard_namespace, &drivers) {
                 entry.compiled.push(objects::name(p, part));
                 out.objects.push(policy);
                 out.objects.push(binding);

@@ -115,6 +115,44 @@ fn claim_validation(p: &TolerationPolicy, j: &Judgement, resource: &str, spec: &
     })
 }
 
+/// Whether a policy's devices part judges drivers' configs: only one that
+/// denies, since the webhook denies a bad config whatever a policy's mode
+/// (a Warn or Audit binding would only warn).
+pub fn carries_configs(p: &TolerationPolicy) -> bool {
+    p.spec.mode == Mode::Enforce
+}
+
+/// The drivers' config checks of a claim's and a template's config list,
+/// on the writes the webhook judges them: a CREATE (a claim's and a
+/// template's spec are immutable, so an UPDATE's configs are the stored
+/// ones, which `judge_configs` does not judge again) not from a kubelet,
+/// in the policy's namespaces. Not the policy's exemptions: they exempt
+/// from tolerations, not from a driver's schema.
+fn config_validations(drivers: &super::driver_configs::Drivers, namespaces: Option<&str>) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (resource, spec) in [
+        ("resourceclaims", &["spec"][..]),
+        ("resourceclaimtemplates", &["spec", "spec"][..]),
+    ] {
+        let mut path = spec.to_vec();
+        path.extend(["devices", "config"]);
+        let list = list_at("object", &path);
+        let mut guard = vec![
+            format!("request.resource.resource == {}", super::cel::string(resource)),
+            "request.operation == 'CREATE'".to_owned(),
+        ];
+        guard.extend(
+            selection::webhook_conditions(false)
+                .into_iter()
+                .map(|(_, e)| e.to_owned()),
+        );
+        guard.extend(namespaces.map(str::to_owned));
+        let guard = super::cel::all(&guard);
+        out.extend(super::driver_configs::validation(drivers, &list, &path.join("."), &guard));
+    }
+    out
+}
+
 /// The binding's validationActions for a policy's mode.
 pub fn actions(mode: Mode) -> &'static str {
     match mode {
@@ -237,7 +275,12 @@ fn guards(p: &TolerationPolicy, part: Part, namespaces: Option<String>) -> Vec<S
 /// `object`, `oldObject` and `request`: on kube-apiserver v1.36.2 that
 /// pass alone cost about 0.4 ms a write (`scripts/apiserver-latency.sh`,
 /// issue 40), more than the hand-written policy it was measured against.
-pub fn policy_and_binding(p: &TolerationPolicy, part: Part, draguard_namespace: &str) -> Option<[Value; 2]> {
+pub fn policy_and_binding(
+    p: &TolerationPolicy,
+    part: Part,
+    draguard_namespace: &str,
+    drivers: &super::driver_configs::Drivers,
+) -> Option<[Value; 2]> {
     let target = part.target();
     let j = predicate::judgement(p, target)?;
     let name = name(p, part);
@@ -271,13 +314,19 @@ pub fn policy_and_binding(p: &TolerationPolicy, part: Part, draguard_namespace: 
     };
     // Never empty: every part judges only the writes its webhook entry is
     // sent (and `all` of none would be `true`, still sound).
-    let judged = super::cel::all(&guards(p, part, namespaces.guard));
+    let judged = super::cel::all(&guards(p, part, namespaces.guard.clone()));
     for v in &mut validations {
         if let Some(e) = v.get_mut("expression")
             && let Some(text) = e.as_str()
         {
             *e = Value::String(format!("!({judged}) || {text}"));
         }
+    }
+    if part == Part::Devices && carries_configs(p) {
+        // First: the apiserver refuses a claim's bad config (422) before
+        // its tolerations, as the webhook does.
+        let configs = config_validations(drivers, namespaces.guard.as_deref());
+        validations.splice(0..0, configs);
     }
     let metadata = json!({
         "name": name,

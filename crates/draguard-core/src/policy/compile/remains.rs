@@ -27,7 +27,11 @@ pub fn is_subdomain(name: &str, max: usize) -> bool {
 
 /// The parts of `p` that stay in the webhook; `pod_defaults` when the
 /// Pods' defaults are compiled (Kubernetes 1.36 and later).
-pub fn remains(p: &TolerationPolicy, pod_defaults: bool) -> Vec<Remains> {
+pub fn remains(
+    p: &TolerationPolicy,
+    pod_defaults: bool,
+    drivers: &super::driver_configs::Drivers,
+) -> Vec<Remains> {
     let s = &p.spec;
     let mut out = Vec::new();
     let mut add = |part: &'static str, why: &str| {
@@ -47,6 +51,17 @@ pub fn remains(p: &TolerationPolicy, pod_defaults: bool) -> Vec<Remains> {
             "devices.defaults",
             "a default per toleration list of every request and subrequest, up to each list's 16, with a warning for each left out: not compiled yet",
         );
+    }
+    let devices = !s.devices.allow.is_empty() || !s.devices.deny.is_empty();
+    if !devices || !super::objects::carries_configs(p) {
+        add(
+            "driver configs",
+            "drivers' opaque configs (spec.devices.config) are compiled into a policy's devices part only when it has a devices allow or deny list and mode Enforce: the webhook refuses a bad config whatever a policy's mode",
+        );
+    } else {
+        for (driver, why) in &drivers.left {
+            add("driver configs", &format!("driver {driver}: {why}"));
+        }
     }
     if s.quota.claims.is_some() || !s.quota.devices.is_empty() {
         add(

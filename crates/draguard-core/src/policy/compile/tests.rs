@@ -78,12 +78,14 @@ spec:
         "{long} (p.yaml):
   compiled: nothing (no pods or devices allow/deny list)
   stays in the webhook: everything: the name \"{long}\" cannot name a ValidatingAdmissionPolicy (a DNS subdomain of at most 234 characters)
+  stays in the webhook: driver configs: drivers' opaque configs (spec.devices.config) are compiled into a policy's devices part only when it has a devices allow or deny list and mode Enforce: the webhook refuses a bad config whatever a policy's mode
   stays in the webhook: large lists and workload warnings: "
     )), "{text}");
     assert!(text.contains(
         "q (p.yaml):
   compiled: draguard-q-devices
   stays in the webhook: devices.defaults: a default per toleration list of every request and subrequest, up to each list's 16, with a warning for each left out: not compiled yet
+  stays in the webhook: driver configs: driver gpu.nvidia.com: a quantity (format: quantity): resource.ParseQuantity's three errors cannot be told apart in CEL
   stays in the webhook: quota: counting a namespace's claims and devices needs the other claims, which a policy never sees
 "
     ), "{text}");
@@ -207,6 +209,9 @@ spec: {{pods: {{allowPlatformDefaults: false, allow: [{{key: k, operator: Exists
                 .as_array()
                 .into_iter()
                 .flatten()
+                // The tolerations' validations (the drivers' configs are
+                // judged by `driver_configs_are_judge_configs`).
+                .filter(|v| v["reason"] == "Forbidden")
                 .map(|v| program(v["expression"].as_str().expect("expression")))
                 .collect();
             for t in tolerations() {
@@ -323,11 +328,11 @@ spec:
         ("draguard-g-pods", &pod, "pods"),
         ("draguard-g-devices", &claim, "resourceclaims"),
     ] {
-        let p = program(
-            policy(name)["spec"]["validations"][0]["expression"]
-                .as_str()
-                .expect("expression"),
-        );
+        let tolerations = policy(name)["spec"]["validations"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["reason"] == "Forbidden"))
+            .expect("a tolerations validation");
+        let p = program(tolerations["expression"].as_str().expect("expression"));
         let admitted = |namespace: &str, user: &str, groups: &[&str]| {
             admits_request(&p, object, request(resource, namespace, user, groups))
         };

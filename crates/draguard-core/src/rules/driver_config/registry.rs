@@ -124,6 +124,19 @@ impl DriverSchemas {
         &self.verdicts
     }
 
+    /// Every driver's schemas, by driver name (`policy compile` turns them
+    /// into CEL).
+    pub fn drivers(&self) -> impl Iterator<Item = (&str, &DriverVersions)> {
+        self.drivers.iter().map(|(d, v)| (d.as_str(), v))
+    }
+
+    /// Whether a user declared one of `driver`'s gates off or turned one
+    /// of its opt-in rules on: judgements only the webhook makes.
+    pub fn has_declared_rules(&self, driver: &str) -> bool {
+        self.gates.get(driver).is_some_and(|g| g.values().any(|on| !on))
+            || self.opt_in.get(driver).is_some_and(|r| !r.is_empty())
+    }
+
     pub fn knows_driver(&self, driver: &str) -> bool {
         self.drivers.contains_key(driver)
     }

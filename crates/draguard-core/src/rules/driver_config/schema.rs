@@ -26,6 +26,11 @@ impl ConfigSchema {
         Ok(ConfigSchema { openapi, rules })
     }
 
+    /// The `openAPIV3Schema` it was compiled from.
+    pub fn openapi(&self) -> &Value {
+        &self.openapi
+    }
+
     /// What is wrong with `parameters`, at paths under `base` (the
     /// `parameters` field). The rules run only on data of the right shape,
     /// as the apiserver runs a CRD's: a rule over a mistyped field would

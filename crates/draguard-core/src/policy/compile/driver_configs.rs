@@ -1,0 +1,526 @@
+//! Drivers' opaque configs (`spec.devices.config[i].opaque`) judged in CEL,
+//! inside a namespace's compiled devices policy: what
+//! `rules::driver_config::judge_configs` judges, generated from the same
+//! schemas (built-in and DriverConfigSchema), so that a claim whose
+//! configs only compiled drivers judge needs no webhook call.
+//!
+//! A schema becomes an ordered list of checks, each a CEL condition that
+//! the parameters are wrong there and the webhook's text of that error
+//! (`PATH: Invalid value: "x": ...`, as `FieldError`'s `Display` renders
+//! it). The order is the webhook's: the structural walk (type, enum, each
+//! key in sorted order with the unknown ones among them, required fields,
+//! bounds), then the schema's CEL rules, node by node, only when the walk
+//! found nothing. A ValidatingAdmissionPolicy names one message per failed
+//! validation, so the compiled one names the first error of the first bad
+//! config; the webhook lists every error.
+//!
+//! What is not compiled (the driver stays with the webhook, and `--explain`
+//! says why): `format: quantity` (`resource.ParseQuantity` has three
+//! errors and a CEL `isQuantity` tells none of them apart), enums of other
+//! than strings, `additionalProperties` or `items` that carry CEL rules,
+//! schemas deeper than the webhook walks, and a driver whose feature gates
+//! or opt-in rules a user declared (`nvidia::gate_errors`,
+//! `passthrough_gate`, `admin_access`).
+
+use serde_json::{Map, Value};
+
+use super::cel::string as lit;
+use crate::field::{Path, Segment};
+use crate::rules::driver_config::DriverSchemas;
+use crate::rules::driver_config::registry::DriverVersions;
+
+/// How deep the webhook walks a schema (`structural::MAX_DEPTH`); a schema
+/// deeper is not compiled.
+const MAX_DEPTH: usize = 32;
+
+/// One check: when `bad` holds, `text` is the error (both CEL).
+#[derive(Debug, Clone)]
+struct Check {
+    bad: String,
+    text: String,
+}
+
+/// The compiled drivers and those left to the webhook (with why).
+#[derive(Debug, Clone, Default)]
+pub struct Drivers {
+    /// (driver, what a config of it gets wrong first: a CEL string over
+    /// `p` (the parameters) and `at` (their path); '' when nothing).
+    compiled: Vec<(String, Vec<Check>)>,
+    pub left: Vec<(String, String)>,
+}
+
+impl Drivers {
+    pub fn compiled_names(&self) -> Vec<&str> {
+        self.compiled.iter().map(|(d, _)| d.as_str()).collect()
+    }
+}
+
+/// Every driver of `schemas`, compiled or left with the reason.
+pub fn compile(schemas: &DriverSchemas) -> Drivers {
+    let mut out = Drivers::default();
+    for (driver, versions) in schemas.drivers() {
+        if schemas.has_declared_rules(driver) {
+            out.left.push((
+                driver.to_owned(),
+                "feature gates declared off or opt-in rules turned on (DriverConfigSchema) are judged by the webhook only"
+                    .to_owned(),
+            ));
+            continue;
+        }
+        match driver_checks(driver, versions) {
+            Ok(checks) => out.compiled.push((driver.to_owned(), checks)),
+            Err(why) => out.left.push((driver.to_owned(), why)),
+        }
+    }
+    out
+}
+
+/// The checks of one driver's parameters `p` at `at`:
+/// `judge_unmemoised` (apiVersion, kind, lookup, schema).
+fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<Vec<Check>, String> {
+    let text = |k: &str| format!("(('{k}' in p) && type(p['{k}']) == string ? p['{k}'] : '')");
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    let mut checks = vec![
+        Check {
+            bad: format!("{api_version} == ''"),
+            text: "at + '.apiVersion: Required value: Object \\'apiVersion\\' is missing'".to_owned(),
+        },
+        Check {
+            bad: format!("{kind} == ''"),
+            text: "at + '.kind: Required value: Object \\'Kind\\' is missing'".to_owned(),
+        },
+    ];
+    let mut by_version: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    for ((v, k), _) in versions {
+        by_version.entry(v.as_str()).or_default().push(k.as_str());
+    }
+    for ((v, k), schema) in versions {
+        let here = format!("{api_version} == {} && {kind} == {}", lit(v), lit(k));
+        let mut walk = Walk::default();
+        walk.node(schema.openapi(), "p", "at", true, 0)?;
+        walk.rules(schema.openapi(), "p", "at", 0)?;
+        for c in walk.structural.into_iter().chain(walk.rules) {
+            checks.push(Check {
+                bad: format!("{here} && ({})", c.bad),
+                text: c.text,
+            });
+        }
+    }
+    // A known apiVersion without this kind: runtime's notRegisteredErr.
+    for (v, kinds) in &by_version {
+        let accepts = kinds.join(", ");
+        checks.push(Check {
+            bad: format!("{api_version} == {} && !({kind} in {})", lit(v), super::cel::strings(kinds.iter().copied())),
+            text: format!(
+                "at + '.kind: Invalid value: ' + {} + ': no kind \"' + {kind} + '\" is registered for version \"' + {} + '\" (driver ' + {} + ' accepts ' + {} + ')'",
+                quote(&kind),
+                lit(v),
+                lit(driver),
+                lit(&accepts)
+            ),
+        });
+    }
+    Ok(checks)
+}
+
+/// The validation of a config list at `list` (a CEL list expression) whose
+/// path is `path` (`spec.devices.config`): none of the compiled drivers'
+/// configs is wrong; the message is the first error. `None` when no driver
+/// compiles.
+pub fn validation(drivers: &Drivers, list: &str, path: &str, guard: &str) -> Option<Value> {
+    if drivers.compiled.is_empty() {
+        return None;
+    }
+    let judged = "has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map";
+    let mut bad_terms = Vec::new();
+    let mut first = String::from("''");
+    for (driver, checks) in drivers.compiled.iter().rev() {
+        let bad = super::cel::any(&checks.iter().map(|c| c.bad.clone()).collect::<Vec<_>>());
+        bad_terms.push(format!("c.opaque.driver == {} && [c.opaque.parameters].exists(p, {bad})", lit(driver)));
+        let mut chain = String::from("''");
+        for c in checks.iter().rev() {
+            chain = format!("({}) ? ({}) : {chain}", c.bad, c.text);
+        }
+        first = format!(
+            "c.opaque.driver == {} ? [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {chain})[0])[0] : {first}",
+            lit(driver),
+            lit(&format!("{path}[")),
+        );
+    }
+    bad_terms.reverse();
+    let bad = format!("{judged} && ({})", super::cel::any(&bad_terms));
+    Some(serde_json::json!({
+        "expression": format!("!({guard}) || !{list}.exists(c, {bad})"),
+        "messageExpression": format!("{list}.transformList(i, c, {bad}, {first})[0]"),
+        "message": format!("{path}: a driver's opaque parameters are invalid"),
+        "reason": "Invalid",
+    }))
+}
+
+/// Go's `%q` of a CEL string `s` (backslash and quote escaped; control
+/// characters are not, where Go would escape them).
+fn quote(s: &str) -> String {
+    format!("('\"' + {s}.replace('\\\\', '\\\\\\\\').replace('\"', '\\\\\"') + '\"')")
+}
+
+/// `BadValue::from(&json)`'s text of a CEL value `v`: quoted strings,
+/// `null`, numbers and booleans as CEL prints them.
+fn render(v: &str) -> String {
+    format!("(type({v}) == string ? {} : type({v}) == null_type ? 'null' : string({v}))", quote(v))
+}
+
+/// A Path segment's text after `at` (a CEL string).
+fn child_path(at: &str, segment: &str) -> String {
+    format!("{at} + {}", lit(&format!(".{segment}")))
+}
+
+#[derive(Default)]
+struct Walk {
+    structural: Vec<Check>,
+    rules: Vec<Check>,
+}
+
+/// `cond` and `c.bad`, `c` unchanged otherwise.
+fn guarded(cond: &str, checks: Vec<Check>) -> Vec<Check> {
+    checks
+        .into_iter()
+        .map(|c| Check {
+            bad: format!("{cond} && ({})", c.bad),
+            text: c.text,
+        })
+        .collect()
+}
+
+/// The type condition of a schema node (true when the node has no type).
+fn type_ok(schema: &Map<String, Value>, v: &str) -> Result<(String, &'static str), String> {
+    if schema.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+        return Ok((format!("type({v}) == string || type({v}) == int || type({v}) == uint"), "integer or string"));
+    }
+    Ok(match schema.get("type").and_then(Value::as_str) {
+        None => ("true".to_owned(), ""),
+        Some("object") => (format!("type({v}) == map"), "object"),
+        Some("array") => (format!("type({v}) == list"), "array"),
+        Some("string") => (format!("type({v}) == string"), "string"),
+        Some("boolean") => (format!("type({v}) == bool"), "boolean"),
+        Some("number") => (format!("type({v}) in [int, uint, double]"), "number"),
+        Some("integer") => (
+            format!(
+                "type({v}) == int || type({v}) == uint || (type({v}) == double && {v} > -9.2e18 && {v} < 9.2e18 && double(int({v})) == {v})"
+            ),
+            "integer",
+        ),
+        Some(other) => return Err(format!("a schema type {other:?} the webhook does not know")),
+    })
+}
+
+/// `json_type`'s name of a CEL value.
+fn json_type(v: &str) -> String {
+    format!(
+        "(type({v}) == map ? 'object' : type({v}) == list ? 'array' : type({v}) == string ? 'string' : type({v}) == bool ? 'boolean' : type({v}) == double ? 'number' : 'integer')"
+    )
+}
+
+impl Walk {
+    /// `structural::walk` of value `v` (CEL) at path `at` (CEL string).
+    fn node(&mut self, schema: &Value, v: &str, at: &str, root: bool, depth: usize) -> Result<(), String> {
+        if depth > MAX_DEPTH {
+            return Err(format!("a schema nested more than {MAX_DEPTH} levels deep"));
+        }
+        let Some(schema) = schema.as_object() else {
+            return Ok(());
+        };
+        if schema.get("format").and_then(Value::as_str) == Some("quantity") {
+            return Err("a quantity (format: quantity): resource.ParseQuantity's three errors cannot be told apart in CEL".to_owned());
+        }
+        let mut checks = Vec::new();
+        let (ok, wanted) = type_ok(schema, v)?;
+        if ok != "true" {
+            checks.push(Check {
+                bad: format!("!({ok})"),
+                text: format!("{at} + ': Invalid value: \"' + {} + '\": must be of type {wanted}'", json_type(v)),
+            });
+        }
+        if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
+            let texts: Option<Vec<&str>> = allowed.iter().map(Value::as_str).collect();
+            let Some(texts) = texts else {
+                return Err("an enum of other than strings".to_owned());
+            };
+            let supported: Vec<String> = texts.iter().map(|t| crate::field::go_quote(t)).collect();
+            checks.push(Check {
+                bad: format!("!({v} in {})", super::cel::strings(texts.iter().copied())),
+                text: format!(
+                    "{at} + ': Unsupported value: ' + {} + {}",
+                    render(v),
+                    lit(&format!(": supported values: {}", supported.join(", ")))
+                ),
+            });
+        }
+        let kind = schema.get("type").and_then(Value::as_str);
+        match kind {
+            Some("object") => self.object(schema, v, at, root, depth, &mut checks)?,
+            Some("array") => {
+                if let Some(item) = schema.get("items") {
+                    let mut inner = Walk::default();
+                    let (x, i) = (format!("x{depth}"), format!("i{depth}"));
+                    let item_at = format!("{at} + '[' + string({i}) + ']'");
+                    inner.node(item, &x, &item_at, false, depth + 1)?;
+                    push_each(&mut checks, v, &x, &i, inner.structural);
+                }
+                bound(schema, &format!("size({v})"), "maxItems", "minItems", "items", at, None, &mut checks);
+            }
+            Some("number" | "integer") => {
+                let exclusive = |k: &str| schema.get(k).and_then(Value::as_bool) == Some(true);
+                for (key, ex, op, exop, words, exwords) in [
+                    ("minimum", "exclusiveMinimum", "<", "<=", "greater than or equal to", "greater than"),
+                    ("maximum", "exclusiveMaximum", ">", ">=", "less than or equal to", "less than"),
+                ] {
+                    if let Some(limit) = schema.get(key).and_then(Value::as_f64) {
+                        let (op, words) = if exclusive(ex) { (exop, exwords) } else { (op, words) };
+                        checks.push(Check {
+                            bad: format!("double({v}) {op} {limit:?}"),
+                            text: format!(
+                                "{at} + ': Invalid value: ' + {} + {}",
+                                render(v),
+                                lit(&format!(": should be {words} {}", number_text(limit)))
+                            ),
+                        });
+                    }
+                }
+            }
+            Some("string") => {
+                bound(schema, &format!("size({v})"), "maxLength", "minLength", "characters", at, Some(v), &mut checks);
+            }
+            _ => {}
+        }
+        // A null is as good as absent (`encoding/json`).
+        self.structural.extend(guarded(&format!("{v} != null"), checks));
+        Ok(())
+    }
+
+    fn object(
+        &mut self,
+        schema: &Map<String, Value>,
+        v: &str,
+        at: &str,
+        root: bool,
+        depth: usize,
+        checks: &mut Vec<Check>,
+    ) -> Result<(), String> {
+        let empty = Map::new();
+        let properties = schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
+        let mut known: Vec<&str> = properties.keys().map(String::as_str).collect();
+        if root {
+            known.extend(["apiVersion", "kind"]);
+        }
+        let known_list = super::cel::strings(known.iter().copied());
+        let (k, j) = (format!("k{depth}"), format!("j{depth}"));
+        // The keys not among the properties, and what the webhook says of
+        // the first wrong one (in key order, as the walk meets them).
+        let extra: Option<(String, String)> = match schema.get("additionalProperties") {
+            Some(Value::Bool(true)) => None,
+            Some(s @ Value::Object(_)) => {
+                if has_rules(s) {
+                    return Err("additionalProperties with CEL rules".to_owned());
+                }
+                let mut inner = Walk::default();
+                let item = format!("x{depth}");
+                let item_at = format!("{at} + '[' + {k} + ']'");
+                inner.node(s, &item, &item_at, false, depth + 1)?;
+                let bad_of = |key: &str| {
+                    let terms: Vec<String> = inner.structural.iter().map(|c| c.bad.clone()).collect();
+                    format!("[{v}[{key}]].exists({item}, {})", super::cel::any(&terms))
+                };
+                let mut chain = String::from("''");
+                for c in inner.structural.iter().rev() {
+                    chain = format!("({}) ? ({}) : {chain}", c.bad, c.text);
+                }
+                Some((
+                    bad_of(&k),
+                    format!(
+                        "{v}.filter({k}, !({k} in {known_list}) && {} && !{v}.exists({j}, !({j} in {known_list}) && {} && {j} < {k})).map({k}, [{v}[{k}]].map({item}, {chain})[0])[0]",
+                        bad_of(&k),
+                        bad_of(&j)
+                    ),
+                ))
+            }
+            _ if schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true) => None,
+            _ => Some((
+                "true".to_owned(),
+                format!(
+                    "{v}.filter({k}, !({k} in {known_list}) && !{v}.exists({j}, !({j} in {known_list}) && {j} < {k})).map({k}, {at} + '.' + {k} + ': Forbidden: strict decoding error: unknown field \"' + {k} + '\"')[0]"
+                ),
+            )),
+        };
+        let extra_before = |before: Option<&str>| -> Option<Check> {
+            let (bad, text) = extra.as_ref()?;
+            let limit = before.map(|b| format!(" && {k} < {}", lit(b))).unwrap_or_default();
+            Some(Check {
+                bad: format!("{v}.exists({k}, !({k} in {known_list}){limit} && {bad})"),
+                text: text.clone(),
+            })
+        };
+        for (name, s) in properties {
+            checks.extend(extra_before(Some(name)));
+            let mut inner = Walk::default();
+            let child = format!("{v}[{}]", lit(name));
+            inner.node(s, &child, &child_path(at, name), false, depth + 1)?;
+            checks.extend(guarded(&format!("{} in {v}", lit(name)), inner.structural));
+        }
+        checks.extend(extra_before(None));
+        for name in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(name) = name.as_str() {
+                checks.push(Check {
+                    bad: format!("!({} in {v}) || {v}[{}] == null", lit(name), lit(name)),
+                    text: format!("{} + ': Required value'", child_path(at, name)),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `cel::walk`: the node's rules, then its children's.
+    fn rules(&mut self, schema: &Value, v: &str, at: &str, depth: usize) -> Result<(), String> {
+        let Some(map) = schema.as_object() else {
+            return Ok(());
+        };
+        let mut checks = Vec::new();
+        for rule in map
+            .get("x-kubernetes-validations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let text_of = |k: &str| rule.get(k).and_then(Value::as_str);
+            let Some(expr) = text_of("rule") else {
+                continue;
+            };
+            // Transition rules never run in the webhook (a config is judged
+            // on its own).
+            if expr.contains("oldSelf") {
+                continue;
+            }
+            let message = match (text_of("messageExpression"), text_of("message")) {
+                (Some(m), _) => format!("[{v}].map(self, {m})[0]"),
+                (None, Some(m)) => lit(m),
+                (None, None) => lit(&format!("failed rule: {expr}")),
+            };
+            let relative = Path::parse(text_of("fieldPath").unwrap_or(""));
+            let mut field_at = at.to_owned();
+            let mut value = Some(v.to_owned());
+            let mut present = Vec::new();
+            for s in relative.segments() {
+                match s {
+                    Segment::Field(name) => {
+                        field_at = child_path(&field_at, name);
+                        if let Some(x) = &value {
+                            present.push(format!("{} in {x}", lit(name)));
+                            value = Some(format!("{x}[{}]", lit(name)));
+                        }
+                    }
+                    _ => {
+                        return Err("a rule's fieldPath with an index or key".to_owned());
+                    }
+                }
+            }
+            let body = match text_of("reason") {
+                Some("FieldValueForbidden") => format!("': Forbidden: ' + {message}"),
+                Some("FieldValueRequired") => format!("': Required value: ' + {message}"),
+                _ => {
+                    let shown = match value {
+                        Some(x) if !present.is_empty() => {
+                            format!("({} ? ': ' + {} : '')", present.join(" && "), render(&x))
+                        }
+                        Some(x) => format!("': ' + {}", render(&x)),
+                        None => "''".to_owned(),
+                    };
+                    format!("': Invalid value' + {shown} + ': ' + {message}")
+                }
+            };
+            checks.push(Check {
+                bad: format!("![{v}].all(self, {expr})"),
+                text: format!("{field_at} + {body}"),
+            });
+        }
+        let mut children = Vec::new();
+        if let Some(props) = map.get("properties").and_then(Value::as_object) {
+            for (name, s) in props {
+                let mut inner = Walk::default();
+                let child = format!("{v}[{}]", lit(name));
+                inner.rules(s, &child, &child_path(at, name), depth + 1)?;
+                children.extend(guarded(&format!("{} in {v}", lit(name)), inner.rules));
+            }
+        }
+        if map.get("additionalProperties").is_some_and(has_rules) {
+            return Err("additionalProperties with CEL rules".to_owned());
+        }
+        if let Some(items) = map.get("items").filter(|s| has_rules(s)) {
+            let mut inner = Walk::default();
+            let (x, i) = (format!("x{depth}"), format!("i{depth}"));
+            inner.rules(items, &x, &format!("{at} + '[' + string({i}) + ']'"), depth + 1)?;
+            push_each(&mut children, v, &x, &i, inner.rules);
+        }
+        checks.extend(children);
+        self.rules.extend(guarded(&format!("{v} != null"), checks));
+        Ok(())
+    }
+}
+
+/// One check for a list `v` whose items `x` (index `i`) have `inner`.
+fn push_each(checks: &mut Vec<Check>, v: &str, x: &str, i: &str, inner: Vec<Check>) {
+    if inner.is_empty() {
+        return;
+    }
+    let bad = super::cel::any(&inner.iter().map(|c| c.bad.clone()).collect::<Vec<_>>());
+    let mut chain = String::from("''");
+    for c in inner.iter().rev() {
+        chain = format!("({}) ? ({}) : {chain}", c.bad, c.text);
+    }
+    checks.push(Check {
+        bad: format!("{v}.exists({x}, {bad})"),
+        text: format!("{v}.transformList({i}, {x}, {bad}, {chain})[0]"),
+    });
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bound(
+    schema: &Map<String, Value>,
+    len: &str,
+    max_key: &str,
+    min_key: &str,
+    unit: &str,
+    at: &str,
+    shown: Option<&str>,
+    checks: &mut Vec<Check>,
+) {
+    let value = shown.map(|v| format!("': ' + {}", quote(v))).unwrap_or_else(|| "''".to_owned());
+    for (key, op, words) in [(max_key, ">", "at most"), (min_key, "<", "at least")] {
+        if let Some(n) = schema.get(key).and_then(Value::as_u64) {
+            checks.push(Check {
+                bad: format!("{len} {op} {n}"),
+                text: format!("{at} + ': Invalid value' + {value} + {}", lit(&format!(": should have {words} {n} {unit}"))),
+            });
+        }
+    }
+}
+
+fn number_text(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        x.to_string()
+    }
+}
+
+fn has_rules(schema: &Value) -> bool {
+    let Some(map) = schema.as_object() else {
+        return false;
+    };
+    map.contains_key("x-kubernetes-validations")
+        || ["items", "additionalProperties"]
+            .iter()
+            .any(|k| map.get(*k).is_some_and(has_rules))
+        || map
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.values().any(has_rules))
+}
