@@ -245,11 +245,105 @@ fn objects() -> Vec<(String, Value)> {
                "spec": {"spec": {"devices": {"requests": [{"name": "r", "firstAvailable": [
                    {"name": "s1", "deviceClassName": "gpu", "tolerations": device[2]}]}]}}}}),
     ));
+    out.extend(config_objects(&compiled_driver_configs()));
     out.push((
         "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates".to_owned(),
         json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "u"},
                "spec": {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}}}),
     ));
+    out
+}
+
+const EXAMPLE: &str = "gpu.resource.example.com/v1alpha1";
+const NVIDIA: &str = "resource.nvidia.com/v1beta1";
+const AMD: &str = "gpu.resource.amd.com/v1alpha1";
+
+/// Drivers' opaque configs the compiled devices policies judge (the
+/// drivers whose schemas compile: the example driver's, AMD's, NVIDIA's
+/// compute domains), valid and invalid, from tests/driver_configs.rs: each
+/// rule of each kind, an unknown field, a mistyped value, an unknown kind,
+/// a missing apiVersion, several errors in one config.
+fn compiled_driver_configs() -> Vec<(&'static str, Value)> {
+    let example = |sharing: Value| json!({"apiVersion": EXAMPLE, "kind": "GpuConfig", "sharing": sharing});
+    vec![
+        ("gpu.example.com", json!({"apiVersion": EXAMPLE, "kind": "GpuConfig"})),
+        ("gpu.example.com", example(json!({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}))),
+        ("gpu.example.com", example(json!({"strategy": "SpacePartitioning", "spacePartitioningConfig": {"partitionCount": 0}}))),
+        ("gpu.example.com", example(json!({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Extra"}}))),
+        ("gpu.example.com", example(json!({"strategy": "TimeSlicing", "timeSlicingConfig": {}}))),
+        ("gpu.example.com", example(json!({"strategy": "SpacePartitioning", "spacePartitioningConfig": {"partitionCount": -1}}))),
+        ("gpu.example.com", example(json!({"strategy": "MPS"}))),
+        ("gpu.example.com", example(json!({}))),
+        ("gpu.example.com", example(json!({"strategy": "TimeSlicing", "spacePartitioningConfig": {"partitionCount": 2}}))),
+        ("gpu.example.com", example(json!({"strategy": "SpacePartitioning", "timeSlicingConfig": {"interval": "Long"}}))),
+        ("gpu.example.com", example(json!({"strategy": 5, "zzz": 1, "aaa": {"b": "c"}}))),
+        ("gpu.example.com", example(json!({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Short", "x\"y": true}}))),
+        ("gpu.example.com", example(json!({"strategy": "SpacePartitioning", "spacePartitioningConfig": {"partitionCount": 1.5}}))),
+        ("gpu.example.com", example(json!({"strategy": "SpacePartitioning", "spacePartitioningConfig": {"partitionCount": 2.0}}))),
+        ("gpu.example.com", example(json!(null))),
+        ("gpu.example.com", example(json!("TimeSlicing"))),
+        ("gpu.example.com", json!({"apiVersion": EXAMPLE, "kind": "GPUConfig"})),
+        ("gpu.example.com", json!({"kind": "GpuConfig"})),
+        ("gpu.example.com", json!({"apiVersion": EXAMPLE, "kind": 7})),
+        ("gpu.example.com", json!({"apiVersion": "gpu.resource.example.com/v2", "kind": "Anything", "x": 1})),
+        ("gpu.amd.com", json!({"apiVersion": AMD, "kind": "GpuConfig"})),
+        ("gpu.amd.com", json!({"apiVersion": AMD, "kind": "GpuConfig", "partitions": 2})),
+        ("gpu.amd.com", json!({"apiVersion": AMD, "kind": "VfioDeviceConfig", "iommu": {"backendPolicy": "PreferIommuFD", "other": 1}})),
+        ("gpu.amd.com", json!({"apiVersion": AMD, "kind": "VfioDeviceConfig", "iommu": {"backendPolicy": "Auto"}})),
+        ("gpu.amd.com", json!({"apiVersion": AMD, "kind": "VfioDeviceConfig", "iommu": []})),
+        ("compute-domain.nvidia.com", json!({"apiVersion": NVIDIA, "kind": "ComputeDomainChannelConfig", "domainID": "d-1", "allocationMode": "All"})),
+        ("compute-domain.nvidia.com", json!({"apiVersion": NVIDIA, "kind": "ComputeDomainDaemonConfig", "domainID": "d-1"})),
+        ("compute-domain.nvidia.com", json!({"apiVersion": NVIDIA, "kind": "ComputeDomainChannelConfig", "domainID": ""})),
+        ("compute-domain.nvidia.com", json!({"apiVersion": NVIDIA, "kind": "ComputeDomainDaemonConfig"})),
+        ("compute-domain.nvidia.com", json!({"apiVersion": NVIDIA, "kind": "ComputeDomainDaemonConfig", "domainID": "d", "allocationMode": "All"})),
+        ("compute-domain.nvidia.com", json!({"apiVersion": NVIDIA, "kind": "GpuConfig"})),
+        // No schema: admitted by both.
+        ("fpga.example.org", json!({"apiVersion": "fpga.example.org/v1", "kind": "Bitstream", "x": 1})),
+    ]
+}
+
+/// Claims (v1, v1beta1, v1beta2, in turn) and v1 templates carrying
+/// `configs`, one each; and one claim with a valid config of each driver
+/// then two invalid ones (the first is named).
+fn config_objects(configs: &[(&'static str, Value)]) -> Vec<(String, Value)> {
+    let config = |driver: &str, parameters: &Value| {
+        json!({"requests": ["r"], "opaque": {"driver": driver, "parameters": parameters}})
+    };
+    let claim = |version: &str, name: String, list: Vec<Value>| {
+        let request = if version == "v1beta1" {
+            json!({"name": "r", "deviceClassName": "gpu"})
+        } else {
+            json!({"name": "r", "exactly": {"deviceClassName": "gpu"}})
+        };
+        (
+            format!("/apis/resource.k8s.io/{version}/namespaces/{{ns}}/resourceclaims"),
+            json!({"apiVersion": format!("resource.k8s.io/{version}"), "kind": "ResourceClaim", "metadata": {"name": name},
+                   "spec": {"devices": {"requests": [request], "config": list}}}),
+        )
+    };
+    let mut out = Vec::new();
+    for (i, (driver, parameters)) in configs.iter().enumerate() {
+        let version = ["v1", "v1beta1", "v1beta2"][i % 3];
+        out.push(claim(version, format!("cfg{i}"), vec![config(driver, parameters)]));
+        out.push((
+            "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates".to_owned(),
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": format!("cfgt{i}")},
+                   "spec": {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}],
+                                                  "config": [config(driver, parameters)]}}}}),
+        ));
+    }
+    let (valid, invalid): (Vec<_>, Vec<_>) = configs.iter().partition(|(d, p)| {
+        draguard::rules::driver_config::judge_parameters(
+            d,
+            &serde_json::from_value(p.clone()).expect("parameters"),
+            &draguard::field::Path::new("p"),
+            draguard::rules::driver_config::DriverSchemas::built_in(),
+        )
+        .is_empty()
+    });
+    let mut list: Vec<Value> = valid.iter().map(|(d, p)| config(d, p)).collect();
+    list.extend(invalid.iter().rev().take(2).map(|(d, p)| config(d, p)));
+    out.push(claim("v1", "cfgmany".to_owned(), list));
     out
 }
 
@@ -295,7 +389,9 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
     let yaml = compile(&dir, &[]);
     let explain = compile(&dir, &["--explain"]);
     assert!(
-        explain.contains("gpu-sharing (") && explain.contains("stays in the webhook: sharing"),
+        explain.contains("gpu-sharing (")
+            && explain.contains("stays in the webhook: sharing")
+            && explain.contains("stays in the webhook: driver configs: driver gpu.nvidia.com: a quantity"),
         "{explain}"
     );
     let policies = draguard::policy_files::load::load_dir(&dir).expect("the policies").set;
@@ -446,6 +542,34 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
             ));
         }
     }
+    // NVIDIA's GPU driver's configs stay with the webhook (its MPS
+    // limits are quantities, which --explain names): the compiled policies
+    // admit them, valid or not.
+    let nvidia = [
+        json!({"apiVersion": NVIDIA, "kind": "GpuConfig", "sharing": {"strategy": "MPS", "mpsConfig": {"defaultPinnedDeviceMemoryLimit": "10Gi"}}}),
+        json!({"apiVersion": NVIDIA, "kind": "GpuConfig", "sharing": {"strategy": "Spread"}}),
+        json!({"apiVersion": NVIDIA, "kind": "MigDeviceConfig", "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {}}}),
+    ];
+    let mut left = 0;
+    for parameters in &nvidia {
+        for (path, object) in config_objects(&[("gpu.nvidia.com", parameters.clone())]).iter().take(2) {
+            let (code, _, body) = send(
+                &format!("{}?dryRun=All", path.replace("{ns}", "gold")),
+                object,
+                Some(("tenant", &[GROUP])),
+            );
+            left += 1;
+            if code != 201 {
+                differing.push(format!("NVIDIA GPU config left to the webhook, refused: {body}"));
+            }
+        }
+    }
+    let judged_by_draguard = nvidia.iter().filter(|p| {
+        let object = &config_objects(&[("gpu.nvidia.com", (*p).clone())])[0].1;
+        !from_draguard(&ctx, "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", "gold", object, None, &users[0]).allowed
+    });
+    assert_eq!(judged_by_draguard.count(), 2, "the webhook refuses the two wrong NVIDIA configs");
+
     // The bound: a list the compiled policies judge (126 written, with the
     // two DefaultTolerationSeconds adds: 128), and one past it, which they
     // leave to the webhook.
@@ -557,7 +681,7 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
 
     println!(
         "compiled::same_verdicts: {} writes compared ({denied} denied, {warned} warned, {defaulted_pods} Pods given defaults by the apiserver), {agreeing} agree, {} differ, in {:.1} s",
-        writes.len() + updates.len(),
+        writes.len() + updates.len() + left,
         differing.len(),
         started.elapsed().as_secs_f64()
     );
@@ -717,6 +841,13 @@ fn from_draguard(
                 }
             }
         }
+        // A driver's config (or another field) the object gets wrong:
+        // whichever compiled policy refuses it, its message is the first
+        // field error as the webhook renders it.
+        Some(Denial::Invalid { errors, .. }) => {
+            let first = errors.first().map(ToString::to_string).unwrap_or_default();
+            answer.denials.insert((String::new(), first));
+        }
         Some(other) => {
             answer.denials.insert(("?".into(), format!("{other:?}")));
         }
@@ -744,7 +875,10 @@ fn agree(apiserver: &Answer, draguard: &Answer) -> bool {
         return false;
     }
     if !apiserver.allowed {
-        return apiserver.denials.len() == 1 && apiserver.denials.is_subset(&draguard.denials);
+        // An invalid object (HTTP 422): any policy, the webhook's words.
+        let invalid = |(_, m): &(String, String)| draguard.denials.iter().any(|(p, d)| p.is_empty() && d == m);
+        return apiserver.denials.len() == 1
+            && (apiserver.denials.is_subset(&draguard.denials) || apiserver.denials.iter().all(invalid));
     }
     apiserver.warnings == draguard.warnings
 }

@@ -45,7 +45,7 @@ struct Check {
 pub struct Drivers {
     /// (driver, what a config of it gets wrong first: a CEL string over
     /// `p` (the parameters) and `at` (their path); '' when nothing).
-    compiled: Vec<(String, Vec<Check>)>,
+    compiled: Vec<(String, String)>,
     pub left: Vec<(String, String)>,
 }
 
@@ -75,12 +75,21 @@ pub fn compile(schemas: &DriverSchemas) -> Drivers {
     out
 }
 
-/// The checks of one driver's parameters `p` at `at`:
-/// `judge_unmemoised` (apiVersion, kind, lookup, schema).
-fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<Vec<Check>, String> {
+/// `c1 ? t1 : c2 ? t2 : ... : tail`: the first check's error, else `tail`.
+fn chain(checks: &[Check], tail: &str) -> String {
+    let mut out = tail.to_owned();
+    for c in checks.iter().rev() {
+        out = format!("({}) ? ({}) : {out}", c.bad, c.text);
+    }
+    out
+}
+
+/// The first error of one driver's parameters `p` at `at` (CEL string, ''
+/// when none): `judge_unmemoised` (apiVersion, kind, lookup, schema).
+fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<String, String> {
     let text = |k: &str| format!("(('{k}' in p) && type(p['{k}']) == string ? p['{k}'] : '')");
     let (api_version, kind) = (text("apiVersion"), text("kind"));
-    let mut checks = vec![
+    let head = [
         Check {
             bad: format!("{api_version} == ''"),
             text: "at + '.apiVersion: Required value: Object \\'apiVersion\\' is missing'".to_owned(),
@@ -94,67 +103,63 @@ fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<Vec<Check>, 
     for ((v, k), _) in versions {
         by_version.entry(v.as_str()).or_default().push(k.as_str());
     }
-    for ((v, k), schema) in versions {
-        let here = format!("{api_version} == {} && {kind} == {}", lit(v), lit(k));
-        let mut walk = Walk::default();
-        walk.node(schema.openapi(), "p", "at", true, 0)?;
-        walk.rules(schema.openapi(), "p", "at", 0)?;
-        for c in walk.structural.into_iter().chain(walk.rules) {
-            checks.push(Check {
-                bad: format!("{here} && ({})", c.bad),
-                text: c.text,
-            });
-        }
-    }
     // A known apiVersion without this kind: runtime's notRegisteredErr.
+    let mut unknown_kind = Vec::new();
     for (v, kinds) in &by_version {
-        let accepts = kinds.join(", ");
-        checks.push(Check {
-            bad: format!("{api_version} == {} && !({kind} in {})", lit(v), super::cel::strings(kinds.iter().copied())),
+        unknown_kind.push(Check {
+            bad: format!("{api_version} == {}", lit(v)),
             text: format!(
                 "at + '.kind: Invalid value: ' + {} + ': no kind \"' + {kind} + '\" is registered for version \"' + {} + '\" (driver ' + {} + ' accepts ' + {} + ')'",
                 quote(&kind),
                 lit(v),
                 lit(driver),
-                lit(&accepts)
+                lit(&kinds.join(", "))
             ),
         });
     }
-    Ok(checks)
+    let mut lookup = chain(&unknown_kind, "''");
+    for ((v, k), schema) in versions.iter().rev() {
+        let mut walk = Walk::default();
+        walk.node(schema.openapi(), "p", "at", true, 0)?;
+        walk.rules(schema.openapi(), "p", "at", 0)?;
+        let checks: Vec<Check> = walk.structural.into_iter().chain(walk.rules).collect();
+        lookup = format!(
+            "({api_version} == {} && {kind} == {}) ? ({}) : {lookup}",
+            lit(v),
+            lit(k),
+            chain(&checks, "''")
+        );
+    }
+    Ok(chain(&head, &lookup))
 }
 
 /// The validation of a config list at `list` (a CEL list expression) whose
-/// path is `path` (`spec.devices.config`): none of the compiled drivers'
-/// configs is wrong; the message is the first error. `None` when no driver
-/// compiles.
-pub fn validation(drivers: &Drivers, list: &str, path: &str, guard: &str) -> Option<Value> {
+/// path is `path` (`spec.devices.config`), and the variable it reads (named
+/// `variable`): every compiled driver's config's first error, in config
+/// order. The message is the first. `None` when no driver compiles.
+pub fn validation(drivers: &Drivers, list: &str, path: &str, guard: &str, variable: &str) -> Option<[Value; 2]> {
     if drivers.compiled.is_empty() {
         return None;
     }
     let judged = "has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map";
-    let mut bad_terms = Vec::new();
     let mut first = String::from("''");
-    for (driver, checks) in drivers.compiled.iter().rev() {
-        let bad = super::cel::any(&checks.iter().map(|c| c.bad.clone()).collect::<Vec<_>>());
-        bad_terms.push(format!("c.opaque.driver == {} && [c.opaque.parameters].exists(p, {bad})", lit(driver)));
-        let mut chain = String::from("''");
-        for c in checks.iter().rev() {
-            chain = format!("({}) ? ({}) : {chain}", c.bad, c.text);
-        }
+    for (driver, expr) in drivers.compiled.iter().rev() {
         first = format!(
-            "c.opaque.driver == {} ? [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {chain})[0])[0] : {first}",
+            "c.opaque.driver == {} ? [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {expr})[0])[0] : {first}",
             lit(driver),
             lit(&format!("{path}[")),
         );
     }
-    bad_terms.reverse();
-    let bad = format!("{judged} && ({})", super::cel::any(&bad_terms));
-    Some(serde_json::json!({
-        "expression": format!("!({guard}) || !{list}.exists(c, {bad})"),
-        "messageExpression": format!("{list}.transformList(i, c, {bad}, {first})[0]"),
-        "message": format!("{path}: a driver's opaque parameters are invalid"),
-        "reason": "Invalid",
-    }))
+    let errors = format!("{list}.transformList(i, c, {judged}, {first}).filter(e, e != '')");
+    Some([
+        serde_json::json!({"name": variable, "expression": errors}),
+        serde_json::json!({
+            "expression": format!("!({guard}) || size(variables.{variable}) == 0"),
+            "messageExpression": format!("variables.{variable}[0]"),
+            "message": format!("{path}: a driver's opaque parameters are invalid"),
+            "reason": "Invalid",
+        }),
+    ])
 }
 
 /// Go's `%q` of a CEL string `s` (backslash and quote escaped; control

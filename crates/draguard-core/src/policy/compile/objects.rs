@@ -123,16 +123,21 @@ pub fn carries_configs(p: &TolerationPolicy) -> bool {
 }
 
 /// The drivers' config checks of a claim's and a template's config list,
-/// on the writes the webhook judges them: a CREATE (a claim's and a
-/// template's spec are immutable, so an UPDATE's configs are the stored
-/// ones, which `judge_configs` does not judge again) not from a kubelet,
+/// on the writes the webhook judges them: a CREATE not from a kubelet,
+/// (a claim's and a template's spec are immutable: kubernetes
+/// pkg/apis/resource/validation/validation.go `ValidateResourceClaimUpdate`
+/// and `ValidateResourceClaimTemplateUpdate`, `ValidateImmutableField` on
+/// the spec; kube-apiserver v1.36.2 refuses a changed config with
+/// `spec: Invalid value: ...: field is immutable` before any policy runs.
+/// So an UPDATE that reaches a policy carries the stored configs, which
+/// `judge_configs` does not judge again: no ratcheting to compile),
 /// in the policy's namespaces. Not the policy's exemptions: they exempt
 /// from tolerations, not from a driver's schema.
-fn config_validations(drivers: &super::driver_configs::Drivers, namespaces: Option<&str>) -> Vec<Value> {
-    let mut out = Vec::new();
-    for (resource, spec) in [
-        ("resourceclaims", &["spec"][..]),
-        ("resourceclaimtemplates", &["spec", "spec"][..]),
+fn config_validations(drivers: &super::driver_configs::Drivers, namespaces: Option<&str>) -> (Vec<Value>, Vec<Value>) {
+    let (mut out, mut variables) = (Vec::new(), Vec::new());
+    for (resource, spec, variable) in [
+        ("resourceclaims", &["spec"][..], "claimConfigErrors"),
+        ("resourceclaimtemplates", &["spec", "spec"][..], "templateConfigErrors"),
     ] {
         let mut path = spec.to_vec();
         path.extend(["devices", "config"]);
@@ -148,9 +153,12 @@ fn config_validations(drivers: &super::driver_configs::Drivers, namespaces: Opti
         );
         guard.extend(namespaces.map(str::to_owned));
         let guard = super::cel::all(&guard);
-        out.extend(super::driver_configs::validation(drivers, &list, &path.join("."), &guard));
+        if let Some([v, validation]) = super::driver_configs::validation(drivers, &list, &path.join("."), &guard, variable) {
+            variables.push(v);
+            out.push(validation);
+        }
     }
-    out
+    (out, variables)
 }
 
 /// The binding's validationActions for a policy's mode.
@@ -312,6 +320,7 @@ pub fn policy_and_binding(
             ],
         ),
     };
+    let mut config_variables = Vec::new();
     // Never empty: every part judges only the writes its webhook entry is
     // sent (and `all` of none would be `true`, still sound).
     let judged = super::cel::all(&guards(p, part, namespaces.guard.clone()));
@@ -325,8 +334,9 @@ pub fn policy_and_binding(
     if part == Part::Devices && carries_configs(p) {
         // First: the apiserver refuses a claim's bad config (422) before
         // its tolerations, as the webhook does.
-        let configs = config_validations(drivers, namespaces.guard.as_deref());
+        let (configs, variables) = config_validations(drivers, namespaces.guard.as_deref());
         validations.splice(0..0, configs);
+        config_variables = variables;
     }
     let metadata = json!({
         "name": name,
@@ -346,6 +356,10 @@ pub fn policy_and_binding(
             "validations": validations,
         },
     });
+    let mut policy = policy;
+    if !config_variables.is_empty() {
+        policy["spec"]["variables"] = Value::Array(config_variables);
+    }
     let binding = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicyBinding",
