@@ -171,7 +171,10 @@ fn quote(s: &str) -> String {
 /// `BadValue::from(&json)`'s text of a CEL value `v`: quoted strings,
 /// `null`, numbers and booleans as CEL prints them.
 fn render(v: &str) -> String {
-    format!("(type({v}) == string ? {} : type({v}) == null_type ? 'null' : string({v}))", quote(v))
+    format!(
+        "(type({v}) == string ? {} : type({v}) == null_type ? 'null' : string({v}))",
+        quote(v)
+    )
 }
 
 /// A Path segment's text after `at` (a CEL string).
@@ -199,7 +202,10 @@ fn guarded(cond: &str, checks: Vec<Check>) -> Vec<Check> {
 /// The type condition of a schema node (true when the node has no type).
 fn type_ok(schema: &Map<String, Value>, v: &str) -> Result<(String, &'static str), String> {
     if schema.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
-        return Ok((format!("type({v}) == string || type({v}) == int || type({v}) == uint"), "integer or string"));
+        return Ok((
+            format!("type({v}) == string || type({v}) == int || type({v}) == uint"),
+            "integer or string",
+        ));
     }
     Ok(match schema.get("type").and_then(Value::as_str) {
         None => ("true".to_owned(), ""),
@@ -235,14 +241,20 @@ impl Walk {
             return Ok(());
         };
         if schema.get("format").and_then(Value::as_str) == Some("quantity") {
-            return Err("a quantity (format: quantity): resource.ParseQuantity's three errors cannot be told apart in CEL".to_owned());
+            return Err(
+                "a quantity (format: quantity): resource.ParseQuantity's three errors cannot be told apart in CEL"
+                    .to_owned(),
+            );
         }
         let mut checks = Vec::new();
         let (ok, wanted) = type_ok(schema, v)?;
         if ok != "true" {
             checks.push(Check {
                 bad: format!("!({ok})"),
-                text: format!("{at} + ': Invalid value: \"' + {} + '\": must be of type {wanted}'", json_type(v)),
+                text: format!(
+                    "{at} + ': Invalid value: \"' + {} + '\": must be of type {wanted}'",
+                    json_type(v)
+                ),
             });
         }
         if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
@@ -271,13 +283,36 @@ impl Walk {
                     inner.node(item, &x, &item_at, false, depth + 1)?;
                     push_each(&mut checks, v, &x, &i, inner.structural);
                 }
-                bound(schema, &format!("size({v})"), "maxItems", "minItems", "items", at, None, &mut checks);
+                bound(
+                    schema,
+                    &format!("size({v})"),
+                    "maxItems",
+                    "minItems",
+                    "items",
+                    at,
+                    None,
+                    &mut checks,
+                );
             }
             Some("number" | "integer") => {
                 let exclusive = |k: &str| schema.get(k).and_then(Value::as_bool) == Some(true);
                 for (key, ex, op, exop, words, exwords) in [
-                    ("minimum", "exclusiveMinimum", "<", "<=", "greater than or equal to", "greater than"),
-                    ("maximum", "exclusiveMaximum", ">", ">=", "less than or equal to", "less than"),
+                    (
+                        "minimum",
+                        "exclusiveMinimum",
+                        "<",
+                        "<=",
+                        "greater than or equal to",
+                        "greater than",
+                    ),
+                    (
+                        "maximum",
+                        "exclusiveMaximum",
+                        ">",
+                        ">=",
+                        "less than or equal to",
+                        "less than",
+                    ),
                 ] {
                     if let Some(limit) = schema.get(key).and_then(Value::as_f64) {
                         let (op, words) = if exclusive(ex) { (exop, exwords) } else { (op, words) };
@@ -293,7 +328,16 @@ impl Walk {
                 }
             }
             Some("string") => {
-                bound(schema, &format!("size({v})"), "maxLength", "minLength", "characters", at, Some(v), &mut checks);
+                bound(
+                    schema,
+                    &format!("size({v})"),
+                    "maxLength",
+                    "minLength",
+                    "characters",
+                    at,
+                    Some(v),
+                    &mut checks,
+                );
             }
             _ => {}
         }
@@ -348,7 +392,13 @@ impl Walk {
                     ),
                 ))
             }
-            _ if schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true) => None,
+            _ if schema
+                .get("x-kubernetes-preserve-unknown-fields")
+                .and_then(Value::as_bool)
+                == Some(true) =>
+            {
+                None
+            }
             _ => Some((
                 "true".to_owned(),
                 format!(
@@ -497,12 +547,17 @@ fn bound(
     shown: Option<&str>,
     checks: &mut Vec<Check>,
 ) {
-    let value = shown.map(|v| format!("': ' + {}", quote(v))).unwrap_or_else(|| "''".to_owned());
+    let value = shown
+        .map(|v| format!("': ' + {}", quote(v)))
+        .unwrap_or_else(|| "''".to_owned());
     for (key, op, words) in [(max_key, ">", "at most"), (min_key, "<", "at least")] {
         if let Some(n) = schema.get(key).and_then(Value::as_u64) {
             checks.push(Check {
                 bad: format!("{len} {op} {n}"),
-                text: format!("{at} + ': Invalid value' + {value} + {}", lit(&format!(": should have {words} {n} {unit}"))),
+                text: format!(
+                    "{at} + ': Invalid value' + {value} + {}",
+                    lit(&format!(": should have {words} {n} {unit}"))
+                ),
             });
         }
     }

@@ -110,7 +110,8 @@ pub fn compile(set: &PolicySet, options: &Options) -> Result<Compiled, CompileEr
             continue;
         }
         for part in objects::Part::ALL {
-            if let Some([policy, binding]) = objects::policy_and_binding(p, part, &options.draguard_namespace, &drivers) {
+            if let Some([policy, binding]) = objects::policy_and_binding(p, part, &options.draguard_namespace, &drivers)
+            {
                 entry.compiled.push(objects::name(p, part));
                 out.objects.push(policy);
                 out.objects.push(binding);

@@ -153,7 +153,9 @@ fn config_validations(drivers: &super::driver_configs::Drivers, namespaces: Opti
         );
         guard.extend(namespaces.map(str::to_owned));
         let guard = super::cel::all(&guard);
-        if let Some([v, validation]) = super::driver_configs::validation(drivers, &list, &path.join("."), &guard, variable) {
+        if let Some([v, validation]) =
+            super::driver_configs::validation(drivers, &list, &path.join("."), &guard, variable)
+        {
             variables.push(v);
             out.push(validation);
         }

@@ -27,11 +27,7 @@ pub fn is_subdomain(name: &str, max: usize) -> bool {
 
 /// The parts of `p` that stay in the webhook; `pod_defaults` when the
 /// Pods' defaults are compiled (Kubernetes 1.36 and later).
-pub fn remains(
-    p: &TolerationPolicy,
-    pod_defaults: bool,
-    drivers: &super::driver_configs::Drivers,
-) -> Vec<Remains> {
+pub fn remains(p: &TolerationPolicy, pod_defaults: bool, drivers: &super::driver_configs::Drivers) -> Vec<Remains> {
     let s = &p.spec;
     let mut out = Vec::new();
     let mut add = |part: &'static str, why: &str| {
