@@ -100,7 +100,7 @@ fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<String, Stri
         },
     ];
     let mut by_version: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
-    for ((v, k), _) in versions {
+    for (v, k) in versions.keys() {
         by_version.entry(v.as_str()).or_default().push(k.as_str());
     }
     // A known apiVersion without this kind: runtime's notRegisteredErr.
