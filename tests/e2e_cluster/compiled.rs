@@ -254,6 +254,35 @@ fn objects() -> Vec<(String, Value)> {
     out
 }
 
+/// A user's DriverConfigSchema with every structural keyword the compiler
+/// takes (types, closed and open objects, required, enum, bounds, lengths,
+/// items) and a CEL rule: compiled as the built-in ones are.
+const FPGA_SCHEMA: &str = r#"apiVersion: policy.draguard.dev/v1alpha1
+kind: DriverConfigSchema
+metadata: {name: fpga}
+spec:
+  driver: fpga.example.com
+  versions:
+  - apiVersion: fpga.example.com/v1
+    kind: Bitstream
+    openAPIV3Schema:
+      type: object
+      required: [slots]
+      properties:
+        slots: {type: integer, minimum: 1, maximum: 8}
+        ratio: {type: number, exclusiveMinimum: true, minimum: 0}
+        mode: {type: string, enum: [fast, safe]}
+        name: {type: string, maxLength: 5, minLength: 2}
+        tags: {type: array, maxItems: 2, items: {type: string, maxLength: 3}}
+        labels: {type: object, additionalProperties: {type: string}}
+        extra: {type: object, x-kubernetes-preserve-unknown-fields: true}
+        flag: {type: boolean}
+      x-kubernetes-validations:
+      - rule: "!has(self.mode) || self.mode != 'fast' || self.slots <= 4"
+        fieldPath: .slots
+        messageExpression: "'fast mode takes at most 4 slots, not ' + string(self.slots)"
+"#;
+
 const EXAMPLE: &str = "gpu.resource.example.com/v1alpha1";
 const NVIDIA: &str = "resource.nvidia.com/v1beta1";
 const AMD: &str = "gpu.resource.amd.com/v1alpha1";
@@ -265,6 +294,13 @@ const AMD: &str = "gpu.resource.amd.com/v1alpha1";
 /// a missing apiVersion, several errors in one config.
 fn compiled_driver_configs() -> Vec<(&'static str, Value)> {
     let example = |sharing: Value| json!({"apiVersion": EXAMPLE, "kind": "GpuConfig", "sharing": sharing});
+    let fpga = |more: Value| {
+        let mut p = json!({"apiVersion": "fpga.example.com/v1", "kind": "Bitstream", "slots": 2});
+        if let (Some(p), Some(more)) = (p.as_object_mut(), more.as_object()) {
+            p.extend(more.clone());
+        }
+        p
+    };
     vec![
         ("gpu.example.com", json!({"apiVersion": EXAMPLE, "kind": "GpuConfig"})),
         (
@@ -363,6 +399,41 @@ fn compiled_driver_configs() -> Vec<(&'static str, Value)> {
             "compute-domain.nvidia.com",
             json!({"apiVersion": NVIDIA, "kind": "GpuConfig"}),
         ),
+        // The user's schema.
+        ("fpga.example.com", fpga(json!({}))),
+        (
+            "fpga.example.com",
+            json!({"apiVersion": "fpga.example.com/v1", "kind": "Bitstream"}),
+        ),
+        ("fpga.example.com", fpga(json!({"slots": 0}))),
+        ("fpga.example.com", fpga(json!({"slots": 9}))),
+        ("fpga.example.com", fpga(json!({"slots": 2.5}))),
+        ("fpga.example.com", fpga(json!({"slots": 3.0}))),
+        ("fpga.example.com", fpga(json!({"slots": "2"}))),
+        ("fpga.example.com", fpga(json!({"slots": null}))),
+        ("fpga.example.com", fpga(json!({"ratio": 0}))),
+        ("fpga.example.com", fpga(json!({"ratio": 0.5}))),
+        ("fpga.example.com", fpga(json!({"mode": "slow"}))),
+        ("fpga.example.com", fpga(json!({"mode": 1}))),
+        ("fpga.example.com", fpga(json!({"name": "x"}))),
+        ("fpga.example.com", fpga(json!({"name": "abcdef"}))),
+        ("fpga.example.com", fpga(json!({"name": "a\"b\\c"}))),
+        ("fpga.example.com", fpga(json!({"tags": ["a", "b", "c"]}))),
+        ("fpga.example.com", fpga(json!({"tags": ["ab", "abcd"]}))),
+        ("fpga.example.com", fpga(json!({"tags": ["ab", 5]}))),
+        ("fpga.example.com", fpga(json!({"labels": {"a": "x", "b": 1}}))),
+        (
+            "fpga.example.com",
+            fpga(json!({"extra": {"anything": [1, {"x": null}]}})),
+        ),
+        ("fpga.example.com", fpga(json!({"flag": "yes"}))),
+        ("fpga.example.com", fpga(json!({"zz": 1, "aa": 1, "mode": "x"}))),
+        ("fpga.example.com", fpga(json!({"slots": 6, "mode": "fast"}))),
+        ("fpga.example.com", fpga(json!({"slots": 3, "mode": "fast"}))),
+        (
+            "fpga.example.com",
+            json!({"apiVersion": "fpga.example.com/v1", "kind": "Other"}),
+        ),
         // No schema: admitted by both.
         (
             "fpga.example.org",
@@ -408,7 +479,8 @@ fn config_objects(configs: &[(&'static str, Value)]) -> Vec<(String, Value)> {
         )
         .is_empty()
     });
-    let mut list: Vec<Value> = valid.iter().map(|(d, p)| config(d, p)).collect();
+    // At most 32 configs (the apiserver's bound): 30 valid, 2 not.
+    let mut list: Vec<Value> = valid.iter().take(30).map(|(d, p)| config(d, p)).collect();
     list.extend(invalid.iter().rev().take(2).map(|(d, p)| config(d, p)));
     out.push(claim("v1", "cfgmany".to_owned(), list));
     out
@@ -445,6 +517,7 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
     let dir = cluster.scratch("compiled-policies");
     std::fs::create_dir_all(&dir).expect("a folder for the policies");
     std::fs::write(dir.join("e2e.yaml"), EXTRA).expect("the extra policies");
+    std::fs::write(dir.join("fpga.yaml"), FPGA_SCHEMA).expect("a user's driver schema");
     let shipped = Path::new(ROOT).join("policies");
     for entry in std::fs::read_dir(&shipped).expect("policies/") {
         let path = entry.expect("an entry of policies/").path();

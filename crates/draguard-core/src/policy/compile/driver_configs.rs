@@ -50,6 +50,11 @@ pub struct Drivers {
 }
 
 impl Drivers {
+    /// One compiled driver's first-error expression, over `p` and `at`.
+    pub fn first_error(&self, driver: &str) -> Option<&str> {
+        self.compiled.iter().find(|(d, _)| d == driver).map(|(_, e)| e.as_str())
+    }
+
     pub fn compiled_names(&self) -> Vec<&str> {
         self.compiled.iter().map(|(d, _)| d.as_str()).collect()
     }
@@ -213,7 +218,12 @@ fn type_ok(schema: &Map<String, Value>, v: &str) -> Result<(String, &'static str
         Some("array") => (format!("type({v}) == list"), "array"),
         Some("string") => (format!("type({v}) == string"), "string"),
         Some("boolean") => (format!("type({v}) == bool"), "boolean"),
-        Some("number") => (format!("type({v}) in [int, uint, double]"), "number"),
+        // (Not `type(v) in [int, uint, double]`: a list literal's elements
+        // must share one type, and `type(int)` is not `type(uint)`.)
+        Some("number") => (
+            format!("type({v}) == int || type({v}) == uint || type({v}) == double"),
+            "number",
+        ),
         Some("integer") => (
             format!(
                 "type({v}) == int || type({v}) == uint || (type({v}) == double && {v} > -9.2e18 && {v} < 9.2e18 && double(int({v})) == {v})"

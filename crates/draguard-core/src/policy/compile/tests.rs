@@ -357,3 +357,152 @@ spec:
         json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["ml-sandbox"]})
     );
 }
+
+/// A user's DriverConfigSchema using every structural keyword and a rule.
+fn user_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["slots"],
+        "properties": {
+            "slots": {"type": "integer", "minimum": 1, "maximum": 8},
+            "ratio": {"type": "number", "exclusiveMinimum": true, "minimum": 0},
+            "mode": {"type": "string", "enum": ["fast", "safe"]},
+            "name": {"type": "string", "maxLength": 5, "minLength": 2},
+            "tags": {"type": "array", "maxItems": 2, "items": {"type": "string"}},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "flag": {"type": "boolean"}
+        },
+        "x-kubernetes-validations": [{
+            "rule": "!has(self.mode) || self.mode != 'fast' || self.slots <= 4",
+            "fieldPath": ".slots",
+            "messageExpression": "'fast mode takes at most 4 slots, not ' + string(self.slots)"
+        }]
+    })
+}
+
+fn drivers_with_user_schema() -> crate::rules::driver_config::DriverSchemas {
+    let mut drivers = crate::rules::driver_config::DriverSchemas::default();
+    let schema = crate::rules::driver_config::ConfigSchema::compile(user_schema()).expect("the schema compiles");
+    drivers.insert(
+        "fpga.example.com",
+        "fpga.example.com/v1",
+        "Bitstream",
+        std::sync::Arc::new(schema),
+    );
+    drivers
+}
+
+#[test]
+fn drivers_compile_unless_they_use_what_cel_cannot_say() {
+    let drivers = driver_configs::compile(&drivers_with_user_schema());
+    assert_eq!(
+        drivers.compiled_names(),
+        [
+            "compute-domain.nvidia.com",
+            "fpga.example.com",
+            "gpu.amd.com",
+            "gpu.example.com"
+        ]
+    );
+    assert_eq!(
+        drivers.left,
+        [(
+            "gpu.nvidia.com".to_owned(),
+            "a quantity (format: quantity): resource.ParseQuantity's three errors cannot be told apart in CEL"
+                .to_owned()
+        )]
+    );
+    // A gate declared off: only the webhook knows it.
+    let mut gated = crate::rules::driver_config::DriverSchemas::default();
+    gated.set_gate("compute-domain.nvidia.com", "Anything", false);
+    assert!(
+        driver_configs::compile(&gated)
+            .left
+            .iter()
+            .any(|(d, why)| d == "compute-domain.nvidia.com" && why.starts_with("feature gates declared off"))
+    );
+}
+
+/// The devices policy carries the configs' errors as a variable per list,
+/// read by a validation that refuses as the webhook does (422, Invalid),
+/// on CREATE only, before the tolerations; a Warn policy carries none.
+/// Their verdicts and words are proven on the real apiserver
+/// (tests/e2e_cluster/compiled.rs: kube-cel has neither `type()` nor
+/// `transformList`).
+#[test]
+fn driver_configs_ride_in_the_enforce_devices_policy() {
+    let yaml = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: d}\nspec: {devices: {deny: [{key: bad, operator: Exists}]}}\n---\napiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: w}\nspec: {mode: Warn, devices: {deny: [{key: bad, operator: Exists}]}}\n";
+    let set = PolicySet {
+        policies: parse("p.yaml", yaml).expect("valid policies"),
+        drivers: drivers_with_user_schema(),
+    };
+    let out = compile(&set, &Options::default()).expect("compiles");
+    let policy = |name: &str| {
+        out.objects
+            .iter()
+            .find(|o| o["kind"] == "ValidatingAdmissionPolicy" && o["metadata"]["name"] == name)
+            .expect("the devices policy")
+    };
+    let d = policy("draguard-d-devices");
+    let names: Vec<&Value> = d["spec"]["variables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| &v["name"])
+        .collect();
+    assert_eq!(names, ["claimConfigErrors", "templateConfigErrors"]);
+    let claims = &d["spec"]["validations"][0];
+    assert_eq!(claims["reason"], "Invalid");
+    assert_eq!(claims["messageExpression"], "variables.claimConfigErrors[0]");
+    assert_eq!(
+        claims["expression"],
+        "!((request.resource.resource == 'resourceclaims') && (request.operation == 'CREATE') && (!request.userInfo.username.startsWith('system:node:')) && (request.operation == 'CREATE' || !(request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager'))) || size(variables.claimConfigErrors) == 0"
+    );
+    let list = d["spec"]["variables"][1]["expression"].as_str().expect("expression");
+    assert!(
+        list.starts_with("(has(object.spec) && has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.config) ? object.spec.spec.devices.config : []).transformList(i, c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map, c.opaque.driver == 'compute-domain.nvidia.com' ? "),
+        "{list}"
+    );
+    assert!(
+        list.contains("'spec.spec.devices.config[' + string(i) + '].opaque.parameters'"),
+        "{list}"
+    );
+    assert_eq!(d["spec"]["validations"][2]["reason"], "Forbidden");
+    let w = policy("draguard-w-devices");
+    assert!(w["spec"].get("variables").is_none());
+    assert!(
+        w["spec"]["validations"]
+            .as_array()
+            .is_some_and(|v| v.iter().all(|v| v["reason"] == "Forbidden"))
+    );
+}
+
+/// One schema node's checks, exactly: the type, then the bound, in the
+/// webhook's words (`structural.rs`).
+#[test]
+fn a_bounded_integer_compiles_to_the_webhooks_words() {
+    let mut drivers = crate::rules::driver_config::DriverSchemas::default();
+    let schema = crate::rules::driver_config::ConfigSchema::compile(
+        json!({"type": "object", "properties": {"n": {"type": "integer", "maximum": 8}}}),
+    )
+    .expect("compiles");
+    drivers.insert("n.example.com", "n.example.com/v1", "N", std::sync::Arc::new(schema));
+    let compiled = driver_configs::compile(&drivers);
+    let first = compiled.first_error("n.example.com").expect("compiled");
+    let n = "p['n']";
+    for part in [
+        format!(
+            "type({n}) == int || type({n}) == uint || (type({n}) == double && {n} > -9.2e18 && {n} < 9.2e18 && double(int({n})) == {n})"
+        ),
+        format!(
+            "at + '.n' + ': Invalid value: \"' + (type({n}) == map ? 'object' : type({n}) == list ? 'array' : type({n}) == string ? 'string' : type({n}) == bool ? 'boolean' : type({n}) == double ? 'number' : 'integer') + '\": must be of type integer'"
+        ),
+        format!("double({n}) > 8.0"),
+        format!("': should be less than or equal to 8'"),
+        "at + '.kind: Invalid value: ' + ".to_owned(),
+        "'.apiVersion: Required value: Object \\'apiVersion\\' is missing'".to_owned(),
+    ] {
+        assert!(first.contains(&part), "{part}\nnot in\n{first}");
+    }
+}
