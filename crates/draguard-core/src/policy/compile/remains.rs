@@ -48,17 +48,6 @@ pub fn remains(p: &TolerationPolicy, pod_defaults: bool, drivers: &super::driver
             "a default per toleration list of every request and subrequest, up to each list's 16, with a warning for each left out: not compiled yet",
         );
     }
-    let devices = !s.devices.allow.is_empty() || !s.devices.deny.is_empty();
-    if !devices || !super::objects::carries_configs(p) {
-        add(
-            "driver configs",
-            "drivers' opaque configs (spec.devices.config) are compiled into a policy's devices part only when it has a devices allow or deny list and mode Enforce: the webhook refuses a bad config whatever a policy's mode",
-        );
-    } else {
-        for (driver, why) in &drivers.left {
-            add("driver configs", &format!("driver {driver}: {why}"));
-        }
-    }
     if s.quota.claims.is_some() || !s.quota.devices.is_empty() {
         add(
             "quota",
@@ -91,6 +80,17 @@ pub fn remains(p: &TolerationPolicy, pod_defaults: bool, drivers: &super::driver
             "large lists and workload warnings",
             "Pods and pod templates with more than 128 tolerations, which the apiserver's CEL would take quadratic time over (policy::compile::objects::POD_TOLERATIONS_MAX); and the workloads entry's warnings on an UPDATE that leaves the pod template as it was (\"Warnings before breakage\")",
         );
+    }
+    let devices = !s.devices.allow.is_empty() || !s.devices.deny.is_empty();
+    if !devices || !super::objects::carries_configs(p) {
+        add(
+            "driver configs",
+            "drivers' opaque configs (spec.devices.config) are compiled into a policy's devices part only when it has a devices allow or deny list and mode Enforce: the webhook refuses a bad config whatever a policy's mode",
+        );
+    } else {
+        for (driver, why) in &drivers.left {
+            add("driver configs", &format!("driver {driver}: {why}"));
+        }
     }
     out
 }

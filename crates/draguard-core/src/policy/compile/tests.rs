@@ -78,15 +78,14 @@ spec:
         "{long} (p.yaml):
   compiled: nothing (no pods or devices allow/deny list)
   stays in the webhook: everything: the name \"{long}\" cannot name a ValidatingAdmissionPolicy (a DNS subdomain of at most 234 characters)
-  stays in the webhook: driver configs: drivers' opaque configs (spec.devices.config) are compiled into a policy's devices part only when it has a devices allow or deny list and mode Enforce: the webhook refuses a bad config whatever a policy's mode
   stays in the webhook: large lists and workload warnings: "
     )), "{text}");
     assert!(text.contains(
         "q (p.yaml):
   compiled: draguard-q-devices
   stays in the webhook: devices.defaults: a default per toleration list of every request and subrequest, up to each list's 16, with a warning for each left out: not compiled yet
-  stays in the webhook: driver configs: driver gpu.nvidia.com: a quantity (format: quantity): resource.ParseQuantity's three errors cannot be told apart in CEL
   stays in the webhook: quota: counting a namespace's claims and devices needs the other claims, which a policy never sees
+  stays in the webhook: driver configs: driver gpu.nvidia.com: a quantity (format: quantity): resource.ParseQuantity's three errors cannot be told apart in CEL
 "
     ), "{text}");
     assert_eq!(out.objects.len(), 2);
