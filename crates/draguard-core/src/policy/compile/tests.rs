@@ -498,7 +498,7 @@ fn a_bounded_integer_compiles_to_the_webhooks_words() {
             "at + '.n' + ': Invalid value: \"' + (type({n}) == map ? 'object' : type({n}) == list ? 'array' : type({n}) == string ? 'string' : type({n}) == bool ? 'boolean' : type({n}) == double ? 'number' : 'integer') + '\": must be of type integer'"
         ),
         format!("double({n}) > 8.0"),
-        format!("': should be less than or equal to 8'"),
+        "': should be less than or equal to 8'".to_owned(),
         "at + '.kind: Invalid value: ' + ".to_owned(),
         "'.apiVersion: Required value: Object \\'apiVersion\\' is missing'".to_owned(),
     ] {
