@@ -11,6 +11,7 @@
 
 pub mod cel;
 pub mod defaults;
+pub mod device_limit;
 pub mod driver_configs;
 pub mod messages;
 pub mod objects;

@@ -44,8 +44,8 @@ fn first_rejected(list: &str, j: &Judgement, prefix: &str) -> String {
     )
 }
 
-/// `path` (dotted fields from `object`) or `[]` when any step is absent.
-fn list_at(root: &str, path: &[&str]) -> String {
+/// `path` (dotted fields from `root`) or `[]` when any step is absent.
+pub(super) fn list_at(root: &str, path: &[&str]) -> String {
     let mut guards = Vec::new();
     let mut at = root.to_owned();
     for step in path {
@@ -122,6 +122,48 @@ pub fn carries_configs(p: &TolerationPolicy) -> bool {
     p.spec.mode == Mode::Enforce
 }
 
+/// Whether `p` compiles to a devices policy that carries, on a claim's and
+/// a template's CREATE in its namespaces, every check the webhook makes
+/// there beyond the apiserver's and the policies': the compiled drivers'
+/// configs ([`config_validations`]; `Drivers::left` stay with the webhook)
+/// and the limit of 16 tolerations per request list ([`limit_validations`]).
+/// An Enforce policy with a devices allow or deny list.
+pub fn carries_claim_validation(p: &TolerationPolicy) -> bool {
+    carries_configs(p) && predicate::judgement(p, TolerationTarget::Device).is_some()
+}
+
+/// The writes the webhook judges a new claim's or template's spec on (the
+/// spec is immutable: see [`config_validations`]), for `resource`: a
+/// CREATE not from a kubelet, in the policy's namespaces (`namespaces`,
+/// the part the binding's selector cannot state).
+fn claim_create_guard(resource: &str, namespaces: Option<&str>) -> String {
+    let mut guard = vec![
+        format!("request.resource.resource == {}", super::cel::string(resource)),
+        "request.operation == 'CREATE'".to_owned(),
+    ];
+    guard.extend(
+        selection::webhook_conditions(false)
+            .into_iter()
+            .map(|(_, e)| e.to_owned()),
+    );
+    guard.extend(namespaces.map(str::to_owned));
+    super::cel::all(&guard)
+}
+
+/// The limit of 16 tolerations per request list, on a claim's and a
+/// template's CREATE ([`claim_create_guard`]): the webhook refuses a list
+/// past it before the drivers' configs and the policies. Not the policy's
+/// exemptions: the limit is the object's, as the configs are.
+fn limit_validations(namespaces: Option<&str>) -> Vec<Value> {
+    [
+        ("resourceclaims", &["spec"][..]),
+        ("resourceclaimtemplates", &["spec", "spec"][..]),
+    ]
+    .into_iter()
+    .map(|(resource, spec)| super::device_limit::validation(spec, &claim_create_guard(resource, namespaces)))
+    .collect()
+}
+
 /// The drivers' config checks of a claim's and a template's config list,
 /// on the writes the webhook judges them: a CREATE not from a kubelet,
 /// (a claim's and a template's spec are immutable: kubernetes
@@ -142,17 +184,7 @@ fn config_validations(drivers: &super::driver_configs::Drivers, namespaces: Opti
         let mut path = spec.to_vec();
         path.extend(["devices", "config"]);
         let list = list_at("object", &path);
-        let mut guard = vec![
-            format!("request.resource.resource == {}", super::cel::string(resource)),
-            "request.operation == 'CREATE'".to_owned(),
-        ];
-        guard.extend(
-            selection::webhook_conditions(false)
-                .into_iter()
-                .map(|(_, e)| e.to_owned()),
-        );
-        guard.extend(namespaces.map(str::to_owned));
-        let guard = super::cel::all(&guard);
+        let guard = claim_create_guard(resource, namespaces);
         if let Some([v, validation]) =
             super::driver_configs::validation(drivers, &list, &path.join("."), &guard, variable)
         {
@@ -339,6 +371,10 @@ pub fn policy_and_binding(
         let (configs, variables) = config_validations(drivers, namespaces.guard.as_deref());
         validations.splice(0..0, configs);
         config_variables = variables;
+        // Before the configs: the webhook's first error is a request's
+        // (`validate_claim_spec`), then the configs' (`driver_configs`);
+        // the apiserver names a policy's first failed validation.
+        validations.splice(0..0, limit_validations(namespaces.guard.as_deref()));
     }
     let metadata = json!({
         "name": name,

@@ -451,7 +451,8 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
         .map(|v| &v["name"])
         .collect();
     assert_eq!(names, ["claimConfigErrors", "templateConfigErrors"]);
-    let claims = &d["spec"]["validations"][0];
+    // After the two lists' limit (`the_tolerations_limit_rides_first_...`).
+    let claims = &d["spec"]["validations"][2];
     assert_eq!(claims["reason"], "Invalid");
     assert_eq!(claims["messageExpression"], "variables.claimConfigErrors[0]");
     assert_eq!(
@@ -467,7 +468,7 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
         list.contains("'spec.spec.devices.config[' + string(i) + '].opaque.parameters'"),
         "{list}"
     );
-    assert_eq!(d["spec"]["validations"][2]["reason"], "Forbidden");
+    assert_eq!(d["spec"]["validations"][4]["reason"], "Forbidden");
     let w = policy("draguard-w-devices");
     assert!(w["spec"].get("variables").is_none());
     assert!(
@@ -503,5 +504,165 @@ fn a_bounded_integer_compiles_to_the_webhooks_words() {
         "'.apiVersion: Required value: Object \\'apiVersion\\' is missing'".to_owned(),
     ] {
         assert!(first.contains(&part), "{part}\nnot in\n{first}");
+    }
+}
+
+/// A claim spec at `spec` whose one request's `exactly` list (or, with
+/// `sub`, its second subrequest's) holds `n` tolerations.
+fn claim_with(n: usize, sub: bool) -> Value {
+    let list: Vec<Value> = (0..n)
+        .map(|i| json!({"key": format!("k{i}"), "operator": "Exists"}))
+        .collect();
+    let request = if sub {
+        json!({"name": "b", "firstAvailable": [{"name": "s1", "deviceClassName": "gpu"},
+                                               {"name": "s2", "deviceClassName": "gpu", "tolerations": list}]})
+    } else {
+        json!({"name": "b", "exactly": {"deviceClassName": "gpu", "tolerations": list}})
+    };
+    json!({"devices": {"requests": [{"name": "a", "exactly": {"deviceClassName": "gpu"}}, request]}})
+}
+
+/// The limit of 16 tolerations per request list rides first in an
+/// Enforce devices policy (before the configs and the tolerations), on
+/// CREATE only, for claims and templates, whoever writes (no
+/// exemptions), not a kubelet; a Warn policy carries none. The messages
+/// (two-variable comprehensions, which kube-cel lacks) are proven on the
+/// real apiserver (tests/e2e_cluster/compiled.rs).
+#[test]
+fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
+    let yaml = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: d}\nspec: {exempt: {groups: [sre]}, devices: {deny: [{key: bad, operator: Exists}]}}\n---\napiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: w}\nspec: {mode: Warn, devices: {deny: [{key: bad, operator: Exists}]}}\n---\napiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: p}\nspec: {pods: {deny: [{key: bad, operator: Exists}]}}\n";
+    let set = PolicySet {
+        policies: parse("p.yaml", yaml).expect("valid policies"),
+        drivers: drivers_with_user_schema(),
+    };
+    assert_eq!(
+        set.policies
+            .iter()
+            .map(|l| objects::carries_claim_validation(&l.policy))
+            .collect::<Vec<_>>(),
+        [true, false, false]
+    );
+    let out = compile(&set, &Options::default()).expect("compiles");
+    let policy = |name: &str| {
+        out.objects
+            .iter()
+            .find(|o| o["kind"] == "ValidatingAdmissionPolicy" && o["metadata"]["name"] == name)
+            .expect("the devices policy")
+    };
+    let d = policy("draguard-d-devices");
+    let validations = d["spec"]["validations"].as_array().expect("validations");
+    let reasons: Vec<&str> = validations.iter().filter_map(|v| v["reason"].as_str()).collect();
+    assert_eq!(reasons, ["Invalid", "Invalid", "Invalid", "Invalid", "Forbidden", "Forbidden"]);
+    let claims = &validations[0];
+    let guard = "(request.resource.resource == 'resourceclaims') && (request.operation == 'CREATE') && (!request.userInfo.username.startsWith('system:node:')) && (request.operation == 'CREATE' || !(request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager'))";
+    let requests = "(has(object.spec) && has(object.spec.devices) && has(object.spec.devices.requests) ? object.spec.devices.requests : [])";
+    let exactly = "(has(r.exactly) && has(r.exactly.tolerations) ? r.exactly.tolerations : [])";
+    let subs = "(has(r.firstAvailable) ? r.firstAvailable : [])";
+    let sub = "(has(s.tolerations) ? s.tolerations : [])";
+    let over = format!("size({exactly}) > 16 || {subs}.exists(s, size({sub}) > 16)");
+    assert_eq!(
+        claims["expression"],
+        format!("!({guard}) || !{requests}.exists(r, {over})")
+    );
+    assert_eq!(
+        claims["messageExpression"],
+        format!(
+            "{requests}.transformList(i, r, {over}, size({exactly}) > 16 ? 'spec.devices.requests[' + string(i) + '].exactly.tolerations' + ': Too many: ' + string(size({exactly})) + ': must have at most 16 items' : {subs}.transformList(k, s, size({sub}) > 16, 'spec.devices.requests[' + string(i) + '].firstAvailable[' + string(k) + '].tolerations' + ': Too many: ' + string(size({sub})) + ': must have at most 16 items')[0])[0]"
+        )
+    );
+    assert_eq!(
+        claims["message"],
+        "spec.devices.requests: a request's list holds more than 16 tolerations"
+    );
+    let templates = &validations[1];
+    assert!(
+        templates["messageExpression"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("(has(object.spec) && has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) ? object.spec.spec.devices.requests : []).transformList(i, r, ")
+                && m.contains("'spec.spec.devices.requests[' + string(i) + '].firstAvailable[' + string(k) + '].tolerations'")),
+        "{templates}"
+    );
+    assert_eq!(validations[2]["messageExpression"], "variables.claimConfigErrors[0]");
+
+    // The verdicts, as CEL.
+    let (claims, templates) = (
+        program(claims["expression"].as_str().expect("expression")),
+        program(templates["expression"].as_str().expect("expression")),
+    );
+    let request = |resource: &str, operation: &str, user: &str, groups: &[&str]| {
+        json!({"resource": {"resource": resource}, "operation": operation, "namespace": "default",
+               "userInfo": {"username": user, "groups": groups}})
+    };
+    let tenant = |resource: &str| request(resource, "CREATE", "alice", &["dev"]);
+    for (n, sub, admitted) in [
+        (0, false, true),
+        (16, false, true),
+        (17, false, false),
+        (16, true, true),
+        (17, true, false),
+    ] {
+        let claim = json!({"spec": claim_with(n, sub)});
+        let template = json!({"spec": {"spec": claim_with(n, sub)}});
+        assert_eq!(
+            admits_request(&claims, &claim, tenant("resourceclaims")),
+            admitted,
+            "claim, {n} (subrequest: {sub})"
+        );
+        assert_eq!(
+            admits_request(&templates, &template, tenant("resourceclaimtemplates")),
+            admitted,
+            "template, {n} (subrequest: {sub})"
+        );
+        // Each judges its own resource only.
+        assert!(admits_request(&claims, &template, tenant("resourceclaimtemplates")));
+        assert!(admits_request(&templates, &claim, tenant("resourceclaims")));
+    }
+    let past = json!({"spec": claim_with(17, true)});
+    // An exempt group is not exempt from the limit.
+    assert!(!admits_request(
+        &claims,
+        &past,
+        request("resourceclaims", "CREATE", "bob", &["sre"])
+    ));
+    // An UPDATE (the spec is immutable) and a kubelet's write are not judged.
+    assert!(admits_request(
+        &claims,
+        &past,
+        request("resourceclaims", "UPDATE", "alice", &["dev"])
+    ));
+    assert!(admits_request(
+        &claims,
+        &past,
+        request("resourceclaims", "CREATE", "system:node:n1", &["system:nodes"])
+    ));
+
+    let w = policy("draguard-w-devices");
+    assert!(
+        w["spec"]["validations"]
+            .as_array()
+            .is_some_and(|v| v.iter().all(|v| v["reason"] == "Forbidden"))
+    );
+}
+
+/// The limit's text is the webhook's `FieldError` for a list past it.
+#[test]
+fn the_tolerations_limit_says_what_the_webhook_says() {
+    let text = device_limit::too_many_text("'spec.devices.requests[3].exactly.tolerations'", "object.l");
+    for n in [17, 40] {
+        let mut ctx = Context::default();
+        let list: Vec<Value> = (0..n).map(|_| json!({})).collect();
+        ctx.add_variable_from_value("object", kube_cel::cel::to_value(json!({"l": list})).expect("CEL value"));
+        let said = program(&text).execute(&ctx);
+        let webhook = crate::rules::tolerations::validate_device_tolerations(
+            &vec![crate::objects::claim::DeviceToleration::default(); n],
+            None,
+            &crate::field::Path::parse("spec.devices.requests[3].exactly.tolerations"),
+        );
+        assert_eq!(webhook.len(), 1);
+        assert_eq!(
+            said.ok(),
+            Some(CelValue::String(webhook[0].to_string().into())),
+            "{text}"
+        );
     }
 }

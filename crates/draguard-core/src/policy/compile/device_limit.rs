@@ -1,0 +1,70 @@
+//! draguard's limit of 16 device tolerations per request list
+//! (`rules::tolerations::DEVICE_TOLERATIONS_MAX`, SPEC.md §3), in CEL,
+//! inside a namespace's compiled Enforce devices policy: the one check the
+//! webhook makes on a new claim or template that neither the apiserver
+//! (kube-apiserver v1.36.2 admits a request of 5,000 tolerations) nor the
+//! drivers' configs cover.
+//!
+//! The webhook (`rules::claim::validate_device_claim`) walks request by
+//! request, each request's `exactly` list, then each `firstAvailable`
+//! subrequest's, and `rules::validate_slice` answers a list past the limit
+//! with `field.TooMany` only: `PATH: Too many: N: must have at most 16
+//! items`. The path is the internal (v1) one in every served version (the
+//! hand-written validation runs on the internal object: a v1beta1 request's
+//! list is `requests[i].exactly.tolerations` there too), and the compiled
+//! policy sees every version's claim as v1 (`matchPolicy: Equivalent`), so
+//! one expression serves v1, v1beta1 and v1beta2. The message is the first
+//! list past the limit, as the webhook's first error.
+
+use serde_json::{Value, json};
+
+use super::cel::string as lit;
+use super::objects::list_at;
+use crate::rules::tolerations::DEVICE_TOLERATIONS_MAX;
+
+/// `list` (CEL) holds more than the limit.
+fn over(list: &str) -> String {
+    format!("size({list}) > {DEVICE_TOLERATIONS_MAX}")
+}
+
+/// `FieldError::too_many(path, size(list), 16)` as the webhook renders it,
+/// with `path` a CEL string expression.
+pub fn too_many_text(path: &str, list: &str) -> String {
+    format!(
+        "{path} + ': Too many: ' + string(size({list})) + {}",
+        lit(&format!(": must have at most {DEVICE_TOLERATIONS_MAX} items"))
+    )
+}
+
+/// The validation refusing a claim spec at `spec` (`["spec"]` in a claim,
+/// `["spec", "spec"]` in a template) with a list past the limit, on the
+/// writes `guard` (a CEL condition) admits; Invalid (422), as the webhook
+/// refuses it.
+pub fn validation(spec: &[&str], guard: &str) -> Value {
+    let mut requests_path = spec.to_vec();
+    requests_path.extend(["devices", "requests"]);
+    let requests = list_at("object", &requests_path);
+    let exactly = list_at("r", &["exactly", "tolerations"]);
+    let subs = list_at("r", &["firstAvailable"]);
+    let sub = list_at("s", &["tolerations"]);
+    let request_over = format!("{} || {subs}.exists(s, {})", over(&exactly), over(&sub));
+    let base = lit(&format!("{}.devices.requests[", spec.join(".")));
+    let exactly_path = format!("{base} + string(i) + '].exactly.tolerations'");
+    let sub_path = format!("{base} + string(i) + '].firstAvailable[' + string(k) + '].tolerations'");
+    let first_of_request = format!(
+        "{} ? {} : {subs}.transformList(k, s, {}, {})[0]",
+        over(&exactly),
+        too_many_text(&exactly_path, &exactly),
+        over(&sub),
+        too_many_text(&sub_path, &sub),
+    );
+    json!({
+        "expression": format!("!({guard}) || !{requests}.exists(r, {request_over})"),
+        "messageExpression": format!("{requests}.transformList(i, r, {request_over}, {first_of_request})[0]"),
+        "message": format!(
+            "{}.devices.requests: a request's list holds more than {DEVICE_TOLERATIONS_MAX} tolerations",
+            spec.join(".")
+        ),
+        "reason": "Invalid",
+    })
+}
