@@ -36,6 +36,22 @@ pub fn too_many_text(path: &str, list: &str) -> String {
     )
 }
 
+/// The claim spec at `spec` has a list past the limit (CEL).
+pub fn past_the_limit(spec: &[&str]) -> String {
+    let mut requests_path = spec.to_vec();
+    requests_path.extend(["devices", "requests"]);
+    let requests = list_at("object", &requests_path);
+    format!("{requests}.exists(r, {})", request_over())
+}
+
+/// The request `r` has a list past the limit (CEL).
+fn request_over() -> String {
+    let exactly = list_at("r", &["exactly", "tolerations"]);
+    let subs = list_at("r", &["firstAvailable"]);
+    let sub = list_at("s", &["tolerations"]);
+    format!("{} || {subs}.exists(s, {})", over(&exactly), over(&sub))
+}
+
 /// The validation refusing a claim spec at `spec` (`["spec"]` in a claim,
 /// `["spec", "spec"]` in a template) with a list past the limit, on the
 /// writes `guard` (a CEL condition) admits; Invalid (422), as the webhook
@@ -47,7 +63,7 @@ pub fn validation(spec: &[&str], guard: &str) -> Value {
     let exactly = list_at("r", &["exactly", "tolerations"]);
     let subs = list_at("r", &["firstAvailable"]);
     let sub = list_at("s", &["tolerations"]);
-    let request_over = format!("{} || {subs}.exists(s, {})", over(&exactly), over(&sub));
+    let request_over = request_over();
     let base = lit(&format!("{}.devices.requests[", spec.join(".")));
     let exactly_path = format!("{base} + string(i) + '].exactly.tolerations'");
     let sub_path = format!("{base} + string(i) + '].firstAvailable[' + string(k) + '].tolerations'");
@@ -59,7 +75,7 @@ pub fn validation(spec: &[&str], guard: &str) -> Value {
         too_many_text(&sub_path, &sub),
     );
     json!({
-        "expression": format!("!({guard}) || !{requests}.exists(r, {request_over})"),
+        "expression": format!("!({guard}) || !{}", past_the_limit(spec)),
         "messageExpression": format!("{requests}.transformList(i, r, {request_over}, {first_of_request})[0]"),
         "message": format!(
             "{}.devices.requests: a request's list holds more than {DEVICE_TOLERATIONS_MAX} tolerations",

@@ -636,7 +636,28 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
         request("resourceclaims", "CREATE", "system:node:n1", &["system:nodes"])
     ));
 
+    // A new claim past the limit is the limit's alone: the tolerations'
+    // validations (Enforce and Warn) do not walk it, as the webhook judges
+    // no policy on an invalid object; an UPDATE's they judge.
+    let mut refused = claim_with(17, true);
+    refused["devices"]["requests"][1]["firstAvailable"][1]["tolerations"][3] = json!({"key": "bad", "operator": "Exists"});
+    let mut refused_within = claim_with(16, true);
+    refused_within["devices"]["requests"][1]["firstAvailable"][1]["tolerations"][3] =
+        json!({"key": "bad", "operator": "Exists"});
     let w = policy("draguard-w-devices");
+    for tolerations in [&validations[4], &w["spec"]["validations"][0]] {
+        let p = program(tolerations["expression"].as_str().expect("expression"));
+        let judged = |object: &Value, operation: &str| {
+            !admits_request(
+                &p,
+                &json!({"spec": object}),
+                request("resourceclaims", operation, "alice", &["dev"]),
+            )
+        };
+        assert!(!judged(&refused, "CREATE"), "{tolerations}");
+        assert!(judged(&refused, "UPDATE"), "{tolerations}");
+        assert!(judged(&refused_within, "CREATE"), "{tolerations}");
+    }
     assert!(
         w["spec"]["validations"]
             .as_array()
