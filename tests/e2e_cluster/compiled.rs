@@ -246,6 +246,7 @@ fn objects() -> Vec<(String, Value)> {
                    {"name": "s1", "deviceClassName": "gpu", "tolerations": device[2]}]}]}}}}),
     ));
     out.extend(config_objects(&compiled_driver_configs()));
+    out.extend(limit_objects());
     out.push((
         "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates".to_owned(),
         json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "u"},
@@ -486,6 +487,130 @@ fn config_objects(configs: &[(&'static str, Value)]) -> Vec<(String, Value)> {
     out
 }
 
+/// Claims and templates at and past draguard's limit of 16 tolerations a
+/// request list, which the apiserver does not check: in each version's
+/// shape (v1beta1's requests flat), in `exactly` and in a `firstAvailable`
+/// subrequest; then (v1 and v1beta1 claims, v1 templates) with a
+/// toleration a policy refuses (`gpu.example.com/degraded`: the shipped
+/// gpu-device-taints, everywhere), with a wrong driver config, with both,
+/// and with several lists past the limit (the first is named).
+fn limit_objects() -> Vec<(String, Value)> {
+    let list = |n: usize, refused: bool| -> Value {
+        let mut list: Vec<Value> = (0..n)
+            .map(|i| json!({"key": format!("example.com/t{i}"), "operator": "Exists"}))
+            .collect();
+        if refused && let Some(t) = list.get_mut(3) {
+            *t = json!({"key": "gpu.example.com/degraded", "operator": "Exists"});
+        }
+        Value::Array(list)
+    };
+    let exact = |version: &str, name: &str, tolerations: Value| {
+        if version == "v1beta1" {
+            json!({"name": name, "deviceClassName": "gpu", "tolerations": tolerations})
+        } else {
+            json!({"name": name, "exactly": {"deviceClassName": "gpu", "tolerations": tolerations}})
+        }
+    };
+    let first = |name: &str, lists: Vec<Value>| {
+        let subs: Vec<Value> = lists
+            .into_iter()
+            .enumerate()
+            .map(|(k, t)| json!({"name": format!("s{k}"), "deviceClassName": "gpu", "tolerations": t}))
+            .collect();
+        json!({"name": name, "firstAvailable": subs})
+    };
+    let bad_config = json!([{"requests": ["r"], "opaque": {"driver": "gpu.amd.com",
+                               "parameters": {"apiVersion": AMD, "kind": "GpuConfig", "x": 1}}}]);
+    let object = |template: bool, version: &str, name: String, requests: Vec<Value>, config: bool| {
+        let mut devices = json!({"requests": requests});
+        if config {
+            devices["config"] = bad_config.clone();
+        }
+        let (resource, kind, spec) = if template {
+            ("resourceclaimtemplates", "ResourceClaimTemplate", json!({"spec": {"devices": devices}}))
+        } else {
+            ("resourceclaims", "ResourceClaim", json!({"devices": devices}))
+        };
+        (
+            format!("/apis/resource.k8s.io/{version}/namespaces/{{ns}}/{resource}"),
+            json!({"apiVersion": format!("resource.k8s.io/{version}"), "kind": kind,
+                   "metadata": {"name": name}, "spec": spec}),
+        )
+    };
+    let mut out = Vec::new();
+    for version in ["v1", "v1beta1", "v1beta2"] {
+        for template in [false, true] {
+            for n in [16, 17] {
+                let t = if template { "t" } else { "" };
+                out.push(object(
+                    template,
+                    version,
+                    format!("lim{t}-{version}-e{n}"),
+                    vec![exact(version, "r", list(n, false))],
+                    false,
+                ));
+                out.push(object(
+                    template,
+                    version,
+                    format!("lim{t}-{version}-f{n}"),
+                    vec![
+                        exact(version, "a", list(1, false)),
+                        first("r", vec![list(2, false), list(n, false)]),
+                    ],
+                    false,
+                ));
+            }
+        }
+    }
+    for (version, template) in [("v1", false), ("v1beta1", false), ("v1", true)] {
+        let t = if template { "t" } else { "" };
+        for n in [16, 17] {
+            for (what, refused, config) in [("refused", true, false), ("config", false, true), ("both", true, true)] {
+                out.push(object(
+                    template,
+                    version,
+                    format!("lim{t}-{version}-e{n}-{what}"),
+                    vec![exact(version, "r", list(n, refused))],
+                    config,
+                ));
+            }
+            out.push(object(
+                template,
+                version,
+                format!("lim{t}-{version}-f{n}-both"),
+                vec![
+                    exact(version, "a", list(1, false)),
+                    first("r", vec![list(2, false), list(n, true)]),
+                ],
+                true,
+            ));
+        }
+        // Several past the limit: the first request's, then the second
+        // subrequest's (after one at the limit).
+        out.push(object(
+            template,
+            version,
+            format!("lim{t}-{version}-many"),
+            vec![
+                exact(version, "a", list(18, false)),
+                first("r", vec![list(2, false), list(20, true)]),
+            ],
+            true,
+        ));
+        out.push(object(
+            template,
+            version,
+            format!("lim{t}-{version}-subs"),
+            vec![
+                exact(version, "a", list(16, false)),
+                first("r", vec![list(16, true), list(17, false), list(19, false)]),
+            ],
+            false,
+        ));
+    }
+    out
+}
+
 /// The namespaces' labels, as draguard's cache would hold them.
 struct Labels(BTreeMap<String, BTreeMap<String, String>>);
 
@@ -664,6 +789,7 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
     let mut agreeing = 0;
     let mut differing = Vec::new();
     let mut denied = 0;
+    let mut past_the_limit = 0;
     let mut warned = 0;
     let mut defaulted_pods = 0;
     for (who, ns, path, object) in &writes {
@@ -680,6 +806,8 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
         let apiserver = from_apiserver(code, &warnings, &body);
         let expected = from_draguard(&ctx, path, ns, &object, None, &users[*who]);
         denied += usize::from(!apiserver.allowed);
+        // Refused for a list past the limit of 16 (`limit_objects`).
+        past_the_limit += usize::from(apiserver.denials.iter().any(|(_, m)| m.contains(": Too many: ")));
         warned += usize::from(!apiserver.warnings.is_empty());
         let written = object["spec"]["tolerations"].as_array().map_or(0, Vec::len);
         let stored = apiserver
@@ -848,7 +976,7 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
     }
 
     println!(
-        "compiled::same_verdicts: {} writes compared ({denied} denied, {warned} warned, {defaulted_pods} Pods given defaults by the apiserver), {agreeing} agree, {} differ, in {:.1} s",
+        "compiled::same_verdicts: {} writes compared ({denied} denied, {past_the_limit} of them for a device toleration list past 16, {warned} warned, {defaulted_pods} Pods given defaults by the apiserver), {agreeing} agree, {} differ, in {:.1} s",
         writes.len() + updates.len() + left,
         differing.len(),
         started.elapsed().as_secs_f64()
@@ -877,6 +1005,10 @@ pub fn same_verdicts(cluster: &mut Cluster) -> Outcome {
     assert!(
         denied > 50 && warned > 10,
         "too few denials ({denied}) or warnings ({warned}) to tell"
+    );
+    assert!(
+        past_the_limit > 100,
+        "too few writes refused for a list past the limit ({past_the_limit}) to tell"
     );
     Outcome::Passed
 }
