@@ -527,7 +527,11 @@ fn limit_objects() -> Vec<(String, Value)> {
             devices["config"] = bad_config.clone();
         }
         let (resource, kind, spec) = if template {
-            ("resourceclaimtemplates", "ResourceClaimTemplate", json!({"spec": {"devices": devices}}))
+            (
+                "resourceclaimtemplates",
+                "ResourceClaimTemplate",
+                json!({"spec": {"devices": devices}}),
+            )
         } else {
             ("resourceclaims", "ResourceClaim", json!({"devices": devices}))
         };

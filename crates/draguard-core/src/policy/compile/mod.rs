@@ -6,8 +6,12 @@
 //! policy each, judging exactly what `enforce::judge` judges, on the
 //! writes draguard's validating entry is sent, in the namespaces it
 //! selects, for the requesters it does not exempt; its mode becomes the
-//! binding's action. What cannot be compiled stays in the webhook
-//! ([`remains`]).
+//! binding's action. An Enforce devices policy also carries the checks
+//! the webhook makes on a new claim or template beyond the apiserver's:
+//! the drivers' configs ([`driver_configs`]) and the limit of 16
+//! tolerations a request list ([`device_limit`]); see
+//! [`objects::carries_claim_validation`]. What cannot be compiled stays
+//! in the webhook ([`remains`]).
 
 pub mod cel;
 pub mod defaults;

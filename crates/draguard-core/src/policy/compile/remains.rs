@@ -87,6 +87,10 @@ pub fn remains(p: &TolerationPolicy, pod_defaults: bool, drivers: &super::driver
             "driver configs",
             "drivers' opaque configs (spec.devices.config) are compiled into a policy's devices part only when it has a devices allow or deny list and mode Enforce: the webhook refuses a bad config whatever a policy's mode",
         );
+        add(
+            "device toleration limit",
+            "a claim's or template's request list of more than 16 tolerations (draguard's limit; the apiserver does not check it) is refused by a policy's devices part only when it has a devices allow or deny list and mode Enforce: the webhook refuses it whatever a policy's mode",
+        );
     } else {
         for (driver, why) in &drivers.left {
             add("driver configs", &format!("driver {driver}: {why}"));

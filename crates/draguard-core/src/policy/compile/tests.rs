@@ -552,7 +552,10 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
     let d = policy("draguard-d-devices");
     let validations = d["spec"]["validations"].as_array().expect("validations");
     let reasons: Vec<&str> = validations.iter().filter_map(|v| v["reason"].as_str()).collect();
-    assert_eq!(reasons, ["Invalid", "Invalid", "Invalid", "Invalid", "Forbidden", "Forbidden"]);
+    assert_eq!(
+        reasons,
+        ["Invalid", "Invalid", "Invalid", "Invalid", "Forbidden", "Forbidden"]
+    );
     let claims = &validations[0];
     let guard = "(request.resource.resource == 'resourceclaims') && (request.operation == 'CREATE') && (!request.userInfo.username.startsWith('system:node:')) && (request.operation == 'CREATE' || !(request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager'))";
     let requests = "(has(object.spec) && has(object.spec.devices) && has(object.spec.devices.requests) ? object.spec.devices.requests : [])";
@@ -640,7 +643,8 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
     // validations (Enforce and Warn) do not walk it, as the webhook judges
     // no policy on an invalid object; an UPDATE's they judge.
     let mut refused = claim_with(17, true);
-    refused["devices"]["requests"][1]["firstAvailable"][1]["tolerations"][3] = json!({"key": "bad", "operator": "Exists"});
+    refused["devices"]["requests"][1]["firstAvailable"][1]["tolerations"][3] =
+        json!({"key": "bad", "operator": "Exists"});
     let mut refused_within = claim_with(16, true);
     refused_within["devices"]["requests"][1]["firstAvailable"][1]["tolerations"][3] =
         json!({"key": "bad", "operator": "Exists"});
@@ -672,7 +676,10 @@ fn the_tolerations_limit_says_what_the_webhook_says() {
     for n in [17, 40] {
         let mut ctx = Context::default();
         let list: Vec<Value> = (0..n).map(|_| json!({})).collect();
-        ctx.add_variable_from_value("object", kube_cel::cel::to_value(json!({"l": list})).expect("CEL value"));
+        ctx.add_variable_from_value(
+            "object",
+            kube_cel::cel::to_value(json!({"l": list})).expect("CEL value"),
+        );
         let said = program(&text).execute(&ctx);
         let webhook = crate::rules::tolerations::validate_device_tolerations(
             &vec![crate::objects::claim::DeviceToleration::default(); n],
@@ -686,4 +693,16 @@ fn the_tolerations_limit_says_what_the_webhook_says() {
             "{text}"
         );
     }
+}
+
+/// Where no devices part denies, `--explain` says the limit stays with the
+/// webhook; an Enforce devices part carries it (and says nothing).
+#[test]
+fn explain_says_where_the_tolerations_limit_stays() {
+    let yaml = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: d}\nspec: {devices: {deny: [{key: bad, operator: Exists}]}}\n---\napiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\nmetadata: {name: w}\nspec: {mode: Warn, devices: {deny: [{key: bad, operator: Exists}]}}\n";
+    let text = explain(&compile(&set(yaml), &Options::default()).expect("compiles"));
+    let limit = "  stays in the webhook: device toleration limit: a claim's or template's request list of more than 16 tolerations (draguard's limit; the apiserver does not check it) is refused by a policy's devices part only when it has a devices allow or deny list and mode Enforce: the webhook refuses it whatever a policy's mode\n";
+    let (d, w) = text.split_once("w (p.yaml):").expect("both policies");
+    assert!(!d.contains("device toleration limit"), "{text}");
+    assert!(w.contains(limit), "{text}");
 }
