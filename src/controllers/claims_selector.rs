@@ -22,7 +22,9 @@
 //!   compiles;
 //! - every policy that selects it with device rules has them enforced
 //!   compiled (any mode: a Warn policy's binding warns);
-//! - no policy that selects it has a quota (quota counts other claims).
+//! - no policy that selects it has a quota (quota counts other claims) or
+//!   sharing rules (judged on drivers' configs by the webhook only:
+//!   `policy::compile::remains`).
 //!
 //! The selector can only say so much: an AND of label requirements. So
 //! the namespaces left out are a subset of the true ones, never more:
@@ -114,6 +116,7 @@ pub fn narrowing(set: &PolicySet, inputs: Inputs, compiled: Compiled<'_>, driver
         .filter(|p| {
             (device_rules(p) && !compiled(p, TolerationTarget::Device))
                 || Limits::from_policy(&p.metadata.name, &p.spec.quota).is_some()
+                || !p.spec.sharing.is_empty()
         })
         .collect();
     // Not covered: outside every covering policy's selection…
@@ -209,11 +212,14 @@ fn not_selected(p: &TolerationPolicy) -> Set {
 fn selected_names(p: &TolerationPolicy) -> Names {
     let sel = &p.spec.namespaces;
     let no_globs = |list: &[String]| list.iter().all(|n| !n.contains(['*', '?']));
-    let valid = |list: &[String]| -> BTreeSet<String> {
-        list.iter().filter(|n| could_name_a_namespace(n)).cloned().collect()
-    };
+    let valid =
+        |list: &[String]| -> BTreeSet<String> { list.iter().filter(|n| could_name_a_namespace(n)).cloned().collect() };
     if sel.selector.is_none() && !sel.names.is_empty() && no_globs(&sel.names) {
-        let excluded = if no_globs(&sel.exclude) { valid(&sel.exclude) } else { BTreeSet::new() };
+        let excluded = if no_globs(&sel.exclude) {
+            valid(&sel.exclude)
+        } else {
+            BTreeSet::new()
+        };
         return Names::Only(valid(&sel.names).difference(&excluded).cloned().collect());
     }
     if sel.names.is_empty() && sel.selector.is_none() && no_globs(&sel.exclude) {

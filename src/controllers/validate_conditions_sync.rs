@@ -24,13 +24,13 @@ use super::admission_policies_sync::EnforcedPolicies;
 use super::claims_selector::{self, Narrowing};
 use super::routing_sync::{Routing, RoutingSync};
 use super::validate_conditions::{CONDITION_NAME, Inputs, condition_with, plan};
-use k8s_openapi::api::admissionregistration::v1::MatchCondition;
 use super::webhook_certs::CertSettings;
 use crate::kubernetes::apiserver_report::Mismatch;
 use crate::policy::compile::driver_configs;
 use crate::policy::enforce::TolerationTarget;
 use crate::policy::{PolicySet, TolerationPolicy};
 use crate::policy_files::reload::PolicyStore;
+use k8s_openapi::api::admissionregistration::v1::MatchCondition;
 
 /// The names of the admission policies compiled from a policy's rules for
 /// one kind of toleration: the routing leaves those rules out only when
@@ -65,7 +65,8 @@ impl Routing for ValidateRouting {
     type Config = ValidatingWebhookConfiguration;
     type Desired = ValidateDesired;
 
-    const WHAT: &'static str = "the validating webhook entries' matchCondition and the claims entry's namespaceSelector";
+    const WHAT: &'static str =
+        "the validating webhook entries' matchCondition and the claims entry's namespaceSelector";
     const MEANWHILE: &'static str = "the writes the manifest's conditions and selectors send still reach /validate";
 
     fn desired(&self, set: &PolicySet) -> Self::Desired {

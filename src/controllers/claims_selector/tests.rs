@@ -92,7 +92,8 @@ fn covered(set: &PolicySet, name: &str, labels: &BTreeMap<String, String>) -> bo
             .filter(|p| p.selects(name, Some(labels)) == Selection::Selected)
     };
     selecting().any(|p| p.spec.mode == Mode::Enforce && !p.spec.devices.deny.is_empty())
-        && !selecting().any(|p| Limits::from_policy(&p.metadata.name, &p.spec.quota).is_some())
+        && !selecting()
+            .any(|p| Limits::from_policy(&p.metadata.name, &p.spec.quota).is_some() || !p.spec.sharing.is_empty())
 }
 
 /// The namespaces left out, after checking that each is covered.
@@ -153,7 +154,10 @@ fn names_and_globs() {
     assert_eq!(names_left_out(&[&enforce("{names: [ml, ops]}")]), ["ml", "ops"]);
     // A glob's namespaces are sent: a selector cannot say a glob.
     assert_eq!(names_left_out(&[&enforce("{names: [ml, 'ml-*']}")]), ["ml"]);
-    assert_eq!(names_left_out(&[&enforce("{names: [ml, ops], exclude: [ops]}")]), ["ml"]);
+    assert_eq!(
+        names_left_out(&[&enforce("{names: [ml, ops], exclude: [ops]}")]),
+        ["ml"]
+    );
     // An exclusion glob: nothing can be said.
     assert!(names_left_out(&[&enforce("{exclude: ['ml-*']}")]).is_empty());
     // Two policies: the union.
@@ -169,7 +173,9 @@ fn a_selector_of_one_requirement_is_negated() {
         left_out(&[&enforce("{selector: {matchLabels: {team: ml}}}")]),
         ["ml:ml", "ml-train:ml", "ops:ml", "batch:ml", "dev:ml", "x:ml"]
     );
-    let set = set(&[&enforce("{selector: {matchExpressions: [{key: tier, operator: Exists}]}}")]);
+    let set = set(&[&enforce(
+        "{selector: {matchExpressions: [{key: tier, operator: Exists}]}}",
+    )]);
     assert_eq!(
         serde_json::to_value(narrowing(&set, MATCHING, &all_compiled, true)).expect("json"),
         json!([{"key": "tier", "operator": "DoesNotExist"}])
@@ -195,6 +201,9 @@ fn a_quota_or_an_uncompiled_policy_keeps_its_namespaces_sent() {
     // A covering policy with a quota covers nothing.
     let both = format!("  namespaces: {{names: [ml]}}\n  quota: {{claims: 4}}\n{DENY}");
     assert!(names_left_out(&[&both]).is_empty());
+    // Sharing rules stay in the webhook.
+    let sharing = "  namespaces: {exclude: [ml]}\n  sharing:\n    mps: {maxActiveThreadPercentage: 50}\n";
+    assert_eq!(names_left_out(&[&enforce("{}"), sharing]), ["ml"]);
     // A device policy whose rules are not compiled sends its namespaces.
     let set = set(&[&enforce("{names: [ml, ops]}"), &warn("{names: [ops]}")]);
     let warn_not_compiled = |p: &TolerationPolicy, _: TolerationTarget| p.spec.mode == Mode::Enforce;
@@ -213,14 +222,30 @@ fn a_warn_policy_covers_nothing_but_sends_nothing_when_compiled() {
 #[test]
 fn nothing_is_left_out_unless_all_is_known() {
     let set = set(&[&enforce("{}")]);
-    assert_eq!(narrowing(&set, MATCHING, &all_compiled, false), None, "a driver stays in the webhook");
+    assert_eq!(
+        narrowing(&set, MATCHING, &all_compiled, false),
+        None,
+        "a driver stays in the webhook"
+    );
     let differ = Inputs {
         rules_match_apiserver: false,
         ..MATCHING
     };
-    assert_eq!(narrowing(&set, differ, &all_compiled, true), None, "the rules differ from the apiserver's");
-    assert_eq!(narrowing(&set, MATCHING, &|_, _| false, true), None, "nothing enforced compiled");
-    assert_eq!(narrowing(&self::set(&[]), MATCHING, &all_compiled, true), None, "no policy");
+    assert_eq!(
+        narrowing(&set, differ, &all_compiled, true),
+        None,
+        "the rules differ from the apiserver's"
+    );
+    assert_eq!(
+        narrowing(&set, MATCHING, &|_, _| false, true),
+        None,
+        "nothing enforced compiled"
+    );
+    assert_eq!(
+        narrowing(&self::set(&[]), MATCHING, &all_compiled, true),
+        None,
+        "no policy"
+    );
 }
 
 #[test]
