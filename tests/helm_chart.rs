@@ -208,7 +208,7 @@ fn default_values_exempt_the_release_namespace_by_name() {
         }
     }
     assert_eq!(
-        selectors, 5,
+        selectors, 6,
         "every namespaced entry and the fail-closed Namespace entry"
     );
 }

@@ -6,6 +6,7 @@
 pub mod admission_policies;
 pub mod admission_policies_sync;
 pub mod background_audit;
+pub mod claims_selector;
 pub mod lease;
 pub mod lease_gauge;
 pub mod mutate_conditions;

@@ -1,8 +1,9 @@
 //! Keeps [`super::validate_conditions`]' condition in draguard's
-//! validating entries, in step with the policies in force and with
-//! whether the rules in force are the apiserver's own
-//! (`draguard_apiserver_mismatch`); the loop, its watch and its retries
-//! are `routing_sync`'s.
+//! validating entries, and [`super::claims_selector`]'s namespaceSelector
+//! on its claims entry, in step with the policies in force, the compiled
+//! admission policies the apiserver enforces, and whether the rules in
+//! force are the apiserver's own (`draguard_apiserver_mismatch`); the
+//! loop, its watch and its retries are `routing_sync`'s.
 //!
 //! Failing is safe: until the condition is written, or while RBAC refuses
 //! the patch, the manifest's own conditions stay, and every write they
@@ -20,13 +21,16 @@ use kube::Client;
 use serde_json::Value;
 
 use super::admission_policies_sync::EnforcedPolicies;
+use super::claims_selector::{self, Narrowing};
 use super::routing_sync::{Routing, RoutingSync};
 use super::validate_conditions::{CONDITION_NAME, Inputs, condition_with, plan};
 use super::webhook_certs::CertSettings;
 use crate::kubernetes::apiserver_report::Mismatch;
+use crate::policy::compile::driver_configs;
 use crate::policy::enforce::TolerationTarget;
 use crate::policy::{PolicySet, TolerationPolicy};
 use crate::policy_files::reload::PolicyStore;
+use k8s_openapi::api::admissionregistration::v1::MatchCondition;
 
 /// The names of the admission policies compiled from a policy's rules for
 /// one kind of toleration: the routing leaves those rules out only when
@@ -47,12 +51,23 @@ pub struct ValidateRouting {
     said: AtomicU8,
 }
 
+/// What the validating entries are given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidateDesired {
+    /// The managed condition of every judged entry.
+    pub condition: MatchCondition,
+    /// What the claims entry's namespaceSelector adds to its validating
+    /// entry's.
+    pub claims: Narrowing,
+}
+
 impl Routing for ValidateRouting {
     type Config = ValidatingWebhookConfiguration;
-    type Desired = k8s_openapi::api::admissionregistration::v1::MatchCondition;
+    type Desired = ValidateDesired;
 
-    const WHAT: &'static str = "the validating webhook entries' matchCondition";
-    const MEANWHILE: &'static str = "the writes the manifest's conditions send still reach /validate";
+    const WHAT: &'static str =
+        "the validating webhook entries' matchCondition and the claims entry's namespaceSelector";
+    const MEANWHILE: &'static str = "the writes the manifest's conditions and selectors send still reach /validate";
 
     fn desired(&self, set: &PolicySet) -> Self::Desired {
         let rules_match_apiserver = self.mismatch.rules_match();
@@ -75,12 +90,19 @@ impl Routing for ValidateRouting {
             rules_match_apiserver,
         };
         match &self.compiled {
-            None => condition_with(set, inputs, &|_, _| false),
+            None => ValidateDesired {
+                condition: condition_with(set, inputs, &|_, _| false),
+                claims: None,
+            },
             Some((enforced, name)) => {
                 let names = enforced.names();
-                condition_with(set, inputs, &|p, target| {
-                    name(p, target).iter().all(|n| names.contains(n))
-                })
+                let compiled = |p: &TolerationPolicy, target| name(p, target).iter().all(|n| names.contains(n));
+                // A driver left to the webhook leaves its configs there.
+                let drivers_compiled = driver_configs::compile(&set.drivers).left.is_empty();
+                ValidateDesired {
+                    condition: condition_with(set, inputs, &compiled),
+                    claims: claims_selector::narrowing(set, inputs, &compiled, drivers_compiled),
+                }
             }
         }
     }
@@ -92,15 +114,25 @@ impl Routing for ValidateRouting {
 
     fn plan(&self, config: &ValidatingWebhookConfiguration, desired: &Self::Desired) -> Vec<Value> {
         let webhooks = config.webhooks.as_deref().unwrap_or_default();
-        plan(webhooks, &self.settings.namespace, &self.settings.service, desired)
+        let (namespace, service) = (&self.settings.namespace, &self.settings.service);
+        let mut ops = plan(webhooks, namespace, service, &desired.condition);
+        ops.extend(claims_selector::plan(webhooks, namespace, service, &desired.claims));
+        ops
     }
 
     fn written(&self, name: &str, desired: &Self::Desired) {
+        let left_out = desired.claims.as_ref().map(|r| {
+            r.iter()
+                .map(|r| format!("{} {} {:?}", r.key, r.operator, r.values.as_deref().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
         tracing::info!(
             name,
             condition = CONDITION_NAME,
-            expression = desired.expression.as_str(),
-            "matchCondition of the validating webhook entries set for the policies in force"
+            expression = desired.condition.expression.as_str(),
+            claims_sent_only_where = left_out.as_deref().unwrap_or("every namespace the entry selects"),
+            "matchCondition of the validating webhook entries and the claims entry's namespaceSelector set for the policies in force"
         );
     }
 }

@@ -10,7 +10,13 @@
 //!   (a claim with an opaque driver config) fails, closed, as its entry's
 //!   failurePolicy says;
 //! - a policy removed from serve's folder takes its compiled objects with
-//!   it.
+//!   it;
+//! - with only Enforce device policies in force (no sharing rules, no
+//!   quota), the claims entry's namespaceSelector leaves out the namespaces
+//!   they cover: a claim there, with a driver config or a denied
+//!   toleration, reaches no entry of draguard's and is judged by the
+//!   compiled policy alone, draguard up or down, while a namespace the
+//!   policies exclude is still sent.
 
 use std::time::{Duration, Instant};
 
@@ -159,7 +165,7 @@ pub fn in_cluster(cluster: &mut Cluster) -> Outcome {
             "claim with an opaque config",
             claim("config", "", CONFIG),
             false,
-            Some("failed calling webhook \"validate.draguard.dev\""),
+            Some("failed calling webhook \"claims.validate.draguard.dev\""),
         ),
     ] {
         let (admitted, said, took) = dry_run(&operator, &yaml);
@@ -199,6 +205,8 @@ pub fn in_cluster(cluster: &mut Cluster) -> Outcome {
         failures.push("draguard-dedicated-ml-nodes-pods went with the other policy".to_owned());
     }
 
+    claims_left_out(cluster, &mut rows, &mut failures);
+
     // The next scenarios run without compiled policies.
     cluster.stop_serve();
     for kind in [
@@ -215,4 +223,112 @@ pub fn in_cluster(cluster: &mut Cluster) -> Outcome {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     Outcome::Passed
+}
+
+/// A namespace the device policy of [`claims_left_out`] excludes.
+const SENT: &str = "e2e-compiled-sent";
+/// Only Enforce device rules: the shipped gpu-device-taints, excluding
+/// [`SENT`] as well.
+const DEVICES_ONLY: &str = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\n\
+    metadata: {name: gpu-device-taints}\nspec:\n  namespaces:\n    exclude: [kube-system, e2e-compiled-sent]\n\
+    \x20 devices:\n    deny:\n    - {key: gpu.example.com/degraded, operator: Exists}\n\
+    \x20 message: degraded GPUs are never scheduled to\n";
+/// A config the example driver's schema refuses (an unknown kind).
+const BAD_CONFIG: &str = "    config:\n    - requests: [gpu]\n      opaque: {driver: gpu.example.com, parameters: {apiVersion: gpu.resource.example.com/v1alpha1, kind: Nope}}\n";
+
+fn claim_in(namespace: &str, name: &str, request_extra: &str, devices_extra: &str) -> String {
+    claim(name, request_extra, devices_extra)
+        .replace(&format!("namespace: {TENANT}"), &format!("namespace: {namespace}"))
+}
+
+fn claims_left_out(cluster: &mut Cluster, rows: &mut Vec<String>, failures: &mut Vec<String>) {
+    let admin = cluster.admin.clone();
+    let operator = cluster.operator();
+    if !admin.exists(&["namespace", SENT]) {
+        admin.ok(&["create", "namespace", SENT]);
+    }
+    let folder = cluster.scratch("devices-only-policies");
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).expect("policies folder");
+    std::fs::write(folder.join("devices.yaml"), DEVICES_ONLY).expect("write the policy");
+    cluster.start_serve(&ServeOptions {
+        policies: Some(folder),
+        extra_args: vec!["--manage-admission-policies".to_owned()],
+    });
+    // Everything but the exclusions is covered: only they are sent (and
+    // kube-system is the validating entry's exemption already).
+    let wanted =
+        serde_json::json!({"key": "kubernetes.io/metadata.name", "operator": "In", "values": [SENT, "kube-system"]});
+    let start = Instant::now();
+    match crate::draguard::wait_for_claims_selector(&admin, &wanted) {
+        Ok(selector) => rows.push(format!(
+            "claims entry's namespaceSelector narrowed in {:.1} s: {selector}",
+            start.elapsed().as_secs_f64()
+        )),
+        Err(selector) => {
+            failures.push(format!(
+                "the claims entry's namespaceSelector not narrowed after 60 s: {selector}"
+            ));
+            return;
+        }
+    }
+    let serve = cluster.serve.as_ref().expect("serving");
+    let cases = [
+        (
+            "covered: denied toleration",
+            claim("degraded", DEGRADED, ""),
+            false,
+            Some(DENIED_WORDS),
+            0,
+        ),
+        ("covered: good config", claim("config", "", CONFIG), true, None, 0),
+        (
+            "covered: bad config",
+            claim("bad-config", "", BAD_CONFIG),
+            false,
+            Some("ValidatingAdmissionPolicy"),
+            0,
+        ),
+        (
+            "excluded: good config",
+            claim_in(SENT, "config", "", CONFIG),
+            true,
+            None,
+            1,
+        ),
+    ];
+    for (what, yaml, admit, words, calls_wanted) in &cases {
+        let before = Scrape::of(serve);
+        let (admitted, said, _) = dry_run(&operator, yaml);
+        let calls = Scrape::of(serve).since(&before, &["ResourceClaim"]);
+        rows.push(format!(
+            "  up:   {what:<36} {:<9} {calls}",
+            if admitted { "admitted" } else { "denied" }
+        ));
+        if admitted != *admit || words.is_some_and(|w| !said.contains(w)) || calls.total() != *calls_wanted {
+            failures.push(format!(
+                "devices only, draguard up, {what}: admitted {admitted} (want {admit}), {calls} (want {calls_wanted}): {said}"
+            ));
+        }
+    }
+    // draguard killed: a covered namespace never notices; the excluded one
+    // fails closed, as its entry says.
+    cluster.serve.as_mut().expect("serving").process.kill();
+    for (what, yaml, admit, words, _) in &cases {
+        let (admit, words) = if what.starts_with("excluded") {
+            (false, Some("failed calling webhook \"claims.validate.draguard.dev\""))
+        } else {
+            (*admit, *words)
+        };
+        let (admitted, said, _) = dry_run(&operator, yaml);
+        rows.push(format!(
+            "  down: {what:<36} {}",
+            if admitted { "admitted" } else { "denied" }
+        ));
+        if admitted != admit || words.is_some_and(|w| !said.contains(w)) {
+            failures.push(format!(
+                "devices only, draguard killed, {what}: admitted {admitted} (want {admit}): {said}"
+            ));
+        }
+    }
 }

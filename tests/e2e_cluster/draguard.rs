@@ -127,6 +127,41 @@ pub fn wait_for_validate_condition(admin: &Kubectl) {
     }
 }
 
+/// The namespaceSelector of serve's claims entry
+/// (`claims.validate.draguard.dev`, src/controllers/claims_selector.rs),
+/// as stored; null without the entry.
+pub fn claims_entry_selector(admin: &Kubectl) -> serde_json::Value {
+    let config = admin.get_json(&["validatingwebhookconfiguration", NAME]);
+    entries(&config)
+        .iter()
+        .find(|e| e["name"] == "claims.validate.draguard.dev")
+        .map(|e| e["namespaceSelector"].clone())
+        .unwrap_or_default()
+}
+
+/// Waits until the claims entry's namespaceSelector holds `requirement`
+/// (serve adds it once compiled policies are enforced), at most 60 s;
+/// the selector as stored, or `Err` with it.
+pub fn wait_for_claims_selector(
+    admin: &Kubectl,
+    requirement: &serde_json::Value,
+) -> Result<serde_json::Value, serde_json::Value> {
+    let start = std::time::Instant::now();
+    loop {
+        let selector = claims_entry_selector(admin);
+        if selector["matchExpressions"]
+            .as_array()
+            .is_some_and(|e| e.contains(requirement))
+        {
+            return Ok(selector);
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            return Err(selector);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
+
 /// How to run serve, beyond the Deployment's arguments.
 #[derive(Default, Clone)]
 pub struct ServeOptions {

@@ -22,7 +22,9 @@
 //!   webhook: one call to `/validate`;
 //! - `compiled`: the `vap` setup's claim, judged by what `serve
 //!   --manage-admission-policies` compiled of gpu-device-taints (serve runs
-//!   on that one policy here): no call, the apiserver's CEL alone.
+//!   on that one policy here): no call and no matchConditions pass (the
+//!   claims entry's namespaceSelector leaves its namespace out), the
+//!   apiserver's CEL alone.
 //!
 //! The creates are sequential and interleaved (each round takes the
 //! setups in a rotated order), so that a machine's load drifts over all
@@ -62,11 +64,13 @@ const DRAGUARD: &str = "latency-draguard";
 const JUDGED: &str = "latency-judged";
 const COMPILED: &str = "latency-compiled";
 /// The shipped gpu-device-taints (policies/gpu-devices.yaml), alone, but
-/// for the `draguard` setup's namespace: there the cost is draguard's
-/// routing alone (its entries' matchConditions), which the `compiled`
-/// setup pays too.
+/// for the `draguard` and `judged` setups' namespaces: there the cost is
+/// draguard's routing (the claims entry's matchConditions) and its call.
+/// The namespaces it covers are left out of the claims entry's
+/// namespaceSelector (src/controllers/claims_selector.rs), so the
+/// `compiled` setup pays no entry of draguard's at all.
 const DEVICE_POLICY: &str = "apiVersion: policy.draguard.dev/v1alpha1\nkind: TolerationPolicy\n\
-    metadata: {name: gpu-device-taints}\nspec:\n  namespaces:\n    exclude: [kube-system, latency-draguard]\n  devices:\n\
+    metadata: {name: gpu-device-taints}\nspec:\n  namespaces:\n    exclude: [kube-system, latency-draguard, latency-judged]\n  devices:\n\
     \x20   deny:\n    - {key: gpu.example.com/degraded, operator: Exists}\n  message: degraded GPUs are never scheduled to\n";
 const NOOP_CONFIGURATION: &str = "e2e-latency-noop";
 const VAP_NAME: &str = "e2e-latency";
@@ -407,13 +411,20 @@ fn wait_until_compiled(cluster: &mut Cluster) {
             "admitted",
         );
         if draguard_calls(cluster) == before {
-            return;
+            break;
         }
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "the compiled setup's claim still reaches draguard after 60 s"
         );
         std::thread::sleep(Duration::from_millis(500));
+    }
+    // Not even the claims entry's conditions: its namespaceSelector leaves
+    // the compiled setup's namespace out.
+    let sent_only = json!({"key": "kubernetes.io/metadata.name", "operator": "In",
+        "values": ["kube-system", DRAGUARD, JUDGED]});
+    if let Err(selector) = crate::draguard::wait_for_claims_selector(&cluster.admin, &sent_only) {
+        panic!("the claims entry still selects the compiled setup's namespace after 60 s: {selector}");
     }
 }
 

@@ -332,7 +332,7 @@ fn outage(cluster: &mut Cluster, down: Down) -> Outcome {
         &operator,
         refused(
             "tenant claim create with a device toleration (operator)",
-            "validate.draguard.dev",
+            "claims.validate.draguard.dev",
         ),
         &create,
         Some(&tolerating_claim),
