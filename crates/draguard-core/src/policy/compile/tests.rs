@@ -658,6 +658,15 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
                 request("resourceclaims", operation, "alice", &["dev"]),
             )
         };
+        // Nor the message, which the apiserver evaluates on every write.
+        assert!(
+            tolerations["messageExpression"]
+                .as_str()
+                .is_some_and(|m| m.starts_with(&format!(
+                    "(request.operation == 'CREATE' && {requests}.exists(r, {over})) ? '' : ("
+                ))),
+            "{tolerations}"
+        );
         assert!(!judged(&refused, "CREATE"), "{tolerations}");
         assert!(judged(&refused, "UPDATE"), "{tolerations}");
         assert!(judged(&refused_within, "CREATE"), "{tolerations}");
