@@ -51,6 +51,7 @@ use serde_json::{Value, json};
 use super::mutate_conditions::client_calls_service;
 use super::selection_cel::NAME_LABEL;
 use super::validate_conditions::{Compiled, Inputs};
+use crate::policy::compile::objects::carries_claim_validation;
 use crate::policy::enforce::TolerationTarget;
 use crate::policy::model::{LabelSelector, SelectorOperator};
 use crate::policy::{PolicySet, TolerationPolicy};
@@ -107,7 +108,7 @@ pub fn narrowing(set: &PolicySet, inputs: Inputs, compiled: Compiled<'_>, driver
     let policies = || set.policies.iter().map(|l| &l.policy);
     let device_rules = |p: &TolerationPolicy| !p.spec.devices.allow.is_empty() || !p.spec.devices.deny.is_empty();
     let covering: Vec<&TolerationPolicy> = policies()
-        .filter(|p| p.spec.mode == Mode::Enforce && device_rules(p) && compiled(p, TolerationTarget::Device))
+        .filter(|p| carries_claim_validation(p) && compiled(p, TolerationTarget::Device))
         .collect();
     if covering.is_empty() {
         return None;
