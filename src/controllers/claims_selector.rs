@@ -57,7 +57,6 @@ use crate::policy::model::{LabelSelector, SelectorOperator};
 use crate::policy::{PolicySet, TolerationPolicy};
 use crate::quota::Limits;
 use crate::rules::names;
-use crate::verdict::Mode;
 
 /// The claims entry is named after the validating entry whose
 /// namespaceSelector it extends: `claims.` + that entry's name.

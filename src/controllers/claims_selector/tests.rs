@@ -10,6 +10,7 @@ use serde_json::json;
 use super::*;
 use crate::policy::Selection;
 use crate::policy::load::parse;
+use crate::verdict::Mode;
 
 const MATCHING: Inputs = Inputs {
     toleration_restriction: false,
