@@ -14,10 +14,12 @@
 //! validation, so the compiled one names the first error of the first bad
 //! config; the webhook lists every error.
 //!
+//! A quantity (`format: quantity`) is parsed in CEL as the webhook parses
+//! it, each of `resource.ParseQuantity`'s three errors told apart
+//! (`quantity.rs`).
+//!
 //! What is not compiled (the driver stays with the webhook, and `--explain`
-//! says why): `format: quantity` (`resource.ParseQuantity` has three
-//! errors and a CEL `isQuantity` tells none of them apart), enums of other
-//! than strings, `additionalProperties` or `items` that carry CEL rules,
+//! says why): enums of other than strings, `additionalProperties` or `items` that carry CEL rules,
 //! schemas deeper than the webhook walks, and a driver whose feature gates
 //! or opt-in rules a user declared (`nvidia::gate_errors`,
 //! `passthrough_gate`, `admin_access`).
@@ -32,6 +34,14 @@ use crate::rules::driver_config::registry::DriverVersions;
 /// How deep the webhook walks a schema (`structural::MAX_DEPTH`); a schema
 /// deeper is not compiled.
 const MAX_DEPTH: usize = 32;
+
+/// The longest a driver's checks may be: cel-go's parser refuses an
+/// expression of more than 100,000 code points (its default
+/// `ExpressionSizeCodePointLimit`, which kube-apiserver v1.36.2 keeps: it
+/// answered `expression code point size exceeds limit: size: 116377,
+/// limit 100000` to one variable holding every driver's checks), and the
+/// variable around a driver's checks adds the config list's path.
+const MAX_EXPRESSION: usize = 99_000;
 
 /// One check: when `bad` holds, `text` is the error (both CEL).
 #[derive(Debug, Clone)]
@@ -73,6 +83,10 @@ pub fn compile(schemas: &DriverSchemas) -> Drivers {
             continue;
         }
         match driver_checks(driver, versions) {
+            Ok(checks) if checks.chars().count() > MAX_EXPRESSION => out.left.push((
+                driver.to_owned(),
+                format!("its checks are longer than a CEL expression may be ({MAX_EXPRESSION} characters)"),
+            )),
             Ok(checks) => out.compiled.push((driver.to_owned(), checks)),
             Err(why) => out.left.push((driver.to_owned(), why)),
         }
@@ -139,38 +153,65 @@ fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<String, Stri
 }
 
 /// The validation of a config list at `list` (a CEL list expression) whose
-/// path is `path` (`spec.devices.config`), and the variable it reads (named
-/// `variable`): every compiled driver's config's first error, in config
-/// order. The message is the first. `None` when no driver compiles.
-pub fn validation(drivers: &Drivers, list: &str, path: &str, guard: &str, variable: &str) -> Option<[Value; 2]> {
+/// path is `path` (`spec.devices.config`), and the variables it reads: one
+/// per compiled driver (`variable` and its index: a map from a config's
+/// index to its first error, so that each driver's checks are an
+/// expression of their own, under CEL's size limit), then `variable`,
+/// every compiled driver's config's first error, in config order. The
+/// message is the first. `None` when no driver compiles.
+pub fn validation(
+    drivers: &Drivers,
+    list: &str,
+    path: &str,
+    guard: &str,
+    variable: &str,
+) -> Option<(Vec<Value>, Value)> {
     if drivers.compiled.is_empty() {
         return None;
     }
     let judged = "has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map";
+    let mut variables = Vec::new();
     let mut first = String::from("''");
-    for (driver, expr) in drivers.compiled.iter().rev() {
-        first = format!(
-            "c.opaque.driver == {} ? [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {expr})[0])[0] : {first}",
+    for (n, (driver, expr)) in drivers.compiled.iter().enumerate().rev() {
+        let name = format!("{variable}{n}");
+        variables.push(serde_json::json!({"name": name, "expression": format!(
+            "{list}.transformMap(i, c, {judged} && c.opaque.driver == {}, [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {expr})[0])[0])",
             lit(driver),
             lit(&format!("{path}[")),
-        );
+        )}));
+        first = format!("c.opaque.driver == {} ? variables.{name}[i] : {first}", lit(driver));
     }
-    let errors = format!("{list}.transformList(i, c, {judged}, {first}).filter(e, e != '')");
-    Some([
-        serde_json::json!({"name": variable, "expression": errors}),
+    variables.reverse();
+    variables.push(serde_json::json!({"name": variable, "expression": format!("{list}.transformList(i, c, {judged}, {first}).filter(e, e != '')")}));
+    Some((
+        variables,
         serde_json::json!({
             "expression": format!("!({guard}) || size(variables.{variable}) == 0"),
             "messageExpression": format!("variables.{variable}[0]"),
             "message": format!("{path}: a driver's opaque parameters are invalid"),
             "reason": "Invalid",
         }),
-    ])
+    ))
 }
 
-/// Go's `%q` of a CEL string `s` (backslash and quote escaped; control
-/// characters are not, where Go would escape them).
+/// Go's `%q` of a CEL string `s`, as `field::go_quote` writes it:
+/// backslash, quote and the control characters with a letter escape
+/// (`\n`, `\t`, ...); the other control characters (`\x01`, `\u0085`) are
+/// not escaped, where the webhook would escape them.
 fn quote(s: &str) -> String {
-    format!("('\"' + {s}.replace('\\\\', '\\\\\\\\').replace('\"', '\\\\\"') + '\"')")
+    let mut out = format!("{s}.replace('\\\\', '\\\\\\\\').replace('\"', '\\\\\"')");
+    for (c, letter) in [
+        ("\\n", 'n'),
+        ("\\r", 'r'),
+        ("\\t", 't'),
+        ("\\a", 'a'),
+        ("\\b", 'b'),
+        ("\\f", 'f'),
+        ("\\v", 'v'),
+    ] {
+        out = format!("{out}.replace('{c}', '\\\\{letter}')");
+    }
+    format!("('\"' + {out} + '\"')")
 }
 
 /// `BadValue::from(&json)`'s text of a CEL value `v`: quoted strings,
@@ -250,12 +291,6 @@ impl Walk {
         let Some(schema) = schema.as_object() else {
             return Ok(());
         };
-        if schema.get("format").and_then(Value::as_str) == Some("quantity") {
-            return Err(
-                "a quantity (format: quantity): resource.ParseQuantity's three errors cannot be told apart in CEL"
-                    .to_owned(),
-            );
-        }
         let mut checks = Vec::new();
         let (ok, wanted) = type_ok(schema, v)?;
         if ok != "true" {
@@ -350,6 +385,11 @@ impl Walk {
                 );
             }
             _ => {}
+        }
+        // A string quantity, after any string bound (`structural::walk`).
+        if schema.get("format").and_then(Value::as_str) == Some("quantity") {
+            let (bad, text) = super::quantity::check(v, at, &quote(v));
+            checks.push(Check { bad, text });
         }
         // A null is as good as absent (`encoding/json`).
         self.structural.extend(guarded(&format!("{v} != null"), checks));

@@ -153,10 +153,10 @@ fn config_validations(drivers: &super::driver_configs::Drivers, namespaces: Opti
         );
         guard.extend(namespaces.map(str::to_owned));
         let guard = super::cel::all(&guard);
-        if let Some([v, validation]) =
+        if let Some((v, validation)) =
             super::driver_configs::validation(drivers, &list, &path.join("."), &guard, variable)
         {
-            variables.push(v);
+            variables.extend(v);
             out.push(validation);
         }
     }

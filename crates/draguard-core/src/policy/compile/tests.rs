@@ -85,7 +85,6 @@ spec:
   compiled: draguard-q-devices
   stays in the webhook: devices.defaults: a default per toleration list of every request and subrequest, up to each list's 16, with a warning for each left out: not compiled yet
   stays in the webhook: quota: counting a namespace's claims and devices needs the other claims, which a policy never sees
-  stays in the webhook: driver configs: driver gpu.nvidia.com: a quantity (format: quantity): resource.ParseQuantity's three errors cannot be told apart in CEL
 "
     ), "{text}");
     assert_eq!(out.objects.len(), 2);
@@ -401,17 +400,11 @@ fn drivers_compile_unless_they_use_what_cel_cannot_say() {
             "compute-domain.nvidia.com",
             "fpga.example.com",
             "gpu.amd.com",
-            "gpu.example.com"
+            "gpu.example.com",
+            "gpu.nvidia.com"
         ]
     );
-    assert_eq!(
-        drivers.left,
-        [(
-            "gpu.nvidia.com".to_owned(),
-            "a quantity (format: quantity): resource.ParseQuantity's three errors cannot be told apart in CEL"
-                .to_owned()
-        )]
-    );
+    assert_eq!(drivers.left, []);
     // A gate declared off: only the webhook knows it.
     let mut gated = crate::rules::driver_config::DriverSchemas::default();
     gated.set_gate("compute-domain.nvidia.com", "Anything", false);
@@ -450,7 +443,17 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
         .flatten()
         .map(|v| &v["name"])
         .collect();
-    assert_eq!(names, ["claimConfigErrors", "templateConfigErrors"]);
+    // One variable per compiled driver (each under CEL's size limit), then
+    // the list's first errors in config order.
+    let per_driver = |v: &'static str| (0..5).map(move |n| format!("{v}{n}"));
+    let expected: Vec<Value> = per_driver("claimConfigErrors")
+        .chain(["claimConfigErrors".to_owned()])
+        .chain(per_driver("templateConfigErrors"))
+        .chain(["templateConfigErrors".to_owned()])
+        .map(Value::from)
+        .collect();
+    let names: Vec<Value> = names.into_iter().cloned().collect();
+    assert_eq!(names, expected);
     let claims = &d["spec"]["validations"][0];
     assert_eq!(claims["reason"], "Invalid");
     assert_eq!(claims["messageExpression"], "variables.claimConfigErrors[0]");
@@ -458,14 +461,20 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
         claims["expression"],
         "!((request.resource.resource == 'resourceclaims') && (request.operation == 'CREATE') && (!request.userInfo.username.startsWith('system:node:')) && (request.operation == 'CREATE' || !(request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager'))) || size(variables.claimConfigErrors) == 0"
     );
-    let list = d["spec"]["variables"][1]["expression"].as_str().expect("expression");
-    assert!(
-        list.starts_with("(has(object.spec) && has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.config) ? object.spec.spec.devices.config : []).transformList(i, c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map, c.opaque.driver == 'compute-domain.nvidia.com' ? "),
-        "{list}"
+    let variable = |n: usize| d["spec"]["variables"][n]["expression"].as_str().expect("expression");
+    let templates = "(has(object.spec) && has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.config) ? object.spec.spec.devices.config : [])";
+    assert_eq!(
+        variable(11),
+        format!(
+            "{templates}.transformList(i, c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map, c.opaque.driver == 'compute-domain.nvidia.com' ? variables.templateConfigErrors0[i] : c.opaque.driver == 'fpga.example.com' ? variables.templateConfigErrors1[i] : c.opaque.driver == 'gpu.amd.com' ? variables.templateConfigErrors2[i] : c.opaque.driver == 'gpu.example.com' ? variables.templateConfigErrors3[i] : c.opaque.driver == 'gpu.nvidia.com' ? variables.templateConfigErrors4[i] : '').filter(e, e != '')"
+        )
     );
+    let nvidia = variable(10);
     assert!(
-        list.contains("'spec.spec.devices.config[' + string(i) + '].opaque.parameters'"),
-        "{list}"
+        nvidia.starts_with(&format!(
+            "{templates}.transformMap(i, c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map && c.opaque.driver == 'gpu.nvidia.com', [c.opaque.parameters].map(p, ['spec.spec.devices.config[' + string(i) + '].opaque.parameters'].map(at, "
+        )),
+        "{nvidia}"
     );
     assert_eq!(d["spec"]["validations"][2]["reason"], "Forbidden");
     let w = policy("draguard-w-devices");
@@ -504,4 +513,67 @@ fn a_bounded_integer_compiles_to_the_webhooks_words() {
     ] {
         assert!(first.contains(&part), "{part}\nnot in\n{first}");
     }
+}
+
+/// A quantity: the type, then ParseQuantity's three errors in the
+/// parser's order, each in the webhook's words, on the trimmed string;
+/// a map's quantity at its key's path (`structural.rs`, `quantity.rs`;
+/// their verdicts on the real apiserver: tests/e2e_cluster/compiled.rs).
+#[test]
+fn a_quantity_compiles_to_its_three_errors_in_the_parsers_order() {
+    let mut drivers = crate::rules::driver_config::DriverSchemas::default();
+    let quantity = json!({"x-kubernetes-int-or-string": true, "format": "quantity"});
+    let schema = crate::rules::driver_config::ConfigSchema::compile(json!({"type": "object", "properties": {
+        "q": quantity, "m": {"type": "object", "additionalProperties": quantity}}}))
+    .expect("compiles");
+    drivers.insert("q.example.com", "q.example.com/v1", "Q", std::sync::Arc::new(schema));
+    let compiled = driver_configs::compile(&drivers);
+    assert_eq!(compiled.left, []);
+    let first = compiled.first_error("q.example.com").expect("compiled");
+    let q = "p['q']";
+    let shown = format!(
+        "('\"' + {q}.replace('\\\\', '\\\\\\\\').replace('\"', '\\\\\"').replace('\\n', '\\\\n').replace('\\r', '\\\\r').replace('\\t', '\\\\t').replace('\\a', '\\\\a').replace('\\b', '\\\\b').replace('\\f', '\\\\f').replace('\\v', '\\\\v') + '\"')"
+    );
+    let (bad, text) = super::quantity::check(q, "at + '.q'", &shown);
+    let error = format!(
+        "[{q}.trim()].map(qt, qt == '' || !qt.matches('^[+-]?[0-9]*(\\\\.[0-9]*)?[eEinumkKMGTP]*[-+]?[0-9]*$') ? 1 : "
+    );
+    assert!(bad.starts_with(&format!("type({q}) == string && {error}")), "{bad}");
+    assert!(bad.ends_with("[0] != 0"), "{bad}");
+    assert!(
+        text.starts_with(&format!(
+            "at + '.q' + ': Invalid value: ' + {shown} + ['', ': quantities must match the regular expression \\'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$\\'', ': unable to parse quantity\\'s suffix', ': unable to parse numeric part of quantity'][{error}"
+        )),
+        "{text}"
+    );
+    for part in [
+        // interpret: SI, binary, else an exponent within int64.
+        "qx in {'': 0, 'n': -9, 'u': -6, 'm': -3, 'k': 3, 'M': 6, 'G': 9, 'T': 12, 'P': 15, 'E': 18} ? ",
+        "size(r) < 19 || (size(r) == 19 && r <= (qx.contains('-') ? '9223372036854775808' : '9223372036854775807'))",
+        "qe == 9000000001 ? 2 : (qe == 9000000000 ? (",
+        // The binary fast path; a magnitude's digits past 2^(10j).
+        "qp == 0 && qm <= 14 - 3 * qj ? false : ",
+        "{'Ki': '9765625', 'Mi': '95367431640625', ",
+        // The decimal fast path, then the exact one.
+        "qm + qp <= 18 && qc >= -9 ? size(qd) > 0 && size(qd) + qc > 10000 : qa == '' || ",
+        ") ? 3 : 0)",
+    ] {
+        assert!(bad.contains(part), "{part}\nnot in\n{bad}");
+    }
+    // In the node's checks after its type's, on a present non-null value.
+    let typed = format!(
+        "(p != null && ('q' in p && ({q} != null && (!(type({q}) == string || type({q}) == int || type({q}) == uint))))) ? "
+    );
+    let parsed = format!("(p != null && ('q' in p && ({q} != null && ({bad})))) ? ({text})");
+    let (Some(t), Some(p)) = (first.find(&typed), first.find(&parsed)) else {
+        panic!("{first}");
+    };
+    assert!(t < p);
+    // A map's quantity: its key in brackets, as `Path::key` renders it.
+    assert!(
+        first.contains("at + '.m' + '[' + k1 + ']' + ': Invalid value: ' + ('\"' + x1.replace("),
+        "{first}"
+    );
+    let (bad, _) = super::quantity::check("x1", "", "");
+    assert!(first.contains(&format!("(x1 != null && ({bad}))")), "{first}");
 }
