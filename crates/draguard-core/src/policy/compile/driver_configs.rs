@@ -43,6 +43,15 @@ const MAX_DEPTH: usize = 32;
 /// variable around a driver's checks adds the config list's path.
 const MAX_EXPRESSION: usize = 99_000;
 
+/// Placeholders in a driver's checks, replaced in [`validation`]: the
+/// list of every judged config's parameters, and the variable holding
+/// each quantity's parse (one map for every quantity of every config, so
+/// that a quantity's parse is written once per policy, not once per check
+/// that reads it: the apiserver's compile time grows with the square of
+/// an expression's comprehensions).
+const PARAMETERS: &str = "__parameters";
+const QUANTITIES: &str = "variables.__quantities";
+
 /// One check: when `bad` holds, `text` is the error (both CEL).
 #[derive(Debug, Clone)]
 struct Check {
@@ -50,23 +59,56 @@ struct Check {
     text: String,
 }
 
+/// One compiled driver: what a config of it gets wrong first, a CEL
+/// string over `p` (the parameters) and `at` (their path), '' when
+/// nothing. Each kind's schema checks are an expression of their own
+/// (`kinds`: the condition over `p` that a config is of that kind, and its
+/// checks), read by `head` through a placeholder [`kind_placeholder`]:
+/// the apiserver's compile time grows with the square of an expression's
+/// size, so one expression per kind compiles several times faster than
+/// one per driver.
+#[derive(Debug, Clone)]
+struct Compiled {
+    driver: String,
+    head: String,
+    kinds: Vec<(String, String)>,
+}
+
+fn kind_placeholder(m: usize) -> String {
+    format!("__kind{m}[i]")
+}
+
+impl Compiled {
+    /// The checks as one expression (the kinds inlined).
+    fn inlined(&self) -> String {
+        let mut out = self.head.clone();
+        for (m, (_, checks)) in self.kinds.iter().enumerate() {
+            out = out.replace(&kind_placeholder(m), &format!("({checks})"));
+        }
+        out
+    }
+}
+
 /// The compiled drivers and those left to the webhook (with why).
 #[derive(Debug, Clone, Default)]
 pub struct Drivers {
-    /// (driver, what a config of it gets wrong first: a CEL string over
-    /// `p` (the parameters) and `at` (their path); '' when nothing).
-    compiled: Vec<(String, String)>,
+    compiled: Vec<Compiled>,
+    /// Where the compiled drivers' quantities are: each a CEL list of the
+    /// values at one quantity node of a schema, over [`PARAMETERS`].
+    quantities: Vec<String>,
     pub left: Vec<(String, String)>,
 }
 
 impl Drivers {
-    /// One compiled driver's first-error expression, over `p` and `at`.
-    pub fn first_error(&self, driver: &str) -> Option<&str> {
-        self.compiled.iter().find(|(d, _)| d == driver).map(|(_, e)| e.as_str())
+    /// One compiled driver's first-error expression, over `p` and `at`
+    /// (each kind's checks inlined; the quantities' parses read from
+    /// [`QUANTITIES`]).
+    pub fn first_error(&self, driver: &str) -> Option<String> {
+        self.compiled.iter().find(|c| c.driver == driver).map(Compiled::inlined)
     }
 
     pub fn compiled_names(&self) -> Vec<&str> {
-        self.compiled.iter().map(|(d, _)| d.as_str()).collect()
+        self.compiled.iter().map(|c| c.driver.as_str()).collect()
     }
 }
 
@@ -83,11 +125,20 @@ pub fn compile(schemas: &DriverSchemas) -> Drivers {
             continue;
         }
         match driver_checks(driver, versions) {
-            Ok(checks) if checks.chars().count() > MAX_EXPRESSION => out.left.push((
-                driver.to_owned(),
-                format!("its checks are longer than a CEL expression may be ({MAX_EXPRESSION} characters)"),
-            )),
-            Ok(checks) => out.compiled.push((driver.to_owned(), checks)),
+            Ok((compiled, _))
+                if std::iter::once(&compiled.head)
+                    .chain(compiled.kinds.iter().map(|(_, k)| k))
+                    .any(|e| e.chars().count() > MAX_EXPRESSION) =>
+            {
+                out.left.push((
+                    driver.to_owned(),
+                    format!("its checks are longer than a CEL expression may be ({MAX_EXPRESSION} characters)"),
+                ))
+            }
+            Ok((compiled, quantities)) => {
+                out.compiled.push(compiled);
+                out.quantities.extend(quantities);
+            }
             Err(why) => out.left.push((driver.to_owned(), why)),
         }
     }
@@ -105,7 +156,7 @@ fn chain(checks: &[Check], tail: &str) -> String {
 
 /// The first error of one driver's parameters `p` at `at` (CEL string, ''
 /// when none): `judge_unmemoised` (apiVersion, kind, lookup, schema).
-fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<String, String> {
+fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<(Compiled, Vec<String>), String> {
     let text = |k: &str| format!("(('{k}' in p) && type(p['{k}']) == string ? p['{k}'] : '')");
     let (api_version, kind) = (text("apiVersion"), text("kind"));
     let head = [
@@ -137,19 +188,25 @@ fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<String, Stri
         });
     }
     let mut lookup = chain(&unknown_kind, "''");
-    for ((v, k), schema) in versions.iter().rev() {
+    let mut quantities = Vec::new();
+    let mut kinds = Vec::new();
+    for (m, ((v, k), schema)) in versions.iter().enumerate().rev() {
         let mut walk = Walk::default();
-        walk.node(schema.openapi(), "p", "at", true, 0)?;
+        walk.node(schema.openapi(), "p", "at", true, 0, PARAMETERS)?;
         walk.rules(schema.openapi(), "p", "at", 0)?;
+        quantities.append(&mut walk.quantities);
         let checks: Vec<Check> = walk.structural.into_iter().chain(walk.rules).collect();
-        lookup = format!(
-            "({api_version} == {} && {kind} == {}) ? ({}) : {lookup}",
-            lit(v),
-            lit(k),
-            chain(&checks, "''")
-        );
+        let is_kind = format!("{api_version} == {} && {kind} == {}", lit(v), lit(k));
+        lookup = format!("({is_kind}) ? {} : {lookup}", kind_placeholder(m));
+        kinds.push((is_kind, chain(&checks, "''")));
     }
-    Ok(chain(&head, &lookup))
+    kinds.reverse();
+    let compiled = Compiled {
+        driver: driver.to_owned(),
+        head: chain(&head, &lookup),
+        kinds,
+    };
+    Ok((compiled, quantities))
 }
 
 /// The validation of a config list at `list` (a CEL list expression) whose
@@ -171,15 +228,46 @@ pub fn validation(
     }
     let judged = "has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map";
     let mut variables = Vec::new();
+    let quantities = format!("variables.{variable}Quantities");
     let mut first = String::from("''");
-    for (n, (driver, expr)) in drivers.compiled.iter().enumerate().rev() {
-        let name = format!("{variable}{n}");
-        variables.push(serde_json::json!({"name": name, "expression": format!(
-            "{list}.transformMap(i, c, {judged} && c.opaque.driver == {}, [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {expr})[0])[0])",
-            lit(driver),
+    let each_config = |filter: &str, expr: &str| {
+        format!(
+            "{list}.transformMap(i, c, {judged} && {filter}, [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {})[0])[0])",
             lit(&format!("{path}[")),
-        )}));
-        first = format!("c.opaque.driver == {} ? variables.{name}[i] : {first}", lit(driver));
+            expr.replace(QUANTITIES, &quantities),
+        )
+    };
+    for (n, compiled) in drivers.compiled.iter().enumerate().rev() {
+        let name = format!("{variable}{n}");
+        let is_driver = format!("c.opaque.driver == {}", lit(&compiled.driver));
+        let mut head = compiled.head.clone();
+        let mut kinds = Vec::new();
+        for (m, (is_kind, checks)) in compiled.kinds.iter().enumerate() {
+            let kind_name = format!("{name}k{m}");
+            head = head.replace(&kind_placeholder(m), &format!("variables.{kind_name}[i]"));
+            kinds.push(serde_json::json!({"name": kind_name, "expression": each_config(
+                &format!("{is_driver} && [c.opaque.parameters].exists(p, {is_kind})"),
+                checks,
+            )}));
+        }
+        variables.push(serde_json::json!({"name": name, "expression": each_config(&is_driver, &head)}));
+        variables.extend(kinds.into_iter().rev());
+        first = format!("{is_driver} ? variables.{name}[i] : {first}");
+    }
+    if !drivers.quantities.is_empty() {
+        let parameters = format!("{list}.filter(c, {judged}).map(c, c.opaque.parameters)");
+        let all: Vec<String> = drivers
+            .quantities
+            .iter()
+            .map(|q| q.replace(PARAMETERS, &parameters))
+            .collect();
+        variables.push(
+            serde_json::json!({"name": format!("{variable}Quantities"), "expression": format!(
+                "[{}].flatten().distinct().transformMapEntry(i, s, {{s: {}}})",
+                all.join(", "),
+                super::quantity::error("s"),
+            )}),
+        );
     }
     variables.reverse();
     variables.push(serde_json::json!({"name": variable, "expression": format!("{list}.transformList(i, c, {judged}, {first}).filter(e, e != '')")}));
@@ -232,6 +320,8 @@ fn child_path(at: &str, segment: &str) -> String {
 struct Walk {
     structural: Vec<Check>,
     rules: Vec<Check>,
+    /// The quantity nodes met: the CEL list of their values.
+    quantities: Vec<String>,
 }
 
 /// `cond` and `c.bad`, `c` unchanged otherwise.
@@ -283,8 +373,10 @@ fn json_type(v: &str) -> String {
 }
 
 impl Walk {
-    /// `structural::walk` of value `v` (CEL) at path `at` (CEL string).
-    fn node(&mut self, schema: &Value, v: &str, at: &str, root: bool, depth: usize) -> Result<(), String> {
+    /// `structural::walk` of value `v` (CEL) at path `at` (CEL string);
+    /// `all` is the CEL list of every value at this node of the schema, in
+    /// every config (where a quantity's parse is looked up).
+    fn node(&mut self, schema: &Value, v: &str, at: &str, root: bool, depth: usize, all: &str) -> Result<(), String> {
         if depth > MAX_DEPTH {
             return Err(format!("a schema nested more than {MAX_DEPTH} levels deep"));
         }
@@ -319,13 +411,21 @@ impl Walk {
         }
         let kind = schema.get("type").and_then(Value::as_str);
         match kind {
-            Some("object") => self.object(schema, v, at, root, depth, &mut checks)?,
+            Some("object") => self.object(schema, v, at, root, depth, all, &mut checks)?,
             Some("array") => {
                 if let Some(item) = schema.get("items") {
                     let mut inner = Walk::default();
                     let (x, i) = (format!("x{depth}"), format!("i{depth}"));
                     let item_at = format!("{at} + '[' + string({i}) + ']'");
-                    inner.node(item, &x, &item_at, false, depth + 1)?;
+                    inner.node(
+                        item,
+                        &x,
+                        &item_at,
+                        false,
+                        depth + 1,
+                        &format!("{all}.filter(x, type(x) == list).flatten()"),
+                    )?;
+                    self.quantities.append(&mut inner.quantities);
                     push_each(&mut checks, v, &x, &i, inner.structural);
                 }
                 bound(
@@ -386,10 +486,12 @@ impl Walk {
             }
             _ => {}
         }
-        // A string quantity, after any string bound (`structural::walk`).
+        // A string quantity, after any string bound (`structural::walk`):
+        // its parse is looked up in QUANTITIES, where each is parsed once.
         if schema.get("format").and_then(Value::as_str) == Some("quantity") {
-            let (bad, text) = super::quantity::check(v, at, &quote(v));
+            let (bad, text) = super::quantity::check(v, at, &quote(v), QUANTITIES);
             checks.push(Check { bad, text });
+            self.quantities.push(format!("{all}.filter(x, type(x) == string)"));
         }
         // A null is as good as absent (`encoding/json`).
         self.structural.extend(guarded(&format!("{v} != null"), checks));
@@ -403,6 +505,7 @@ impl Walk {
         at: &str,
         root: bool,
         depth: usize,
+        all: &str,
         checks: &mut Vec<Check>,
     ) -> Result<(), String> {
         let empty = Map::new();
@@ -424,7 +527,15 @@ impl Walk {
                 let mut inner = Walk::default();
                 let item = format!("x{depth}");
                 let item_at = format!("{at} + '[' + {k} + ']'");
-                inner.node(s, &item, &item_at, false, depth + 1)?;
+                inner.node(
+                    s,
+                    &item,
+                    &item_at,
+                    false,
+                    depth + 1,
+                    &format!("{all}.filter(x, type(x) == map).map(x, x.map(k, x[k])).flatten()"),
+                )?;
+                self.quantities.append(&mut inner.quantities);
                 let bad_of = |key: &str| {
                     let terms: Vec<String> = inner.structural.iter().map(|c| c.bad.clone()).collect();
                     format!("[{v}[{key}]].exists({item}, {})", super::cel::any(&terms))
@@ -468,7 +579,19 @@ impl Walk {
             checks.extend(extra_before(Some(name)));
             let mut inner = Walk::default();
             let child = format!("{v}[{}]", lit(name));
-            inner.node(s, &child, &child_path(at, name), false, depth + 1)?;
+            inner.node(
+                s,
+                &child,
+                &child_path(at, name),
+                false,
+                depth + 1,
+                &format!(
+                    "{all}.filter(x, type(x) == map && {} in x).map(x, x[{}])",
+                    lit(name),
+                    lit(name)
+                ),
+            )?;
+            self.quantities.append(&mut inner.quantities);
             checks.extend(guarded(&format!("{} in {v}", lit(name)), inner.structural));
         }
         checks.extend(extra_before(None));

@@ -64,9 +64,10 @@ const BAD_SUFFIX_MARK: i64 = 9_000_000_001;
 
 /// The check of a quantity node: (condition over the value `v`, the
 /// webhook's text at `at` with the value shown as `shown`). One check,
-/// whose text names the first error the parser meets.
-pub fn check(v: &str, at: &str, shown: &str) -> (String, String) {
-    let error = error(v);
+/// whose text names the first error the parser meets; `parsed` is a map
+/// from each string to its [`error`].
+pub fn check(v: &str, at: &str, shown: &str, parsed: &str) -> (String, String) {
+    let error = format!("{parsed}[{v}]");
     let messages = [
         k8s_quantity::QuantityError::FormatWrong,
         k8s_quantity::QuantityError::Suffix,
@@ -115,7 +116,7 @@ fn five_to_the(n: u32) -> String {
 /// significant ones (no trailing zeros either), `qz` the trailing zeros,
 /// `qm` the length of Go's `num` (the integer digits without leading
 /// zeros, at least 1), `qe` the suffix's power of ten (or a mark).
-fn error(v: &str) -> String {
+pub fn error(v: &str) -> String {
     let max = k8s_quantity::MAX_DIGITS;
     let si = format!(
         "{{{}}}",
@@ -195,25 +196,5 @@ mod tests {
         assert_eq!(five_to_the(20), "95367431640625");
         // 10^19 / 2^60
         assert_eq!(five_to_the(60), "867361737988403547205962240695953369140625");
-    }
-}
-
-#[cfg(test)]
-mod scratch {
-    #[test]
-    fn dump() {
-        let (bad, text) = super::check("variables.s", "'p'", "'V'");
-        let chain = format!("({bad}) ? ({text}) : 'OK'");
-        std::fs::write("/tmp/qty40/q.cel", chain).unwrap();
-        let inputs = std::fs::read_to_string("/tmp/qty40/inputs.json").unwrap();
-        let inputs: Vec<String> = serde_json::from_str(&inputs).unwrap();
-        let out: Vec<String> = inputs
-            .iter()
-            .map(|s| match k8s_quantity::Quantity::parse(s.trim()) {
-                Ok(_) => "OK".to_owned(),
-                Err(e) => format!("p: Invalid value: V: {e}"),
-            })
-            .collect();
-        std::fs::write("/tmp/qty40/expected.json", serde_json::to_string(&out).unwrap()).unwrap();
     }
 }

@@ -443,13 +443,23 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
         .flatten()
         .map(|v| &v["name"])
         .collect();
-    // One variable per compiled driver (each under CEL's size limit), then
-    // the list's first errors in config order.
-    let per_driver = |v: &'static str| (0..5).map(move |n| format!("{v}{n}"));
-    let expected: Vec<Value> = per_driver("claimConfigErrors")
-        .chain(["claimConfigErrors".to_owned()])
-        .chain(per_driver("templateConfigErrors"))
-        .chain(["templateConfigErrors".to_owned()])
+    // Each quantity string's parse; per compiled driver, each kind's
+    // checks, then the driver's (apiVersion, kind, which kind), each an
+    // expression of its own (the apiserver's compile time grows with the
+    // square of an expression's size); then the list's first errors in
+    // config order.
+    let expected = |v: &str| {
+        let mut names = vec![format!("{v}Quantities")];
+        for (n, kinds) in [2, 1, 2, 1, 3].into_iter().enumerate() {
+            names.extend((0..kinds).map(|m| format!("{v}{n}k{m}")));
+            names.push(format!("{v}{n}"));
+        }
+        names.push(v.to_owned());
+        names
+    };
+    let expected: Vec<Value> = expected("claimConfigErrors")
+        .into_iter()
+        .chain(expected("templateConfigErrors"))
         .map(Value::from)
         .collect();
     let names: Vec<Value> = names.into_iter().cloned().collect();
@@ -464,17 +474,29 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
     let variable = |n: usize| d["spec"]["variables"][n]["expression"].as_str().expect("expression");
     let templates = "(has(object.spec) && has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.config) ? object.spec.spec.devices.config : [])";
     assert_eq!(
-        variable(11),
+        variable(31),
         format!(
             "{templates}.transformList(i, c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map, c.opaque.driver == 'compute-domain.nvidia.com' ? variables.templateConfigErrors0[i] : c.opaque.driver == 'fpga.example.com' ? variables.templateConfigErrors1[i] : c.opaque.driver == 'gpu.amd.com' ? variables.templateConfigErrors2[i] : c.opaque.driver == 'gpu.example.com' ? variables.templateConfigErrors3[i] : c.opaque.driver == 'gpu.nvidia.com' ? variables.templateConfigErrors4[i] : '').filter(e, e != '')"
         )
     );
-    let nvidia = variable(10);
+    let nvidia = variable(30);
     assert!(
         nvidia.starts_with(&format!(
             "{templates}.transformMap(i, c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map && c.opaque.driver == 'gpu.nvidia.com', [c.opaque.parameters].map(p, ['spec.spec.devices.config[' + string(i) + '].opaque.parameters'].map(at, "
         )),
         "{nvidia}"
+    );
+    // The GpuConfig's checks, read where the driver's kind is known.
+    assert!(
+        nvidia.contains(" == 'GpuConfig') ? variables.templateConfigErrors4k0[i] : "),
+        "{nvidia}"
+    );
+    assert!(
+        variable(27).starts_with(&format!(
+            "{templates}.transformMap(i, c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map && c.opaque.driver == 'gpu.nvidia.com' && [c.opaque.parameters].exists(p, (('apiVersion' in p) && type(p['apiVersion']) == string ? p['apiVersion'] : '') == 'resource.nvidia.com/v1beta1' && (('kind' in p) && type(p['kind']) == string ? p['kind'] : '') == 'GpuConfig'), "
+        )),
+        "{}",
+        variable(27)
     );
     assert_eq!(d["spec"]["validations"][2]["reason"], "Forbidden");
     let w = policy("draguard-w-devices");
@@ -534,17 +556,62 @@ fn a_quantity_compiles_to_its_three_errors_in_the_parsers_order() {
     let shown = format!(
         "('\"' + {q}.replace('\\\\', '\\\\\\\\').replace('\"', '\\\\\"').replace('\\n', '\\\\n').replace('\\r', '\\\\r').replace('\\t', '\\\\t').replace('\\a', '\\\\a').replace('\\b', '\\\\b').replace('\\f', '\\\\f').replace('\\v', '\\\\v') + '\"')"
     );
-    let (bad, text) = super::quantity::check(q, "at + '.q'", &shown);
-    let error = format!(
-        "[{q}.trim()].map(qt, qt == '' || !qt.matches('^[+-]?[0-9]*(\\\\.[0-9]*)?[eEinumkKMGTP]*[-+]?[0-9]*$') ? 1 : "
+    // The check reads the parse from the policy's map of every quantity.
+    let parsed = format!("variables.__quantities[{q}]");
+    let bad = format!("type({q}) == string && {parsed} != 0");
+    let text = format!(
+        "at + '.q' + ': Invalid value: ' + {shown} + ['', ': quantities must match the regular expression \\'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$\\'', ': unable to parse quantity\\'s suffix', ': unable to parse numeric part of quantity'][{parsed}]"
     );
-    assert!(bad.starts_with(&format!("type({q}) == string && {error}")), "{bad}");
-    assert!(bad.ends_with("[0] != 0"), "{bad}");
+    // In the node's checks after its type's, on a present non-null value.
+    let typed = format!(
+        "(p != null && ('q' in p && ({q} != null && (!(type({q}) == string || type({q}) == int || type({q}) == uint))))) ? "
+    );
+    let checked = format!("(p != null && ('q' in p && ({q} != null && ({bad})))) ? ({text})");
+    let (Some(t), Some(c)) = (first.find(&typed), first.find(&checked)) else {
+        panic!("{first}");
+    };
+    assert!(t < c);
+    // A map's quantity: its key in brackets, as `Path::key` renders it.
     assert!(
-        text.starts_with(&format!(
-            "at + '.q' + ': Invalid value: ' + {shown} + ['', ': quantities must match the regular expression \\'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$\\'', ': unable to parse quantity\\'s suffix', ': unable to parse numeric part of quantity'][{error}"
+        first.contains("at + '.m' + '[' + k1 + ']' + ': Invalid value: ' + ('\"' + x1.replace("),
+        "{first}"
+    );
+    assert!(
+        first.contains("(x1 != null && (type(x1) == string && variables.__quantities[x1] != 0))"),
+        "{first}"
+    );
+    // The policy parses each string found where a quantity is, in any
+    // config, once: the map every check reads.
+    let (variables, _) = driver_configs::validation(&compiled, "L", "spec.devices.config", "G", "v").expect("compiled");
+    let parameters = "L.filter(c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map).map(c, c.opaque.parameters)";
+    assert_eq!(variables[0]["name"], "vQuantities");
+    let all = variables[0]["expression"].as_str().expect("an expression");
+    assert!(
+        all.contains(&format!(
+            ", {parameters}.filter(x, type(x) == map && 'm' in x).map(x, x['m']).filter(x, type(x) == map).map(x, x.map(k, x[k])).flatten().filter(x, type(x) == string), {parameters}.filter(x, type(x) == map && 'q' in x).map(x, x['q']).filter(x, type(x) == string)].flatten()"
         )),
-        "{text}"
+        "{all}"
+    );
+    assert!(
+        all.ends_with(&format!(
+            "].flatten().distinct().transformMapEntry(i, s, {{s: {}}})",
+            super::quantity::error("s")
+        )),
+        "{all}"
+    );
+    assert!(variables.iter().any(|v| {
+        v["expression"]
+            .as_str()
+            .is_some_and(|e| e.contains("variables.vQuantities[x1] != 0"))
+    }));
+    // The parse: the scanner's shape first, then interpret's suffixes, then
+    // the fast and exact paths' bounds.
+    let error = super::quantity::error("s");
+    assert!(
+        error.starts_with(
+            "[s.trim()].map(qt, qt == '' || !qt.matches('^[+-]?[0-9]*(\\\\.[0-9]*)?[eEinumkKMGTP]*[-+]?[0-9]*$') ? 1 : "
+        ),
+        "{error}"
     );
     for part in [
         // interpret: SI, binary, else an exponent within int64.
@@ -558,22 +625,6 @@ fn a_quantity_compiles_to_its_three_errors_in_the_parsers_order() {
         "qm + qp <= 18 && qc >= -9 ? size(qd) > 0 && size(qd) + qc > 10000 : qa == '' || ",
         ") ? 3 : 0)",
     ] {
-        assert!(bad.contains(part), "{part}\nnot in\n{bad}");
+        assert!(error.contains(part), "{part}\nnot in\n{error}");
     }
-    // In the node's checks after its type's, on a present non-null value.
-    let typed = format!(
-        "(p != null && ('q' in p && ({q} != null && (!(type({q}) == string || type({q}) == int || type({q}) == uint))))) ? "
-    );
-    let parsed = format!("(p != null && ('q' in p && ({q} != null && ({bad})))) ? ({text})");
-    let (Some(t), Some(p)) = (first.find(&typed), first.find(&parsed)) else {
-        panic!("{first}");
-    };
-    assert!(t < p);
-    // A map's quantity: its key in brackets, as `Path::key` renders it.
-    assert!(
-        first.contains("at + '.m' + '[' + k1 + ']' + ': Invalid value: ' + ('\"' + x1.replace("),
-        "{first}"
-    );
-    let (bad, _) = super::quantity::check("x1", "", "");
-    assert!(first.contains(&format!("(x1 != null && ({bad}))")), "{first}");
 }
