@@ -43,14 +43,80 @@ const MAX_DEPTH: usize = 32;
 /// variable around a driver's checks adds the config list's path.
 const MAX_EXPRESSION: usize = 99_000;
 
-/// Placeholders in a driver's checks, replaced in [`validation`]: the
-/// list of every judged config's parameters, and the variable holding
-/// each quantity's parse (one map for every quantity of every config, so
-/// that a quantity's parse is written once per policy, not once per check
-/// that reads it: the apiserver's compile time grows with the square of
-/// an expression's comprehensions).
-const PARAMETERS: &str = "__parameters";
-const QUANTITIES: &str = "variables.__quantities";
+/// A step from a config's parameters to a schema node: a property, an
+/// array's item (the index variable the checks have bound there), a map's
+/// value (its key variable, `k` or `j` at the map's depth: written
+/// [`key_placeholder`] until the map's checks are built).
+#[derive(Debug, Clone)]
+enum Step {
+    Field(String),
+    Item(String),
+    Key(usize),
+}
+
+fn key_placeholder(depth: usize) -> String {
+    format!("__key{depth}__")
+}
+
+/// The variable holding a quantity node's parses, in a driver's checks
+/// (numbered per driver, named per policy in [`validation`]).
+fn quantity_placeholder(j: usize) -> String {
+    format!("variables.__quantity{j}__")
+}
+
+/// A quantity node met in a schema: where it is, and the placeholder its
+/// checks read its parses from until the driver's nodes are numbered.
+#[derive(Debug, Clone)]
+struct QuantityNode {
+    steps: Vec<Step>,
+    id: String,
+}
+
+fn steps_with(steps: &[Step], step: Step) -> Vec<Step> {
+    let mut out = steps.to_vec();
+    out.push(step);
+    out
+}
+
+/// Every parse of a quantity node's strings in a config, shaped like the
+/// parameters from `e` down (`steps`): a map of the keys, a list of the
+/// items, at the node [`super::quantity::error`] of a string (0 for
+/// anything else). Written once per node and read by the node's checks by
+/// index and key, so that the parse is written once, not in every check
+/// that reads it (the apiserver's compile time grows with the square of
+/// an expression's size), and each string parsed once.
+fn parses(e: &str, steps: &[Step], d: usize) -> String {
+    let y = format!("y{d}");
+    match steps.split_first() {
+        None => format!("type({e}) == string ? {} : 0", super::quantity::error(e)),
+        Some((Step::Field(name), rest)) => format!(
+            "type({e}) == map && {n} in {e} ? [{e}[{n}]].map({y}, {})[0] : dyn(0)",
+            parses(&y, rest, d + 1),
+            n = lit(name)
+        ),
+        Some((Step::Item(_), rest)) => {
+            format!("type({e}) == list ? {e}.map({y}, {}) : dyn(0)", parses(&y, rest, d + 1))
+        }
+        Some((Step::Key(_), rest)) => format!(
+            "type({e}) == map ? {e}.transformMap(z{d}, {y}, {}) : dyn(0)",
+            parses(&y, rest, d + 1)
+        ),
+    }
+}
+
+/// How a node's checks read its parse: the node's variable at the
+/// config's index `i`, then an index or key per array or map on the way.
+fn parse_of(id: &str, steps: &[Step]) -> String {
+    let mut out = format!("{id}[i]");
+    for s in steps {
+        match s {
+            Step::Field(_) => {}
+            Step::Item(i) => out.push_str(&format!("[{i}]")),
+            Step::Key(depth) => out.push_str(&format!("[{}]", key_placeholder(*depth))),
+        }
+    }
+    out
+}
 
 /// One check: when `bad` holds, `text` is the error (both CEL).
 #[derive(Debug, Clone)]
@@ -72,6 +138,10 @@ struct Compiled {
     driver: String,
     head: String,
     kinds: Vec<(String, String)>,
+    /// Each quantity node's parses (the condition over `p` that a config
+    /// is of the node's kind, and [`parses`] over `p`), read by the checks
+    /// through [`quantity_placeholder`].
+    quantities: Vec<(String, String)>,
 }
 
 fn kind_placeholder(m: usize) -> String {
@@ -93,16 +163,13 @@ impl Compiled {
 #[derive(Debug, Clone, Default)]
 pub struct Drivers {
     compiled: Vec<Compiled>,
-    /// Where the compiled drivers' quantities are: each a CEL list of the
-    /// values at one quantity node of a schema, over [`PARAMETERS`].
-    quantities: Vec<String>,
     pub left: Vec<(String, String)>,
 }
 
 impl Drivers {
     /// One compiled driver's first-error expression, over `p` and `at`
-    /// (each kind's checks inlined; the quantities' parses read from
-    /// [`QUANTITIES`]).
+    /// (each kind's checks inlined; the quantities' parses read from the
+    /// variables [`quantity_placeholder`] names).
     pub fn first_error(&self, driver: &str) -> Option<String> {
         self.compiled.iter().find(|c| c.driver == driver).map(Compiled::inlined)
     }
@@ -125,9 +192,10 @@ pub fn compile(schemas: &DriverSchemas) -> Drivers {
             continue;
         }
         match driver_checks(driver, versions) {
-            Ok((compiled, _))
+            Ok(compiled)
                 if std::iter::once(&compiled.head)
                     .chain(compiled.kinds.iter().map(|(_, k)| k))
+                    .chain(compiled.quantities.iter().map(|(_, q)| q))
                     .any(|e| e.chars().count() > MAX_EXPRESSION) =>
             {
                 out.left.push((
@@ -135,10 +203,7 @@ pub fn compile(schemas: &DriverSchemas) -> Drivers {
                     format!("its checks are longer than a CEL expression may be ({MAX_EXPRESSION} characters)"),
                 ))
             }
-            Ok((compiled, quantities)) => {
-                out.compiled.push(compiled);
-                out.quantities.extend(quantities);
-            }
+            Ok(compiled) => out.compiled.push(compiled),
             Err(why) => out.left.push((driver.to_owned(), why)),
         }
     }
@@ -156,7 +221,7 @@ fn chain(checks: &[Check], tail: &str) -> String {
 
 /// The first error of one driver's parameters `p` at `at` (CEL string, ''
 /// when none): `judge_unmemoised` (apiVersion, kind, lookup, schema).
-fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<(Compiled, Vec<String>), String> {
+fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<Compiled, String> {
     let text = |k: &str| format!("(('{k}' in p) && type(p['{k}']) == string ? p['{k}'] : '')");
     let (api_version, kind) = (text("apiVersion"), text("kind"));
     let head = [
@@ -192,21 +257,25 @@ fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<(Compiled, V
     let mut kinds = Vec::new();
     for (m, ((v, k), schema)) in versions.iter().enumerate().rev() {
         let mut walk = Walk::default();
-        walk.node(schema.openapi(), "p", "at", true, 0, PARAMETERS)?;
+        walk.node(schema.openapi(), "p", "at", true, 0, &[])?;
         walk.rules(schema.openapi(), "p", "at", 0)?;
-        quantities.append(&mut walk.quantities);
         let checks: Vec<Check> = walk.structural.into_iter().chain(walk.rules).collect();
         let is_kind = format!("{api_version} == {} && {kind} == {}", lit(v), lit(k));
+        let mut checks = chain(&checks, "''");
+        for q in walk.quantities {
+            checks = checks.replace(&q.id, &quantity_placeholder(quantities.len()));
+            quantities.push((is_kind.clone(), parses("p", &q.steps, 0)));
+        }
         lookup = format!("({is_kind}) ? {} : {lookup}", kind_placeholder(m));
-        kinds.push((is_kind, chain(&checks, "''")));
+        kinds.push((is_kind, checks));
     }
     kinds.reverse();
-    let compiled = Compiled {
+    Ok(Compiled {
         driver: driver.to_owned(),
         head: chain(&head, &lookup),
         kinds,
-    };
-    Ok((compiled, quantities))
+        quantities,
+    })
 }
 
 /// The validation of a config list at `list` (a CEL list expression) whose
@@ -228,46 +297,42 @@ pub fn validation(
     }
     let judged = "has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map";
     let mut variables = Vec::new();
-    let quantities = format!("variables.{variable}Quantities");
     let mut first = String::from("''");
     let each_config = |filter: &str, expr: &str| {
         format!(
-            "{list}.transformMap(i, c, {judged} && {filter}, [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {})[0])[0])",
+            "{list}.transformMap(i, c, {judged} && {filter}, [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {expr})[0])[0])",
             lit(&format!("{path}[")),
-            expr.replace(QUANTITIES, &quantities),
         )
     };
     for (n, compiled) in drivers.compiled.iter().enumerate().rev() {
         let name = format!("{variable}{n}");
         let is_driver = format!("c.opaque.driver == {}", lit(&compiled.driver));
+        let of_kind = |is_kind: &str| format!("{is_driver} && [c.opaque.parameters].exists(p, {is_kind})");
+        let named = |checks: &str| {
+            let mut out = checks.to_owned();
+            for j in 0..compiled.quantities.len() {
+                out = out.replace(&quantity_placeholder(j), &format!("variables.{name}q{j}"));
+            }
+            out
+        };
         let mut head = compiled.head.clone();
         let mut kinds = Vec::new();
         for (m, (is_kind, checks)) in compiled.kinds.iter().enumerate() {
             let kind_name = format!("{name}k{m}");
             head = head.replace(&kind_placeholder(m), &format!("variables.{kind_name}[i]"));
-            kinds.push(serde_json::json!({"name": kind_name, "expression": each_config(
-                &format!("{is_driver} && [c.opaque.parameters].exists(p, {is_kind})"),
-                checks,
-            )}));
+            kinds.push(
+                serde_json::json!({"name": kind_name, "expression": each_config(&of_kind(is_kind), &named(checks))}),
+            );
         }
         variables.push(serde_json::json!({"name": name, "expression": each_config(&is_driver, &head)}));
         variables.extend(kinds.into_iter().rev());
+        for (j, (is_kind, parses)) in compiled.quantities.iter().enumerate().rev() {
+            variables.push(serde_json::json!({"name": format!("{name}q{j}"), "expression": format!(
+                "{list}.transformMap(i, c, {judged} && {}, [c.opaque.parameters].map(p, {parses})[0])",
+                of_kind(is_kind)
+            )}));
+        }
         first = format!("{is_driver} ? variables.{name}[i] : {first}");
-    }
-    if !drivers.quantities.is_empty() {
-        let parameters = format!("{list}.filter(c, {judged}).map(c, c.opaque.parameters)");
-        let all: Vec<String> = drivers
-            .quantities
-            .iter()
-            .map(|q| q.replace(PARAMETERS, &parameters))
-            .collect();
-        variables.push(
-            serde_json::json!({"name": format!("{variable}Quantities"), "expression": format!(
-                "[{}].flatten().distinct().transformMapEntry(i, s, {{s: {}}})",
-                all.join(", "),
-                super::quantity::error("s"),
-            )}),
-        );
     }
     variables.reverse();
     variables.push(serde_json::json!({"name": variable, "expression": format!("{list}.transformList(i, c, {judged}, {first}).filter(e, e != '')")}));
@@ -320,8 +385,8 @@ fn child_path(at: &str, segment: &str) -> String {
 struct Walk {
     structural: Vec<Check>,
     rules: Vec<Check>,
-    /// The quantity nodes met: the CEL list of their values.
-    quantities: Vec<String>,
+    /// The quantity nodes met.
+    quantities: Vec<QuantityNode>,
 }
 
 /// `cond` and `c.bad`, `c` unchanged otherwise.
@@ -373,10 +438,17 @@ fn json_type(v: &str) -> String {
 }
 
 impl Walk {
-    /// `structural::walk` of value `v` (CEL) at path `at` (CEL string);
-    /// `all` is the CEL list of every value at this node of the schema, in
-    /// every config (where a quantity's parse is looked up).
-    fn node(&mut self, schema: &Value, v: &str, at: &str, root: bool, depth: usize, all: &str) -> Result<(), String> {
+    /// `structural::walk` of value `v` (CEL) at path `at` (CEL string),
+    /// reached from the parameters by `steps`.
+    fn node(
+        &mut self,
+        schema: &Value,
+        v: &str,
+        at: &str,
+        root: bool,
+        depth: usize,
+        steps: &[Step],
+    ) -> Result<(), String> {
         if depth > MAX_DEPTH {
             return Err(format!("a schema nested more than {MAX_DEPTH} levels deep"));
         }
@@ -411,7 +483,7 @@ impl Walk {
         }
         let kind = schema.get("type").and_then(Value::as_str);
         match kind {
-            Some("object") => self.object(schema, v, at, root, depth, all, &mut checks)?,
+            Some("object") => self.object(schema, v, at, root, depth, steps, &mut checks)?,
             Some("array") => {
                 if let Some(item) = schema.get("items") {
                     let mut inner = Walk::default();
@@ -423,7 +495,7 @@ impl Walk {
                         &item_at,
                         false,
                         depth + 1,
-                        &format!("{all}.filter(x, type(x) == list).flatten()"),
+                        &steps_with(steps, Step::Item(i.clone())),
                     )?;
                     self.quantities.append(&mut inner.quantities);
                     push_each(&mut checks, v, &x, &i, inner.structural);
@@ -487,11 +559,17 @@ impl Walk {
             _ => {}
         }
         // A string quantity, after any string bound (`structural::walk`):
-        // its parse is looked up in QUANTITIES, where each is parsed once.
+        // its parse is read from the node's parses (see `parses`), named
+        // by where the node is until the driver's nodes are numbered.
         if schema.get("format").and_then(Value::as_str) == Some("quantity") {
-            let (bad, text) = super::quantity::check(v, at, &quote(v), QUANTITIES);
+            let id: String = format!("{steps:?}").bytes().map(|b| format!("{b:02x}")).collect();
+            let id = format!("__quantity_at_{id}__");
+            let (bad, text) = super::quantity::check(v, at, &quote(v), &parse_of(&id, steps));
             checks.push(Check { bad, text });
-            self.quantities.push(format!("{all}.filter(x, type(x) == string)"));
+            self.quantities.push(QuantityNode {
+                steps: steps.to_vec(),
+                id,
+            });
         }
         // A null is as good as absent (`encoding/json`).
         self.structural.extend(guarded(&format!("{v} != null"), checks));
@@ -505,7 +583,7 @@ impl Walk {
         at: &str,
         root: bool,
         depth: usize,
-        all: &str,
+        steps: &[Step],
         checks: &mut Vec<Check>,
     ) -> Result<(), String> {
         let empty = Map::new();
@@ -533,16 +611,18 @@ impl Walk {
                     &item_at,
                     false,
                     depth + 1,
-                    &format!("{all}.filter(x, type(x) == map).map(x, x.map(k, x[k])).flatten()"),
+                    &steps_with(steps, Step::Key(depth)),
                 )?;
                 self.quantities.append(&mut inner.quantities);
+                // A quantity's parse is read at the key the checks bind.
+                let keyed = |text: &str, key: &str| text.replace(&key_placeholder(depth), key);
                 let bad_of = |key: &str| {
-                    let terms: Vec<String> = inner.structural.iter().map(|c| c.bad.clone()).collect();
+                    let terms: Vec<String> = inner.structural.iter().map(|c| keyed(&c.bad, key)).collect();
                     format!("[{v}[{key}]].exists({item}, {})", super::cel::any(&terms))
                 };
                 let mut chain = String::from("''");
                 for c in inner.structural.iter().rev() {
-                    chain = format!("({}) ? ({}) : {chain}", c.bad, c.text);
+                    chain = format!("({}) ? ({}) : {chain}", keyed(&c.bad, &k), keyed(&c.text, &k));
                 }
                 Some((
                     bad_of(&k),
@@ -585,11 +665,7 @@ impl Walk {
                 &child_path(at, name),
                 false,
                 depth + 1,
-                &format!(
-                    "{all}.filter(x, type(x) == map && {} in x).map(x, x[{}])",
-                    lit(name),
-                    lit(name)
-                ),
+                &steps_with(steps, Step::Field(name.clone())),
             )?;
             self.quantities.append(&mut inner.quantities);
             checks.extend(guarded(&format!("{} in {v}", lit(name)), inner.structural));
@@ -704,7 +780,7 @@ fn push_each(checks: &mut Vec<Check>, v: &str, x: &str, i: &str, inner: Vec<Chec
         chain = format!("({}) ? ({}) : {chain}", c.bad, c.text);
     }
     checks.push(Check {
-        bad: format!("{v}.exists({x}, {bad})"),
+        bad: format!("{v}.exists({i}, {x}, {bad})"),
         text: format!("{v}.transformList({i}, {x}, {bad}, {chain})[0]"),
     });
 }

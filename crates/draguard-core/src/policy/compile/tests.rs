@@ -443,14 +443,15 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
         .flatten()
         .map(|v| &v["name"])
         .collect();
-    // Each quantity string's parse; per compiled driver, each kind's
+    // Per compiled driver, each quantity node's parses, each kind's
     // checks, then the driver's (apiVersion, kind, which kind), each an
     // expression of its own (the apiserver's compile time grows with the
     // square of an expression's size); then the list's first errors in
     // config order.
     let expected = |v: &str| {
-        let mut names = vec![format!("{v}Quantities")];
-        for (n, kinds) in [2, 1, 2, 1, 3].into_iter().enumerate() {
+        let mut names = Vec::new();
+        for (n, (kinds, quantities)) in [(2, 0), (1, 0), (2, 0), (1, 0), (3, 4)].into_iter().enumerate() {
+            names.extend((0..quantities).map(|j| format!("{v}{n}q{j}")));
             names.extend((0..kinds).map(|m| format!("{v}{n}k{m}")));
             names.push(format!("{v}{n}"));
         }
@@ -471,15 +472,23 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
         claims["expression"],
         "!((request.resource.resource == 'resourceclaims') && (request.operation == 'CREATE') && (!request.userInfo.username.startsWith('system:node:')) && (request.operation == 'CREATE' || !(request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager'))) || size(variables.claimConfigErrors) == 0"
     );
-    let variable = |n: usize| d["spec"]["variables"][n]["expression"].as_str().expect("expression");
+    let variable = |name: &str| {
+        d["spec"]["variables"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["name"] == name)
+            .and_then(|v| v["expression"].as_str())
+            .unwrap_or_else(|| panic!("{name}"))
+    };
     let templates = "(has(object.spec) && has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.config) ? object.spec.spec.devices.config : [])";
     assert_eq!(
-        variable(31),
+        variable("templateConfigErrors"),
         format!(
             "{templates}.transformList(i, c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map, c.opaque.driver == 'compute-domain.nvidia.com' ? variables.templateConfigErrors0[i] : c.opaque.driver == 'fpga.example.com' ? variables.templateConfigErrors1[i] : c.opaque.driver == 'gpu.amd.com' ? variables.templateConfigErrors2[i] : c.opaque.driver == 'gpu.example.com' ? variables.templateConfigErrors3[i] : c.opaque.driver == 'gpu.nvidia.com' ? variables.templateConfigErrors4[i] : '').filter(e, e != '')"
         )
     );
-    let nvidia = variable(30);
+    let nvidia = variable("templateConfigErrors4");
     assert!(
         nvidia.starts_with(&format!(
             "{templates}.transformMap(i, c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map && c.opaque.driver == 'gpu.nvidia.com', [c.opaque.parameters].map(p, ['spec.spec.devices.config[' + string(i) + '].opaque.parameters'].map(at, "
@@ -492,11 +501,11 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
         "{nvidia}"
     );
     assert!(
-        variable(27).starts_with(&format!(
+        variable("templateConfigErrors4k0").starts_with(&format!(
             "{templates}.transformMap(i, c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map && c.opaque.driver == 'gpu.nvidia.com' && [c.opaque.parameters].exists(p, (('apiVersion' in p) && type(p['apiVersion']) == string ? p['apiVersion'] : '') == 'resource.nvidia.com/v1beta1' && (('kind' in p) && type(p['kind']) == string ? p['kind'] : '') == 'GpuConfig'), "
         )),
         "{}",
-        variable(27)
+        variable("templateConfigErrors4k0")
     );
     assert_eq!(d["spec"]["validations"][2]["reason"], "Forbidden");
     let w = policy("draguard-w-devices");
@@ -556,8 +565,10 @@ fn a_quantity_compiles_to_its_three_errors_in_the_parsers_order() {
     let shown = format!(
         "('\"' + {q}.replace('\\\\', '\\\\\\\\').replace('\"', '\\\\\"').replace('\\n', '\\\\n').replace('\\r', '\\\\r').replace('\\t', '\\\\t').replace('\\a', '\\\\a').replace('\\b', '\\\\b').replace('\\f', '\\\\f').replace('\\v', '\\\\v') + '\"')"
     );
-    // The check reads the parse from the policy's map of every quantity.
-    let parsed = format!("variables.__quantities[{q}]");
+    // The check reads the parse from the node's parses, by the config's
+    // index (and a map's key): `m` is the kind's first quantity node, `q`
+    // its second.
+    let parsed = format!("variables.__quantity1__[i]");
     let bad = format!("type({q}) == string && {parsed} != 0");
     let text = format!(
         "at + '.q' + ': Invalid value: ' + {shown} + ['', ': quantities must match the regular expression \\'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$\\'', ': unable to parse quantity\\'s suffix', ': unable to parse numeric part of quantity'][{parsed}]"
@@ -571,45 +582,58 @@ fn a_quantity_compiles_to_its_three_errors_in_the_parsers_order() {
         panic!("{first}");
     };
     assert!(t < c);
-    // A map's quantity: its key in brackets, as `Path::key` renders it.
+    // A map's quantity: its key in brackets, as `Path::key` renders it;
+    // its parse read at the key each check binds (`k1` where the error is
+    // named, `j1` where an earlier bad key is looked for).
     assert!(
         first.contains("at + '.m' + '[' + k1 + ']' + ': Invalid value: ' + ('\"' + x1.replace("),
         "{first}"
     );
-    assert!(
-        first.contains("(x1 != null && (type(x1) == string && variables.__quantities[x1] != 0))"),
-        "{first}"
-    );
-    // The policy parses each string found where a quantity is, in any
-    // config, once: the map every check reads.
+    for key in ["k1", "j1"] {
+        assert!(
+            first.contains(&format!(
+                "(x1 != null && (type(x1) == string && variables.__quantity0__[i][{key}] != 0))"
+            )),
+            "{key} in {first}"
+        );
+    }
+    // The policy parses each node's strings once per config, in a variable
+    // per node shaped like the parameters down to it.
     let (variables, _) = driver_configs::validation(&compiled, "L", "spec.devices.config", "G", "v").expect("compiled");
-    let parameters = "L.filter(c, has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map).map(c, c.opaque.parameters)";
-    assert_eq!(variables[0]["name"], "vQuantities");
-    let all = variables[0]["expression"].as_str().expect("an expression");
-    assert!(
-        all.contains(&format!(
-            ", {parameters}.filter(x, type(x) == map && 'm' in x).map(x, x['m']).filter(x, type(x) == map).map(x, x.map(k, x[k])).flatten().filter(x, type(x) == string), {parameters}.filter(x, type(x) == map && 'q' in x).map(x, x['q']).filter(x, type(x) == string)].flatten()"
-        )),
-        "{all}"
+    let named = |name: &str| {
+        variables
+            .iter()
+            .find(|v| v["name"] == name)
+            .and_then(|v| v["expression"].as_str())
+            .unwrap_or_else(|| panic!("{name} in {variables:?}"))
+    };
+    let n = compiled
+        .compiled_names()
+        .iter()
+        .position(|d| *d == "q.example.com")
+        .expect("compiled");
+    let of_kind = "has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map && c.opaque.driver == 'q.example.com' && [c.opaque.parameters].exists(p, (('apiVersion' in p) && type(p['apiVersion']) == string ? p['apiVersion'] : '') == 'q.example.com/v1' && (('kind' in p) && type(p['kind']) == string ? p['kind'] : '') == 'Q')";
+    assert_eq!(
+        named(&format!("v{n}q0")),
+        format!(
+            "L.transformMap(i, c, {of_kind}, [c.opaque.parameters].map(p, type(p) == map && 'm' in p ? [p['m']].map(y0, type(y0) == map ? y0.transformMap(z1, y1, type(y1) == string ? {} : 0) : dyn(0))[0] : dyn(0))[0])",
+            super::quantity::error("y1")
+        )
     );
-    assert!(
-        all.ends_with(&format!(
-            "].flatten().distinct().transformMapEntry(i, s, {{s: {}}})",
-            super::quantity::error("s")
-        )),
-        "{all}"
+    assert_eq!(
+        named(&format!("v{n}q1")),
+        format!(
+            "L.transformMap(i, c, {of_kind}, [c.opaque.parameters].map(p, type(p) == map && 'q' in p ? [p['q']].map(y0, type(y0) == string ? {} : 0)[0] : dyn(0))[0])",
+            super::quantity::error("y0")
+        )
     );
-    assert!(variables.iter().any(|v| {
-        v["expression"]
-            .as_str()
-            .is_some_and(|e| e.contains("variables.vQuantities[x1] != 0"))
-    }));
-    // The parse: the scanner's shape first, then interpret's suffixes, then
-    // the fast and exact paths' bounds.
+    assert!(named(&format!("v{n}k0")).contains(&format!("variables.v{n}q0[i][j1] != 0")));
+    // The parse: the plain ones at once, then the scanner's shape, then
+    // interpret's suffixes, then the fast and exact paths' bounds.
     let error = super::quantity::error("s");
     assert!(
         error.starts_with(
-            "[s.trim()].map(qt, qt == '' || !qt.matches('^[+-]?[0-9]*(\\\\.[0-9]*)?[eEinumkKMGTP]*[-+]?[0-9]*$') ? 1 : "
+            "[s.trim()].map(qt, size(qt) <= 32 && qt.matches('^[+-]?[0-9]{1,18}(\\\\.[0-9]{0,9})?([numkMGTPE]|[KMGTPE]i)?$') ? 0 : qt == '' || !qt.matches('^[+-]?[0-9]*(\\\\.[0-9]*)?[eEinumkKMGTP]*[-+]?[0-9]*$') ? 1 : "
         ),
         "{error}"
     );
