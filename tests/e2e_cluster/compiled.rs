@@ -526,8 +526,11 @@ fn nvidia_gpu_configs() -> Vec<(&'static str, Value)> {
         "\u{3000}1Gi\u{a0}",
         "\u{b}1k\u{85}",
         "1e9223372036854775807",
+        // (Not 1e9999, the largest the webhook parses: past gpu-sharing's
+        // 16Gi, which only the webhook judges.)
         "0e-9999",
-        "1e9999",
+        "1e-9999",
+        "0e9999",
         // ErrFormatWrong.
         "",
         " ",
