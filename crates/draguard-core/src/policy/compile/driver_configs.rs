@@ -593,6 +593,7 @@ impl Walk {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn object(
         &mut self,
         schema: &Map<String, Value>,

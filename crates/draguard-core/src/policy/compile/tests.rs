@@ -568,7 +568,7 @@ fn a_quantity_compiles_to_its_three_errors_in_the_parsers_order() {
     // The check reads the parse from the node's parses, by the config's
     // index (and a map's key): `m` is the kind's first quantity node, `q`
     // its second.
-    let parsed = format!("variables.__quantity1__[i]");
+    let parsed = "variables.__quantity1__[i]";
     let bad = format!("type({q}) == string && {parsed} != 0");
     let text = format!(
         "at + '.q' + ': Invalid value: ' + {shown} + ['', ': quantities must match the regular expression \\'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$\\'', ': unable to parse quantity\\'s suffix', ': unable to parse numeric part of quantity'][{parsed}]"
