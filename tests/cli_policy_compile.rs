@@ -79,6 +79,12 @@ fn explain_names_what_stays_in_the_webhook() {
         text.contains("dedicated-ml-nodes (policies/dedicated-nodes.yaml):\n  compiled: draguard-dedicated-ml-nodes-pods, draguard-dedicated-ml-nodes-workloads\n  compiled: pods.defaults, in draguard-pod-defaults\n"),
         "{text}"
     );
+    // Every built-in driver's configs compile, NVIDIA's GPU quantities too.
+    assert!(
+        text.contains("gpu-device-taints (policies/gpu-devices.yaml):\n  compiled: draguard-gpu-device-taints-devices\ngpu-maintenance-for-ml-only"),
+        "{text}"
+    );
+    assert!(!text.contains("driver gpu.nvidia.com"), "{text}");
 }
 
 #[test]

@@ -14,13 +14,32 @@
 //! validation, so the compiled one names the first error of the first bad
 //! config; the webhook lists every error.
 //!
+//! A quantity (`format: quantity`) is parsed in CEL as the webhook parses
+//! it, each of `resource.ParseQuantity`'s three errors told apart
+//! (`quantity.rs`).
+//!
+//! The policy's variables: per compiled driver, each quantity node's
+//! parses (every config's strings there, parsed once), each kind's checks,
+//! then the driver's own (apiVersion, kind, which kind's checks to read),
+//! each a map from a config's index; then the list's first errors. One
+//! expression each, because the apiserver's compile time grows with the
+//! square of an expression's size (one expression per driver took 30 s
+//! to create the shipped devices policy on kube-apiserver v1.36.2, where
+//! these take 3.8 s) and refuses one of more than 100,000 code points.
+//!
 //! What is not compiled (the driver stays with the webhook, and `--explain`
-//! says why): `format: quantity` (`resource.ParseQuantity` has three
-//! errors and a CEL `isQuantity` tells none of them apart), enums of other
-//! than strings, `additionalProperties` or `items` that carry CEL rules,
-//! schemas deeper than the webhook walks, and a driver whose feature gates
-//! or opt-in rules a user declared (`nvidia::gate_errors`,
+//! says why): enums of other than strings, `additionalProperties` or
+//! `items` that carry CEL rules, schemas deeper than the webhook walks,
+//! checks longer than a CEL expression may be, and a driver whose feature
+//! gates or opt-in rules a user declared (`nvidia::gate_errors`,
 //! `passthrough_gate`, `admin_access`).
+//!
+//! Where the compiled verdict can differ from the webhook's: a message
+//! longer than the apiserver keeps (a bad value of thousands of
+//! characters: the validation's `message` names the list instead), and a
+//! claim whose configs cost more CEL than the apiserver allows one
+//! expression (some 300,000 characters of quantities that are not plain
+//! numbers with a suffix): refused with the cost error (`Fail`).
 
 use serde_json::{Map, Value};
 
@@ -33,6 +52,89 @@ use crate::rules::driver_config::registry::DriverVersions;
 /// deeper is not compiled.
 const MAX_DEPTH: usize = 32;
 
+/// The longest a driver's checks may be: cel-go's parser refuses an
+/// expression of more than 100,000 code points (its default
+/// `ExpressionSizeCodePointLimit`, which kube-apiserver v1.36.2 keeps: it
+/// answered `expression code point size exceeds limit: size: 116377,
+/// limit 100000` to one variable holding every driver's checks), and the
+/// variable around a driver's checks adds the config list's path.
+const MAX_EXPRESSION: usize = 99_000;
+
+/// A step from a config's parameters to a schema node: a property, an
+/// array's item (the index variable the checks have bound there), a map's
+/// value (its key variable, `k` or `j` at the map's depth: written
+/// [`key_placeholder`] until the map's checks are built).
+#[derive(Debug, Clone)]
+enum Step {
+    Field(String),
+    Item(String),
+    Key(usize),
+}
+
+fn key_placeholder(depth: usize) -> String {
+    format!("__key{depth}__")
+}
+
+/// The variable holding a quantity node's parses, in a driver's checks
+/// (numbered per driver, named per policy in [`validation`]).
+fn quantity_placeholder(j: usize) -> String {
+    format!("variables.__quantity{j}__")
+}
+
+/// A quantity node met in a schema: where it is, and the placeholder its
+/// checks read its parses from until the driver's nodes are numbered.
+#[derive(Debug, Clone)]
+struct QuantityNode {
+    steps: Vec<Step>,
+    id: String,
+}
+
+fn steps_with(steps: &[Step], step: Step) -> Vec<Step> {
+    let mut out = steps.to_vec();
+    out.push(step);
+    out
+}
+
+/// Every parse of a quantity node's strings in a config, shaped like the
+/// parameters from `e` down (`steps`): a map of the keys, a list of the
+/// items, at the node [`super::quantity::error`] of a string (0 for
+/// anything else). Written once per node and read by the node's checks by
+/// index and key, so that the parse is written once, not in every check
+/// that reads it (the apiserver's compile time grows with the square of
+/// an expression's size), and each string parsed once.
+fn parses(e: &str, steps: &[Step], d: usize) -> String {
+    let y = format!("y{d}");
+    match steps.split_first() {
+        None => format!("type({e}) == string ? {} : 0", super::quantity::error(e)),
+        Some((Step::Field(name), rest)) => format!(
+            "type({e}) == map && {n} in {e} ? [{e}[{n}]].map({y}, {})[0] : dyn(0)",
+            parses(&y, rest, d + 1),
+            n = lit(name)
+        ),
+        Some((Step::Item(_), rest)) => {
+            format!("type({e}) == list ? {e}.map({y}, {}) : dyn(0)", parses(&y, rest, d + 1))
+        }
+        Some((Step::Key(_), rest)) => format!(
+            "type({e}) == map ? {e}.transformMap(z{d}, {y}, {}) : dyn(0)",
+            parses(&y, rest, d + 1)
+        ),
+    }
+}
+
+/// How a node's checks read its parse: the node's variable at the
+/// config's index `i`, then an index or key per array or map on the way.
+fn parse_of(id: &str, steps: &[Step]) -> String {
+    let mut out = format!("{id}[i]");
+    for s in steps {
+        match s {
+            Step::Field(_) => {}
+            Step::Item(i) => out.push_str(&format!("[{i}]")),
+            Step::Key(depth) => out.push_str(&format!("[{}]", key_placeholder(*depth))),
+        }
+    }
+    out
+}
+
 /// One check: when `bad` holds, `text` is the error (both CEL).
 #[derive(Debug, Clone)]
 struct Check {
@@ -40,23 +142,57 @@ struct Check {
     text: String,
 }
 
+/// One compiled driver: what a config of it gets wrong first, a CEL
+/// string over `p` (the parameters) and `at` (their path), '' when
+/// nothing. Each kind's schema checks are an expression of their own
+/// (`kinds`: the condition over `p` that a config is of that kind, and its
+/// checks), read by `head` through a placeholder [`kind_placeholder`]:
+/// the apiserver's compile time grows with the square of an expression's
+/// size, so one expression per kind compiles several times faster than
+/// one per driver.
+#[derive(Debug, Clone)]
+struct Compiled {
+    driver: String,
+    head: String,
+    kinds: Vec<(String, String)>,
+    /// Each quantity node's parses (the condition over `p` that a config
+    /// is of the node's kind, and [`parses`] over `p`), read by the checks
+    /// through [`quantity_placeholder`].
+    quantities: Vec<(String, String)>,
+}
+
+fn kind_placeholder(m: usize) -> String {
+    format!("__kind{m}[i]")
+}
+
+impl Compiled {
+    /// The checks as one expression (the kinds inlined).
+    fn inlined(&self) -> String {
+        let mut out = self.head.clone();
+        for (m, (_, checks)) in self.kinds.iter().enumerate() {
+            out = out.replace(&kind_placeholder(m), &format!("({checks})"));
+        }
+        out
+    }
+}
+
 /// The compiled drivers and those left to the webhook (with why).
 #[derive(Debug, Clone, Default)]
 pub struct Drivers {
-    /// (driver, what a config of it gets wrong first: a CEL string over
-    /// `p` (the parameters) and `at` (their path); '' when nothing).
-    compiled: Vec<(String, String)>,
+    compiled: Vec<Compiled>,
     pub left: Vec<(String, String)>,
 }
 
 impl Drivers {
-    /// One compiled driver's first-error expression, over `p` and `at`.
-    pub fn first_error(&self, driver: &str) -> Option<&str> {
-        self.compiled.iter().find(|(d, _)| d == driver).map(|(_, e)| e.as_str())
+    /// One compiled driver's first-error expression, over `p` and `at`
+    /// (each kind's checks inlined; the quantities' parses read from the
+    /// variables [`quantity_placeholder`] names).
+    pub fn first_error(&self, driver: &str) -> Option<String> {
+        self.compiled.iter().find(|c| c.driver == driver).map(Compiled::inlined)
     }
 
     pub fn compiled_names(&self) -> Vec<&str> {
-        self.compiled.iter().map(|(d, _)| d.as_str()).collect()
+        self.compiled.iter().map(|c| c.driver.as_str()).collect()
     }
 }
 
@@ -73,7 +209,18 @@ pub fn compile(schemas: &DriverSchemas) -> Drivers {
             continue;
         }
         match driver_checks(driver, versions) {
-            Ok(checks) => out.compiled.push((driver.to_owned(), checks)),
+            Ok(compiled)
+                if std::iter::once(&compiled.head)
+                    .chain(compiled.kinds.iter().map(|(_, k)| k))
+                    .chain(compiled.quantities.iter().map(|(_, q)| q))
+                    .any(|e| e.chars().count() > MAX_EXPRESSION) =>
+            {
+                out.left.push((
+                    driver.to_owned(),
+                    format!("its checks are longer than a CEL expression may be ({MAX_EXPRESSION} characters)"),
+                ))
+            }
+            Ok(compiled) => out.compiled.push(compiled),
             Err(why) => out.left.push((driver.to_owned(), why)),
         }
     }
@@ -91,7 +238,7 @@ fn chain(checks: &[Check], tail: &str) -> String {
 
 /// The first error of one driver's parameters `p` at `at` (CEL string, ''
 /// when none): `judge_unmemoised` (apiVersion, kind, lookup, schema).
-fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<String, String> {
+fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<Compiled, String> {
     let text = |k: &str| format!("(('{k}' in p) && type(p['{k}']) == string ? p['{k}'] : '')");
     let (api_version, kind) = (text("apiVersion"), text("kind"));
     let head = [
@@ -123,54 +270,118 @@ fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<String, Stri
         });
     }
     let mut lookup = chain(&unknown_kind, "''");
-    for ((v, k), schema) in versions.iter().rev() {
+    let mut quantities = Vec::new();
+    let mut kinds = Vec::new();
+    for (m, ((v, k), schema)) in versions.iter().enumerate().rev() {
         let mut walk = Walk::default();
-        walk.node(schema.openapi(), "p", "at", true, 0)?;
+        walk.node(schema.openapi(), "p", "at", true, 0, &[])?;
         walk.rules(schema.openapi(), "p", "at", 0)?;
         let checks: Vec<Check> = walk.structural.into_iter().chain(walk.rules).collect();
-        lookup = format!(
-            "({api_version} == {} && {kind} == {}) ? ({}) : {lookup}",
-            lit(v),
-            lit(k),
-            chain(&checks, "''")
-        );
+        let is_kind = format!("{api_version} == {} && {kind} == {}", lit(v), lit(k));
+        let mut checks = chain(&checks, "''");
+        for q in walk.quantities {
+            checks = checks.replace(&q.id, &quantity_placeholder(quantities.len()));
+            quantities.push((is_kind.clone(), parses("p", &q.steps, 0)));
+        }
+        lookup = format!("({is_kind}) ? {} : {lookup}", kind_placeholder(m));
+        kinds.push((is_kind, checks));
     }
-    Ok(chain(&head, &lookup))
+    kinds.reverse();
+    Ok(Compiled {
+        driver: driver.to_owned(),
+        head: chain(&head, &lookup),
+        kinds,
+        quantities,
+    })
 }
 
 /// The validation of a config list at `list` (a CEL list expression) whose
-/// path is `path` (`spec.devices.config`), and the variable it reads (named
-/// `variable`): every compiled driver's config's first error, in config
-/// order. The message is the first. `None` when no driver compiles.
-pub fn validation(drivers: &Drivers, list: &str, path: &str, guard: &str, variable: &str) -> Option<[Value; 2]> {
+/// path is `path` (`spec.devices.config`), and the variables it reads: one
+/// per compiled driver (`variable` and its index: a map from a config's
+/// index to its first error, so that each driver's checks are an
+/// expression of their own, under CEL's size limit), then `variable`,
+/// every compiled driver's config's first error, in config order. The
+/// message is the first. `None` when no driver compiles.
+pub fn validation(
+    drivers: &Drivers,
+    list: &str,
+    path: &str,
+    guard: &str,
+    variable: &str,
+) -> Option<(Vec<Value>, Value)> {
     if drivers.compiled.is_empty() {
         return None;
     }
     let judged = "has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map";
+    let mut variables = Vec::new();
     let mut first = String::from("''");
-    for (driver, expr) in drivers.compiled.iter().rev() {
-        first = format!(
-            "c.opaque.driver == {} ? [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {expr})[0])[0] : {first}",
-            lit(driver),
+    let each_config = |filter: &str, expr: &str| {
+        format!(
+            "{list}.transformMap(i, c, {judged} && {filter}, [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {expr})[0])[0])",
             lit(&format!("{path}[")),
-        );
+        )
+    };
+    for (n, compiled) in drivers.compiled.iter().enumerate().rev() {
+        let name = format!("{variable}{n}");
+        let is_driver = format!("c.opaque.driver == {}", lit(&compiled.driver));
+        let of_kind = |is_kind: &str| format!("{is_driver} && [c.opaque.parameters].exists(p, {is_kind})");
+        let named = |checks: &str| {
+            let mut out = checks.to_owned();
+            for j in 0..compiled.quantities.len() {
+                out = out.replace(&quantity_placeholder(j), &format!("variables.{name}q{j}"));
+            }
+            out
+        };
+        let mut head = compiled.head.clone();
+        let mut kinds = Vec::new();
+        for (m, (is_kind, checks)) in compiled.kinds.iter().enumerate() {
+            let kind_name = format!("{name}k{m}");
+            head = head.replace(&kind_placeholder(m), &format!("variables.{kind_name}[i]"));
+            kinds.push(
+                serde_json::json!({"name": kind_name, "expression": each_config(&of_kind(is_kind), &named(checks))}),
+            );
+        }
+        variables.push(serde_json::json!({"name": name, "expression": each_config(&is_driver, &head)}));
+        variables.extend(kinds.into_iter().rev());
+        for (j, (is_kind, parses)) in compiled.quantities.iter().enumerate().rev() {
+            variables.push(serde_json::json!({"name": format!("{name}q{j}"), "expression": format!(
+                "{list}.transformMap(i, c, {judged} && {}, [c.opaque.parameters].map(p, {parses})[0])",
+                of_kind(is_kind)
+            )}));
+        }
+        first = format!("{is_driver} ? variables.{name}[i] : {first}");
     }
-    let errors = format!("{list}.transformList(i, c, {judged}, {first}).filter(e, e != '')");
-    Some([
-        serde_json::json!({"name": variable, "expression": errors}),
+    variables.reverse();
+    variables.push(serde_json::json!({"name": variable, "expression": format!("{list}.transformList(i, c, {judged}, {first}).filter(e, e != '')")}));
+    Some((
+        variables,
         serde_json::json!({
             "expression": format!("!({guard}) || size(variables.{variable}) == 0"),
             "messageExpression": format!("variables.{variable}[0]"),
             "message": format!("{path}: a driver's opaque parameters are invalid"),
             "reason": "Invalid",
         }),
-    ])
+    ))
 }
 
-/// Go's `%q` of a CEL string `s` (backslash and quote escaped; control
-/// characters are not, where Go would escape them).
+/// Go's `%q` of a CEL string `s`, as `field::go_quote` writes it:
+/// backslash, quote and the control characters with a letter escape
+/// (`\n`, `\t`, ...); the other control characters (`\x01`, `\u0085`) are
+/// not escaped, where the webhook would escape them.
 fn quote(s: &str) -> String {
-    format!("('\"' + {s}.replace('\\\\', '\\\\\\\\').replace('\"', '\\\\\"') + '\"')")
+    let mut out = format!("{s}.replace('\\\\', '\\\\\\\\').replace('\"', '\\\\\"')");
+    for (c, letter) in [
+        ("\\n", 'n'),
+        ("\\r", 'r'),
+        ("\\t", 't'),
+        ("\\a", 'a'),
+        ("\\b", 'b'),
+        ("\\f", 'f'),
+        ("\\v", 'v'),
+    ] {
+        out = format!("{out}.replace('{c}', '\\\\{letter}')");
+    }
+    format!("('\"' + {out} + '\"')")
 }
 
 /// `BadValue::from(&json)`'s text of a CEL value `v`: quoted strings,
@@ -191,6 +402,8 @@ fn child_path(at: &str, segment: &str) -> String {
 struct Walk {
     structural: Vec<Check>,
     rules: Vec<Check>,
+    /// The quantity nodes met.
+    quantities: Vec<QuantityNode>,
 }
 
 /// `cond` and `c.bad`, `c` unchanged otherwise.
@@ -242,20 +455,23 @@ fn json_type(v: &str) -> String {
 }
 
 impl Walk {
-    /// `structural::walk` of value `v` (CEL) at path `at` (CEL string).
-    fn node(&mut self, schema: &Value, v: &str, at: &str, root: bool, depth: usize) -> Result<(), String> {
+    /// `structural::walk` of value `v` (CEL) at path `at` (CEL string),
+    /// reached from the parameters by `steps`.
+    fn node(
+        &mut self,
+        schema: &Value,
+        v: &str,
+        at: &str,
+        root: bool,
+        depth: usize,
+        steps: &[Step],
+    ) -> Result<(), String> {
         if depth > MAX_DEPTH {
             return Err(format!("a schema nested more than {MAX_DEPTH} levels deep"));
         }
         let Some(schema) = schema.as_object() else {
             return Ok(());
         };
-        if schema.get("format").and_then(Value::as_str) == Some("quantity") {
-            return Err(
-                "a quantity (format: quantity): resource.ParseQuantity's three errors cannot be told apart in CEL"
-                    .to_owned(),
-            );
-        }
         let mut checks = Vec::new();
         let (ok, wanted) = type_ok(schema, v)?;
         if ok != "true" {
@@ -284,13 +500,21 @@ impl Walk {
         }
         let kind = schema.get("type").and_then(Value::as_str);
         match kind {
-            Some("object") => self.object(schema, v, at, root, depth, &mut checks)?,
+            Some("object") => self.object(schema, v, at, root, depth, steps, &mut checks)?,
             Some("array") => {
                 if let Some(item) = schema.get("items") {
                     let mut inner = Walk::default();
                     let (x, i) = (format!("x{depth}"), format!("i{depth}"));
                     let item_at = format!("{at} + '[' + string({i}) + ']'");
-                    inner.node(item, &x, &item_at, false, depth + 1)?;
+                    inner.node(
+                        item,
+                        &x,
+                        &item_at,
+                        false,
+                        depth + 1,
+                        &steps_with(steps, Step::Item(i.clone())),
+                    )?;
+                    self.quantities.append(&mut inner.quantities);
                     push_each(&mut checks, v, &x, &i, inner.structural);
                 }
                 bound(
@@ -351,11 +575,25 @@ impl Walk {
             }
             _ => {}
         }
+        // A string quantity, after any string bound (`structural::walk`):
+        // its parse is read from the node's parses (see `parses`), named
+        // by where the node is until the driver's nodes are numbered.
+        if schema.get("format").and_then(Value::as_str) == Some("quantity") {
+            let id: String = format!("{steps:?}").bytes().map(|b| format!("{b:02x}")).collect();
+            let id = format!("__quantity_at_{id}__");
+            let (bad, text) = super::quantity::check(v, at, &quote(v), &parse_of(&id, steps));
+            checks.push(Check { bad, text });
+            self.quantities.push(QuantityNode {
+                steps: steps.to_vec(),
+                id,
+            });
+        }
         // A null is as good as absent (`encoding/json`).
         self.structural.extend(guarded(&format!("{v} != null"), checks));
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn object(
         &mut self,
         schema: &Map<String, Value>,
@@ -363,6 +601,7 @@ impl Walk {
         at: &str,
         root: bool,
         depth: usize,
+        steps: &[Step],
         checks: &mut Vec<Check>,
     ) -> Result<(), String> {
         let empty = Map::new();
@@ -384,14 +623,24 @@ impl Walk {
                 let mut inner = Walk::default();
                 let item = format!("x{depth}");
                 let item_at = format!("{at} + '[' + {k} + ']'");
-                inner.node(s, &item, &item_at, false, depth + 1)?;
+                inner.node(
+                    s,
+                    &item,
+                    &item_at,
+                    false,
+                    depth + 1,
+                    &steps_with(steps, Step::Key(depth)),
+                )?;
+                self.quantities.append(&mut inner.quantities);
+                // A quantity's parse is read at the key the checks bind.
+                let keyed = |text: &str, key: &str| text.replace(&key_placeholder(depth), key);
                 let bad_of = |key: &str| {
-                    let terms: Vec<String> = inner.structural.iter().map(|c| c.bad.clone()).collect();
+                    let terms: Vec<String> = inner.structural.iter().map(|c| keyed(&c.bad, key)).collect();
                     format!("[{v}[{key}]].exists({item}, {})", super::cel::any(&terms))
                 };
                 let mut chain = String::from("''");
                 for c in inner.structural.iter().rev() {
-                    chain = format!("({}) ? ({}) : {chain}", c.bad, c.text);
+                    chain = format!("({}) ? ({}) : {chain}", keyed(&c.bad, &k), keyed(&c.text, &k));
                 }
                 Some((
                     bad_of(&k),
@@ -428,7 +677,15 @@ impl Walk {
             checks.extend(extra_before(Some(name)));
             let mut inner = Walk::default();
             let child = format!("{v}[{}]", lit(name));
-            inner.node(s, &child, &child_path(at, name), false, depth + 1)?;
+            inner.node(
+                s,
+                &child,
+                &child_path(at, name),
+                false,
+                depth + 1,
+                &steps_with(steps, Step::Field(name.clone())),
+            )?;
+            self.quantities.append(&mut inner.quantities);
             checks.extend(guarded(&format!("{} in {v}", lit(name)), inner.structural));
         }
         checks.extend(extra_before(None));
@@ -541,7 +798,7 @@ fn push_each(checks: &mut Vec<Check>, v: &str, x: &str, i: &str, inner: Vec<Chec
         chain = format!("({}) ? ({}) : {chain}", c.bad, c.text);
     }
     checks.push(Check {
-        bad: format!("{v}.exists({x}, {bad})"),
+        bad: format!("{v}.exists({i}, {x}, {bad})"),
         text: format!("{v}.transformList({i}, {x}, {bad}, {chain})[0]"),
     });
 }

@@ -20,6 +20,7 @@ pub mod driver_configs;
 pub mod messages;
 pub mod objects;
 pub mod predicate;
+pub mod quantity;
 pub mod remains;
 pub mod selection;
 

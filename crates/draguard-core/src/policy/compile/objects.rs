@@ -208,10 +208,10 @@ fn config_validations(drivers: &super::driver_configs::Drivers, namespaces: Opti
         path.extend(["devices", "config"]);
         let list = list_at("object", &path);
         let guard = claim_create_guard(resource, namespaces);
-        if let Some([v, validation]) =
+        if let Some((v, validation)) =
             super::driver_configs::validation(drivers, &list, &path.join("."), &guard, variable)
         {
-            variables.push(v);
+            variables.extend(v);
             out.push(validation);
         }
     }
