@@ -16,8 +16,6 @@
 //! one expression serves v1, v1beta1 and v1beta2. The message is the first
 //! list past the limit, as the webhook's first error.
 
-use serde_json::{Value, json};
-
 use super::cel::string as lit;
 use super::objects::list_at;
 use crate::rules::tolerations::DEVICE_TOLERATIONS_MAX;
@@ -52,11 +50,11 @@ fn request_over() -> String {
     format!("{} || {subs}.exists(s, {})", over(&exactly), over(&sub))
 }
 
-/// The validation refusing a claim spec at `spec` (`["spec"]` in a claim,
-/// `["spec", "spec"]` in a template) with a list past the limit, on the
-/// writes `guard` (a CEL condition) admits; Invalid (422), as the webhook
-/// refuses it.
-pub fn validation(spec: &[&str], guard: &str) -> Value {
+/// The limit's part of the Invalid validation of a claim spec at `spec`
+/// (`["spec"]` in a claim, `["spec", "spec"]` in a template): the
+/// condition that a list is past it, the message naming the first such
+/// list (CEL), and the static fallback.
+pub fn check(spec: &[&str]) -> (String, String, String) {
     let mut requests_path = spec.to_vec();
     requests_path.extend(["devices", "requests"]);
     let requests = list_at("object", &requests_path);
@@ -74,13 +72,12 @@ pub fn validation(spec: &[&str], guard: &str) -> Value {
         over(&sub),
         too_many_text(&sub_path, &sub),
     );
-    json!({
-        "expression": format!("!({guard}) || !{}", past_the_limit(spec)),
-        "messageExpression": format!("{requests}.transformList(i, r, {request_over}, {first_of_request})[0]"),
-        "message": format!(
+    (
+        past_the_limit(spec),
+        format!("{requests}.transformList(i, r, {request_over}, {first_of_request})[0]"),
+        format!(
             "{}.devices.requests: a request's list holds more than {DEVICE_TOLERATIONS_MAX} tolerations",
             spec.join(".")
         ),
-        "reason": "Invalid",
-    })
+    )
 }

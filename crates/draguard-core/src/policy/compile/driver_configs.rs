@@ -295,20 +295,14 @@ fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<Compiled, St
     })
 }
 
-/// The validation of a config list at `list` (a CEL list expression) whose
+/// The checks of a config list at `list` (a CEL list expression) whose
 /// path is `path` (`spec.devices.config`), and the variables it reads: one
 /// per compiled driver (`variable` and its index: a map from a config's
 /// index to its first error, so that each driver's checks are an
 /// expression of their own, under CEL's size limit), then `variable`,
 /// every compiled driver's config's first error, in config order. The
 /// message is the first. `None` when no driver compiles.
-pub fn validation(
-    drivers: &Drivers,
-    list: &str,
-    path: &str,
-    guard: &str,
-    variable: &str,
-) -> Option<(Vec<Value>, Value)> {
+pub fn validation(drivers: &Drivers, list: &str, path: &str, variable: &str) -> Option<ConfigCheck> {
     if drivers.compiled.is_empty() {
         return None;
     }
@@ -353,15 +347,40 @@ pub fn validation(
     }
     variables.reverse();
     variables.push(serde_json::json!({"name": variable, "expression": format!("{list}.transformList(i, c, {judged}, {first}).filter(e, e != '')")}));
-    Some((
+    let fallback = format!("{path}: a driver's opaque parameters are invalid");
+    Some(ConfigCheck {
         variables,
-        serde_json::json!({
-            "expression": format!("!({guard}) || size(variables.{variable}) == 0"),
-            "messageExpression": format!("variables.{variable}[0]"),
-            "message": format!("{path}: a driver's opaque parameters are invalid"),
-            "reason": "Invalid",
-        }),
-    ))
+        ok: format!("size(variables.{variable}) == 0"),
+        message: shown_or(&format!("variables.{variable}[0]"), &fallback),
+        fallback,
+    })
+}
+
+/// A claim's or template's compiled config checks: the policy's variables,
+/// the condition that every config is valid, and the message naming the
+/// first error (CEL), with the static text it falls back to.
+#[derive(Debug, Clone)]
+pub struct ConfigCheck {
+    pub variables: Vec<Value>,
+    pub ok: String,
+    pub message: String,
+    pub fallback: String,
+}
+
+/// The apiserver's treatment of a messageExpression's text, in CEL:
+/// trimmed, and the validation's static `message` instead of one that is
+/// empty, longer than 5 KiB or on several lines (k8s.io/apiserver v0.36
+/// pkg/admission/plugin/policy/validating/validator.go `Validate`;
+/// `MaxEvaluatedMessageExpressionSizeBytes` in pkg/apis/cel/config.go).
+/// A validation that judges claims and templates (and the tolerations'
+/// limit before the configs) has one static message for all of them: each
+/// config message names its own fallback so that a driver's error of a
+/// long value reads as it did in a validation of its own.
+fn shown_or(message: &str, fallback: &str) -> String {
+    format!(
+        "[{message}.trim()].map(m, m == '' || size(bytes(m)) > 5120 || m.contains('\\n') ? {} : m)[0]",
+        lit(fallback)
+    )
 }
 
 /// Go's `%q` of a CEL string `s`, as `field::go_quote` writes it:

@@ -119,6 +119,12 @@ fn admits_request(program: &Program, object: &Value, request: Value) -> bool {
             .expect("CEL value"),
     );
     ctx.add_variable_from_value("request", kube_cel::cel::to_value(&request).expect("CEL value"));
+    // The drivers' configs' errors: none (`driver_configs_are_judge_configs`
+    // judges them).
+    ctx.add_variable_from_value(
+        "variables",
+        kube_cel::cel::to_value(json!({"claimConfigErrors": [], "templateConfigErrors": []})).expect("CEL value"),
+    );
     match program.execute(&ctx) {
         Ok(CelValue::Bool(b)) => b,
         other => panic!("the expression does not give a bool: {other:?}"),
@@ -246,7 +252,8 @@ spec: {{pods: {{allowPlatformDefaults: false, allow: [{{key: k, operator: Exists
                         (
                             json!({"spec": {"spec": {"devices": {"requests": [{"exactly": {}}, {"firstAvailable": [{"tolerations": [as_json]}]}]}}}}),
                             "resourceclaimtemplates",
-                            1,
+                            // One validation judges claims and templates.
+                            0,
                         ),
                     ],
                 };
@@ -465,13 +472,25 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
         .collect();
     let names: Vec<Value> = names.into_iter().cloned().collect();
     assert_eq!(names, expected);
-    // After the two lists' limit (`the_tolerations_limit_rides_first_...`).
-    let claims = &d["spec"]["validations"][2];
-    assert_eq!(claims["reason"], "Invalid");
-    assert_eq!(claims["messageExpression"], "variables.claimConfigErrors[0]");
-    assert_eq!(
-        claims["expression"],
-        "!((request.resource.resource == 'resourceclaims') && (request.operation == 'CREATE') && (!request.userInfo.username.startsWith('system:node:')) && (request.operation == 'CREATE' || !(request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager'))) || size(variables.claimConfigErrors) == 0"
+    // After the lists' limit, in the one Invalid validation of claims and
+    // templates (`the_tolerations_limit_rides_first_...`).
+    let invalid = &d["spec"]["validations"][0];
+    assert_eq!(invalid["reason"], "Invalid");
+    let guard = "(request.resource.resource == 'resourceclaims') && (request.operation == 'CREATE') && (!request.userInfo.username.startsWith('system:node:')) && (request.operation == 'CREATE' || !(request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager'))";
+    let past = super::device_limit::past_the_limit(&["spec"]);
+    assert!(
+        invalid["expression"].as_str().is_some_and(|e| e.starts_with(&format!(
+            "request.resource.resource == 'resourceclaims' ? (!({guard}) || (!{past} && size(variables.claimConfigErrors) == 0)) : (!("
+        ))),
+        "{invalid}"
+    );
+    // The first config error, shown as the apiserver shows a validation's
+    // own message: a long or multi-line one falls back to the list's.
+    assert!(
+        invalid["messageExpression"].as_str().is_some_and(|m| m.contains(
+            " : [variables.claimConfigErrors[0].trim()].map(m, m == '' || size(bytes(m)) > 5120 || m.contains('\\n') ? 'spec.devices.config: a driver\\'s opaque parameters are invalid' : m)[0]) : ("
+        )),
+        "{invalid}"
     );
     let variable = |name: &str| {
         d["spec"]["variables"]
@@ -508,7 +527,8 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
         "{}",
         variable("templateConfigErrors4k0")
     );
-    assert_eq!(d["spec"]["validations"][4]["reason"], "Forbidden");
+    assert_eq!(d["spec"]["validations"][1]["reason"], "Forbidden");
+    assert_eq!(d["spec"]["validations"].as_array().map(Vec::len), Some(2));
     let w = policy("draguard-w-devices");
     assert!(w["spec"].get("variables").is_none());
     assert!(
@@ -592,45 +612,51 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
     let d = policy("draguard-d-devices");
     let validations = d["spec"]["validations"].as_array().expect("validations");
     let reasons: Vec<&str> = validations.iter().filter_map(|v| v["reason"].as_str()).collect();
-    assert_eq!(
-        reasons,
-        ["Invalid", "Invalid", "Invalid", "Invalid", "Forbidden", "Forbidden"]
-    );
-    let claims = &validations[0];
-    let guard = "(request.resource.resource == 'resourceclaims') && (request.operation == 'CREATE') && (!request.userInfo.username.startsWith('system:node:')) && (request.operation == 'CREATE' || !(request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager'))";
+    // One Invalid validation (the limit, then the configs) and one
+    // Forbidden (the tolerations), each for claims and templates.
+    assert_eq!(reasons, ["Invalid", "Forbidden"]);
+    let invalid = &validations[0];
+    let guard = |resource: &str| {
+        format!(
+            "(request.resource.resource == '{resource}') && (request.operation == 'CREATE') && (!request.userInfo.username.startsWith('system:node:')) && (request.operation == 'CREATE' || !(request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager'))"
+        )
+    };
     let requests = "(has(object.spec) && has(object.spec.devices) && has(object.spec.devices.requests) ? object.spec.devices.requests : [])";
     let exactly = "(has(r.exactly) && has(r.exactly.tolerations) ? r.exactly.tolerations : [])";
     let subs = "(has(r.firstAvailable) ? r.firstAvailable : [])";
     let sub = "(has(s.tolerations) ? s.tolerations : [])";
     let over = format!("size({exactly}) > 16 || {subs}.exists(s, size({sub}) > 16)");
+    let t_requests = "(has(object.spec) && has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) ? object.spec.spec.devices.requests : [])";
     assert_eq!(
-        claims["expression"],
-        format!("!({guard}) || !{requests}.exists(r, {over})")
-    );
-    assert_eq!(
-        claims["messageExpression"],
+        invalid["expression"],
         format!(
-            "{requests}.transformList(i, r, {over}, size({exactly}) > 16 ? 'spec.devices.requests[' + string(i) + '].exactly.tolerations' + ': Too many: ' + string(size({exactly})) + ': must have at most 16 items' : {subs}.transformList(k, s, size({sub}) > 16, 'spec.devices.requests[' + string(i) + '].firstAvailable[' + string(k) + '].tolerations' + ': Too many: ' + string(size({sub})) + ': must have at most 16 items')[0])[0]"
+            "request.resource.resource == 'resourceclaims' ? (!({}) || (!{requests}.exists(r, {over}) && size(variables.claimConfigErrors) == 0)) : (!({}) || (!{t_requests}.exists(r, {over}) && size(variables.templateConfigErrors) == 0))",
+            guard("resourceclaims"),
+            guard("resourceclaimtemplates")
         )
     );
-    assert_eq!(
-        claims["message"],
-        "spec.devices.requests: a request's list holds more than 16 tolerations"
+    let limit_message = format!(
+        "{requests}.transformList(i, r, {over}, size({exactly}) > 16 ? 'spec.devices.requests[' + string(i) + '].exactly.tolerations' + ': Too many: ' + string(size({exactly})) + ': must have at most 16 items' : {subs}.transformList(k, s, size({sub}) > 16, 'spec.devices.requests[' + string(i) + '].firstAvailable[' + string(k) + '].tolerations' + ': Too many: ' + string(size({sub})) + ': must have at most 16 items')[0])[0]"
     );
-    let templates = &validations[1];
+    let message = invalid["messageExpression"].as_str().expect("a message");
     assert!(
-        templates["messageExpression"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("(has(object.spec) && has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) ? object.spec.spec.devices.requests : []).transformList(i, r, ")
-                && m.contains("'spec.spec.devices.requests[' + string(i) + '].firstAvailable[' + string(k) + '].tolerations'")),
-        "{templates}"
+        message.starts_with(&format!(
+            "request.resource.resource == 'resourceclaims' ? ({requests}.exists(r, {over}) ? {limit_message} : [variables.claimConfigErrors[0].trim()]"
+        )),
+        "{message}"
     );
-    assert_eq!(validations[2]["messageExpression"], "variables.claimConfigErrors[0]");
+    assert!(
+        message.contains(&format!(
+            ") : ({t_requests}.exists(r, {over}) ? {t_requests}.transformList(i, r, "
+        )) && message
+            .contains("'spec.spec.devices.requests[' + string(i) + '].firstAvailable[' + string(k) + '].tolerations'"),
+        "{message}"
+    );
 
     // The verdicts, as CEL.
     let (claims, templates) = (
-        program(claims["expression"].as_str().expect("expression")),
-        program(templates["expression"].as_str().expect("expression")),
+        program(invalid["expression"].as_str().expect("expression")),
+        program(invalid["expression"].as_str().expect("expression")),
     );
     let request = |resource: &str, operation: &str, user: &str, groups: &[&str]| {
         json!({"resource": {"resource": resource}, "operation": operation, "namespace": "default",
@@ -689,7 +715,7 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
     refused_within["devices"]["requests"][1]["firstAvailable"][1]["tolerations"][3] =
         json!({"key": "bad", "operator": "Exists"});
     let w = policy("draguard-w-devices");
-    for tolerations in [&validations[4], &w["spec"]["validations"][0]] {
+    for tolerations in [&validations[1], &w["spec"]["validations"][0]] {
         let p = program(tolerations["expression"].as_str().expect("expression"));
         let judged = |object: &Value, operation: &str| {
             !admits_request(
@@ -703,7 +729,7 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
             tolerations["messageExpression"]
                 .as_str()
                 .is_some_and(|m| m.starts_with(&format!(
-                    "(request.operation == 'CREATE' && {requests}.exists(r, {over})) ? '' : ("
+                    "request.resource.resource == 'resourceclaims' ? ((request.operation == 'CREATE' && {requests}.exists(r, {over})) ? '' : ("
                 ))),
             "{tolerations}"
         );
