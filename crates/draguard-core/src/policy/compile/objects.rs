@@ -225,10 +225,12 @@ fn invalid_validation(drivers: &super::driver_configs::Drivers, namespaces: Opti
 
 /// One validation of a claim's (`claims`) or a template's (`templates`)
 /// write: each's expression and messageExpression for its own resource.
+/// In parentheses: a policy's guards are prepended with `||`, which binds
+/// tighter than `?:`.
 fn claims_or_templates(claims: &Value, templates: &Value) -> Value {
     let either = |field: &str| {
         format!(
-            "request.resource.resource == 'resourceclaims' ? ({}) : ({})",
+            "(request.resource.resource == 'resourceclaims' ? ({}) : ({}))",
             claims[field].as_str().unwrap_or("true"),
             templates[field].as_str().unwrap_or("true")
         )

@@ -480,7 +480,7 @@ fn driver_configs_ride_in_the_enforce_devices_policy() {
     let past = super::device_limit::past_the_limit(&["spec"]);
     assert!(
         invalid["expression"].as_str().is_some_and(|e| e.starts_with(&format!(
-            "request.resource.resource == 'resourceclaims' ? (!({guard}) || (!{past} && size(variables.claimConfigErrors) == 0)) : (!("
+            "(request.resource.resource == 'resourceclaims' ? (!({guard}) || (!{past} && size(variables.claimConfigErrors) == 0)) : (!("
         ))),
         "{invalid}"
     );
@@ -630,7 +630,7 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
     assert_eq!(
         invalid["expression"],
         format!(
-            "request.resource.resource == 'resourceclaims' ? (!({}) || (!{requests}.exists(r, {over}) && size(variables.claimConfigErrors) == 0)) : (!({}) || (!{t_requests}.exists(r, {over}) && size(variables.templateConfigErrors) == 0))",
+            "(request.resource.resource == 'resourceclaims' ? (!({}) || (!{requests}.exists(r, {over}) && size(variables.claimConfigErrors) == 0)) : (!({}) || (!{t_requests}.exists(r, {over}) && size(variables.templateConfigErrors) == 0)))",
             guard("resourceclaims"),
             guard("resourceclaimtemplates")
         )
@@ -641,7 +641,7 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
     let message = invalid["messageExpression"].as_str().expect("a message");
     assert!(
         message.starts_with(&format!(
-            "request.resource.resource == 'resourceclaims' ? ({requests}.exists(r, {over}) ? {limit_message} : [variables.claimConfigErrors[0].trim()]"
+            "(request.resource.resource == 'resourceclaims' ? ({requests}.exists(r, {over}) ? {limit_message} : [variables.claimConfigErrors[0].trim()]"
         )),
         "{message}"
     );
@@ -729,7 +729,7 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
             tolerations["messageExpression"]
                 .as_str()
                 .is_some_and(|m| m.starts_with(&format!(
-                    "request.resource.resource == 'resourceclaims' ? ((request.operation == 'CREATE' && {requests}.exists(r, {over})) ? '' : ("
+                    "(request.resource.resource == 'resourceclaims' ? ((request.operation == 'CREATE' && {requests}.exists(r, {over})) ? '' : ("
                 ))),
             "{tolerations}"
         );
