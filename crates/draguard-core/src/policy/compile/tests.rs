@@ -654,10 +654,9 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
     );
 
     // The verdicts, as CEL.
-    let (claims, templates) = (
-        program(invalid["expression"].as_str().expect("expression")),
-        program(invalid["expression"].as_str().expect("expression")),
-    );
+    // One program for both: the request's resource picks the spec read.
+    let claims = program(invalid["expression"].as_str().expect("expression"));
+    let templates = &claims;
     let request = |resource: &str, operation: &str, user: &str, groups: &[&str]| {
         json!({"resource": {"resource": resource}, "operation": operation, "namespace": "default",
                "userInfo": {"username": user, "groups": groups}})
@@ -678,13 +677,15 @@ fn the_tolerations_limit_rides_first_in_the_enforce_devices_policy() {
             "claim, {n} (subrequest: {sub})"
         );
         assert_eq!(
-            admits_request(&templates, &template, tenant("resourceclaimtemplates")),
+            admits_request(templates, &template, tenant("resourceclaimtemplates")),
             admitted,
             "template, {n} (subrequest: {sub})"
         );
-        // Each judges its own resource only.
-        assert!(admits_request(&claims, &template, tenant("resourceclaimtemplates")));
-        assert!(admits_request(&templates, &claim, tenant("resourceclaims")));
+        // The resource decides which spec is read: a claim's shape sent as
+        // a template (and the reverse) has nothing where that resource's
+        // requests are.
+        assert!(admits_request(&claims, &claim, tenant("resourceclaimtemplates")));
+        assert!(admits_request(templates, &template, tenant("resourceclaims")));
     }
     let past = json!({"spec": claim_with(17, true)});
     // An exempt group is not exempt from the limit.
@@ -835,7 +836,9 @@ fn a_quantity_compiles_to_its_three_errors_in_the_parsers_order() {
     }
     // The policy parses each node's strings once per config, in a variable
     // per node shaped like the parameters down to it.
-    let (variables, _) = driver_configs::validation(&compiled, "L", "spec.devices.config", "G", "v").expect("compiled");
+    let variables = driver_configs::validation(&compiled, "L", "spec.devices.config", "v")
+        .expect("compiled")
+        .variables;
     let named = |name: &str| {
         variables
             .iter()
