@@ -295,24 +295,53 @@ fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<Compiled, St
     })
 }
 
-/// The checks of a config list at `list` (a CEL list expression) whose
-/// path is `path` (`spec.devices.config`), and the variables it reads: one
-/// per compiled driver (`variable` and its index: a map from a config's
-/// index to its first error, so that each driver's checks are an
-/// expression of their own, under CEL's size limit), then `variable`,
-/// every compiled driver's config's first error, in config order. The
-/// message is the first. `None` when no driver compiles.
-pub fn validation(drivers: &Drivers, list: &str, path: &str, variable: &str) -> Option<ConfigCheck> {
+/// A kind's checks are inlined in its driver's expression while that stays
+/// this short, and are a variable of their own past it. Every variable
+/// costs each write the policy judges, judged or not: the apiserver builds
+/// the map of a policy's variables anew for each pass over its
+/// validations and messages (k8s.io/apiserver v0.36
+/// pkg/admission/plugin/cel/composition.go `Variables`). On
+/// kube-apiserver v1.36.2, 34 variables that no expression read added
+/// 0.038 ms to a plain claim's write, about a sixth of a hand-written
+/// policy's whole cost; while the compile time grows with the square of
+/// an expression's size, so a merged expression stays about as long as
+/// the longest kind's (NVIDIA's GpuConfig, some 23,500 characters; its
+/// driver's other kinds and its own checks together some 24,500).
+const INLINE_MAX: usize = 28 * 1024;
+
+/// Where a claim's or a template's config list is: each a CEL expression
+/// that chooses by the request's resource, so that one set of variables
+/// judges both.
+#[derive(Debug, Clone, Copy)]
+pub struct ConfigList<'a> {
+    /// The list, or `[]` when absent.
+    pub list: &'a str,
+    /// Whether the list is there (a claim without one reads no variable).
+    pub present: &'a str,
+    /// Its path, a CEL string (`'spec.devices.config'`).
+    pub path: &'a str,
+}
+
+/// The checks of a config list, and the variables they read: per compiled
+/// driver, its quantity nodes' parses, the kinds too long to inline, and
+/// the driver's own (`variable` and its index: a map from a config's index
+/// to its first error, so that each driver's checks are an expression of
+/// their own, under CEL's size limit); then `variable`, every compiled
+/// driver's config's first error, in config order. The message is the
+/// first, or `''` when there is none (a message that fails to evaluate
+/// costs the apiserver a formatted error on every write it admits).
+/// `None` when no driver compiles.
+pub fn validation(drivers: &Drivers, at: ConfigList<'_>, variable: &str) -> Option<ConfigCheck> {
     if drivers.compiled.is_empty() {
         return None;
     }
+    let ConfigList { list, present, path } = at;
     let judged = "has(c.opaque) && has(c.opaque.parameters) && type(c.opaque.parameters) == map";
     let mut variables = Vec::new();
     let mut first = String::from("''");
     let each_config = |filter: &str, expr: &str| {
         format!(
-            "{list}.transformMap(i, c, {judged} && {filter}, [c.opaque.parameters].map(p, [{} + string(i) + '].opaque.parameters'].map(at, {expr})[0])[0])",
-            lit(&format!("{path}[")),
+            "{list}.transformMap(i, c, {judged} && {filter}, [c.opaque.parameters].map(p, [{path} + '[' + string(i) + '].opaque.parameters'].map(at, {expr})[0])[0])"
         )
     };
     for (n, compiled) in drivers.compiled.iter().enumerate().rev() {
@@ -326,17 +355,27 @@ pub fn validation(drivers: &Drivers, list: &str, path: &str, variable: &str) -> 
             }
             out
         };
-        let mut head = compiled.head.clone();
+        let mut head = named(&compiled.head);
         let mut kinds = Vec::new();
-        for (m, (is_kind, checks)) in compiled.kinds.iter().enumerate() {
-            let kind_name = format!("{name}k{m}");
-            head = head.replace(&kind_placeholder(m), &format!("variables.{kind_name}[i]"));
-            kinds.push(
-                serde_json::json!({"name": kind_name, "expression": each_config(&of_kind(is_kind), &named(checks))}),
-            );
+        // The shortest first, so that the most kinds fit.
+        let mut by_length: Vec<(usize, &(String, String))> = compiled.kinds.iter().enumerate().collect();
+        by_length.sort_by_key(|(_, (_, checks))| checks.len());
+        for (m, (is_kind, checks)) in by_length {
+            let checks = named(checks);
+            if head.len() + checks.len() <= INLINE_MAX {
+                head = head.replace(&kind_placeholder(m), &format!("({checks})"));
+            } else {
+                let kind_name = format!("{name}k{m}");
+                head = head.replace(&kind_placeholder(m), &format!("variables.{kind_name}[i]"));
+                kinds.push((
+                    m,
+                    serde_json::json!({"name": kind_name, "expression": each_config(&of_kind(is_kind), &checks)}),
+                ));
+            }
         }
+        kinds.sort_by_key(|(m, _)| std::cmp::Reverse(*m));
         variables.push(serde_json::json!({"name": name, "expression": each_config(&is_driver, &head)}));
-        variables.extend(kinds.into_iter().rev());
+        variables.extend(kinds.into_iter().map(|(_, v)| v));
         for (j, (is_kind, parses)) in compiled.quantities.iter().enumerate().rev() {
             variables.push(serde_json::json!({"name": format!("{name}q{j}"), "expression": format!(
                 "{list}.transformMap(i, c, {judged} && {}, [c.opaque.parameters].map(p, {parses})[0])",
@@ -347,24 +386,26 @@ pub fn validation(drivers: &Drivers, list: &str, path: &str, variable: &str) -> 
     }
     variables.reverse();
     variables.push(serde_json::json!({"name": variable, "expression": format!("{list}.transformList(i, c, {judged}, {first}).filter(e, e != '')")}));
-    let fallback = format!("{path}: a driver's opaque parameters are invalid");
+    let fallback = format!("{path} + {}", lit(": a driver's opaque parameters are invalid"));
+    let none = format!("!{present} || size(variables.{variable}) == 0");
     Some(ConfigCheck {
         variables,
-        ok: format!("size(variables.{variable}) == 0"),
-        message: shown_or(&format!("variables.{variable}[0]"), &fallback),
-        fallback,
+        message: format!(
+            "{none} ? '' : {}",
+            shown_or(&format!("variables.{variable}[0]"), &fallback)
+        ),
+        ok: none,
     })
 }
 
 /// A claim's or template's compiled config checks: the policy's variables,
 /// the condition that every config is valid, and the message naming the
-/// first error (CEL), with the static text it falls back to.
+/// first error (CEL; `''` when there is none).
 #[derive(Debug, Clone)]
 pub struct ConfigCheck {
     pub variables: Vec<Value>,
     pub ok: String,
     pub message: String,
-    pub fallback: String,
 }
 
 /// The apiserver's treatment of a messageExpression's text, in CEL:
@@ -373,14 +414,12 @@ pub struct ConfigCheck {
 /// pkg/admission/plugin/policy/validating/validator.go `Validate`;
 /// `MaxEvaluatedMessageExpressionSizeBytes` in pkg/apis/cel/config.go).
 /// A validation that judges claims and templates (and the tolerations'
-/// limit before the configs) has one static message for all of them: each
-/// config message names its own fallback so that a driver's error of a
-/// long value reads as it did in a validation of its own.
+/// limit before the configs) has one static message for all of them: a
+/// config message names its own fallback (`fallback`, a CEL string) so
+/// that a driver's error of a long value reads as it did in a validation
+/// of its own.
 fn shown_or(message: &str, fallback: &str) -> String {
-    format!(
-        "[{message}.trim()].map(m, m == '' || size(bytes(m)) > 5120 || m.contains('\\n') ? {} : m)[0]",
-        lit(fallback)
-    )
+    format!("[{message}.trim()].map(m, m == '' || size(bytes(m)) > 5120 || m.contains('\\n') ? {fallback} : m)[0]")
 }
 
 /// Go's `%q` of a CEL string `s`, as `field::go_quote` writes it:

@@ -46,6 +46,16 @@ pub fn message(p: &TolerationPolicy, target: TolerationTarget, first: &str) -> S
     )
 }
 
+/// The [`message`] of the first of `texts` (a CEL list of violations'
+/// texts), or `''` when there is none: the apiserver evaluates every
+/// messageExpression on every write, passed or not (k8s.io/apiserver v0.36
+/// pkg/admission/plugin/policy/validating/validator.go `Validate`), and
+/// one that fails (the first of an empty list) costs it a formatted error
+/// each time.
+pub fn first_message(p: &TolerationPolicy, target: TolerationTarget, texts: &str) -> String {
+    format!("({texts}.map(f, {}) + [''])[0]", message(p, target, "f"))
+}
+
 /// The static fallback the apiserver shows if the message expression
 /// itself fails (it should not): the policy and what may be used.
 pub fn fallback(p: &TolerationPolicy, target: TolerationTarget) -> String {

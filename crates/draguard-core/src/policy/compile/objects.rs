@@ -38,27 +38,47 @@ fn any_rejected(list: &str, j: &Judgement) -> String {
     format!("{list}.exists(t, {})", j.rejected)
 }
 
-/// The first refused toleration's text in `list`, whose path up to `[`
-/// is the CEL string expression `prefix` (only evaluated when there is
-/// one).
-fn first_rejected(list: &str, j: &Judgement, prefix: &str) -> String {
+/// The refused tolerations' texts in `list`, whose path up to `[` is the
+/// CEL string expression `prefix`.
+fn rejected_texts(list: &str, j: &Judgement, prefix: &str) -> String {
     format!(
-        "{list}.transformList(j, t, {}, {})[0]",
+        "{list}.transformList(j, t, {}, {})",
         j.rejected,
         messages::violation(j, prefix, "j")
     )
 }
 
-/// `path` (dotted fields from `root`) or `[]` when any step is absent.
-pub(super) fn list_at(root: &str, path: &[&str]) -> String {
+/// The first refused toleration's text in `list` (only evaluated when
+/// there is one).
+fn first_rejected(list: &str, j: &Judgement, prefix: &str) -> String {
+    format!("{}[0]", rejected_texts(list, j, prefix))
+}
+
+/// `has(...)` of each step of `path` (dotted fields from `root`), and the
+/// whole path.
+fn steps_present(root: &str, path: &[&str]) -> (Vec<String>, String) {
     let mut guards = Vec::new();
     let mut at = root.to_owned();
     for step in path {
         at = format!("{at}.{step}");
         guards.push(format!("has({at})"));
     }
+    (guards, at)
+}
+
+/// `path` (dotted fields from `root`) or `[]` when any step is absent.
+pub(super) fn list_at(root: &str, path: &[&str]) -> String {
+    let (guards, at) = steps_present(root, path);
     format!("({} ? {at} : [])", guards.join(" && "))
 }
+
+/// Whether `path` (dotted fields from `root`) is there.
+fn present_at(root: &str, path: &[&str]) -> String {
+    format!("({})", steps_present(root, path).0.join(" && "))
+}
+
+/// The request writes a claim (else a template, in a devices policy).
+const IS_CLAIM: &str = "request.resource.resource == 'resourceclaims'";
 
 /// A validation of the tolerations of the pod spec at `spec` (`["spec"]`
 /// in a Pod, `["spec", "template", "spec"]` in a Deployment), for the
@@ -68,11 +88,11 @@ fn pod_spec_validation(p: &TolerationPolicy, j: &Judgement, spec: &[&str], guard
     path.push("tolerations");
     let list = list_at("object", &path);
     let prefix = super::cel::string(&format!("{}[", path.join(".")));
-    let first = first_rejected(&list, j, &prefix);
+    let texts = rejected_texts(&list, j, &prefix);
     let unless_guarded = guard.map(|g| format!("!({g}) || ")).unwrap_or_default();
     json!({
         "expression": format!("{unless_guarded}!{}", any_rejected(&list, j)),
-        "messageExpression": messages::message(p, TolerationTarget::Pod, &first),
+        "messageExpression": messages::first_message(p, TolerationTarget::Pod, &texts),
         "message": messages::fallback(p, TolerationTarget::Pod),
         "reason": "Forbidden",
     })
@@ -84,8 +104,9 @@ fn pod_spec_validation(p: &TolerationPolicy, j: &Judgement, spec: &[&str], guard
 /// `exactly` list, then each subrequest's. The apiserver converts v1beta1
 /// and v1beta2 writes to v1 before a policy matching v1 with
 /// `matchPolicy: Equivalent` sees them, and `apply::claim_lists` names a
-/// v1beta1 request's list `exactly` too.
-fn claim_validation(p: &TolerationPolicy, j: &Judgement, resource: &str, spec: &[&str]) -> Value {
+/// v1beta1 request's list `exactly` too. Which resource is written is
+/// [`claims_or_templates`]' to choose.
+fn claim_validation(p: &TolerationPolicy, j: &Judgement, spec: &[&str]) -> Value {
     let mut requests_path: Vec<&str> = spec.to_vec();
     requests_path.extend(["devices", "requests"]);
     let requests = list_at("object", &requests_path);
@@ -110,8 +131,7 @@ fn claim_validation(p: &TolerationPolicy, j: &Judgement, resource: &str, spec: &
         any_rejected(&sub, j),
         first_rejected(&sub, j, &sub_prefix),
     );
-    let first = format!("{requests}.transformList(i, r, {request_rejects}, {first_of_request})[0]");
-    let judged = format!("request.resource.resource == {}", super::cel::string(resource));
+    let firsts = format!("{requests}.transformList(i, r, {request_rejects}, {first_of_request})");
     // A new claim past the limit of 16 tolerations a list is the limit's
     // to refuse (`device_limit`, in every Enforce devices policy): the
     // webhook judges no policy on an invalid object, so no Warn policy
@@ -128,10 +148,10 @@ fn claim_validation(p: &TolerationPolicy, j: &Judgement, resource: &str, spec: &
         super::device_limit::past_the_limit(spec)
     );
     json!({
-        "expression": format!("!({judged}) || {past_the_limit} || !{requests}.exists(r, {request_rejects})"),
+        "expression": format!("{past_the_limit} || !{requests}.exists(r, {request_rejects})"),
         "messageExpression": format!(
             "{past_the_limit} ? '' : ({})",
-            messages::message(p, TolerationTarget::Device, &first)
+            messages::first_message(p, TolerationTarget::Device, &firsts)
         ),
         "message": messages::fallback(p, TolerationTarget::Device),
         "reason": "Forbidden",
@@ -148,22 +168,20 @@ pub fn carries_configs(p: &TolerationPolicy) -> bool {
 /// Whether `p` compiles to a devices policy that carries, on a claim's and
 /// a template's CREATE in its namespaces, every check the webhook makes
 /// there beyond the apiserver's and the policies': the compiled drivers'
-/// configs ([`config_validations`]; `Drivers::left` stay with the webhook)
-/// and the limit of 16 tolerations per request list ([`limit_validations`]).
+/// configs (`Drivers::left` stay with the webhook) and the limit of 16
+/// tolerations per request list: [`invalid_validation`].
 /// An Enforce policy with a devices allow or deny list.
 pub fn carries_claim_validation(p: &TolerationPolicy) -> bool {
     carries_configs(p) && predicate::judgement(p, TolerationTarget::Device).is_some()
 }
 
 /// The writes the webhook judges a new claim's or template's spec on (the
-/// spec is immutable: see [`config_validations`]), for `resource`: a
-/// CREATE not from a kubelet, in the policy's namespaces (`namespaces`,
-/// the part the binding's selector cannot state).
-fn claim_create_guard(resource: &str, namespaces: Option<&str>) -> String {
-    let mut guard = vec![
-        format!("request.resource.resource == {}", super::cel::string(resource)),
-        "request.operation == 'CREATE'".to_owned(),
-    ];
+/// spec is immutable: see [`invalid_validation`]): a CREATE not from a
+/// kubelet, in the policy's namespaces (`namespaces`, the part the
+/// binding's selector cannot state). Which resource is written is
+/// [`claims_or_templates`]' to choose.
+fn claim_create_guard(namespaces: Option<&str>) -> String {
+    let mut guard = vec!["request.operation == 'CREATE'".to_owned()];
     guard.extend(
         selection::webhook_conditions(false)
             .into_iter()
@@ -196,31 +214,48 @@ fn claim_create_guard(resource: &str, namespaces: Option<&str>) -> String {
 /// 0.23 ms more of the ValidatingAdmissionPolicy plugin's time than these
 /// two (issue 40).
 fn invalid_validation(drivers: &super::driver_configs::Drivers, namespaces: Option<&str>) -> (Value, Vec<Value>) {
-    let mut variables = Vec::new();
-    let mut per_resource = |resource: &str, spec: &[&str], variable: &str| {
-        let guard = claim_create_guard(resource, namespaces);
+    const CLAIM: &[&str] = &["spec"];
+    const TEMPLATE: &[&str] = &["spec", "spec"];
+    let configs_path = |spec: &[&'static str]| [spec, &["devices", "config"]].concat();
+    let (claim_path, template_path) = (configs_path(CLAIM), configs_path(TEMPLATE));
+    // One set of variables for both resources: each costs every write.
+    let by_resource = |claims: &str, templates: &str| format!("({IS_CLAIM} ? {claims} : {templates})");
+    let list = by_resource(&list_at("object", &claim_path), &list_at("object", &template_path));
+    let present = by_resource(
+        &present_at("object", &claim_path),
+        &present_at("object", &template_path),
+    );
+    let path = by_resource(
+        &super::cel::string(&claim_path.join(".")),
+        &super::cel::string(&template_path.join(".")),
+    );
+    let configs = super::driver_configs::validation(
+        drivers,
+        super::driver_configs::ConfigList {
+            list: &list,
+            present: &present,
+            path: &path,
+        },
+        "configErrors",
+    );
+    let per_resource = |spec: &[&str]| {
+        let guard = claim_create_guard(namespaces);
         let (past, limit_message, _) = super::device_limit::check(spec);
-        let mut path = spec.to_vec();
-        path.extend(["devices", "config"]);
-        let list = list_at("object", &path);
-        let (expression, message) = match super::driver_configs::validation(drivers, &list, &path.join("."), variable) {
-            Some(configs) => {
-                variables.extend(configs.variables);
-                (
-                    format!("!({guard}) || (!{past} && {})", configs.ok),
-                    format!("{past} ? {limit_message} : {}", configs.message),
-                )
-            }
+        let (expression, message) = match &configs {
+            Some(configs) => (
+                format!("!({guard}) || (!{past} && ({}))", configs.ok),
+                format!("{past} ? {limit_message} : ({})", configs.message),
+            ),
             None => (format!("!({guard}) || !{past}"), limit_message),
         };
         json!({"expression": expression, "messageExpression": message})
     };
-    let claims = per_resource("resourceclaims", &["spec"], "claimConfigErrors");
-    let templates = per_resource("resourceclaimtemplates", &["spec", "spec"], "templateConfigErrors");
+    let claims = per_resource(CLAIM);
+    let templates = per_resource(TEMPLATE);
     let mut validation = claims_or_templates(&claims, &templates);
     validation["message"] = Value::from("spec.devices: a request's tolerations or a driver's config are invalid");
     validation["reason"] = Value::from("Invalid");
-    (validation, variables)
+    (validation, configs.map(|c| c.variables).unwrap_or_default())
 }
 
 /// One validation of a claim's (`claims`) or a template's (`templates`)
@@ -230,7 +265,7 @@ fn invalid_validation(drivers: &super::driver_configs::Drivers, namespaces: Opti
 fn claims_or_templates(claims: &Value, templates: &Value) -> Value {
     let either = |field: &str| {
         format!(
-            "(request.resource.resource == 'resourceclaims' ? ({}) : ({}))",
+            "({IS_CLAIM} ? ({}) : ({}))",
             claims[field].as_str().unwrap_or("true"),
             templates[field].as_str().unwrap_or("true")
         )
@@ -393,8 +428,8 @@ pub fn policy_and_binding(
                     "resources": ["resourceclaims", "resourceclaimtemplates"], "scope": "Namespaced"}]),
             vec![{
                 // One for both, as the Invalid one (`invalid_validation`).
-                let claims = claim_validation(p, &j, "resourceclaims", &["spec"]);
-                let templates = claim_validation(p, &j, "resourceclaimtemplates", &["spec", "spec"]);
+                let claims = claim_validation(p, &j, &["spec"]);
+                let templates = claim_validation(p, &j, &["spec", "spec"]);
                 let mut both = claims_or_templates(&claims, &templates);
                 both["message"] = claims["message"].clone();
                 both["reason"] = claims["reason"].clone();
