@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # What a write pays for admission on a real kube-apiserver v1.36.2, in one
-# run: sequential server-side dry-run creates of a ResourceClaim, six
+# run: sequential server-side dry-run creates of a ResourceClaim, seven
 # setups interleaved (no webhook; the no-op webhook of tools/noop-webhook,
 # registered through a Service as draguard is; a hand-written
-# ValidatingAdmissionPolicy of gpu-device-taints' rule; draguard from
+# ValidatingAdmissionPolicy of gpu-device-taints' rule; the same rule
+# hand-written with the limit of 16 and messages naming what is refused,
+# as the webhook and the compiled policy have them; draguard from
 # deploy/base with a claim its routing sends nowhere; one with a driver
 # config it judges; and one judged by what `serve
 # --manage-admission-policies` compiled of gpu-device-taints), each

@@ -2,7 +2,7 @@
 //! measurement, not a test (`scripts/apiserver-latency.sh` runs it; the
 //! suite's scenario list does not hold it, so CI never times anything).
 //!
-//! Six setups, each a namespace the others' admission does not reach, so
+//! Seven setups, each a namespace the others' admission does not reach, so
 //! that the same server-side dry-run create of a ResourceClaim meets
 //! exactly one of:
 //! - `none`: no webhook and no policy (labelled `draguard.dev/ignore`);
@@ -13,6 +13,11 @@
 //! - `vap`: a hand-written ValidatingAdmissionPolicy of the rule the
 //!   shipped gpu-device-taints states (no device toleration of
 //!   `gpu.example.com/degraded`), judging a claim with another toleration;
+//! - `vap-words`: the same rule hand-written with what the webhook (and so
+//!   the compiled policy) does beyond it: the limit of 16 tolerations a
+//!   list refused first, as Invalid, and messages that name what is
+//!   refused (`messageExpression`, which the apiserver evaluates on every
+//!   write): what the compiled policy's work costs written by hand;
 //! - `draguard`: deploy/base's entries and `serve`, a claim without
 //!   tolerations in a namespace no policy selects: it holds nothing
 //!   draguard judges beyond the apiserver, so serve's routing
@@ -60,6 +65,7 @@ use crate::process::{Daemon, free_port};
 const NONE: &str = "latency-none";
 const NOOP: &str = "latency-noop";
 const VAP: &str = "latency-vap";
+const VAP_WORDS: &str = "latency-vap-words";
 const DRAGUARD: &str = "latency-draguard";
 const JUDGED: &str = "latency-judged";
 const COMPILED: &str = "latency-compiled";
@@ -74,6 +80,7 @@ const DEVICE_POLICY: &str = "apiVersion: policy.draguard.dev/v1alpha1\nkind: Tol
     \x20   deny:\n    - {key: gpu.example.com/degraded, operator: Exists}\n  message: degraded GPUs are never scheduled to\n";
 const NOOP_CONFIGURATION: &str = "e2e-latency-noop";
 const VAP_NAME: &str = "e2e-latency";
+const VAP_WORDS_NAME: &str = "e2e-latency-words";
 const WARM_UP_ROUNDS: usize = 20;
 
 /// The measurement's entry in the runner, when `E2E_LATENCY` is set.
@@ -101,7 +108,7 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
 
     cluster.ensure_base_serving();
     let admin = cluster.admin.clone();
-    for namespace in [NONE, NOOP, VAP] {
+    for namespace in [NONE, NOOP, VAP, VAP_WORDS] {
         admin.apply(&format!(
             "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}, labels: {{draguard.dev/ignore: \"true\"}}}}\n"
         ));
@@ -141,7 +148,7 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
         .build()
         .expect("a runtime for kube's client");
     let client = runtime.block_on(client(cluster));
-    let setups = [NONE, NOOP, VAP, DRAGUARD, JUDGED, COMPILED];
+    let setups = [NONE, NOOP, VAP, VAP_WORDS, DRAGUARD, JUDGED, COMPILED];
     let apis: Vec<Api<ResourceClaim>> = setups.iter().map(|ns| Api::namespaced(client.clone(), ns)).collect();
     let claim: ResourceClaim = serde_json::from_value(json!({
         "apiVersion": "resource.k8s.io/v1",
@@ -171,7 +178,7 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
     let claims: Vec<&ResourceClaim> = setups
         .iter()
         .map(|s| match *s {
-            VAP | COMPILED => &tolerating,
+            VAP | VAP_WORDS | COMPILED => &tolerating,
             JUDGED => &configured,
             _ => &claim,
         })
@@ -257,13 +264,11 @@ pub fn measure(cluster: &mut Cluster) -> Outcome {
         NOOP_CONFIGURATION,
         "--ignore-not-found",
     ]);
-    admin.ok(&[
-        "delete",
-        "validatingadmissionpolicybinding",
-        VAP_NAME,
-        "--ignore-not-found",
-    ]);
-    admin.ok(&["delete", "validatingadmissionpolicy", VAP_NAME, "--ignore-not-found"]);
+    for name in [VAP_NAME, VAP_WORDS_NAME] {
+        for kind in ["validatingadmissionpolicybinding", "validatingadmissionpolicy"] {
+            admin.ok(&["delete", kind, name, "--ignore-not-found"]);
+        }
+    }
     cluster.stop_serve();
     for kind in ["validatingadmissionpolicybinding", "validatingadmissionpolicy"] {
         admin.ok(&["delete", kind, "-l", "app.kubernetes.io/managed-by=draguard"]);
@@ -362,31 +367,62 @@ fn tolerating_yaml(namespace: &str, key: &str) -> String {
     )
 }
 
+/// The hand-written policies' list of every request's and subrequest's
+/// tolerations.
+const LISTS: &str = "  variables:\n  - name: lists\n    expression: >-\n\
+    \x20     !has(object.spec.devices) || !has(object.spec.devices.requests) ? [] :\n\
+    \x20     object.spec.devices.requests.map(r, has(r.exactly) && has(r.exactly.tolerations) ? [r.exactly.tolerations] : []) +\n\
+    \x20     object.spec.devices.requests.map(r, has(r.firstAvailable) ? r.firstAvailable.map(s, has(s.tolerations) ? s.tolerations : []) : [])\n";
+
 /// A hand-written ValidatingAdmissionPolicy of gpu-device-taints' rule (no
-/// request or subrequest tolerates `gpu.example.com/degraded`), bound to
-/// its namespace, in force once a claim it refuses is refused.
+/// request or subrequest tolerates `gpu.example.com/degraded`), with a
+/// fixed message.
+const VAP_VALIDATIONS: &str = "  validations:\n  - expression: >-\n\
+    \x20     !variables.lists.exists(l, l.exists(ts, ts.exists(t, has(t.key) && t.key == 'gpu.example.com/degraded')))\n\
+    \x20   message: degraded GPUs are never scheduled to\n";
+
+/// The same rule with the webhook's duties beyond it: a new claim's list
+/// past 16 tolerations refused first, as Invalid, and each refusal's
+/// message naming what it refuses.
+const VAP_WORDS_VALIDATIONS: &str = "  validations:\n  - expression: >-\n\
+    \x20     request.operation != 'CREATE' || !variables.lists.exists(l, l.exists(ts, size(ts) > 16))\n\
+    \x20   messageExpression: >-\n\
+    \x20     'spec.devices.requests: ' + string(size(variables.lists.filter(l, l.exists(ts, size(ts) > 16)))) + ' requests list more than 16 tolerations'\n\
+    \x20   reason: Invalid\n\
+    \x20 - expression: >-\n\
+    \x20     !variables.lists.exists(l, l.exists(ts, ts.exists(t, has(t.key) && t.key == 'gpu.example.com/degraded')))\n\
+    \x20   messageExpression: >-\n\
+    \x20     'degraded GPUs are never scheduled to; namespace ' + request.namespace + ' tolerates them in ' +\n\
+    \x20     string(size(variables.lists.filter(l, l.exists(ts, ts.exists(t, has(t.key) && t.key == 'gpu.example.com/degraded'))))) + ' requests'\n\
+    \x20   reason: Forbidden\n";
+
+/// Registers the hand-written policies, each bound to its namespace, in
+/// force once a claim it refuses is refused.
 fn register_vap(cluster: &Cluster) {
+    for (name, namespace, validations) in [
+        (VAP_NAME, VAP, VAP_VALIDATIONS),
+        (VAP_WORDS_NAME, VAP_WORDS, VAP_WORDS_VALIDATIONS),
+    ] {
+        register_hand_written(cluster, name, namespace, validations);
+    }
+}
+
+fn register_hand_written(cluster: &Cluster, name: &str, namespace: &str, validations: &str) {
     let admin = &cluster.admin;
     admin.apply(&format!(
-        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {VAP_NAME}}}\n\
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}}}\n\
          spec:\n  failurePolicy: Fail\n  matchConstraints:\n    resourceRules:\n\
          \x20   - apiGroups: [resource.k8s.io]\n      apiVersions: [\"*\"]\n      operations: [CREATE, UPDATE]\n      resources: [resourceclaims]\n\
-         \x20 variables:\n  - name: lists\n    expression: >-\n\
-         \x20     !has(object.spec.devices) || !has(object.spec.devices.requests) ? [] :\n\
-         \x20     object.spec.devices.requests.map(r, has(r.exactly) && has(r.exactly.tolerations) ? [r.exactly.tolerations] : []) +\n\
-         \x20     object.spec.devices.requests.map(r, has(r.firstAvailable) ? r.firstAvailable.map(s, has(s.tolerations) ? s.tolerations : []) : [])\n\
-         \x20 validations:\n  - expression: >-\n\
-         \x20     !variables.lists.exists(l, l.exists(ts, ts.exists(t, has(t.key) && t.key == 'gpu.example.com/degraded')))\n\
-         \x20   message: degraded GPUs are never scheduled to\n\
-         ---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {{name: {VAP_NAME}}}\n\
-         spec:\n  policyName: {VAP_NAME}\n  validationActions: [Deny]\n  matchResources:\n\
-         \x20   namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {VAP}}}}}\n"
+         {LISTS}{validations}\
+         ---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {{name: {name}}}\n\
+         spec:\n  policyName: {name}\n  validationActions: [Deny]\n  matchResources:\n\
+         \x20   namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {namespace}}}}}\n"
     ));
-    let refused = tolerating_yaml(VAP, "gpu.example.com/degraded");
+    let refused = tolerating_yaml(namespace, "gpu.example.com/degraded");
     wait_for_answer(cluster, &refused, false, "the ValidatingAdmissionPolicy in force");
     wait_for_answer(
         cluster,
-        &tolerating_yaml(VAP, "e2e.draguard.dev/latency"),
+        &tolerating_yaml(namespace, "e2e.draguard.dev/latency"),
         true,
         "its other claims admitted",
     );
