@@ -919,3 +919,28 @@ fn a_quantity_compiles_to_its_three_errors_in_the_parsers_order() {
         assert!(error.contains(part), "{part}\nnot in\n{error}");
     }
 }
+
+/// A message names the first violation in the webhook's words, and is
+/// `''`, not an error, on a write with none: the apiserver evaluates every
+/// messageExpression on every write, and formats an error for each one
+/// that fails (`messages::first_message`).
+#[test]
+fn a_message_is_empty_on_a_write_it_passes() {
+    let policies = parse("p.yaml", ML).expect("valid policies");
+    let p = &policies[0].policy;
+    let evaluate = |texts: &str| {
+        let mut ctx = Context::default();
+        ctx.add_variable_from_value(
+            "request",
+            kube_cel::cel::to_value(json!({"namespace": "ml"})).expect("CEL value"),
+        );
+        program(&messages::first_message(p, TolerationTarget::Pod, texts)).execute(&ctx)
+    };
+    assert_eq!(
+        evaluate("['spec.tolerations[1] (spot:NoSchedule) is not allowed', 'spec.tolerations[2] (b:*) is not allowed']"),
+        Ok(CelValue::String(std::sync::Arc::new(
+            "toleration policy \"ml\": spec.tolerations[1] (spot:NoSchedule) is not allowed; namespace \"ml\" may use only: dedicated=ml:NoSchedule: ask".to_owned()
+        )))
+    );
+    assert_eq!(evaluate("[]"), Ok(CelValue::String(std::sync::Arc::new(String::new()))));
+}
