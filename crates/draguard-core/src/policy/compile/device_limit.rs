@@ -52,9 +52,10 @@ fn request_over() -> String {
 
 /// The limit's part of the Invalid validation of a claim spec at `spec`
 /// (`["spec"]` in a claim, `["spec", "spec"]` in a template): the
-/// condition that a list is past it, the message naming the first such
-/// list (CEL), and the static fallback.
-pub fn check(spec: &[&str]) -> (String, String, String) {
+/// condition that a list is past it, and the message naming the first
+/// such list (CEL; the validation's static message is shared with the
+/// configs').
+pub fn check(spec: &[&str]) -> (String, String) {
     let mut requests_path = spec.to_vec();
     requests_path.extend(["devices", "requests"]);
     let requests = list_at("object", &requests_path);
@@ -75,9 +76,5 @@ pub fn check(spec: &[&str]) -> (String, String, String) {
     (
         past_the_limit(spec),
         format!("{requests}.transformList(i, r, {request_over}, {first_of_request})[0]"),
-        format!(
-            "{}.devices.requests: a request's list holds more than {DEVICE_TOLERATIONS_MAX} tolerations",
-            spec.join(".")
-        ),
     )
 }

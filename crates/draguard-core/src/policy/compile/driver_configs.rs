@@ -302,8 +302,9 @@ fn driver_checks(driver: &str, versions: &DriverVersions) -> Result<Compiled, St
 /// validations and messages (k8s.io/apiserver v0.36
 /// pkg/admission/plugin/cel/composition.go `Variables`). On
 /// kube-apiserver v1.36.2, 34 variables that no expression read added
-/// 0.038 ms to a plain claim's write, about a sixth of a hand-written
-/// policy's whole cost; while the compile time grows with the square of
+/// 0.038 ms to a plain claim's write in one interleaved run (about 1 µs
+/// each; four fewer measured within the runs' noise). And the compile
+/// time grows with the square of
 /// an expression's size, so a merged expression stays about as long as
 /// the longest kind's (NVIDIA's GpuConfig, some 23,500 characters; its
 /// driver's other kinds and its own checks together some 24,500).

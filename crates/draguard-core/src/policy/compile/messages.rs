@@ -30,7 +30,7 @@ pub fn violation(j: &Judgement, prefix: &str, index: &str) -> String {
 /// The message around the first violation's text `first` (a CEL string
 /// expression): the policy's name, the namespace, what it may use and the
 /// policy's own message, as `judge_all` and `with_message` write them.
-pub fn message(p: &TolerationPolicy, target: TolerationTarget, first: &str) -> String {
+fn message(p: &TolerationPolicy, target: TolerationTarget, first: &str) -> String {
     // Rust's `{:?}` of the name, as judge_all writes it; fixed here.
     let head = format!("toleration policy {:?}: ", p.metadata.name);
     let mut tail = format!("\" may use {}", predicate::may_use(p, target));

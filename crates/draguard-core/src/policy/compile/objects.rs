@@ -240,7 +240,7 @@ fn invalid_validation(drivers: &super::driver_configs::Drivers, namespaces: Opti
     );
     let per_resource = |spec: &[&str]| {
         let guard = claim_create_guard(namespaces);
-        let (past, limit_message, _) = super::device_limit::check(spec);
+        let (past, limit_message) = super::device_limit::check(spec);
         let (expression, message) = match &configs {
             Some(configs) => (
                 format!("!({guard}) || (!{past} && ({}))", configs.ok),
