@@ -50,6 +50,7 @@ use serde_json::{Value, json};
 
 use super::mutate_conditions::client_calls_service;
 use super::selection_cel::NAME_LABEL;
+use super::selector_requirement::Requirement;
 use super::validate_conditions::{Compiled, Inputs};
 use crate::policy::compile::objects::carries_claim_validation;
 use crate::policy::enforce::TolerationTarget;
@@ -78,14 +79,6 @@ pub type Narrowing = Option<Vec<LabelSelectorRequirement>>;
 enum Set {
     Nothing,
     All(Vec<Requirement>),
-}
-
-/// A label requirement, as the apiserver matches it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Requirement {
-    key: String,
-    operator: SelectorOperator,
-    values: BTreeSet<String>,
 }
 
 /// A set of namespaces by name only: finite, or all but finitely many.
@@ -150,7 +143,7 @@ pub fn narrowing(set: &PolicySet, inputs: Inputs, compiled: Compiled<'_>, driver
     if requirements.iter().map(|r| r.values.len()).sum::<usize>() > MAX_VALUES {
         return None;
     }
-    Some(requirements.iter().map(to_k8s).collect())
+    Some(requirements.iter().map(Requirement::to_k8s).collect())
 }
 
 /// A superset of the namespaces `p` does not select.
@@ -339,20 +332,6 @@ fn name_requirement(operator: SelectorOperator, values: BTreeSet<String>) -> Req
 /// would not pass as a label value in the selector.
 fn could_name_a_namespace(name: &str) -> bool {
     names::dns1123_label(name).is_empty()
-}
-
-fn to_k8s(r: &Requirement) -> LabelSelectorRequirement {
-    let operator = match r.operator {
-        SelectorOperator::In => "In",
-        SelectorOperator::NotIn => "NotIn",
-        SelectorOperator::Exists => "Exists",
-        SelectorOperator::DoesNotExist => "DoesNotExist",
-    };
-    LabelSelectorRequirement {
-        key: r.key.clone(),
-        operator: operator.to_owned(),
-        values: (!r.values.is_empty()).then(|| r.values.iter().cloned().collect()),
-    }
 }
 
 /// The claims entry's namespaceSelector: `base`'s (the validating entry's

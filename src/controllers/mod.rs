@@ -17,6 +17,7 @@ pub mod quota_sync;
 pub mod routing_sync;
 pub mod routing_widened;
 pub mod selection_cel;
+pub mod selector_requirement;
 pub mod standing_taint_rules;
 pub mod standing_taint_rules_said;
 pub mod validate_conditions;

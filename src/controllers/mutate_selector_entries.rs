@@ -65,6 +65,7 @@ use super::mutate_conditions::{
 };
 use super::mutate_rules::{Parked, narrowed, parked};
 use super::selection_cel::{NAME_LABEL, all, any};
+use super::selector_requirement::Requirement;
 use crate::policy::enforce::TolerationTarget;
 use crate::policy::model::{LabelSelector, SelectorOperator};
 use crate::policy::{PolicySet, TolerationPolicy};
@@ -139,23 +140,6 @@ pub struct Widening {
     /// apply).
     pub namespaces: String,
     pub reason: &'static str,
-}
-
-/// A canonical selector requirement: `matchLabels` become `In`, values a
-/// set, so that equal selectors compare equal.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Requirement {
-    key: String,
-    operator: Operator,
-    values: BTreeSet<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Operator {
-    In,
-    NotIn,
-    Exists,
-    DoesNotExist,
 }
 
 type Requirements = BTreeSet<Requirement>;
@@ -310,7 +294,7 @@ pub fn managed(set: &PolicySet, toleration_restriction: bool) -> Managed {
         }
         selectors.push(SelectorEntry {
             id,
-            requirements: requirements.iter().map(to_k8s).collect(),
+            requirements: requirements.iter().map(Requirement::to_k8s).collect(),
             condition: MatchCondition {
                 name: CONDITION_NAME.to_owned(),
                 expression,
@@ -339,10 +323,10 @@ fn describe(requirements: &Requirements) -> String {
         .map(|r| {
             let values = r.values.iter().cloned().collect::<Vec<_>>().join(",");
             match r.operator {
-                Operator::In => format!("{} in ({values})", r.key),
-                Operator::NotIn => format!("{} notin ({values})", r.key),
-                Operator::Exists => r.key.clone(),
-                Operator::DoesNotExist => format!("!{}", r.key),
+                SelectorOperator::In => format!("{} in ({values})", r.key),
+                SelectorOperator::NotIn => format!("{} notin ({values})", r.key),
+                SelectorOperator::Exists => r.key.clone(),
+                SelectorOperator::DoesNotExist => format!("!{}", r.key),
             }
         })
         .collect::<Vec<_>>()
@@ -375,18 +359,13 @@ fn canonical(s: &LabelSelector) -> Option<Requirements> {
         }
         out.insert(Requirement {
             key: key.clone(),
-            operator: Operator::In,
+            operator: SelectorOperator::In,
             values: BTreeSet::from([value.clone()]),
         });
     }
     for e in &s.match_expressions {
-        let operator = match e.operator {
-            SelectorOperator::In => Operator::In,
-            SelectorOperator::NotIn => Operator::NotIn,
-            SelectorOperator::Exists => Operator::Exists,
-            SelectorOperator::DoesNotExist => Operator::DoesNotExist,
-        };
-        let needs_values = matches!(operator, Operator::In | Operator::NotIn);
+        let operator = e.operator;
+        let needs_values = matches!(operator, SelectorOperator::In | SelectorOperator::NotIn);
         if !valid_key(&e.key) || needs_values == e.values.is_empty() || !e.values.iter().all(|v| valid_value(v)) {
             return None;
         }
@@ -397,20 +376,6 @@ fn canonical(s: &LabelSelector) -> Option<Requirements> {
         });
     }
     Some(out)
-}
-
-fn to_k8s(r: &Requirement) -> K8sRequirement {
-    let operator = match r.operator {
-        Operator::In => "In",
-        Operator::NotIn => "NotIn",
-        Operator::Exists => "Exists",
-        Operator::DoesNotExist => "DoesNotExist",
-    };
-    K8sRequirement {
-        key: r.key.clone(),
-        operator: operator.to_owned(),
-        values: (!r.values.is_empty()).then(|| r.values.iter().cloned().collect()),
-    }
 }
 
 /// FNV-1a (64 bits) of the canonical requirements: stable across builds

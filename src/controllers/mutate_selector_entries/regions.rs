@@ -30,7 +30,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Operator, Requirement, Requirements};
+use super::{Requirement, Requirements};
+use crate::policy::model::SelectorOperator;
 
 /// What a region asks of one label key: whether the key may be absent,
 /// and which values it may have when present.
@@ -49,10 +50,10 @@ enum Values {
 impl Constraint {
     fn of(r: &Requirement) -> Constraint {
         let (absent, values) = match r.operator {
-            Operator::In => (false, Values::Only(r.values.clone())),
-            Operator::NotIn => (true, Values::Except(r.values.clone())),
-            Operator::Exists => (false, Values::Except(BTreeSet::new())),
-            Operator::DoesNotExist => (true, Values::Only(BTreeSet::new())),
+            SelectorOperator::In => (false, Values::Only(r.values.clone())),
+            SelectorOperator::NotIn => (true, Values::Except(r.values.clone())),
+            SelectorOperator::Exists => (false, Values::Except(BTreeSet::new())),
+            SelectorOperator::DoesNotExist => (true, Values::Only(BTreeSet::new())),
         };
         Constraint { absent, values }
     }
@@ -134,13 +135,16 @@ impl Constraint {
         };
         let none = BTreeSet::new();
         Some(match (self.absent, &self.values) {
-            (true, Values::Only(a)) if a.is_empty() => vec![requirement(Operator::DoesNotExist, &none)],
+            (true, Values::Only(a)) if a.is_empty() => vec![requirement(SelectorOperator::DoesNotExist, &none)],
             (true, Values::Only(_)) => return None,
-            (false, Values::Only(a)) => vec![requirement(Operator::In, a)],
+            (false, Values::Only(a)) => vec![requirement(SelectorOperator::In, a)],
             (true, Values::Except(b)) if b.is_empty() => Vec::new(),
-            (true, Values::Except(b)) => vec![requirement(Operator::NotIn, b)],
-            (false, Values::Except(b)) if b.is_empty() => vec![requirement(Operator::Exists, &none)],
-            (false, Values::Except(b)) => vec![requirement(Operator::Exists, &none), requirement(Operator::NotIn, b)],
+            (true, Values::Except(b)) => vec![requirement(SelectorOperator::NotIn, b)],
+            (false, Values::Except(b)) if b.is_empty() => vec![requirement(SelectorOperator::Exists, &none)],
+            (false, Values::Except(b)) => vec![
+                requirement(SelectorOperator::Exists, &none),
+                requirement(SelectorOperator::NotIn, b),
+            ],
         })
     }
 

@@ -112,13 +112,25 @@ pub struct LabelSelectorRequirement {
     pub values: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize, Serialize, JsonSchema)]
 pub enum SelectorOperator {
     #[default]
     In,
     NotIn,
     Exists,
     DoesNotExist,
+}
+
+impl SelectorOperator {
+    /// The operator as a `LabelSelectorRequirement` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SelectorOperator::In => "In",
+            SelectorOperator::NotIn => "NotIn",
+            SelectorOperator::Exists => "Exists",
+            SelectorOperator::DoesNotExist => "DoesNotExist",
+        }
+    }
 }
 
 /// Requesters, as an AdmissionReview's `userInfo` names them: who is

@@ -17,10 +17,10 @@ fn matches(requirements: &Requirements, labels: &BTreeMap<String, String>) -> bo
     requirements.iter().all(|r| {
         let value = labels.get(&r.key);
         match r.operator {
-            Operator::In => value.is_some_and(|v| r.values.contains(v)),
-            Operator::NotIn => value.is_none_or(|v| !r.values.contains(v)),
-            Operator::Exists => value.is_some(),
-            Operator::DoesNotExist => value.is_none(),
+            SelectorOperator::In => value.is_some_and(|v| r.values.contains(v)),
+            SelectorOperator::NotIn => value.is_none_or(|v| !r.values.contains(v)),
+            SelectorOperator::Exists => value.is_some(),
+            SelectorOperator::DoesNotExist => value.is_none(),
         }
     })
 }
@@ -44,7 +44,7 @@ fn label_sets() -> Vec<BTreeMap<String, String>> {
     sets
 }
 
-fn requirement(key: &str, operator: Operator, values: &[&str]) -> Requirement {
+fn requirement(key: &str, operator: SelectorOperator, values: &[&str]) -> Requirement {
     Requirement {
         key: key.to_owned(),
         operator,
@@ -101,8 +101,8 @@ fn check(selectors: &[Requirements], max: usize) -> (usize, bool) {
 
 #[test]
 fn two_selectors_on_different_keys_get_three_exact_regions() {
-    let team = selector(&[requirement("team", Operator::In, &["ml"])]);
-    let tier = selector(&[requirement("tier", Operator::In, &["restricted"])]);
+    let team = selector(&[requirement("team", SelectorOperator::In, &["ml"])]);
+    let tier = selector(&[requirement("tier", SelectorOperator::In, &["restricted"])]);
     let regions = [Region::of(&team).unwrap(), Region::of(&tier).unwrap()];
     let parts = partition(&regions, 16);
     let shown: Vec<(Requirements, BTreeSet<usize>)> =
@@ -112,22 +112,22 @@ fn two_selectors_on_different_keys_get_three_exact_regions() {
         [
             (
                 selector(&[
-                    requirement("team", Operator::In, &["ml"]),
-                    requirement("tier", Operator::In, &["restricted"])
+                    requirement("team", SelectorOperator::In, &["ml"]),
+                    requirement("tier", SelectorOperator::In, &["restricted"])
                 ]),
                 BTreeSet::from([0, 1])
             ),
             (
                 selector(&[
-                    requirement("team", Operator::In, &["ml"]),
-                    requirement("tier", Operator::NotIn, &["restricted"])
+                    requirement("team", SelectorOperator::In, &["ml"]),
+                    requirement("tier", SelectorOperator::NotIn, &["restricted"])
                 ]),
                 BTreeSet::from([0])
             ),
             (
                 selector(&[
-                    requirement("team", Operator::NotIn, &["ml"]),
-                    requirement("tier", Operator::In, &["restricted"])
+                    requirement("team", SelectorOperator::NotIn, &["ml"]),
+                    requirement("tier", SelectorOperator::In, &["restricted"])
                 ]),
                 BTreeSet::from([1])
             ),
@@ -138,8 +138,8 @@ fn two_selectors_on_different_keys_get_three_exact_regions() {
 
 #[test]
 fn in_with_several_values_is_cut_by_value() {
-    let first = selector(&[requirement("a", Operator::In, &["x", "y"])]);
-    let second = selector(&[requirement("a", Operator::In, &["y", "z"])]);
+    let first = selector(&[requirement("a", SelectorOperator::In, &["x", "y"])]);
+    let second = selector(&[requirement("a", SelectorOperator::In, &["y", "z"])]);
     let regions = [Region::of(&first).unwrap(), Region::of(&second).unwrap()];
     let parts = partition(&regions, 16);
     let shown: Vec<(Requirements, BTreeSet<usize>)> =
@@ -147,12 +147,18 @@ fn in_with_several_values_is_cut_by_value() {
     assert_eq!(
         shown,
         [
-            (selector(&[requirement("a", Operator::In, &["x"])]), BTreeSet::from([0])),
             (
-                selector(&[requirement("a", Operator::In, &["y"])]),
+                selector(&[requirement("a", SelectorOperator::In, &["x"])]),
+                BTreeSet::from([0])
+            ),
+            (
+                selector(&[requirement("a", SelectorOperator::In, &["y"])]),
                 BTreeSet::from([0, 1])
             ),
-            (selector(&[requirement("a", Operator::In, &["z"])]), BTreeSet::from([1])),
+            (
+                selector(&[requirement("a", SelectorOperator::In, &["z"])]),
+                BTreeSet::from([1])
+            ),
         ]
     );
     assert_eq!(check(&[first, second], 16), (3, false));
@@ -160,30 +166,30 @@ fn in_with_several_values_is_cut_by_value() {
 
 #[test]
 fn exists_and_does_not_exist_and_implied_selectors() {
-    let exists = selector(&[requirement("a", Operator::Exists, &[])]);
+    let exists = selector(&[requirement("a", SelectorOperator::Exists, &[])]);
     let absent_b = selector(&[
-        requirement("a", Operator::DoesNotExist, &[]),
-        requirement("b", Operator::Exists, &[]),
+        requirement("a", SelectorOperator::DoesNotExist, &[]),
+        requirement("b", SelectorOperator::Exists, &[]),
     ]);
     // Disjoint: an entry each, as they are.
     assert_eq!(check(&[exists.clone(), absent_b], 16), (2, false));
     // `a=x` implies `a` exists: its region, and `a` but not x.
-    let ax = selector(&[requirement("a", Operator::In, &["x"])]);
+    let ax = selector(&[requirement("a", SelectorOperator::In, &["x"])]);
     assert_eq!(check(&[exists.clone(), ax.clone()], 16), (2, false));
     // Two requirements, one implying the other's key: `a=x,b=y` inside
     // `a=x`.
     let axby = selector(&[
-        requirement("a", Operator::In, &["x"]),
-        requirement("b", Operator::In, &["y"]),
+        requirement("a", SelectorOperator::In, &["x"]),
+        requirement("b", SelectorOperator::In, &["y"]),
     ]);
     assert_eq!(check(&[ax, axby], 16), (2, false));
     // `a` exists but not x (two requirements on one key) against `a=x`
     // and `b` absent.
     let not_x = selector(&[
-        requirement("a", Operator::Exists, &[]),
-        requirement("a", Operator::NotIn, &["x"]),
+        requirement("a", SelectorOperator::Exists, &[]),
+        requirement("a", SelectorOperator::NotIn, &["x"]),
     ]);
-    let no_b = selector(&[requirement("b", Operator::DoesNotExist, &[])]);
+    let no_b = selector(&[requirement("b", SelectorOperator::DoesNotExist, &[])]);
     assert_eq!(check(&[not_x, no_b, exists], 16), (5, false));
 }
 
@@ -193,7 +199,7 @@ fn past_the_bound_regions_merge_and_say_so() {
     let keys = ["a", "b", "c", "d", "e", "f"];
     let selectors: Vec<Requirements> = keys
         .iter()
-        .map(|k| selector(&[requirement(k, Operator::In, &["x"])]))
+        .map(|k| selector(&[requirement(k, SelectorOperator::In, &["x"])]))
         .collect();
     let regions: Vec<Region> = selectors.iter().map(|s| Region::of(s).unwrap()).collect();
     let parts = partition(&regions, 4);
@@ -206,15 +212,15 @@ fn past_the_bound_regions_merge_and_say_so() {
 
 fn requirement_strategy() -> impl Strategy<Value = Requirement> {
     let ops = prop_oneof![
-        Just(Operator::In),
-        Just(Operator::NotIn),
-        Just(Operator::Exists),
-        Just(Operator::DoesNotExist),
+        Just(SelectorOperator::In),
+        Just(SelectorOperator::NotIn),
+        Just(SelectorOperator::Exists),
+        Just(SelectorOperator::DoesNotExist),
     ];
     (0..KEYS.len(), ops, proptest::sample::subsequence(&VALUES[..3], 1..=3)).prop_map(|(k, operator, values)| {
         let values = match operator {
-            Operator::In | Operator::NotIn => values,
-            Operator::Exists | Operator::DoesNotExist => Vec::new(),
+            SelectorOperator::In | SelectorOperator::NotIn => values,
+            SelectorOperator::Exists | SelectorOperator::DoesNotExist => Vec::new(),
         };
         requirement(KEYS[k], operator, &values)
     })

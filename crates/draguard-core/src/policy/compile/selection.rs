@@ -123,12 +123,7 @@ fn selector_requirements(s: &LabelSelector) -> Option<Vec<Value>> {
         if !key_ok(&e.key) || !e.values.iter().all(|v| value_ok(v)) {
             return None;
         }
-        let operator = match e.operator {
-            SelectorOperator::In => "In",
-            SelectorOperator::NotIn => "NotIn",
-            SelectorOperator::Exists => "Exists",
-            SelectorOperator::DoesNotExist => "DoesNotExist",
-        };
+        let operator = e.operator.as_str();
         out.push(if e.values.is_empty() {
             json!({"key": e.key, "operator": operator})
         } else {
