@@ -364,14 +364,13 @@ fn canonical(s: &LabelSelector) -> Option<Requirements> {
         });
     }
     for e in &s.match_expressions {
-        let operator = e.operator;
-        let needs_values = matches!(operator, SelectorOperator::In | SelectorOperator::NotIn);
+        let needs_values = matches!(e.operator, SelectorOperator::In | SelectorOperator::NotIn);
         if !valid_key(&e.key) || needs_values == e.values.is_empty() || !e.values.iter().all(|v| valid_value(v)) {
             return None;
         }
         out.insert(Requirement {
             key: e.key.clone(),
-            operator,
+            operator: e.operator,
             values: e.values.iter().cloned().collect(),
         });
     }
@@ -391,7 +390,7 @@ fn id(requirements: &Requirements) -> String {
     };
     for r in requirements {
         feed(r.key.as_bytes());
-        feed(&[0, r.operator as u8]);
+        feed(&[0, operator_code(r.operator)]);
         for v in &r.values {
             feed(&[0]);
             feed(v.as_bytes());
@@ -399,6 +398,18 @@ fn id(requirements: &Requirements) -> String {
         feed(&[0xff]);
     }
     format!("{hash:016x}")
+}
+
+/// The operator's byte in [`id`]: fixed here, not the model enum's
+/// declaration order, so that reordering `SelectorOperator` never renames
+/// an entry (the codes this file's own enum had).
+fn operator_code(operator: SelectorOperator) -> u8 {
+    match operator {
+        SelectorOperator::In => 0,
+        SelectorOperator::NotIn => 1,
+        SelectorOperator::Exists => 2,
+        SelectorOperator::DoesNotExist => 3,
+    }
 }
 
 /// The selector entry made from `base` (a defaulting entry as read back):

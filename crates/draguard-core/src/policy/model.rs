@@ -112,6 +112,9 @@ pub struct LabelSelectorRequirement {
     pub values: Vec<String>,
 }
 
+// Ordered (as declared) so that the selector controllers keep a
+// selector's requirements as a sorted set (a plain comment: a doc
+// comment would enter the policy schema).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize, Serialize, JsonSchema)]
 pub enum SelectorOperator {
     #[default]
@@ -416,4 +419,21 @@ pub struct Quota {
     /// Device class name -> devices.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub devices: BTreeMap<String, u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SelectorOperator;
+
+    #[test]
+    fn an_operator_is_spelled_as_the_policy_file_spells_it() {
+        for op in [
+            SelectorOperator::In,
+            SelectorOperator::NotIn,
+            SelectorOperator::Exists,
+            SelectorOperator::DoesNotExist,
+        ] {
+            assert_eq!(serde_json::to_value(op).ok(), Some(serde_json::json!(op.as_str())));
+        }
+    }
 }
